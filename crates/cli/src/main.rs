@@ -1,0 +1,3 @@
+//! The `llm-inference-bench` binary.
+
+fn main() {}

@@ -1,0 +1,5 @@
+//! The one integration-test binary of the workspace (one binary keeps CI's link time low).
+//! Each module is one suite; they share helpers from `common`.
+
+mod common;
+mod sim;

@@ -1,0 +1,1 @@
+//! Simulator suite: see crates/sim.

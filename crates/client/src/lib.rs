@@ -1,0 +1,2 @@
+//! The client side: HTTP/SSE, engine adapters, exact-length prompts and the driver that runs
+//! the cells of a speed test matrix.

@@ -1,0 +1,1 @@
+//! Exporters of a results directory: HTML page, Markdown, CSV, JSON, and `compare`.
