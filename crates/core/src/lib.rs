@@ -1,3 +1,14 @@
 //! Core of llm-inference-bench: the validated plan, per-request records, the figures computed
 //! from them (pure functions), cell statuses and the results store. No HTTP, no terminal, so
 //! everything here is tested without sockets.
+
+pub mod cell;
+pub mod figures;
+pub mod meta;
+pub mod plan;
+pub mod record;
+pub mod run;
+pub mod size;
+pub mod stats;
+pub mod store;
+pub mod time;

@@ -1,0 +1,250 @@
+//! One measurement of the matrix (a prefill of one context, or a decode cell C × N), exactly as
+//! written to `cells.jsonl`. The field names of METHOD.md's results contract are part of the
+//! product: add fields freely, never rename these. Figures that don't apply are `None` (null),
+//! never 0.
+
+use crate::figures::{DecodeFigures, PrefillFigures};
+use crate::meta::TokenCountSource;
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which measurement a row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// One fresh prompt, `max_tokens = 1`.
+    Prefill,
+    /// Sustained decode, N streams for a fixed window.
+    Decode,
+}
+
+impl Phase {
+    /// As the seed's table prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Prefill => "Prefill",
+            Phase::Decode => "Sustained decode",
+        }
+    }
+}
+
+/// Status of a measurement (METHOD.md, "Status of a cell").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    /// Ran as designed.
+    Valid,
+    /// The server could not run all N at once.
+    RequestsQueued,
+    /// N × (C + M) > KV capacity: predicted, never sent.
+    OverCapacity,
+    /// Skipped: budget spent, run stopped early, or interrupted.
+    NotRun,
+    /// Requests errored or streams broke.
+    Failed,
+}
+
+impl CellStatus {
+    /// Status in words, as the seed prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            CellStatus::Valid => "Valid",
+            CellStatus::RequestsQueued => "Requests queued",
+            CellStatus::OverCapacity => "Over capacity",
+            CellStatus::NotRun => "Not run",
+            CellStatus::Failed => "Failed",
+        }
+    }
+
+    /// Whether the figures of a row with this status are measurements (and so not null).
+    pub fn has_figures(self) -> bool {
+        matches!(self, CellStatus::Valid | CellStatus::RequestsQueued)
+    }
+}
+
+/// What the server's queue looked like during a window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueObservation {
+    /// Gauge samples taken inside the window.
+    pub samples: u64,
+    /// Largest waiting-requests gauge seen (None: the server has no such gauge).
+    pub max_waiting: Option<f64>,
+    /// Smallest running-requests gauge seen inside the window.
+    pub min_running: Option<f64>,
+    /// Seconds from the first send until the window opened (readiness).
+    pub readiness_s: Option<f64>,
+    /// Whether readiness came before the limit (false: measured anyway, marked queued).
+    pub ready: bool,
+    /// How readiness was judged: `gauges` or `first_tokens`.
+    pub readiness_by: Option<String>,
+    /// Without a gauge: the TTFT above which a request counts as queued (ms), kept so the rule
+    /// can be checked.
+    pub ttft_queue_threshold_ms: Option<f64>,
+    /// Requests whose TTFT passed that threshold.
+    pub ttft_over_threshold: Option<u64>,
+}
+
+/// Prompt lengths checked against the server's `usage.prompt_tokens`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PromptCheck {
+    /// Prompt tokens the tool built (C).
+    pub expected: u64,
+    /// Requests whose usage reported prompt tokens.
+    pub checked: u64,
+    /// Requests whose reported count differed from C.
+    pub mismatched: u64,
+    /// Largest reported − expected difference (signed), if any mismatched.
+    pub max_diff: Option<i64>,
+}
+
+/// One row of `cells.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    /// `prefill` or `decode`.
+    pub phase: Phase,
+    /// Exact prompt tokens (C).
+    pub context_tokens: u64,
+    /// The label shown in tables (`8K`, `1019K`).
+    pub context_label: String,
+    /// Requests at once (N; 1 for prefill).
+    pub concurrency: u32,
+    /// The status.
+    pub status: CellStatus,
+    /// Prefill: C / TTFT.
+    pub prompt_tok_per_s: Option<f64>,
+    /// Decode: output tokens / measured seconds.
+    pub total_tok_per_s: Option<f64>,
+    /// Decode: median per-request rate.
+    pub per_request_tok_per_s: Option<f64>,
+    /// Median TTFT, ms.
+    pub ttft_ms_p50: Option<f64>,
+    /// Median time between tokens, ms.
+    pub tbt_ms_p50: Option<f64>,
+    /// Time-weighted mean of active requests.
+    pub avg_active_requests: Option<f64>,
+    /// Requests finished inside the window (prefill: 1).
+    pub completed_requests: Option<u64>,
+    /// Content tokens inside the window.
+    pub output_tokens: Option<u64>,
+    /// The window's measured length, seconds.
+    pub measured_s: Option<f64>,
+    /// How tokens per chunk were counted.
+    pub token_count_source: Option<TokenCountSource>,
+    /// The server's generation-token counter delta over the window, or null.
+    pub server_generation_tokens: Option<f64>,
+    /// Full TTFT distribution, ms.
+    pub ttft_ms: Option<Summary>,
+    /// Full TBT distribution, ms.
+    pub tbt_ms: Option<Summary>,
+    /// Full per-request rate distribution, tok/s.
+    pub per_request_tok_per_s_summary: Option<Summary>,
+    /// Requests sent in the measured phase.
+    pub requests_sent: Option<u64>,
+    /// Requests that got no token before the window closed.
+    pub requests_without_token: Option<u64>,
+    /// Errors counted by kind.
+    #[serde(default)]
+    pub errors: BTreeMap<String, u64>,
+    /// The first error's text.
+    pub first_error: Option<String>,
+    /// Queue gauge and readiness observations.
+    pub queue: Option<QueueObservation>,
+    /// Prompt-length check against server usage.
+    pub prompt_check: Option<PromptCheck>,
+    /// Why the status is what it is, in words (e.g. which rule marked it queued).
+    pub status_reason: Option<String>,
+    /// Wall-clock start (RFC 3339), metadata only.
+    pub started_at: Option<String>,
+    /// Wall-clock end (RFC 3339), metadata only.
+    pub finished_at: Option<String>,
+}
+
+impl CellResult {
+    /// A row with no figures: for Over capacity, Not run, or a failure before any figure.
+    pub fn empty(
+        phase: Phase,
+        context_tokens: u64,
+        context_label: &str,
+        concurrency: u32,
+        status: CellStatus,
+    ) -> Self {
+        CellResult {
+            phase,
+            context_tokens,
+            context_label: context_label.to_string(),
+            concurrency,
+            status,
+            prompt_tok_per_s: None,
+            total_tok_per_s: None,
+            per_request_tok_per_s: None,
+            ttft_ms_p50: None,
+            tbt_ms_p50: None,
+            avg_active_requests: None,
+            completed_requests: None,
+            output_tokens: None,
+            measured_s: None,
+            token_count_source: None,
+            server_generation_tokens: None,
+            ttft_ms: None,
+            tbt_ms: None,
+            per_request_tok_per_s_summary: None,
+            requests_sent: None,
+            requests_without_token: None,
+            errors: BTreeMap::new(),
+            first_error: None,
+            queue: None,
+            prompt_check: None,
+            status_reason: None,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    /// Fills the decode figures (only meaningful for Valid / Requests queued).
+    pub fn with_decode(mut self, f: &DecodeFigures) -> Self {
+        self.total_tok_per_s = Some(f.total_tok_per_s);
+        self.per_request_tok_per_s = f.per_request_tok_per_s.as_ref().map(|s| s.p50);
+        self.ttft_ms_p50 = f.ttft_ms.as_ref().map(|s| s.p50);
+        self.tbt_ms_p50 = f.tbt_ms.as_ref().map(|s| s.p50);
+        self.avg_active_requests = Some(f.avg_active_requests);
+        self.completed_requests = Some(f.completed_requests);
+        self.output_tokens = Some(f.output_tokens);
+        self.measured_s = Some(f.measured_s);
+        self.ttft_ms = f.ttft_ms.clone();
+        self.tbt_ms = f.tbt_ms.clone();
+        self.per_request_tok_per_s_summary = f.per_request_tok_per_s.clone();
+        self.requests_sent = Some(f.requests_sent);
+        self.requests_without_token = Some(f.requests_without_token);
+        self
+    }
+
+    /// Fills the prefill figures.
+    pub fn with_prefill(mut self, f: &PrefillFigures) -> Self {
+        self.prompt_tok_per_s = Some(f.prompt_tok_per_s);
+        self.ttft_ms_p50 = Some(f.ttft_ms);
+        self.completed_requests = Some(1);
+        self.requests_sent = Some(1);
+        self
+    }
+
+    /// Identity of the measurement in the matrix, for resume and lookups.
+    pub fn key(&self) -> CellKey {
+        CellKey {
+            phase: self.phase,
+            context_tokens: self.context_tokens,
+            concurrency: self.concurrency,
+        }
+    }
+}
+
+/// Identity of one measurement in the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellKey {
+    /// Prefill or decode.
+    pub phase: Phase,
+    /// C.
+    pub context_tokens: u64,
+    /// N.
+    pub concurrency: u32,
+}

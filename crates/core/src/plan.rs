@@ -1,0 +1,339 @@
+//! The validated plan: which contexts and concurrency levels run, in which order, and which
+//! cells are predicted Over capacity. Built once the server's context length and KV capacity
+//! are known, before anything is sent.
+
+use crate::cell::{CellKey, Phase};
+use crate::size::{ContextSpec, format_tokens};
+use serde::{Deserialize, Serialize};
+
+/// The seed's contexts: 8K … 512K, then `max` and `full`.
+pub fn default_contexts() -> Vec<ContextSpec> {
+    let mut v: Vec<ContextSpec> = [8u64, 16, 32, 64, 128, 256, 512]
+        .iter()
+        .map(|k| ContextSpec::Tokens(k * 1024))
+        .collect();
+    v.push(ContextSpec::Max);
+    v.push(ContextSpec::Full);
+    v
+}
+
+/// The seed's concurrency levels: 1 … 128.
+pub fn default_concurrency() -> Vec<u32> {
+    vec![1, 2, 4, 8, 16, 32, 64, 128]
+}
+
+/// Settings of a run, after flags, config file and environment were merged and checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Requested contexts.
+    pub contexts: Vec<ContextSpec>,
+    /// Concurrency levels, ascending, unique.
+    pub concurrency: Vec<u32>,
+    /// Decode window length, seconds.
+    pub duration_s: f64,
+    /// `max_tokens` of decode requests (M).
+    pub max_output: u32,
+    /// Longest wait for readiness before a window opens anyway (marked queued), seconds.
+    pub readiness_timeout_s: f64,
+    /// Total time budget; cells that would start after it are Not run.
+    pub max_time_s: Option<f64>,
+    /// Keep per-request records with per-chunk offsets.
+    pub save_requests: bool,
+    /// Interval between queue-gauge samples during windows, ms.
+    pub gauge_interval_ms: u64,
+    /// Seed for prompt prefixes (a fresh one per run unless given).
+    pub prompt_seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            contexts: default_contexts(),
+            concurrency: default_concurrency(),
+            duration_s: 30.0,
+            max_output: 4096,
+            readiness_timeout_s: 120.0,
+            max_time_s: None,
+            save_requests: false,
+            gauge_interval_ms: 250,
+            prompt_seed: 0,
+        }
+    }
+}
+
+/// One context of the plan, with its exact token count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedContext {
+    /// Exact prompt tokens.
+    pub tokens: u64,
+    /// Label for tables.
+    pub label: String,
+    /// Whether decode cells run at this context (`full` is prefill only).
+    pub decode: bool,
+    /// What the user asked for.
+    pub spec: ContextSpec,
+}
+
+/// A requested context that was dropped, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedContext {
+    /// What was asked.
+    pub spec: ContextSpec,
+    /// Why it does not run.
+    pub reason: String,
+}
+
+/// Resolves requested contexts against the server's context length `limit` (prompt + output).
+///
+/// - `max` is the largest whole-K context with C + M < limit (strictly less: some engines reject
+///   prompt + max_tokens equal to the limit). This gives the seed's "1019K" for a 1024K model with
+///   M = 4096. Below 1K of room, the exact largest count is used.
+/// - `full` is prefill only and sends limit − 1 tokens, so that prompt + its one output token fit
+///   on every engine; it is labelled by the context length ("1024K"), as the seed does.
+/// - Explicit contexts with C + M ≥ limit are prefill only when C < limit, dropped otherwise.
+///
+/// Without a known limit, `max` and `full` are dropped and explicit contexts are kept.
+/// The result is sorted ascending by tokens and deduplicated.
+pub fn resolve_contexts(
+    specs: &[ContextSpec],
+    limit: Option<u64>,
+    max_output: u32,
+) -> (Vec<PlannedContext>, Vec<DroppedContext>) {
+    let m = u64::from(max_output);
+    let mut out: Vec<PlannedContext> = Vec::new();
+    let mut dropped = Vec::new();
+    for &spec in specs {
+        let planned = match (spec, limit) {
+            (ContextSpec::Tokens(c), None) => Ok(PlannedContext {
+                tokens: c,
+                label: format_tokens(c),
+                decode: true,
+                spec,
+            }),
+            (ContextSpec::Tokens(c), Some(l)) if c + m < l => Ok(PlannedContext {
+                tokens: c,
+                label: format_tokens(c),
+                decode: true,
+                spec,
+            }),
+            (ContextSpec::Tokens(c), Some(l)) if c < l => Ok(PlannedContext {
+                tokens: c,
+                label: format_tokens(c),
+                decode: false,
+                spec,
+            }),
+            (ContextSpec::Tokens(c), Some(l)) => Err(format!(
+                "{} tokens does not fit the server's context length of {}",
+                format_tokens(c),
+                format_tokens(l)
+            )),
+            (ContextSpec::Max | ContextSpec::Full, None) => {
+                Err("the server's context length is unknown; pass explicit sizes".to_string())
+            }
+            (ContextSpec::Max, Some(l)) => {
+                let room = l.saturating_sub(m + 1);
+                let c = if room >= 1024 {
+                    room / 1024 * 1024
+                } else {
+                    room
+                };
+                if c == 0 {
+                    Err(format!("max output {m} leaves no room in a context of {l}"))
+                } else {
+                    Ok(PlannedContext {
+                        tokens: c,
+                        label: format_tokens(c),
+                        decode: true,
+                        spec,
+                    })
+                }
+            }
+            (ContextSpec::Full, Some(l)) => {
+                if l < 2 {
+                    Err("context length too small".to_string())
+                } else {
+                    Ok(PlannedContext {
+                        tokens: l - 1,
+                        label: format_tokens(l),
+                        decode: false,
+                        spec,
+                    })
+                }
+            }
+        };
+        match planned {
+            Ok(p) => {
+                if let Some(existing) = out.iter_mut().find(|e| e.tokens == p.tokens) {
+                    existing.decode |= p.decode;
+                } else {
+                    out.push(p);
+                }
+            }
+            Err(reason) => dropped.push(DroppedContext { spec, reason }),
+        }
+    }
+    out.sort_by_key(|p| p.tokens);
+    (out, dropped)
+}
+
+/// One step of the plan, in run order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedCell {
+    /// Which measurement.
+    pub key: CellKey,
+    /// Context label.
+    pub label: String,
+    /// Predicted Over capacity: N × (C + M) > KV capacity. Never sent.
+    pub over_capacity: bool,
+}
+
+/// The matrix in run order: contexts ascending; per context its prefill, then decode cells with
+/// N ascending (METHOD.md, "The matrix").
+pub fn matrix(
+    contexts: &[PlannedContext],
+    concurrency: &[u32],
+    kv_capacity: Option<u64>,
+    max_output: u32,
+) -> Vec<PlannedCell> {
+    let mut cells = Vec::new();
+    for c in contexts {
+        cells.push(PlannedCell {
+            key: CellKey {
+                phase: Phase::Prefill,
+                context_tokens: c.tokens,
+                concurrency: 1,
+            },
+            label: c.label.clone(),
+            over_capacity: false,
+        });
+        if !c.decode {
+            continue;
+        }
+        for &n in concurrency {
+            let need = u128::from(n) * u128::from(c.tokens + u64::from(max_output));
+            cells.push(PlannedCell {
+                key: CellKey {
+                    phase: Phase::Decode,
+                    context_tokens: c.tokens,
+                    concurrency: n,
+                },
+                label: c.label.clone(),
+                over_capacity: kv_capacity.is_some_and(|kv| need > u128::from(kv)),
+            });
+        }
+    }
+    cells
+}
+
+/// Everything the run decided before sending, as stored in `run.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The merged settings.
+    pub settings: Settings,
+    /// Contexts that run.
+    pub contexts: Vec<PlannedContext>,
+    /// Contexts that were asked for but dropped.
+    pub dropped_contexts: Vec<DroppedContext>,
+    /// The KV capacity used for predictions (None: unknown, nothing predicted).
+    pub kv_capacity_tokens: Option<u64>,
+    /// The context length used to resolve sizes.
+    pub context_length: Option<u64>,
+    /// `Fixed duration` (the seed's "Decode test").
+    pub decode_test: String,
+    /// `Measured during decode warm-up` (the seed's "Prefill mode").
+    pub prefill_mode: String,
+    /// The cells in run order.
+    pub cells: Vec<PlannedCell>,
+}
+
+impl Plan {
+    /// Builds the plan from settings and what the server said.
+    pub fn build(
+        settings: Settings,
+        context_length: Option<u64>,
+        kv_capacity: Option<u64>,
+    ) -> Plan {
+        let (contexts, dropped_contexts) =
+            resolve_contexts(&settings.contexts, context_length, settings.max_output);
+        let cells = matrix(
+            &contexts,
+            &settings.concurrency,
+            kv_capacity,
+            settings.max_output,
+        );
+        Plan {
+            settings,
+            contexts,
+            dropped_contexts,
+            kv_capacity_tokens: kv_capacity,
+            context_length,
+            decode_test: "Fixed duration".to_string(),
+            prefill_mode: "Measured during decode warm-up".to_string(),
+            cells,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: u64 = 1024;
+
+    #[test]
+    fn seed_contexts_resolve_to_1019k_and_1024k() {
+        let (ctx, dropped) = resolve_contexts(&default_contexts(), Some(1024 * K), 4096);
+        assert!(dropped.is_empty());
+        let labels: Vec<&str> = ctx.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1019K", "1024K"
+            ]
+        );
+        assert_eq!(ctx[7].tokens, 1019 * K);
+        assert!(ctx[7].decode);
+        assert_eq!(ctx[8].tokens, 1024 * K - 1);
+        assert!(!ctx[8].decode);
+    }
+
+    #[test]
+    fn contexts_over_the_limit_are_dropped_not_failed() {
+        let specs = [
+            ContextSpec::Tokens(8 * K),
+            ContextSpec::Tokens(64 * K),
+            ContextSpec::Tokens(4 * K),
+        ];
+        let (ctx, dropped) = resolve_contexts(&specs, Some(32 * K), 4096);
+        assert_eq!(
+            ctx.iter().map(|c| c.tokens).collect::<Vec<_>>(),
+            vec![4 * K, 8 * K]
+        );
+        assert_eq!(dropped.len(), 1);
+    }
+
+    /// The seed's staircase: with KV capacity between 2,113,536 and 2,129,920 tokens, exactly
+    /// the seed's cells are Over capacity.
+    #[test]
+    fn seed_staircase_from_kv_capacity() {
+        let (ctx, _) = resolve_contexts(&default_contexts(), Some(1024 * K), 4096);
+        let cells = matrix(&ctx, &default_concurrency(), Some(2_120_000), 4096);
+        let over_at = |label: &str| -> Vec<u32> {
+            cells
+                .iter()
+                .filter(|c| c.label == label && c.key.phase == Phase::Decode && c.over_capacity)
+                .map(|c| c.key.concurrency)
+                .collect()
+        };
+        assert_eq!(over_at("8K"), Vec::<u32>::new());
+        assert_eq!(over_at("16K"), vec![128]);
+        assert_eq!(over_at("32K"), vec![64, 128]);
+        assert_eq!(over_at("64K"), vec![32, 64, 128]);
+        assert_eq!(over_at("128K"), vec![16, 32, 64, 128]);
+        assert_eq!(over_at("256K"), vec![8, 16, 32, 64, 128]);
+        assert_eq!(over_at("512K"), vec![8, 16, 32, 64, 128]);
+        assert_eq!(over_at("1019K"), vec![4, 8, 16, 32, 64, 128]);
+        // 9 prefills + 8 decode rows × 8.
+        assert_eq!(cells.len(), 9 + 8 * 8);
+    }
+}
