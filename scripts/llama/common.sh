@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # variables are used by the scripts that source this
 # Shared settings for scripts/llama/*.sh. Sourced, never executed.
 #
 # Everything lives under one cache directory keyed by the llama.cpp version, so a CI cache of

@@ -30,7 +30,7 @@ start_server() { # start_server VAR_PREFIX start.sh-args... ; sets ${PREFIX}_URL
   PIDFILES+=("$pidfile")
   local out
   out="$("$HERE/start.sh" --pidfile "$pidfile" --log "$TMP/$prefix.log" "$@")"
-  eval "$(sed "s/^LLAMA_/${prefix}_/" <<<"$out")"
+  eval "${out//LLAMA_/${prefix}_}"
 }
 
 # Every request is bounded; bodies are saved exactly as received (-o, no post-processing).
@@ -43,29 +43,29 @@ llama_log "recording into $OUT from $U"
 
 # Counters before and after exactly one request of known size (the readiness probe of start.sh
 # already made one 1-token completion, so the "before" counters are not zero).
-"${C[@]}" -o "$OUT/metrics-before.txt" "$U/metrics"
+"${C[@]}" -o "$OUT/metrics_before.txt" "$U/metrics"
 "${C[@]}" -o "$OUT/health.json" "$U/health"
 "${C[@]}" -o "$OUT/props.json" "$U/props"
-"${C[@]}" -o "$OUT/slots-idle.json" "$U/slots"
+"${C[@]}" -o "$OUT/slots_idle.json" "$U/slots"
 "${C[@]}" -o "$OUT/models.json" "$U/v1/models"
 
 # Streaming completions, no stream_options: usage still rides on the finish chunk (recipe).
-"${C[@]}" -D "$OUT/completions-stream.headers" -o "$OUT/completions-stream.sse" "${JSON[@]}" \
+"${C[@]}" -D "$OUT/completions_stream.headers" -o "$OUT/completions_stream.sse" "${JSON[@]}" \
   -d '{"model":"tiny-llama","prompt":"The quick brown fox","max_tokens":8,"stream":true,"ignore_eos":true,"temperature":0}' \
   "$U/v1/completions"
-"${C[@]}" -o "$OUT/metrics-after.txt" "$U/metrics"
+"${C[@]}" -o "$OUT/metrics_after.txt" "$U/metrics"
 
-"${C[@]}" -D "$OUT/completions-stream-usage.headers" -o "$OUT/completions-stream-usage.sse" "${JSON[@]}" \
+"${C[@]}" -D "$OUT/completions_stream_usage.headers" -o "$OUT/completions_stream_usage.sse" "${JSON[@]}" \
   -d '{"model":"tiny-llama","prompt":"The quick brown fox","max_tokens":8,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0}' \
   "$U/v1/completions"
 
 # continuous_usage_stats is vLLM's; the recipe says llama.cpp ignores it. Recorded to prove it.
-"${C[@]}" -o "$OUT/completions-stream-continuous-usage.sse" "${JSON[@]}" \
+"${C[@]}" -o "$OUT/completions_stream_continuous_usage.sse" "${JSON[@]}" \
   -d '{"model":"tiny-llama","prompt":"The quick brown fox","max_tokens":8,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},"ignore_eos":true,"temperature":0}' \
   "$U/v1/completions"
 
 # Prompt as token ids ([BOS, "▁Hello", "▁world"]) and min_tokens, non-streaming.
-"${C[@]}" -o "$OUT/completions-token-ids.json" "${JSON[@]}" \
+"${C[@]}" -o "$OUT/completions_token_ids.json" "${JSON[@]}" \
   -d '{"model":"tiny-llama","prompt":[1,15043,3186],"max_tokens":8,"min_tokens":8,"ignore_eos":true,"temperature":0}' \
   "$U/v1/completions"
 
@@ -73,16 +73,16 @@ llama_log "recording into $OUT from $U"
   -d '{"model":"tiny-llama","prompt":"The quick brown fox","max_tokens":8,"ignore_eos":true,"temperature":0}' \
   "$U/v1/completions"
 
-"${C[@]}" -D "$OUT/chat-stream-usage.headers" -o "$OUT/chat-stream-usage.sse" "${JSON[@]}" \
+"${C[@]}" -D "$OUT/chat_stream_usage.headers" -o "$OUT/chat_stream_usage.sse" "${JSON[@]}" \
   -d '{"model":"tiny-llama","messages":[{"role":"user","content":"Say hello"}],"max_tokens":8,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0}' \
   "$U/v1/chat/completions"
-"${C[@]}" -o "$OUT/chat-stream.sse" "${JSON[@]}" \
+"${C[@]}" -o "$OUT/chat_stream.sse" "${JSON[@]}" \
   -d '{"model":"tiny-llama","messages":[{"role":"user","content":"Say hello"}],"max_tokens":8,"stream":true,"ignore_eos":true,"temperature":0}' \
   "$U/v1/chat/completions"
 
 # Tokenizer endpoints: /tokenize adds no BOS unless asked, unlike string prompts.
 "${C[@]}" -o "$OUT/tokenize.json" "${JSON[@]}" -d '{"content":"Hello world"}' "$U/tokenize"
-"${C[@]}" -o "$OUT/tokenize-add-special.json" "${JSON[@]}" \
+"${C[@]}" -o "$OUT/tokenize_add_special.json" "${JSON[@]}" \
   -d '{"content":"Hello world","add_special":true}' "$U/tokenize"
 "${C[@]}" -o "$OUT/detokenize.json" "${JSON[@]}" -d '{"tokens":[1,15043,3186]}' "$U/detokenize"
 
@@ -91,16 +91,16 @@ long="$(printf ' hello%.0s' $(seq 4100))"
 printf '{"model":"tiny-llama","prompt":"%s","max_tokens":8,"ignore_eos":true}' "$long" >"$TMP/long.json"
 printf '{"model":"tiny-llama","prompt":"%s","max_tokens":8,"stream":true,"ignore_eos":true}' "$long" \
   >"$TMP/long-stream.json"
-"${C[@]}" -D "$OUT/error-context-exceeded.headers" -o "$OUT/error-context-exceeded.json" \
+"${C[@]}" -D "$OUT/error_context_exceeded.headers" -o "$OUT/error_context_exceeded.json" \
   "${JSON[@]}" --data-binary "@$TMP/long.json" "$U/v1/completions"
-"${C[@]}" -D "$OUT/error-context-exceeded-stream.headers" -o "$OUT/error-context-exceeded-stream.sse" \
+"${C[@]}" -D "$OUT/error_context_exceeded_stream.headers" -o "$OUT/error_context_exceeded_stream.sse" \
   "${JSON[@]}" --data-binary "@$TMP/long-stream.json" "$U/v1/completions"
 
 # Prompt + max_tokens over the slot: not an error, cut with finish_reason "length".
 short_long="$(printf ' hello%.0s' $(seq 4080))"
 printf '{"model":"tiny-llama","prompt":"%s","max_tokens":64,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true,"temperature":0}' \
   "$short_long" >"$TMP/near-limit.json"
-"${C[@]}" -o "$OUT/completions-stream-truncated.sse" "${JSON[@]}" \
+"${C[@]}" -o "$OUT/completions_stream_truncated.sse" "${JSON[@]}" \
   --data-binary "@$TMP/near-limit.json" "$U/v1/completions"
 
 # Queueing: 8 concurrent streams on 4 slots; sample /metrics and /slots while they run.
@@ -112,16 +112,16 @@ for i in $(seq 8); do
   pids+=($!)
 done
 sleep 0.5
-"${C[@]}" -o "$OUT/metrics-queued.txt" "$U/metrics"
-"${C[@]}" -o "$OUT/slots-busy.json" "$U/slots"
+"${C[@]}" -o "$OUT/metrics_queued.txt" "$U/metrics"
+"${C[@]}" -o "$OUT/slots_busy.json" "$U/slots"
 for p in "${pids[@]}"; do wait "$p"; done
-"${C[@]}" -o "$OUT/metrics-after-queue.txt" "$U/metrics"
+"${C[@]}" -o "$OUT/metrics_after_queue.txt" "$U/metrics"
 
 # A second server with an API key, called with the wrong one.
 start_server KEYED --slots 1 --ctx-per-slot 512 --api-key test-key-123
-"${C[@]}" -D "$OUT/error-unauthorized.headers" -o "$OUT/error-unauthorized.json" "${JSON[@]}" \
+"${C[@]}" -D "$OUT/error_unauthorized.headers" -o "$OUT/error_unauthorized.json" "${JSON[@]}" \
   -H 'Authorization: Bearer wrong-key' \
   -d '{"model":"tiny-llama","prompt":"Hi","max_tokens":1}' "$KEYED_URL/v1/completions"
-"${C[@]}" -o "$OUT/health-with-api-key.json" "$KEYED_URL/health"
+"${C[@]}" -o "$OUT/health_with_api_key.json" "$KEYED_URL/health"
 
 llama_log "done: $(find "$OUT" -maxdepth 1 -type f ! -name README.md | wc -l) files in $OUT"
