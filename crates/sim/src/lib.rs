@@ -1,2 +1,138 @@
 //! A simulated continuous-batching inference engine that speaks SGLang's or vLLM's HTTP dialect.
 //! It shares no code with the client crates, so that a client bug is never mirrored here.
+//!
+//! The pieces, in the order a request meets them:
+//! - [`config`]: every knob ([`SimConfig`]), and [`profiles`](builtin_profile) that fill them;
+//! - `http`, `request`, `info`, `metrics`: the server, its endpoints and each engine's bodies;
+//! - `tokenizer`: the simulator's own deterministic tokenizer (not one token per character);
+//! - `engine`: the scheduler thread (KV admission, prefix cache, prefill, decode steps);
+//! - `wire`: the exact JSON and SSE bytes each engine writes;
+//! - `faults`: seeded fault decisions.
+//!
+//! Start it in-process with [`spawn`] (tests, demos) or [`serve`] (your own listener and
+//! shutdown signal). `docs/simulator.md` describes the model and shows transcripts.
+
+mod config;
+mod engine;
+mod faults;
+mod http;
+mod info;
+mod metrics;
+mod profiles;
+mod request;
+mod rng;
+mod tokenizer;
+mod wire;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use config::{FaultConfig, Flavor, SimConfig};
+pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};
+
+/// Everything that can go wrong starting or configuring the simulator.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A knob has an impossible value; the message names it and what is allowed.
+    #[error("invalid simulator configuration: {0}")]
+    Invalid(String),
+    /// A profile name or file could not be used.
+    #[error("simulator profile {0}")]
+    Profile(String),
+    /// Binding or serving failed.
+    #[error("simulator I/O error: {0} (is the port free?)")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves `config` on `listener` until `shutdown` completes.
+///
+/// On shutdown the engine stops first, which ends every open stream (without `[DONE]`), then
+/// the server waits for connections to close.
+pub async fn serve(
+    listener: TcpListener,
+    config: SimConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), SimError> {
+    config.validate()?;
+    let addr = listener.local_addr()?;
+    let cfg = Arc::new(config);
+    let engine = engine::Engine::start(Arc::clone(&cfg))?;
+    let state = Arc::new(http::AppState {
+        rng: Mutex::new(rng::Rng::new(cfg.seed)),
+        cfg,
+        engine,
+        addr,
+        started: http::unix_now(),
+    });
+    let app = http::router(Arc::clone(&state));
+    let stopper = Arc::clone(&state);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            stopper.engine.stop();
+        })
+        .await?;
+    Ok(())
+}
+
+/// A simulator running in the background on `127.0.0.1`. Dropping it shuts the server down.
+pub struct SimHandle {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), SimError>>>,
+}
+
+impl SimHandle {
+    /// The bound address (port chosen by the OS).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the server gracefully and waits until it has.
+    pub async fn shutdown(mut self) -> Result<(), SimError> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.task.take() {
+            Some(t) => t
+                .await
+                .map_err(|e| SimError::Io(std::io::Error::other(e)))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Starts `config` on `127.0.0.1:0` in a background task (needs a tokio runtime).
+pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
+    config.validate()?;
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve(listener, config, async move {
+        // A dropped handle closes the channel: that also means stop.
+        let _ = rx.await;
+    }));
+    Ok(SimHandle {
+        addr,
+        stop: Some(tx),
+        task: Some(task),
+    })
+}

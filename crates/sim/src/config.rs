@@ -1,0 +1,342 @@
+//! The simulator's configuration: every knob of the engine, its dialect and its faults.
+//!
+//! A `SimConfig` is plain data (serde, TOML-loadable). Profiles (`profiles.rs`) build complete
+//! configs; files and `--set key=value` overrides are merged onto one as TOML tables, then the
+//! result is checked once by [`SimConfig::validate`] so that the engine never sees a nonsense
+//! value (an empty step table, a rate above 1, ...).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::SimError;
+
+/// Which real engine's HTTP dialect the simulator speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    /// SGLang: `/get_server_info`, `sglang:*` metrics, flat error objects.
+    #[default]
+    Sglang,
+    /// vLLM: `/version`, `vllm:*` metrics, nested `{"error": {...}}` objects.
+    Vllm,
+}
+
+impl Flavor {
+    /// The flavour's lowercase name (`sglang` or `vllm`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flavor::Sglang => "sglang",
+            Flavor::Vllm => "vllm",
+        }
+    }
+}
+
+impl std::str::FromStr for Flavor {
+    type Err = SimError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "sglang" => Ok(Flavor::Sglang),
+            "vllm" => Ok(Flavor::Vllm),
+            other => Err(SimError::Invalid(format!(
+                "unknown flavor `{other}`: use `sglang` or `vllm`"
+            ))),
+        }
+    }
+}
+
+/// Fault injection knobs. Every rate is a probability per request in `[0, 1]`; decisions are
+/// drawn from the seeded PRNG so a given seed and request order always fail the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultConfig {
+    /// Answer HTTP 500 with the engine's error body instead of running the request.
+    pub http_error_rate: f64,
+    /// Stream some tokens, then an error object inside the stream (`data: {"error": ...}`).
+    pub stream_error_rate: f64,
+    /// Stream some tokens, then drop the connection without `data: [DONE]`.
+    pub disconnect_rate: f64,
+    /// Replace one chunk of the stream by truncated, invalid JSON.
+    pub malformed_chunk_rate: f64,
+    /// Hold back the response headers by `slow_first_byte_ms` for this fraction of requests.
+    pub slow_first_byte_rate: f64,
+    /// The extra delay of a slow first byte, in milliseconds.
+    pub slow_first_byte_ms: u64,
+    /// Reject new requests while this many already wait in the queue (`None`: unbounded).
+    pub max_queue_len: Option<usize>,
+    /// The HTTP status of a queue-full rejection (429 or 503 are the usual ones).
+    pub queue_full_status: u16,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            http_error_rate: 0.0,
+            stream_error_rate: 0.0,
+            disconnect_rate: 0.0,
+            malformed_chunk_rate: 0.0,
+            slow_first_byte_rate: 0.0,
+            slow_first_byte_ms: 0,
+            max_queue_len: None,
+            queue_full_status: 503,
+        }
+    }
+}
+
+/// Everything the simulated engine needs: dialect, sizes, the performance model and faults.
+///
+/// Defaults (used for keys a TOML file leaves out) are those of the `tiny` profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    /// The HTTP dialect (`sglang` or `vllm`).
+    pub flavor: Flavor,
+    /// The served model name (`/v1/models`, `model` fields, metric labels).
+    pub model: String,
+    /// The engine version string (`/get_server_info` `version`, `/version`).
+    pub version: String,
+    /// Maximum prompt + output tokens of one request (`max_model_len` / `context_length`).
+    pub context_length: u64,
+    /// KV cache size in tokens (SGLang `max_total_num_tokens`; vLLM blocks × `block_size`).
+    pub kv_capacity_tokens: u64,
+    /// vLLM KV block size; the capacity the engine uses is rounded down to whole blocks.
+    pub block_size: u32,
+    /// Prefill throughput in prompt tokens per second.
+    pub prefill_tok_per_s: f64,
+    /// Fixed cost of one prefill pass in milliseconds (kernel launches, scheduling).
+    pub prefill_overhead_ms: f64,
+    /// Most prompt tokens prefilled in one pass (chunked prefill); longer prompts take several.
+    pub chunked_prefill_tokens: u64,
+    /// Decode step time table: `(batch_size, step_ms)` points, linearly interpolated and
+    /// extrapolated from the last two points.
+    pub decode_step_ms: Vec<(u32, f64)>,
+    /// Extra step time per KV token held by the batch, in microseconds (attention cost).
+    pub per_kv_token_us: f64,
+    /// Tokens produced per decode step and delivered in one chunk (speculative decoding).
+    pub spec_tokens: u32,
+    /// Prefix cache size in tokens (0 disables it). Cached prompts also yield to running
+    /// requests: they are evicted, least recently used first, when KV is needed.
+    pub prefix_cache_tokens: u64,
+    /// Most requests running at once (`None`: only KV capacity limits admission).
+    pub max_running_requests: Option<u32>,
+    /// Whether string prompts get a BOS token (counted in `prompt_tokens`).
+    pub add_bos: bool,
+    /// Per-token probability of a natural EOS after `min_tokens` when `ignore_eos` is off.
+    pub eos_rate: f64,
+    /// Required `Authorization: Bearer` key (`None`: open server).
+    pub api_key: Option<String>,
+    /// Seed of every random decision (output text, ids, faults).
+    pub seed: u64,
+    /// The profile's size scale relative to the real engine it imitates (informational).
+    pub scale: u32,
+    /// Fault injection.
+    pub faults: FaultConfig,
+    /// SGLang `server_args`-like metadata reported by `/get_server_info` (vLLM: engine args
+    /// shown as `cache_config_info` labels where they apply).
+    pub server_args: BTreeMap<String, serde_json::Value>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        crate::profiles::tiny()
+    }
+}
+
+impl SimConfig {
+    /// The KV capacity the engine really schedules with: vLLM rounds down to whole blocks.
+    pub fn effective_kv_capacity(&self) -> u64 {
+        match self.flavor {
+            Flavor::Sglang => self.kv_capacity_tokens,
+            Flavor::Vllm => {
+                let bs = u64::from(self.block_size.max(1));
+                self.kv_capacity_tokens / bs * bs
+            }
+        }
+    }
+
+    /// Decode step time in milliseconds for `batch` requests holding `kv_tokens` KV tokens.
+    pub fn step_ms(&self, batch: usize, kv_tokens: u64) -> f64 {
+        interpolate(&self.decode_step_ms, batch as f64) + self.per_kv_token_us * kv_tokens as f64 / 1000.0
+    }
+
+    /// Checks every knob; the message says which one is wrong and what is allowed.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Invalid(m));
+        if self.model.trim().is_empty() {
+            return bad("model: must not be empty".into());
+        }
+        if self.context_length < 2 {
+            return bad("context_length: must be at least 2 tokens".into());
+        }
+        if self.effective_kv_capacity() == 0 {
+            return bad("kv_capacity_tokens: must hold at least one block of tokens".into());
+        }
+        if !(self.prefill_tok_per_s.is_finite() && self.prefill_tok_per_s > 0.0) {
+            return bad("prefill_tok_per_s: must be a positive number".into());
+        }
+        if !(self.prefill_overhead_ms.is_finite() && self.prefill_overhead_ms >= 0.0) {
+            return bad("prefill_overhead_ms: must be zero or positive".into());
+        }
+        if self.chunked_prefill_tokens == 0 {
+            return bad("chunked_prefill_tokens: must be at least 1".into());
+        }
+        if self.decode_step_ms.is_empty() {
+            return bad("decode_step_ms: give at least one [batch_size, step_ms] point".into());
+        }
+        let mut prev = 0u32;
+        for &(b, ms) in &self.decode_step_ms {
+            if b <= prev {
+                return bad("decode_step_ms: batch sizes must be >= 1 and strictly ascending".into());
+            }
+            if !(ms.is_finite() && ms > 0.0) {
+                return bad(format!("decode_step_ms: step time at batch {b} must be positive"));
+            }
+            prev = b;
+        }
+        if !(self.per_kv_token_us.is_finite() && self.per_kv_token_us >= 0.0) {
+            return bad("per_kv_token_us: must be zero or positive".into());
+        }
+        if self.spec_tokens == 0 {
+            return bad("spec_tokens: must be at least 1 (1 = no speculative decoding)".into());
+        }
+        if self.block_size == 0 {
+            return bad("block_size: must be at least 1".into());
+        }
+        if self.max_running_requests == Some(0) {
+            return bad("max_running_requests: must be at least 1 when set".into());
+        }
+        let f = &self.faults;
+        for (name, v) in [
+            ("eos_rate", self.eos_rate),
+            ("faults.http_error_rate", f.http_error_rate),
+            ("faults.stream_error_rate", f.stream_error_rate),
+            ("faults.disconnect_rate", f.disconnect_rate),
+            ("faults.malformed_chunk_rate", f.malformed_chunk_rate),
+            ("faults.slow_first_byte_rate", f.slow_first_byte_rate),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(format!("{name}: must be a probability in [0, 1], got {v}"));
+            }
+        }
+        if !(400..=599).contains(&f.queue_full_status) {
+            return bad("faults.queue_full_status: must be an HTTP error status (400-599)".into());
+        }
+        Ok(())
+    }
+
+    /// Applies one `key=value` override (`faults.http_error_rate=0.1`, `model="x"`). The value
+    /// is read as TOML, falling back to a plain string, so `--set model=foo` works unquoted.
+    pub fn apply_override(&mut self, assignment: &str) -> Result<(), SimError> {
+        let (key, raw) = assignment.split_once('=').ok_or_else(|| {
+            SimError::Invalid(format!("override `{assignment}`: expected key=value"))
+        })?;
+        let key = key.trim();
+        let value = parse_toml_value(raw.trim());
+        let mut table = toml::Table::try_from(&*self)
+            .map_err(|e| SimError::Invalid(format!("cannot serialize config: {e}")))?;
+        let mut slot: &mut toml::Table = &mut table;
+        let parts: Vec<&str> = key.split('.').collect();
+        let (last, path) = parts
+            .split_last()
+            .ok_or_else(|| SimError::Invalid("override: empty key".into()))?;
+        for p in path {
+            let entry = slot
+                .entry((*p).to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            slot = entry.as_table_mut().ok_or_else(|| {
+                SimError::Invalid(format!("override `{key}`: `{p}` is not a table"))
+            })?;
+        }
+        slot.insert((*last).to_string(), value);
+        *self = from_table(table)?;
+        Ok(())
+    }
+}
+
+/// Reads a TOML value (`12`, `0.5`, `true`, `"x"`, `[[1, 2.0]]`), else takes the text as a string.
+fn parse_toml_value(raw: &str) -> toml::Value {
+    let doc = format!("v = {raw}");
+    match doc.parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+/// Deserializes a config from a TOML table and validates it.
+pub(crate) fn from_table(table: toml::Table) -> Result<SimConfig, SimError> {
+    let cfg: SimConfig = table
+        .try_into()
+        .map_err(|e: toml::de::Error| SimError::Invalid(format!("profile: {e}")))?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Deep-merges `over` into `base` (tables merge key by key, anything else replaces).
+pub(crate) fn merge_tables(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_tables(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Piecewise-linear interpolation over ascending `(x, y)` points, extrapolating linearly
+/// beyond both ends (a real engine's step time keeps growing past the measured batch sizes)
+/// and never going below the smallest measured y.
+pub(crate) fn interpolate(points: &[(u32, f64)], x: f64) -> f64 {
+    match points {
+        [] => 0.0,
+        [(_, y)] => *y,
+        _ => {
+            let idx = points
+                .windows(2)
+                .position(|w| x <= f64::from(w[1].0))
+                .unwrap_or(points.len() - 2);
+            let (x0, y0) = (f64::from(points[idx].0), points[idx].1);
+            let (x1, y1) = (f64::from(points[idx + 1].0), points[idx + 1].1);
+            let y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+            let floor = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+            y.max(floor)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolation_hits_points_and_extrapolates() {
+        let t = [(1, 5.0), (2, 6.0), (4, 10.0)];
+        assert!((interpolate(&t, 1.0) - 5.0).abs() < 1e-9);
+        assert!((interpolate(&t, 3.0) - 8.0).abs() < 1e-9);
+        assert!((interpolate(&t, 8.0) - 18.0).abs() < 1e-9);
+        assert!((interpolate(&t, 0.0) - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn overrides_parse_toml_and_strings() {
+        let mut c = SimConfig::default();
+        c.apply_override("faults.http_error_rate=0.25").expect("valid");
+        c.apply_override("model=some/model").expect("valid");
+        c.apply_override("decode_step_ms=[[1, 3.0], [8, 6.0]]").expect("valid");
+        assert_eq!(c.faults.http_error_rate, 0.25);
+        assert_eq!(c.model, "some/model");
+        assert_eq!(c.decode_step_ms, vec![(1, 3.0), (8, 6.0)]);
+        assert!(c.apply_override("spec_tokens=0").is_err());
+        assert!(c.apply_override("no_equals_sign").is_err());
+    }
+
+    #[test]
+    fn vllm_capacity_rounds_to_blocks() {
+        let mut c = SimConfig::default();
+        c.flavor = Flavor::Vllm;
+        c.block_size = 16;
+        c.kv_capacity_tokens = 1000;
+        assert_eq!(c.effective_kv_capacity(), 992);
+    }
+}

@@ -1,0 +1,371 @@
+//! The scheduler loop: admission, prefill passes, decode steps, emission.
+//!
+//! The engine runs one *pass* at a time, back to back, like a GPU running one forward pass
+//! after another:
+//! - **Admission** (before every pass): queued requests are admitted first-in first-out while
+//!   the admitted requests' prompt + `max_tokens` plus the newcomer's still fit in the KV
+//!   capacity. The head of the queue blocks the rest (no overtaking), as SGLang's FCFS does.
+//!   Unused prefix-cache entries are evicted (LRU) to make room.
+//! - **Prefill pass**: up to `chunked_prefill_tokens` prompt tokens of admitted requests, in
+//!   order, taking `overhead + tokens / prefill_tok_per_s`. A request whose prompt completes
+//!   gets its first token at the end of the pass. A prefix-cache hit only prefills 1 token.
+//! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk) after
+//!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`.
+//! - When both kinds of work wait, passes alternate, so a long prompt delays running streams
+//!   by one chunk at a time (SGLang's chunked prefill) instead of stalling them completely.
+//!
+//! Timing: each pass starts where the previous one ended on the engine's own clock, not when
+//! the thread happened to wake, so late wake-ups never accumulate into drift. Only when the
+//! thread falls more than `MAX_LAG` behind (an overloaded host) is the debt dropped.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::prefix_cache::PrefixCache;
+use super::{Cmd, Finish, NewRequest, Stats, TokenEvent};
+use crate::config::SimConfig;
+use crate::rng::Rng;
+use crate::tokenizer;
+
+/// How far behind schedule the engine may fall before it stops catching up.
+const MAX_LAG: Duration = Duration::from_millis(50);
+
+struct Req {
+    spec: NewRequest,
+    events: UnboundedSender<TokenEvent>,
+    rng: Rng,
+    generated: u32,
+    prefill_left: u64,
+    cache_key: Option<u64>,
+}
+
+enum Work {
+    /// (request id, prompt tokens prefilled in this pass)
+    Prefill(Vec<(u64, u64)>),
+    /// The decode batch.
+    Decode(Vec<u64>),
+}
+
+struct Pass {
+    end: Instant,
+    work: Work,
+    secs: f64,
+}
+
+struct Scheduler<'a> {
+    cfg: &'a SimConfig,
+    capacity: u64,
+    queue: VecDeque<u64>,
+    prefilling: VecDeque<u64>,
+    decoding: Vec<u64>,
+    reqs: HashMap<u64, Req>,
+    cache: PrefixCache,
+    pass: Option<Pass>,
+    /// End of the last pass on the engine's clock.
+    clock: Option<Instant>,
+    last_was_prefill: bool,
+    /// No pass has run since `clock`: the next one starts when planned, not at `clock`.
+    idle: bool,
+    stats: Stats,
+}
+
+/// Runs until `Stop` or until every sender is gone.
+pub(super) fn run(cfg: &SimConfig, rx: &Receiver<Cmd>, shared: &Arc<Mutex<Stats>>) {
+    let capacity = cfg.effective_kv_capacity();
+    let mut s = Scheduler {
+        cfg,
+        capacity,
+        queue: VecDeque::new(),
+        prefilling: VecDeque::new(),
+        decoding: Vec::new(),
+        reqs: HashMap::new(),
+        cache: PrefixCache::new(cfg.prefix_cache_tokens.min(capacity)),
+        pass: None,
+        clock: None,
+        last_was_prefill: false,
+        idle: true,
+        stats: Stats {
+            capacity,
+            ..Stats::default()
+        },
+    };
+    loop {
+        let cmd = match s.pass.as_ref().map(|p| p.end) {
+            Some(end) => {
+                let now = Instant::now();
+                if end <= now {
+                    None
+                } else {
+                    match rx.recv_timeout(end - now) {
+                        Ok(c) => Some(c),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            }
+            None => match rx.recv() {
+                Ok(c) => Some(c),
+                Err(_) => return,
+            },
+        };
+        if let Some(c) = cmd {
+            if !s.handle(c) {
+                return;
+            }
+            // Take everything that is already waiting, so a burst of arrivals is admitted
+            // together into the next pass, as a real engine's scheduler would.
+            while let Ok(c) = rx.try_recv() {
+                if !s.handle(c) {
+                    return;
+                }
+            }
+        }
+        let now = Instant::now();
+        if s.pass.as_ref().is_some_and(|p| p.end <= now) {
+            s.finish_pass();
+        }
+        if s.pass.is_none() {
+            s.admit();
+            s.plan_pass(Instant::now());
+        }
+        s.publish(shared);
+    }
+}
+
+impl Scheduler<'_> {
+    /// Applies one command; false means stop.
+    fn handle(&mut self, cmd: Cmd) -> bool {
+        match cmd {
+            Cmd::Submit { id, req, events } => {
+                let rng = Rng::derive(self.cfg.seed, req.prompt_hash);
+                self.reqs.insert(
+                    id,
+                    Req {
+                        spec: req,
+                        events,
+                        rng,
+                        generated: 0,
+                        prefill_left: 0,
+                        cache_key: None,
+                    },
+                );
+                self.queue.push_back(id);
+            }
+            Cmd::Abort(id) => {
+                if let Some(pos) = self.queue.iter().position(|&q| q == id) {
+                    self.queue.remove(pos);
+                    self.reqs.remove(&id);
+                    self.stats.aborted_requests += 1;
+                } else if self.reqs.contains_key(&id) {
+                    self.release(id);
+                    self.stats.aborted_requests += 1;
+                }
+            }
+            Cmd::FlushCache => self.cache.flush(),
+            Cmd::Stop => return false,
+        }
+        true
+    }
+
+    /// Admits queued requests in order while their KV reservation fits.
+    fn admit(&mut self) {
+        while let Some(&id) = self.queue.front() {
+            let Some(r) = self.reqs.get(&id) else {
+                self.queue.pop_front();
+                continue;
+            };
+            let need = r.spec.prompt_len + u64::from(r.spec.max_tokens);
+            if self.stats.reserved + need > self.capacity {
+                break;
+            }
+            let running = self.prefilling.len() + self.decoding.len();
+            if self
+                .cfg
+                .max_running_requests
+                .is_some_and(|m| running >= m as usize)
+            {
+                break;
+            }
+            self.queue.pop_front();
+            let key = r.spec.prompt_hash ^ r.spec.prompt_len.rotate_left(32);
+            let prompt_len = r.spec.prompt_len;
+            let hit = self.cache.enabled() && self.cache.lookup_and_pin(key);
+            self.stats.cache_query_tokens += prompt_len;
+            if hit {
+                self.stats.cache_hit_tokens += prompt_len;
+            }
+            if let Some(r) = self.reqs.get_mut(&id) {
+                // A full hit still runs a one-token forward pass to produce the first token.
+                r.prefill_left = if hit { 1 } else { prompt_len.max(1) };
+                // On a miss the cache entry is created (and pinned) when prefill completes.
+                r.cache_key = hit.then_some(key);
+            }
+            self.stats.reserved += need;
+            self.stats.used += prompt_len;
+            self.prefilling.push_back(id);
+            self.cache
+                .evict_until(self.capacity.saturating_sub(self.stats.reserved));
+        }
+    }
+
+    /// Chooses the next pass and when it ends.
+    fn plan_pass(&mut self, now: Instant) {
+        // Back to back with the previous pass: start where it ended (no drift). After idling,
+        // or when hopelessly late: start now.
+        let start = match self.clock {
+            Some(c) if !self.idle && now <= c + MAX_LAG => c,
+            _ => now,
+        };
+        let prefill = !self.prefilling.is_empty();
+        let decode = !self.decoding.is_empty();
+        let do_prefill = match (prefill, decode) {
+            (false, false) => {
+                self.idle = true;
+                return;
+            }
+            (true, false) => true,
+            (false, true) => false,
+            (true, true) => !self.last_was_prefill,
+        };
+        let (work, ms) = if do_prefill {
+            let mut budget = self.cfg.chunked_prefill_tokens;
+            let mut parts = Vec::new();
+            let mut tokens = 0u64;
+            for &id in &self.prefilling {
+                if budget == 0 {
+                    break;
+                }
+                if let Some(r) = self.reqs.get(&id) {
+                    let t = r.prefill_left.min(budget);
+                    budget -= t;
+                    tokens += t;
+                    parts.push((id, t));
+                }
+            }
+            let ms = self.cfg.prefill_overhead_ms + tokens as f64 * 1000.0 / self.cfg.prefill_tok_per_s;
+            (Work::Prefill(parts), ms)
+        } else {
+            let kv: u64 = self
+                .decoding
+                .iter()
+                .filter_map(|id| self.reqs.get(id))
+                .map(|r| r.spec.prompt_len + u64::from(r.generated))
+                .sum();
+            let ms = self.cfg.step_ms(self.decoding.len(), kv);
+            (Work::Decode(self.decoding.clone()), ms)
+        };
+        self.last_was_prefill = do_prefill;
+        self.idle = false;
+        let secs = ms / 1000.0;
+        self.pass = Some(Pass {
+            end: start + Duration::from_secs_f64(secs),
+            work,
+            secs,
+        });
+    }
+
+    /// Applies the effects of the pass that just ended: emits its tokens.
+    fn finish_pass(&mut self) {
+        let Some(pass) = self.pass.take() else { return };
+        self.clock = Some(pass.end);
+        match pass.work {
+            Work::Prefill(parts) => {
+                for (id, t) in parts {
+                    let Some(r) = self.reqs.get_mut(&id) else { continue };
+                    r.prefill_left = r.prefill_left.saturating_sub(t);
+                    if r.prefill_left > 0 {
+                        continue;
+                    }
+                    let prompt_len = r.spec.prompt_len;
+                    if r.cache_key.is_none() && self.cache.enabled() {
+                        let key = r.spec.prompt_hash ^ prompt_len.rotate_left(32);
+                        r.cache_key = Some(key);
+                        self.cache.insert_pinned(key, prompt_len);
+                    }
+                    self.stats.prompt_tokens_total += prompt_len;
+                    self.prefilling.retain(|&p| p != id);
+                    self.decoding.push(id);
+                    // The prefill's forward pass yields the first token.
+                    self.emit(id, 1);
+                }
+                self.cache.evict_until(self.capacity.saturating_sub(self.stats.reserved));
+            }
+            Work::Decode(batch) => {
+                let mut produced = 0u64;
+                for id in batch {
+                    produced += u64::from(self.emit(id, self.cfg.spec_tokens));
+                }
+                if pass.secs > 0.0 {
+                    self.stats.last_gen_throughput = produced as f64 / pass.secs;
+                }
+            }
+        }
+    }
+
+    /// Generates up to `k` tokens for `id` and sends them as one chunk; returns how many.
+    fn emit(&mut self, id: u64, k: u32) -> u32 {
+        let eos_rate = self.cfg.eos_rate;
+        let Some(r) = self.reqs.get_mut(&id) else { return 0 };
+        let mut text = String::new();
+        let mut n = 0;
+        let mut finish = None;
+        while n < k && r.generated < r.spec.max_tokens {
+            let (_, word) = tokenizer::output_token(&mut r.rng);
+            text.push(' ');
+            text.push_str(word);
+            n += 1;
+            r.generated += 1;
+            if r.generated >= r.spec.max_tokens {
+                finish = Some(Finish::Length);
+            } else if !r.spec.ignore_eos && r.generated >= r.spec.min_tokens && r.rng.chance(eos_rate) {
+                finish = Some(Finish::Stop);
+                break;
+            }
+        }
+        let ev = TokenEvent {
+            text,
+            n,
+            completion_tokens: r.generated,
+            finish,
+        };
+        let gone = r.events.send(ev).is_err();
+        self.stats.generation_tokens_total += u64::from(n);
+        self.stats.used += u64::from(n);
+        if finish.is_some() {
+            self.stats.finished_requests += 1;
+            self.release(id);
+        } else if gone {
+            // The handler is gone without its guard reporting yet: free the KV now.
+            self.stats.aborted_requests += 1;
+            self.release(id);
+        }
+        n
+    }
+
+    /// Frees a request's KV reservation and cache pin.
+    fn release(&mut self, id: u64) {
+        let Some(r) = self.reqs.remove(&id) else { return };
+        self.stats.reserved -= r.spec.prompt_len + u64::from(r.spec.max_tokens);
+        self.stats.used -= r.spec.prompt_len + u64::from(r.generated);
+        if let Some(key) = r.cache_key {
+            self.cache.unpin(key);
+        }
+        self.prefilling.retain(|&p| p != id);
+        self.decoding.retain(|&p| p != id);
+    }
+
+    /// Publishes the state snapshot for `/metrics`.
+    fn publish(&mut self, shared: &Arc<Mutex<Stats>>) {
+        self.stats.running = self.prefilling.len() + self.decoding.len();
+        self.stats.queued = self.queue.len();
+        self.stats.cached = self.cache.total_tokens();
+        match shared.lock() {
+            Ok(mut s) => *s = self.stats.clone(),
+            Err(p) => *p.into_inner() = self.stats.clone(),
+        }
+    }
+}

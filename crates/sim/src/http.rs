@@ -1,0 +1,319 @@
+//! The HTTP server: routes, API-key checks, and the generation endpoints.
+//!
+//! A generation handler checks the request, draws its faults, submits it to the engine and
+//! turns the engine's token events into SSE events (or one JSON body) as they arrive. The
+//! request's [`AbortGuard`] lives inside the response stream: when the client goes away, hyper
+//! drops the stream, the guard tells the engine, and the request's KV is freed.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::config::{Flavor, SimConfig};
+use crate::engine::{AbortGuard, Engine, NewRequest, TokenEvent};
+use crate::faults::{self, FaultPlan};
+use crate::request::{self, GenRequest, Reject};
+use crate::rng::{Rng, hash_tokens};
+use crate::wire::{self, Kind, Writer};
+use crate::{info, metrics};
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    /// The configuration the server runs with.
+    pub cfg: Arc<SimConfig>,
+    /// The scheduler.
+    pub engine: Engine,
+    /// Ids and fault decisions, drawn in arrival order.
+    pub rng: Mutex<Rng>,
+    /// The address the server listens on.
+    pub addr: SocketAddr,
+    /// Unix seconds at start (`created` of model cards, `_created` metric samples).
+    pub started: u64,
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A JSON response with the given status.
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
+    let mut r = (status, body).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// An error response in the engine's shape.
+pub(crate) fn reject(cfg: &SimConfig, r: &Reject) -> Response {
+    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
+    json_response(status, wire::error_json(cfg.flavor, &r.message, r.err_type, r.status))
+}
+
+/// The router for one simulated engine.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let mut r = Router::new()
+        .route("/v1/completions", post(completions))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(info::models))
+        .route("/tokenize", post(info::tokenize))
+        .route("/detokenize", post(info::detokenize))
+        .route("/metrics", get(metrics::metrics))
+        .route("/health", get(info::health));
+    r = match state.cfg.flavor {
+        Flavor::Sglang => r
+            .route("/get_server_info", get(info::server_info))
+            .route("/server_info", get(info::server_info))
+            .route("/get_model_info", get(info::model_info))
+            .route("/model_info", get(info::model_info))
+            .route("/health_generate", get(info::health))
+            .route("/flush_cache", post(info::flush_cache).get(info::flush_cache)),
+        Flavor::Vllm => r
+            .route("/version", get(info::version))
+            .route("/ping", get(info::health))
+            .route("/reset_prefix_cache", post(info::flush_cache)),
+    };
+    r.layer(middleware::from_fn_with_state(Arc::clone(&state), auth))
+        .with_state(state)
+}
+
+/// The API key check, where each engine applies it: vLLM guards `/v1/*` only (case-blind
+/// scheme), SGLang everything but `/health*` and `/metrics` (exact `Bearer <key>`).
+async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    if let Some(key) = st.cfg.api_key.as_deref() {
+        let path = req.uri().path();
+        let protected = req.method() != Method::OPTIONS
+            && match st.cfg.flavor {
+                Flavor::Vllm => path.starts_with("/v1"),
+                Flavor::Sglang => !(path.starts_with("/health") || path.starts_with("/metrics")),
+            };
+        if protected {
+            let given = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let ok = match st.cfg.flavor {
+                Flavor::Sglang => given.strip_prefix("Bearer ") == Some(key),
+                Flavor::Vllm => given
+                    .split_once(' ')
+                    .is_some_and(|(scheme, k)| scheme.eq_ignore_ascii_case("bearer") && k == key),
+            };
+            if !ok {
+                return json_response(StatusCode::UNAUTHORIZED, "{\"error\":\"Unauthorized\"}".into());
+            }
+        }
+    }
+    next.run(req).await
+}
+
+async fn completions(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
+    generate(st, Kind::Completion, body).await
+}
+
+async fn chat_completions(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
+    generate(st, Kind::Chat, body).await
+}
+
+async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
+    let cfg = Arc::clone(&st.cfg);
+    let req = match request::parse(&cfg, kind, &body) {
+        Ok(r) => r,
+        Err(e) => return reject(&cfg, &e),
+    };
+    if let Some(max) = cfg.faults.max_queue_len {
+        if st.engine.stats().queued >= max {
+            let status = cfg.faults.queue_full_status;
+            let err_type = if status == 429 { "TooManyRequestsError" } else { "ServiceUnavailableError" };
+            return reject(&cfg, &Reject { status, err_type, message: "The request queue is full.".into() });
+        }
+    }
+    let (id, plan) = {
+        let mut rng = match st.rng.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let prefix = if kind == Kind::Chat { "chatcmpl-" } else { "cmpl-" };
+        let id = wire::make_id(prefix, &mut rng);
+        (id, faults::plan(&cfg.faults, &mut rng, req.max_tokens))
+    };
+    if let Some(d) = plan.slow_first_byte {
+        tokio::time::sleep(d).await;
+    }
+    if plan.http_error {
+        return reject(
+            &cfg,
+            &Reject { status: 500, err_type: "InternalServerError", message: "Simulated internal server error (fault injection).".into() },
+        );
+    }
+    let writer = Writer {
+        flavor: cfg.flavor,
+        kind,
+        id,
+        created: unix_now(),
+        model: req.model.clone(),
+        prompt_tokens: req.prompt.len() as u64,
+    };
+    let (rx, guard) = st.engine.submit(NewRequest {
+        prompt_len: req.prompt.len() as u64,
+        prompt_hash: hash_tokens(&req.prompt),
+        max_tokens: req.max_tokens,
+        min_tokens: req.min_tokens,
+        ignore_eos: req.ignore_eos,
+    });
+    if req.stream {
+        stream_response(cfg.flavor, req, writer, plan, rx, guard).await
+    } else {
+        full_response(&cfg, writer, plan, rx, guard).await
+    }
+}
+
+/// Waits for the whole output, then answers one JSON body.
+async fn full_response(
+    cfg: &SimConfig,
+    writer: Writer,
+    plan: FaultPlan,
+    mut rx: UnboundedReceiver<TokenEvent>,
+    mut guard: AbortGuard,
+) -> Response {
+    let mut text = String::new();
+    while let Some(ev) = rx.recv().await {
+        text.push_str(&ev.text);
+        let broken = [plan.stream_error_after, plan.disconnect_after]
+            .iter()
+            .flatten()
+            .any(|&n| ev.completion_tokens >= n);
+        if broken && ev.finish.is_none() {
+            let r = Reject { status: 500, err_type: "InternalServerError", message: "Simulated failure during generation (fault injection).".into() };
+            return reject(cfg, &r);
+        }
+        if let Some(f) = ev.finish {
+            guard.disarm();
+            return json_response(StatusCode::OK, writer.full_response(&text, u64::from(ev.completion_tokens), f.as_str()));
+        }
+    }
+    let r = Reject { status: 503, err_type: "ServiceUnavailableError", message: "The server is shutting down.".into() };
+    reject(cfg, &r)
+}
+
+type Item = Result<Bytes, std::io::Error>;
+
+/// The state of one SSE response.
+struct Sse {
+    writer: Writer,
+    req: GenRequest,
+    plan: FaultPlan,
+    rx: UnboundedReceiver<TokenEvent>,
+    guard: AbortGuard,
+    pending: VecDeque<Item>,
+    first: bool,
+    done: bool,
+}
+
+impl Sse {
+    /// Turns one engine step into SSE events (plus the faults that fire at this point).
+    fn push_event(&mut self, ev: TokenEvent) {
+        let n = ev.completion_tokens;
+        let prev = n - ev.n;
+        let crosses = |at: Option<u32>| at.is_some_and(|a| prev < a && n >= a);
+        if self.first && self.req.kind == Kind::Chat {
+            let role = self.writer.role_chunk(self.req.continuous_usage);
+            self.pending.push_back(Ok(Bytes::from(role)));
+        }
+        self.first = false;
+        let finish = ev.finish.map(|f| f.as_str());
+        for e in self.writer.token_events(&ev.text, u64::from(n), finish, self.req.continuous_usage) {
+            let e = if crosses(self.plan.malformed_at) {
+                // Cut the JSON in half: the client must survive a chunk it cannot parse.
+                let cut = e.len() / 2;
+                let cut = (0..=cut).rev().find(|&i| e.is_char_boundary(i)).unwrap_or(0);
+                format!("{}\n\n", &e[..cut])
+            } else {
+                e
+            };
+            self.pending.push_back(Ok(Bytes::from(e)));
+        }
+        if ev.finish.is_none() && crosses(self.plan.stream_error_after) {
+            let e = self.writer.stream_error("Simulated failure during generation (fault injection).", "InternalServerError", 500);
+            self.pending.push_back(Ok(Bytes::from(e)));
+            self.pending.push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
+            self.done = true;
+            return;
+        }
+        if ev.finish.is_none() && crosses(self.plan.disconnect_after) {
+            self.pending.push_back(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "simulated mid-stream disconnect",
+            )));
+            self.done = true;
+            return;
+        }
+        if ev.finish.is_some() {
+            if self.req.include_usage {
+                self.pending.push_back(Ok(Bytes::from(self.writer.usage_chunk(u64::from(n)))));
+            }
+            self.pending.push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
+            self.guard.disarm();
+            self.done = true;
+        }
+    }
+
+    /// The next piece of the body, or `None` at its end.
+    async fn next_item(&mut self) -> Option<Item> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            match self.rx.recv().await {
+                Some(ev) => self.push_event(ev),
+                // The engine stopped (server shutdown): end the body.
+                None => self.done = true,
+            }
+        }
+    }
+}
+
+async fn stream_response(
+    flavor: Flavor,
+    req: GenRequest,
+    writer: Writer,
+    plan: FaultPlan,
+    mut rx: UnboundedReceiver<TokenEvent>,
+    guard: AbortGuard,
+) -> Response {
+    let mut sse = Sse { writer, req, plan, rx: tokio::sync::mpsc::unbounded_channel().1, guard, pending: VecDeque::new(), first: true, done: false };
+    // SGLang awaits the first chunk before it answers, so its headers arrive with the first
+    // token; vLLM answers the headers at once.
+    if flavor == Flavor::Sglang {
+        match rx.recv().await {
+            Some(ev) => sse.push_event(ev),
+            None => sse.done = true,
+        }
+    }
+    sse.rx = rx;
+    let stream = futures_util::stream::unfold(sse, |mut s| async move {
+        let item = s.next_item().await?;
+        Some((item, s))
+    });
+    let mut r = Response::new(Body::from_stream(stream));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    r
+}

@@ -1,0 +1,228 @@
+//! Built-in profiles and profile loading.
+//!
+//! `tiny` is fast and small, for tests. `seed` imitates the published seed matrix
+//! (GLM-5.3-Flash on SGLang, 8 GPUs) at 1/64 of its sizes: the seed's step times per batch
+//! size, and a KV capacity placed so that the seed's "Over capacity" staircase appears at the
+//! scaled contexts (see `docs/simulator.md`). `seed:N` builds the same profile at 1/N scale.
+//! A TOML file may start from a built-in profile with `base = "seed"` and change any key.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::SimError;
+use crate::config::{Flavor, FaultConfig, SimConfig, from_table, merge_tables};
+
+/// Names accepted by [`builtin_profile`] (plus `seed:N` for another scale).
+const NAMES: &[&str] = &["tiny", "tiny-vllm", "seed", "seed-vllm"];
+
+/// The seed's real context length (1M tokens) and KV capacity placed for its staircase:
+/// 33152 tokens at 1/64 scale, inside the window [33024, 33280) where N×(C+M) > KV flips
+/// exactly where the seed printed "Over capacity".
+const SEED_CONTEXT: u64 = 1 << 20;
+const SEED_KV: u64 = 33_152 * 64;
+
+/// The names of the built-in profiles.
+pub fn builtin_profile_names() -> &'static [&'static str] {
+    NAMES
+}
+
+/// A built-in profile by name (`tiny`, `tiny-vllm`, `seed`, `seed-vllm`, `seed:N`).
+pub fn builtin_profile(name: &str) -> Option<SimConfig> {
+    match name {
+        "tiny" => Some(tiny()),
+        "tiny-vllm" => Some(as_vllm(tiny())),
+        "seed" => Some(seed(64)),
+        "seed-vllm" => Some(as_vllm(seed(64))),
+        _ => {
+            let scale = name.strip_prefix("seed:")?.parse::<u32>().ok()?;
+            (1..=1024).contains(&scale).then(|| seed(scale))
+        }
+    }
+}
+
+/// A built-in profile name, or a path to a TOML file (which may name a `base` profile).
+pub fn load_profile(name_or_path: &str) -> Result<SimConfig, SimError> {
+    if let Some(cfg) = builtin_profile(name_or_path) {
+        return Ok(cfg);
+    }
+    let path = std::path::Path::new(name_or_path);
+    if !path.exists() {
+        return Err(SimError::Profile(format!(
+            "`{name_or_path}` is neither a built-in profile ({}, seed:N) nor a readable file",
+            NAMES.join(", ")
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SimError::Profile(format!("cannot read {name_or_path}: {e}")))?;
+    profile_from_toml(&text).map_err(|e| SimError::Profile(format!("{name_or_path}: {e}")))
+}
+
+/// Parses a profile from TOML text: keys missing from the text come from `base` (default `tiny`).
+pub fn profile_from_toml(text: &str) -> Result<SimConfig, SimError> {
+    let mut over: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| SimError::Invalid(format!("invalid TOML: {e}")))?;
+    let base_name = match over.remove("base") {
+        Some(toml::Value::String(s)) => s,
+        Some(_) => return Err(SimError::Invalid("`base` must be a profile name".into())),
+        None => "tiny".to_string(),
+    };
+    let base = builtin_profile(&base_name)
+        .ok_or_else(|| SimError::Invalid(format!("unknown base profile `{base_name}`")))?;
+    let mut table = toml::Table::try_from(&base)
+        .map_err(|e| SimError::Invalid(format!("cannot serialize base profile: {e}")))?;
+    merge_tables(&mut table, over);
+    from_table(table)
+}
+
+/// The `tiny` profile: a 4K-context engine with 1-3 ms steps, for fast tests.
+pub(crate) fn tiny() -> SimConfig {
+    SimConfig {
+        flavor: Flavor::Sglang,
+        model: "sim/tiny".to_string(),
+        version: "0.5.6.post3.dev1+gsim".to_string(),
+        context_length: 4096,
+        kv_capacity_tokens: 16_384,
+        block_size: 16,
+        prefill_tok_per_s: 200_000.0,
+        prefill_overhead_ms: 0.5,
+        chunked_prefill_tokens: 2048,
+        decode_step_ms: vec![(1, 1.5), (8, 2.5), (64, 6.0), (512, 30.0)],
+        per_kv_token_us: 0.0,
+        spec_tokens: 1,
+        prefix_cache_tokens: 16_384,
+        max_running_requests: None,
+        add_bos: true,
+        eos_rate: 0.0,
+        api_key: None,
+        seed: 0x5eed,
+        scale: 1,
+        faults: FaultConfig::default(),
+        server_args: BTreeMap::from([
+            ("model_path".to_string(), json!("sim/tiny")),
+            ("tp_size".to_string(), json!(1)),
+            ("kv_cache_dtype".to_string(), json!("auto")),
+            ("quantization".to_string(), serde_json::Value::String(String::new())),
+            ("enable_metrics".to_string(), json!(true)),
+        ]),
+    }
+}
+
+/// The seed-like profile at 1/`scale` of the seed's sizes.
+pub(crate) fn seed(scale: u32) -> SimConfig {
+    let s = u64::from(scale.max(1));
+    let model = "zai-org/GLM-5.3-Flash";
+    let server_args = BTreeMap::from([
+        ("model_path".to_string(), json!(model)),
+        ("tokenizer_path".to_string(), json!(model)),
+        ("served_model_name".to_string(), json!(model)),
+        ("trust_remote_code".to_string(), json!(true)),
+        ("tp_size".to_string(), json!(8)),
+        ("dp_size".to_string(), json!(1)),
+        ("pp_size".to_string(), json!(1)),
+        ("reasoning_parser".to_string(), json!("glm45")),
+        ("tool_call_parser".to_string(), json!("glm47")),
+        ("mem_fraction_static".to_string(), json!(0.76)),
+        ("enable_metrics".to_string(), json!(true)),
+        ("kv_cache_dtype".to_string(), json!("fp8_e4m3")),
+        ("quantization".to_string(), json!("fp8")),
+        ("dsa_prefill_backend".to_string(), json!("flashinfer_sparse_mla")),
+        ("dsa_decode_backend".to_string(), json!("flashinfer_sparse_mla")),
+        ("linear_attn_backend".to_string(), json!("triton")),
+        ("attention_backend".to_string(), json!("dsa")),
+        ("fp8_gemm_backend".to_string(), json!("cutlass")),
+        ("moe_runner_backend".to_string(), json!("triton")),
+        ("speculative_algorithm".to_string(), json!("DFLASH")),
+        (
+            "speculative_draft_model_path".to_string(),
+            json!("incoai/GLM-5.3-Flash-DFlash2"),
+        ),
+        ("speculative_draft_attention_backend".to_string(), json!("fa4")),
+        ("device".to_string(), json!("cuda")),
+    ]);
+    SimConfig {
+        flavor: Flavor::Sglang,
+        model: model.to_string(),
+        version: "0.5.6.post3.dev11345+g028ac64f7".to_string(),
+        context_length: SEED_CONTEXT / s,
+        kv_capacity_tokens: SEED_KV / s,
+        block_size: 16,
+        // The seed prefilled ~10.6K tok/s at full size; scaled runs prefill faster so that a
+        // demo matrix finishes in minutes (tens of thousands of tok/s at 1/64).
+        prefill_tok_per_s: 10_600.0 * (s as f64 / 16.0).max(1.0),
+        prefill_overhead_ms: 2.0,
+        chunked_prefill_tokens: (262_144 / s).max(256),
+        // The seed's TBT column (ms per token at 8K context); 64 and 128 extrapolated from
+        // the doubling trend of the last points.
+        decode_step_ms: vec![
+            (1, 5.2),
+            (2, 6.6),
+            (4, 9.8),
+            (8, 13.1),
+            (16, 16.6),
+            (32, 23.4),
+            (64, 37.0),
+            (128, 64.0),
+        ],
+        // The seed's single-stream TBT grows ~0.7 ms from 8K to 1019K of context.
+        per_kv_token_us: 0.7 * 1000.0 / (1_044_479.0 / s as f64),
+        spec_tokens: 1,
+        prefix_cache_tokens: SEED_KV / s,
+        max_running_requests: None,
+        add_bos: true,
+        eos_rate: 0.0,
+        api_key: Some("sk-sim-seed".to_string()),
+        seed: 0x5eed,
+        scale,
+        faults: FaultConfig::default(),
+        server_args,
+    }
+}
+
+/// The same engine, speaking vLLM's dialect.
+fn as_vllm(mut c: SimConfig) -> SimConfig {
+    c.flavor = Flavor::Vllm;
+    c.version = "0.10.1.1".to_string();
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_validate() {
+        for name in builtin_profile_names() {
+            let cfg = builtin_profile(name).expect("listed profile exists");
+            cfg.validate().expect("built-in profile is valid");
+        }
+        assert!(builtin_profile("seed:16").is_some());
+        assert!(builtin_profile("nope").is_none());
+    }
+
+    #[test]
+    fn seed_staircase_at_one_64th() {
+        let c = builtin_profile("seed").expect("seed");
+        assert_eq!(c.context_length, 16_384);
+        assert_eq!(c.kv_capacity_tokens, 33_152);
+        let m = 64u64;
+        let over = |ctx: u64, n: u64| n * (ctx + m) > c.kv_capacity_tokens;
+        // (scaled context, largest N that fits) as printed in the seed.
+        for (ctx, fits) in [(256, 64), (512, 32), (1024, 16), (2048, 8), (4096, 4), (8192, 4), (16_319, 2)] {
+            assert!(!over(ctx, fits), "{ctx} x {fits} should fit");
+            assert!(over(ctx, fits * 2), "{ctx} x {} should be over", fits * 2);
+        }
+        assert!(!over(128, 128));
+    }
+
+    #[test]
+    fn toml_file_with_base() {
+        let c = profile_from_toml("base = \"seed\"\nspec_tokens = 3\n[faults]\nhttp_error_rate = 0.5\n")
+            .expect("valid");
+        assert_eq!(c.spec_tokens, 3);
+        assert_eq!(c.model, "zai-org/GLM-5.3-Flash");
+        assert_eq!(c.faults.http_error_rate, 0.5);
+        assert!(profile_from_toml("bogus_key = 1").is_err());
+    }
+}
