@@ -1,2 +1,6 @@
 //! The client side: HTTP/SSE, engine adapters, exact-length prompts and the driver that runs
 //! the cells of a speed test matrix.
+
+pub mod sse;
+pub mod chunk;
+pub mod metrics;

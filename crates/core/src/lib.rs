@@ -12,3 +12,5 @@ pub mod size;
 pub mod stats;
 pub mod store;
 pub mod time;
+
+pub mod redact;
