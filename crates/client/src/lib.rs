@@ -4,3 +4,4 @@
 pub mod sse;
 pub mod chunk;
 pub mod metrics;
+pub mod http;
