@@ -157,7 +157,8 @@ impl SimConfig {
 
     /// Decode step time in milliseconds for `batch` requests holding `kv_tokens` KV tokens.
     pub fn step_ms(&self, batch: usize, kv_tokens: u64) -> f64 {
-        interpolate(&self.decode_step_ms, batch as f64) + self.per_kv_token_us * kv_tokens as f64 / 1000.0
+        interpolate(&self.decode_step_ms, batch as f64)
+            + self.per_kv_token_us * kv_tokens as f64 / 1000.0
     }
 
     /// Checks every knob; the message says which one is wrong and what is allowed.
@@ -187,10 +188,14 @@ impl SimConfig {
         let mut prev = 0u32;
         for &(b, ms) in &self.decode_step_ms {
             if b <= prev {
-                return bad("decode_step_ms: batch sizes must be >= 1 and strictly ascending".into());
+                return bad(
+                    "decode_step_ms: batch sizes must be >= 1 and strictly ascending".into(),
+                );
             }
             if !(ms.is_finite() && ms > 0.0) {
-                return bad(format!("decode_step_ms: step time at batch {b} must be positive"));
+                return bad(format!(
+                    "decode_step_ms: step time at batch {b} must be positive"
+                ));
             }
             prev = b;
         }
@@ -258,7 +263,9 @@ impl SimConfig {
 fn parse_toml_value(raw: &str) -> toml::Value {
     let doc = format!("v = {raw}");
     match doc.parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.to_string())),
         Err(_) => toml::Value::String(raw.to_string()),
     }
 }
@@ -321,9 +328,11 @@ mod tests {
     #[test]
     fn overrides_parse_toml_and_strings() {
         let mut c = SimConfig::default();
-        c.apply_override("faults.http_error_rate=0.25").expect("valid");
+        c.apply_override("faults.http_error_rate=0.25")
+            .expect("valid");
         c.apply_override("model=some/model").expect("valid");
-        c.apply_override("decode_step_ms=[[1, 3.0], [8, 6.0]]").expect("valid");
+        c.apply_override("decode_step_ms=[[1, 3.0], [8, 6.0]]")
+            .expect("valid");
         assert_eq!(c.faults.http_error_rate, 0.25);
         assert_eq!(c.model, "some/model");
         assert_eq!(c.decode_step_ms, vec![(1, 3.0), (8, 6.0)]);

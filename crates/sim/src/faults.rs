@@ -59,7 +59,10 @@ mod tests {
         assert_eq!(a, run());
         let errors = a.iter().filter(|p| p.http_error).count();
         assert!((30..90).contains(&errors), "{errors}");
-        assert!(a.iter().all(|p| p.disconnect_after.is_some_and(|n| (1..10).contains(&n))));
+        assert!(
+            a.iter()
+                .all(|p| p.disconnect_after.is_some_and(|n| (1..10).contains(&n)))
+        );
         assert!(a.iter().all(|p| p.stream_error_after.is_none()));
     }
 }

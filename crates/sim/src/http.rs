@@ -51,15 +51,20 @@ pub(crate) fn unix_now() -> u64 {
 /// A JSON response with the given status.
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
     let mut r = (status, body).into_response();
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
 /// An error response in the engine's shape.
 pub(crate) fn reject(cfg: &SimConfig, r: &Reject) -> Response {
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
-    json_response(status, wire::error_json(cfg.flavor, &r.message, r.err_type, r.status))
+    json_response(
+        status,
+        wire::error_json(cfg.flavor, &r.message, r.err_type, r.status),
+    )
 }
 
 /// The router for one simulated engine.
@@ -79,7 +84,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             .route("/get_model_info", get(info::model_info))
             .route("/model_info", get(info::model_info))
             .route("/health_generate", get(info::health))
-            .route("/flush_cache", post(info::flush_cache).get(info::flush_cache)),
+            .route(
+                "/flush_cache",
+                post(info::flush_cache).get(info::flush_cache),
+            ),
         Flavor::Vllm => r
             .route("/version", get(info::version))
             .route("/ping", get(info::health))
@@ -112,7 +120,10 @@ async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Resp
                     .is_some_and(|(scheme, k)| scheme.eq_ignore_ascii_case("bearer") && k == key),
             };
             if !ok {
-                return json_response(StatusCode::UNAUTHORIZED, "{\"error\":\"Unauthorized\"}".into());
+                return json_response(
+                    StatusCode::UNAUTHORIZED,
+                    "{\"error\":\"Unauthorized\"}".into(),
+                );
             }
         }
     }
@@ -136,8 +147,19 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
     if let Some(max) = cfg.faults.max_queue_len {
         if st.engine.stats().queued >= max {
             let status = cfg.faults.queue_full_status;
-            let err_type = if status == 429 { "TooManyRequestsError" } else { "ServiceUnavailableError" };
-            return reject(&cfg, &Reject { status, err_type, message: "The request queue is full.".into() });
+            let err_type = if status == 429 {
+                "TooManyRequestsError"
+            } else {
+                "ServiceUnavailableError"
+            };
+            return reject(
+                &cfg,
+                &Reject {
+                    status,
+                    err_type,
+                    message: "The request queue is full.".into(),
+                },
+            );
         }
     }
     let (id, plan) = {
@@ -145,7 +167,11 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        let prefix = if kind == Kind::Chat { "chatcmpl-" } else { "cmpl-" };
+        let prefix = if kind == Kind::Chat {
+            "chatcmpl-"
+        } else {
+            "cmpl-"
+        };
         let id = wire::make_id(prefix, &mut rng);
         (id, faults::plan(&cfg.faults, &mut rng, req.max_tokens))
     };
@@ -155,7 +181,11 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
     if plan.http_error {
         return reject(
             &cfg,
-            &Reject { status: 500, err_type: "InternalServerError", message: "Simulated internal server error (fault injection).".into() },
+            &Reject {
+                status: 500,
+                err_type: "InternalServerError",
+                message: "Simulated internal server error (fault injection).".into(),
+            },
         );
     }
     let writer = Writer {
@@ -196,15 +226,26 @@ async fn full_response(
             .flatten()
             .any(|&n| ev.completion_tokens >= n);
         if broken && ev.finish.is_none() {
-            let r = Reject { status: 500, err_type: "InternalServerError", message: "Simulated failure during generation (fault injection).".into() };
+            let r = Reject {
+                status: 500,
+                err_type: "InternalServerError",
+                message: "Simulated failure during generation (fault injection).".into(),
+            };
             return reject(cfg, &r);
         }
         if let Some(f) = ev.finish {
             guard.disarm();
-            return json_response(StatusCode::OK, writer.full_response(&text, u64::from(ev.completion_tokens), f.as_str()));
+            return json_response(
+                StatusCode::OK,
+                writer.full_response(&text, u64::from(ev.completion_tokens), f.as_str()),
+            );
         }
     }
-    let r = Reject { status: 503, err_type: "ServiceUnavailableError", message: "The server is shutting down.".into() };
+    let r = Reject {
+        status: 503,
+        err_type: "ServiceUnavailableError",
+        message: "The server is shutting down.".into(),
+    };
     reject(cfg, &r)
 }
 
@@ -234,11 +275,17 @@ impl Sse {
         }
         self.first = false;
         let finish = ev.finish.map(|f| f.as_str());
-        for e in self.writer.token_events(&ev.text, u64::from(n), finish, self.req.continuous_usage) {
+        for e in self
+            .writer
+            .token_events(&ev.text, u64::from(n), finish, self.req.continuous_usage)
+        {
             let e = if crosses(self.plan.malformed_at) {
                 // Cut the JSON in half: the client must survive a chunk it cannot parse.
                 let cut = e.len() / 2;
-                let cut = (0..=cut).rev().find(|&i| e.is_char_boundary(i)).unwrap_or(0);
+                let cut = (0..=cut)
+                    .rev()
+                    .find(|&i| e.is_char_boundary(i))
+                    .unwrap_or(0);
                 format!("{}\n\n", &e[..cut])
             } else {
                 e
@@ -246,9 +293,14 @@ impl Sse {
             self.pending.push_back(Ok(Bytes::from(e)));
         }
         if ev.finish.is_none() && crosses(self.plan.stream_error_after) {
-            let e = self.writer.stream_error("Simulated failure during generation (fault injection).", "InternalServerError", 500);
+            let e = self.writer.stream_error(
+                "Simulated failure during generation (fault injection).",
+                "InternalServerError",
+                500,
+            );
             self.pending.push_back(Ok(Bytes::from(e)));
-            self.pending.push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
+            self.pending
+                .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
             self.done = true;
             return;
         }
@@ -262,9 +314,11 @@ impl Sse {
         }
         if ev.finish.is_some() {
             if self.req.include_usage {
-                self.pending.push_back(Ok(Bytes::from(self.writer.usage_chunk(u64::from(n)))));
+                self.pending
+                    .push_back(Ok(Bytes::from(self.writer.usage_chunk(u64::from(n)))));
             }
-            self.pending.push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
+            self.pending
+                .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
             self.guard.disarm();
             self.done = true;
         }
@@ -296,7 +350,16 @@ async fn stream_response(
     mut rx: UnboundedReceiver<TokenEvent>,
     guard: AbortGuard,
 ) -> Response {
-    let mut sse = Sse { writer, req, plan, rx: tokio::sync::mpsc::unbounded_channel().1, guard, pending: VecDeque::new(), first: true, done: false };
+    let mut sse = Sse {
+        writer,
+        req,
+        plan,
+        rx: tokio::sync::mpsc::unbounded_channel().1,
+        guard,
+        pending: VecDeque::new(),
+        first: true,
+        done: false,
+    };
     // SGLang awaits the first chunk before it answers, so its headers arrive with the first
     // token; vLLM answers the headers at once.
     if flavor == Flavor::Sglang {

@@ -45,7 +45,10 @@ pub(crate) async fn health() -> StatusCode {
 
 /// `GET /version` (vLLM).
 pub(crate) async fn version(State(st): State<Arc<AppState>>) -> Response {
-    json_response(StatusCode::OK, ordered_json(vec![("version", json!(st.cfg.version))]))
+    json_response(
+        StatusCode::OK,
+        ordered_json(vec![("version", json!(st.cfg.version))]),
+    )
 }
 
 /// `POST /flush_cache` (SGLang) and `/reset_prefix_cache` (vLLM).
@@ -137,8 +140,14 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
         ("host", json!(st.addr.ip().to_string())),
         ("port", json!(st.addr.port())),
         ("random_seed", json!(cfg.seed)),
-        ("api_key", cfg.api_key.as_ref().map_or(Value::Null, |k| json!(k))),
-        ("max_running_requests", cfg.max_running_requests.map_or(Value::Null, |m| json!(m))),
+        (
+            "api_key",
+            cfg.api_key.as_ref().map_or(Value::Null, |k| json!(k)),
+        ),
+        (
+            "max_running_requests",
+            cfg.max_running_requests.map_or(Value::Null, |m| json!(m)),
+        ),
         ("chunked_prefill_size", json!(cfg.chunked_prefill_tokens)),
     ];
     let mut fields: Vec<(String, Value)> = Vec::new();
@@ -161,9 +170,16 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
     for (k, v) in derived {
         set(k, v);
     }
-    let accept = if cfg.spec_tokens > 1 { json!(f64::from(cfg.spec_tokens)) } else { Value::Null };
+    let accept = if cfg.spec_tokens > 1 {
+        json!(f64::from(cfg.spec_tokens))
+    } else {
+        Value::Null
+    };
     set("max_total_num_tokens", json!(stats.capacity));
-    set("max_req_input_len", json!(cfg.context_length.saturating_sub(1)));
+    set(
+        "max_req_input_len",
+        json!(cfg.context_length.saturating_sub(1)),
+    );
     set(
         "internal_states",
         json!([{
@@ -173,7 +189,10 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
         }]),
     );
     set("version", json!(cfg.version));
-    json_response(StatusCode::OK, serde_json::to_string(&Ordered(fields)).unwrap_or_default())
+    json_response(
+        StatusCode::OK,
+        serde_json::to_string(&Ordered(fields)).unwrap_or_default(),
+    )
 }
 
 /// `GET /get_model_info` (SGLang).
@@ -191,7 +210,10 @@ pub(crate) async fn model_info(State(st): State<Arc<AppState>>) -> Response {
             ("has_image_understanding", json!(false)),
             ("has_audio_understanding", json!(false)),
             ("model_type", arg("model_type", json!("glm"))),
-            ("architectures", arg("architectures", json!(["GlmForCausalLM"]))),
+            (
+                "architectures",
+                arg("architectures", json!(["GlmForCausalLM"])),
+            ),
         ]),
     )
 }
@@ -214,16 +236,27 @@ pub(crate) async fn tokenize(State(st): State<Arc<AppState>>, body: Bytes) -> Re
         Err(e) => return reject(cfg, &Reject::bad(format!("invalid request body: {e}"))),
     };
     let ids = match (&b.prompt, &b.messages) {
-        (Some(Value::String(p)), None) => tokenizer::encode(p, b.add_special_tokens.unwrap_or(true) && cfg.add_bos),
+        (Some(Value::String(p)), None) => {
+            tokenizer::encode(p, b.add_special_tokens.unwrap_or(true) && cfg.add_bos)
+        }
         (None, Some(m)) => match parse_messages(m) {
             Ok(msgs) => tokenizer::encode_chat(&msgs, b.add_generation_prompt.unwrap_or(true)),
             Err(e) => return reject(cfg, &e),
         },
-        _ => return reject(cfg, &Reject::bad("Exactly one of 'prompt' (a string) or 'messages' must be provided.")),
+        _ => {
+            return reject(
+                cfg,
+                &Reject::bad("Exactly one of 'prompt' (a string) or 'messages' must be provided."),
+            );
+        }
     };
     let body = match cfg.flavor {
         Flavor::Vllm => {
-            let strs = if b.return_token_strs.unwrap_or(false) { json!(tokenizer::token_strs(&ids)) } else { Value::Null };
+            let strs = if b.return_token_strs.unwrap_or(false) {
+                json!(tokenizer::token_strs(&ids))
+            } else {
+                Value::Null
+            };
             ordered_json(vec![
                 ("count", json!(ids.len())),
                 ("max_model_len", json!(cfg.context_length)),

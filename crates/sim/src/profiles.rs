@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::SimError;
-use crate::config::{Flavor, FaultConfig, SimConfig, from_table, merge_tables};
+use crate::config::{FaultConfig, Flavor, SimConfig, from_table, merge_tables};
 
 /// Names accepted by [`builtin_profile`] (plus `seed:N` for another scale).
 const NAMES: &[&str] = &["tiny", "tiny-vllm", "seed", "seed-vllm"];
@@ -103,7 +103,10 @@ pub(crate) fn tiny() -> SimConfig {
             ("model_path".to_string(), json!("sim/tiny")),
             ("tp_size".to_string(), json!(1)),
             ("kv_cache_dtype".to_string(), json!("auto")),
-            ("quantization".to_string(), serde_json::Value::String(String::new())),
+            (
+                "quantization".to_string(),
+                serde_json::Value::String(String::new()),
+            ),
             ("enable_metrics".to_string(), json!(true)),
         ]),
     }
@@ -127,8 +130,14 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
         ("enable_metrics".to_string(), json!(true)),
         ("kv_cache_dtype".to_string(), json!("fp8_e4m3")),
         ("quantization".to_string(), json!("fp8")),
-        ("dsa_prefill_backend".to_string(), json!("flashinfer_sparse_mla")),
-        ("dsa_decode_backend".to_string(), json!("flashinfer_sparse_mla")),
+        (
+            "dsa_prefill_backend".to_string(),
+            json!("flashinfer_sparse_mla"),
+        ),
+        (
+            "dsa_decode_backend".to_string(),
+            json!("flashinfer_sparse_mla"),
+        ),
         ("linear_attn_backend".to_string(), json!("triton")),
         ("attention_backend".to_string(), json!("dsa")),
         ("fp8_gemm_backend".to_string(), json!("cutlass")),
@@ -138,7 +147,10 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
             "speculative_draft_model_path".to_string(),
             json!("incoai/GLM-5.3-Flash-DFlash2"),
         ),
-        ("speculative_draft_attention_backend".to_string(), json!("fa4")),
+        (
+            "speculative_draft_attention_backend".to_string(),
+            json!("fa4"),
+        ),
         ("device".to_string(), json!("cuda")),
     ]);
     SimConfig {
@@ -209,7 +221,15 @@ mod tests {
         let m = 64u64;
         let over = |ctx: u64, n: u64| n * (ctx + m) > c.kv_capacity_tokens;
         // (scaled context, largest N that fits) as printed in the seed.
-        for (ctx, fits) in [(256, 64), (512, 32), (1024, 16), (2048, 8), (4096, 4), (8192, 4), (16_319, 2)] {
+        for (ctx, fits) in [
+            (256, 64),
+            (512, 32),
+            (1024, 16),
+            (2048, 8),
+            (4096, 4),
+            (8192, 4),
+            (16_319, 2),
+        ] {
             assert!(!over(ctx, fits), "{ctx} x {fits} should fit");
             assert!(over(ctx, fits * 2), "{ctx} x {} should be over", fits * 2);
         }
@@ -218,8 +238,10 @@ mod tests {
 
     #[test]
     fn toml_file_with_base() {
-        let c = profile_from_toml("base = \"seed\"\nspec_tokens = 3\n[faults]\nhttp_error_rate = 0.5\n")
-            .expect("valid");
+        let c = profile_from_toml(
+            "base = \"seed\"\nspec_tokens = 3\n[faults]\nhttp_error_rate = 0.5\n",
+        )
+        .expect("valid");
         assert_eq!(c.spec_tokens, 3);
         assert_eq!(c.model, "zai-org/GLM-5.3-Flash");
         assert_eq!(c.faults.http_error_rate, 0.5);

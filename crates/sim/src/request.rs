@@ -24,7 +24,11 @@ pub(crate) struct Reject {
 impl Reject {
     /// A 400 `BadRequestError`.
     pub(crate) fn bad(message: impl Into<String>) -> Self {
-        Reject { status: 400, err_type: "BadRequestError", message: message.into() }
+        Reject {
+            status: 400,
+            err_type: "BadRequestError",
+            message: message.into(),
+        }
     }
 }
 
@@ -87,9 +91,16 @@ pub(crate) fn parse_messages(raw: &[serde_json::Value]) -> Result<Vec<ChatMessag
                     .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
                     .collect::<Vec<_>>()
                     .join(""),
-                Some(_) => return Err(Reject::bad("message `content` must be a string or a list of parts")),
+                Some(_) => {
+                    return Err(Reject::bad(
+                        "message `content` must be a string or a list of parts",
+                    ));
+                }
             };
-            Ok(ChatMessage { role: role.to_string(), content })
+            Ok(ChatMessage {
+                role: role.to_string(),
+                content,
+            })
         })
         .collect()
 }
@@ -98,7 +109,9 @@ fn to_u32(v: Option<i64>, name: &str) -> Result<Option<u32>, Reject> {
     match v {
         None => Ok(None),
         Some(x) if (0..=i64::from(u32::MAX)).contains(&x) => Ok(Some(x as u32)),
-        Some(x) => Err(Reject::bad(format!("`{name}` must be a non-negative integer, got {x}"))),
+        Some(x) => Err(Reject::bad(format!(
+            "`{name}` must be a non-negative integer, got {x}"
+        ))),
     }
 }
 
@@ -127,18 +140,33 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
     let prompt = match kind {
         Kind::Completion => match raw.prompt {
             Some(serde_json::Value::String(s)) => tokenizer::encode(&s, cfg.add_bos),
-            Some(serde_json::Value::Array(items)) if items.iter().all(|i| i.is_u64() || i.is_i64()) => items
-                .iter()
-                .map(|i| i.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or(()))
-                .collect::<Result<Vec<u32>, ()>>()
-                .map_err(|()| Reject::bad("token ids in `prompt` must be non-negative 32-bit integers"))?,
-            Some(serde_json::Value::Array(_)) => {
-                return Err(Reject::bad("the simulator takes one prompt: a string or a list of token ids"));
+            Some(serde_json::Value::Array(items))
+                if items.iter().all(|i| i.is_u64() || i.is_i64()) =>
+            {
+                items
+                    .iter()
+                    .map(|i| i.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or(()))
+                    .collect::<Result<Vec<u32>, ()>>()
+                    .map_err(|()| {
+                        Reject::bad("token ids in `prompt` must be non-negative 32-bit integers")
+                    })?
             }
-            _ => return Err(Reject::bad("`prompt` is required: a string or a list of token ids")),
+            Some(serde_json::Value::Array(_)) => {
+                return Err(Reject::bad(
+                    "the simulator takes one prompt: a string or a list of token ids",
+                ));
+            }
+            _ => {
+                return Err(Reject::bad(
+                    "`prompt` is required: a string or a list of token ids",
+                ));
+            }
         },
         Kind::Chat => {
-            let msgs = raw.messages.as_deref().ok_or_else(|| Reject::bad("`messages` is required"))?;
+            let msgs = raw
+                .messages
+                .as_deref()
+                .ok_or_else(|| Reject::bad("`messages` is required"))?;
             tokenizer::encode_chat(&parse_messages(msgs)?, true)
         }
     };
@@ -224,7 +252,11 @@ mod tests {
     use super::*;
 
     fn cfg(flavor: Flavor) -> SimConfig {
-        SimConfig { flavor, context_length: 100, ..SimConfig::default() }
+        SimConfig {
+            flavor,
+            context_length: 100,
+            ..SimConfig::default()
+        }
     }
 
     #[test]
@@ -238,19 +270,32 @@ mod tests {
         assert!(parse(&s, Kind::Completion, body(50).as_bytes()).is_err());
         assert!(parse(&s, Kind::Completion, body(49).as_bytes()).is_ok());
         let e = parse(&v, Kind::Completion, body(51).as_bytes()).expect_err("over");
-        assert!(e.message.contains("you requested 101 tokens (50 in the messages, 51 in the completion)"));
+        assert!(
+            e.message
+                .contains("you requested 101 tokens (50 in the messages, 51 in the completion)")
+        );
     }
 
     #[test]
     fn prompt_forms() {
         let c = cfg(Flavor::Sglang);
-        let r = parse(&c, Kind::Completion, br#"{"prompt":[5,6,7],"stream":true,"stream_options":{"include_usage":true}}"#).expect("ok");
+        let r = parse(
+            &c,
+            Kind::Completion,
+            br#"{"prompt":[5,6,7],"stream":true,"stream_options":{"include_usage":true}}"#,
+        )
+        .expect("ok");
         assert_eq!(r.prompt, vec![5, 6, 7]);
         assert!(r.include_usage && r.stream && !r.continuous_usage);
         assert!(parse(&c, Kind::Completion, br#"{"prompt":[-1]}"#).is_err());
         assert!(parse(&c, Kind::Completion, br#"{"prompt":["a","b"]}"#).is_err());
         assert!(parse(&c, Kind::Completion, b"not json").is_err());
-        let chat = parse(&c, Kind::Chat, br#"{"messages":[{"role":"user","content":"hi"}]}"#).expect("ok");
+        let chat = parse(
+            &c,
+            Kind::Chat,
+            br#"{"messages":[{"role":"user","content":"hi"}]}"#,
+        )
+        .expect("ok");
         assert_eq!(u64::from(chat.max_tokens) + chat.prompt.len() as u64, 99);
     }
 }

@@ -159,7 +159,12 @@ mod tests {
 
     #[test]
     fn round_trips_any_text() {
-        for s in ["Hello, world!  Twice\n\tand ünïcode ✓ 123456789", "", "   ", "a-b_c"] {
+        for s in [
+            "Hello, world!  Twice\n\tand ünïcode ✓ 123456789",
+            "",
+            "   ",
+            "a-b_c",
+        ] {
             assert_eq!(decode(&encode(s, true), true), s);
         }
         assert_eq!(decode(&[BOS, EOS], false), "<|bos|><|eos|>");

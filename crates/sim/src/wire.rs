@@ -186,7 +186,11 @@ impl Writer {
             prompt_tokens: self.prompt_tokens,
             total_tokens: self.prompt_tokens + completion,
             completion_tokens: completion,
-            prompt_tokens_details: if dump == UsageDump::Full { Field::Null } else { Field::Absent },
+            prompt_tokens_details: if dump == UsageDump::Full {
+                Field::Null
+            } else {
+                Field::Absent
+            },
             reasoning_tokens: if sglang { Field::Val(0) } else { Field::Absent },
         }
     }
@@ -215,7 +219,12 @@ impl Writer {
         }
     }
 
-    fn choice<'a>(&self, text: Option<&'a str>, delta: Option<Delta<'a>>, finish: Option<&'a str>) -> Choice<'a> {
+    fn choice<'a>(
+        &self,
+        text: Option<&'a str>,
+        delta: Option<Delta<'a>>,
+        finish: Option<&'a str>,
+    ) -> Choice<'a> {
         Choice {
             index: 0,
             text,
@@ -245,7 +254,11 @@ impl Writer {
         let usage = match self.flavor {
             Flavor::Sglang => {
                 c.matched_stop = Field::Null;
-                if continuous_usage { Field::Val(self.usage(0, UsageDump::Full)) } else { Field::Null }
+                if continuous_usage {
+                    Field::Val(self.usage(0, UsageDump::Full))
+                } else {
+                    Field::Null
+                }
             }
             Flavor::Vllm if continuous_usage => Field::Val(self.usage(0, UsageDump::Lean)),
             Flavor::Vllm => Field::Absent,
@@ -255,38 +268,73 @@ impl Writer {
 
     /// The SSE events for one engine step: the chunk carrying `text`, and for SGLang chat a
     /// separate finish chunk with an empty delta.
-    pub(crate) fn token_events(&self, text: &str, completion: u64, finish: Option<&str>, continuous_usage: bool) -> Vec<String> {
+    pub(crate) fn token_events(
+        &self,
+        text: &str,
+        completion: u64,
+        finish: Option<&str>,
+        continuous_usage: bool,
+    ) -> Vec<String> {
         let mut out = Vec::with_capacity(2);
         match (self.flavor, self.kind) {
             (Flavor::Vllm, Kind::Completion) => {
                 let mut c = self.choice(Some(text), None, finish);
                 c.stop_reason = Field::Null;
-                let usage = if continuous_usage { Field::Val(self.usage(completion, UsageDump::Full)) } else { Field::Null };
+                let usage = if continuous_usage {
+                    Field::Val(self.usage(completion, UsageDump::Full))
+                } else {
+                    Field::Null
+                };
                 out.push(sse(&to_json(&self.body(vec![c], usage, true))));
             }
             (Flavor::Vllm, Kind::Chat) => {
-                let delta = Delta { content: Field::Val(text), ..delta_absent() };
+                let delta = Delta {
+                    content: Field::Val(text),
+                    ..delta_absent()
+                };
                 let mut c = self.choice(None, Some(delta), finish);
                 if finish.is_some() {
                     c.stop_reason = Field::Null;
                 }
-                let usage = if continuous_usage { Field::Val(self.usage(completion, UsageDump::Lean)) } else { Field::Absent };
+                let usage = if continuous_usage {
+                    Field::Val(self.usage(completion, UsageDump::Lean))
+                } else {
+                    Field::Absent
+                };
                 out.push(sse(&to_json(&self.body(vec![c], usage, true))));
             }
             (Flavor::Sglang, Kind::Completion) => {
                 let mut c = self.choice(Some(text), None, finish);
                 c.matched_stop = Field::Null;
-                let usage = if continuous_usage { Field::Val(self.usage(completion, UsageDump::Full)) } else { Field::Null };
+                let usage = if continuous_usage {
+                    Field::Val(self.usage(completion, UsageDump::Full))
+                } else {
+                    Field::Null
+                };
                 out.push(sse(&to_json(&self.body(vec![c], usage, true))));
             }
             (Flavor::Sglang, Kind::Chat) => {
-                let delta = Delta { role: Field::Null, content: Field::Val(text), reasoning_content: Field::Null, tool_calls: Field::Null };
+                let delta = Delta {
+                    role: Field::Null,
+                    content: Field::Val(text),
+                    reasoning_content: Field::Null,
+                    tool_calls: Field::Null,
+                };
                 let mut c = self.choice(None, Some(delta), None);
                 c.matched_stop = Field::Null;
-                let usage = if continuous_usage { Field::Val(self.usage(completion, UsageDump::Full)) } else { Field::Null };
+                let usage = if continuous_usage {
+                    Field::Val(self.usage(completion, UsageDump::Full))
+                } else {
+                    Field::Null
+                };
                 out.push(sse(&to_json(&self.body(vec![c], usage, true))));
                 if let Some(f) = finish {
-                    let empty = Delta { role: Field::Null, content: Field::Null, reasoning_content: Field::Null, tool_calls: Field::Null };
+                    let empty = Delta {
+                        role: Field::Null,
+                        content: Field::Null,
+                        reasoning_content: Field::Null,
+                        tool_calls: Field::Null,
+                    };
                     let mut c = self.choice(None, Some(empty), Some(f));
                     c.matched_stop = Field::Null;
                     out.push(sse(&to_json(&self.body(vec![c], Field::Null, true))));
@@ -298,7 +346,11 @@ impl Writer {
 
     /// The `stream_options.include_usage` chunk: `choices: []` and the totals.
     pub(crate) fn usage_chunk(&self, completion: u64) -> String {
-        sse(&to_json(&self.body(Vec::new(), Field::Val(self.usage(completion, UsageDump::Lean)), true)))
+        sse(&to_json(&self.body(
+            Vec::new(),
+            Field::Val(self.usage(completion, UsageDump::Lean)),
+            true,
+        )))
     }
 
     /// A non-streaming response body.
@@ -330,7 +382,11 @@ impl Writer {
         } else {
             c.matched_stop = Field::Null;
         }
-        let mut b = self.body(vec![c], Field::Val(self.usage(completion, UsageDump::Full)), false);
+        let mut b = self.body(
+            vec![c],
+            Field::Val(self.usage(completion, UsageDump::Full)),
+            false,
+        );
         if vllm {
             b.service_tier = Field::Null;
             b.system_fingerprint = Field::Null;
@@ -339,7 +395,9 @@ impl Writer {
                 b.prompt_logprobs = Field::Null;
             }
         } else {
-            b.metadata = Field::Val(Metadata { weight_version: "default" });
+            b.metadata = Field::Val(Metadata {
+                weight_version: "default",
+            });
         }
         let json = to_json(&b);
         // vLLM's ChatMessage calls its reasoning field `reasoning_content` too; the struct
@@ -389,15 +447,43 @@ struct Wrapped<T> {
 /// The body of an HTTP error (`400`, `404`, `500`, ...) in the engine's shape.
 pub(crate) fn error_json(flavor: Flavor, message: &str, err_type: &str, code: u16) -> String {
     match flavor {
-        Flavor::Sglang => to_json(&SglangError { object: "error", message, err_type, param: None, code }),
-        Flavor::Vllm => to_json(&Wrapped { error: VllmErrorInfo { message, err_type, param: None, code } }),
+        Flavor::Sglang => to_json(&SglangError {
+            object: "error",
+            message,
+            err_type,
+            param: None,
+            code,
+        }),
+        Flavor::Vllm => to_json(&Wrapped {
+            error: VllmErrorInfo {
+                message,
+                err_type,
+                param: None,
+                code,
+            },
+        }),
     }
 }
 
 fn stream_error_json(flavor: Flavor, message: &str, err_type: &str, code: u16) -> String {
     match flavor {
-        Flavor::Sglang => py_dumps(&Wrapped { error: SglangError { object: "error", message, err_type, param: None, code } }),
-        Flavor::Vllm => py_dumps(&Wrapped { error: VllmErrorInfo { message, err_type, param: None, code } }),
+        Flavor::Sglang => py_dumps(&Wrapped {
+            error: SglangError {
+                object: "error",
+                message,
+                err_type,
+                param: None,
+                code,
+            },
+        }),
+        Flavor::Vllm => py_dumps(&Wrapped {
+            error: VllmErrorInfo {
+                message,
+                err_type,
+                param: None,
+                code,
+            },
+        }),
     }
 }
 
@@ -405,10 +491,18 @@ fn stream_error_json(flavor: Flavor, message: &str, err_type: &str, code: u16) -
 struct PyFormatter;
 
 impl serde_json::ser::Formatter for PyFormatter {
-    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         if first { Ok(()) } else { w.write_all(b", ") }
     }
-    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
         if first { Ok(()) } else { w.write_all(b", ") }
     }
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
@@ -435,7 +529,14 @@ mod tests {
     use super::*;
 
     fn w(flavor: Flavor, kind: Kind) -> Writer {
-        Writer { flavor, kind, id: "cmpl-1".into(), created: 7, model: "m".into(), prompt_tokens: 5 }
+        Writer {
+            flavor,
+            kind,
+            id: "cmpl-1".into(),
+            created: 7,
+            model: "m".into(),
+            prompt_tokens: 5,
+        }
     }
 
     #[test]

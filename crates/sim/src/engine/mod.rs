@@ -170,7 +170,11 @@ impl Engine {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (etx, erx) = tmpsc::unbounded_channel();
         // A send error means the engine stopped; the receiver then closes at once.
-        let _ = self.tx.send(Cmd::Submit { id, req, events: etx });
+        let _ = self.tx.send(Cmd::Submit {
+            id,
+            req,
+            events: etx,
+        });
         let guard = AbortGuard {
             id,
             tx: self.tx.clone(),

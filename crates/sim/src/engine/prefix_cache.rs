@@ -28,7 +28,10 @@ pub(crate) struct PrefixCache {
 impl PrefixCache {
     /// A cache holding at most `capacity` tokens (0 disables it).
     pub(crate) fn new(capacity: u64) -> Self {
-        PrefixCache { capacity, ..Default::default() }
+        PrefixCache {
+            capacity,
+            ..Default::default()
+        }
     }
 
     /// Whether caching is on.
@@ -71,7 +74,14 @@ impl PrefixCache {
         if self.lookup_and_pin(key) {
             return;
         }
-        self.entries.insert(key, Entry { tokens, pins: 1, last_used: self.tick });
+        self.entries.insert(
+            key,
+            Entry {
+                tokens,
+                pins: 1,
+                last_used: self.tick,
+            },
+        );
         self.total += tokens;
         let over = self.total.saturating_sub(self.capacity);
         self.evict_until(self.unpinned.saturating_sub(over));

@@ -246,7 +246,8 @@ impl Scheduler<'_> {
                     parts.push((id, t));
                 }
             }
-            let ms = self.cfg.prefill_overhead_ms + tokens as f64 * 1000.0 / self.cfg.prefill_tok_per_s;
+            let ms =
+                self.cfg.prefill_overhead_ms + tokens as f64 * 1000.0 / self.cfg.prefill_tok_per_s;
             (Work::Prefill(parts), ms)
         } else {
             let kv: u64 = self
@@ -275,7 +276,9 @@ impl Scheduler<'_> {
         match pass.work {
             Work::Prefill(parts) => {
                 for (id, t) in parts {
-                    let Some(r) = self.reqs.get_mut(&id) else { continue };
+                    let Some(r) = self.reqs.get_mut(&id) else {
+                        continue;
+                    };
                     r.prefill_left = r.prefill_left.saturating_sub(t);
                     if r.prefill_left > 0 {
                         continue;
@@ -292,7 +295,8 @@ impl Scheduler<'_> {
                     // The prefill's forward pass yields the first token.
                     self.emit(id, 1);
                 }
-                self.cache.evict_until(self.capacity.saturating_sub(self.stats.reserved));
+                self.cache
+                    .evict_until(self.capacity.saturating_sub(self.stats.reserved));
             }
             Work::Decode(batch) => {
                 let mut produced = 0u64;
@@ -309,7 +313,9 @@ impl Scheduler<'_> {
     /// Generates up to `k` tokens for `id` and sends them as one chunk; returns how many.
     fn emit(&mut self, id: u64, k: u32) -> u32 {
         let eos_rate = self.cfg.eos_rate;
-        let Some(r) = self.reqs.get_mut(&id) else { return 0 };
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return 0;
+        };
         let mut text = String::new();
         let mut n = 0;
         let mut finish = None;
@@ -321,7 +327,10 @@ impl Scheduler<'_> {
             r.generated += 1;
             if r.generated >= r.spec.max_tokens {
                 finish = Some(Finish::Length);
-            } else if !r.spec.ignore_eos && r.generated >= r.spec.min_tokens && r.rng.chance(eos_rate) {
+            } else if !r.spec.ignore_eos
+                && r.generated >= r.spec.min_tokens
+                && r.rng.chance(eos_rate)
+            {
                 finish = Some(Finish::Stop);
                 break;
             }
@@ -348,7 +357,9 @@ impl Scheduler<'_> {
 
     /// Frees a request's KV reservation and cache pin.
     fn release(&mut self, id: u64) {
-        let Some(r) = self.reqs.remove(&id) else { return };
+        let Some(r) = self.reqs.remove(&id) else {
+            return;
+        };
         self.stats.reserved -= r.spec.prompt_len + u64::from(r.spec.max_tokens);
         self.stats.used -= r.spec.prompt_len + u64::from(r.generated);
         if let Some(key) = r.cache_key {

@@ -1,0 +1,135 @@
+//! `llm-inference-bench sim`: serve the built-in simulated engine until Ctrl-C.
+//!
+//! Layering: the profile (built-in name or TOML file) first, then `--set key=value`
+//! overrides, then the dedicated flags, so a flag always wins.
+
+use anyhow::Context as _;
+use clap::Args;
+
+/// The engine dialect the simulator speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FlavorArg {
+    /// SGLang (`/get_server_info`, `sglang:*` metrics).
+    Sglang,
+    /// vLLM (`/version`, `vllm:*` metrics).
+    Vllm,
+}
+
+impl From<FlavorArg> for llmib_sim::Flavor {
+    fn from(f: FlavorArg) -> Self {
+        match f {
+            FlavorArg::Sglang => llmib_sim::Flavor::Sglang,
+            FlavorArg::Vllm => llmib_sim::Flavor::Vllm,
+        }
+    }
+}
+
+/// Options of the `sim` command.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Built-in profile (tiny, tiny-vllm, seed, seed-vllm, seed:N for 1/N scale) or a TOML file.
+    #[arg(long, default_value = "tiny", env = "LLMIB_SIM_PROFILE")]
+    pub profile: String,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// HTTP dialect to speak.
+    #[arg(long, value_enum)]
+    pub flavor: Option<FlavorArg>,
+    /// Served model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// KV cache capacity in tokens.
+    #[arg(long)]
+    pub kv_capacity: Option<u64>,
+    /// Context length (max prompt + output tokens).
+    #[arg(long)]
+    pub context_length: Option<u64>,
+    /// Tokens per decode step, delivered in one chunk (speculative decoding).
+    #[arg(long)]
+    pub spec_tokens: Option<u32>,
+    /// Required API key; an empty string turns the key off.
+    #[arg(long, env = "LLMIB_SIM_API_KEY")]
+    pub api_key: Option<String>,
+    /// Seed of every random decision.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Prefill throughput in tokens per second.
+    #[arg(long)]
+    pub prefill_tok_per_s: Option<f64>,
+    /// Any other knob, as key=value (TOML value; dotted keys for tables), repeatable:
+    /// `--set faults.http_error_rate=0.05 --set decode_step_ms=[[1,5.0],[8,9.0]]`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// Builds the simulator configuration from the arguments.
+pub fn config_from_args(args: &SimArgs) -> anyhow::Result<llmib_sim::SimConfig> {
+    let mut cfg = llmib_sim::load_profile(&args.profile)?;
+    for s in &args.set {
+        cfg.apply_override(s)
+            .with_context(|| format!("--set {s}"))?;
+    }
+    if let Some(f) = args.flavor {
+        cfg.flavor = f.into();
+    }
+    if let Some(m) = &args.model {
+        cfg.model = m.clone();
+    }
+    if let Some(v) = args.kv_capacity {
+        cfg.kv_capacity_tokens = v;
+    }
+    if let Some(v) = args.context_length {
+        cfg.context_length = v;
+    }
+    if let Some(v) = args.spec_tokens {
+        cfg.spec_tokens = v;
+    }
+    if let Some(k) = &args.api_key {
+        cfg.api_key = (!k.is_empty()).then(|| k.clone());
+    }
+    if let Some(v) = args.seed {
+        cfg.seed = v;
+    }
+    if let Some(v) = args.prefill_tok_per_s {
+        cfg.prefill_tok_per_s = v;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Serves the simulator until Ctrl-C.
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let cfg = config_from_args(&args)?;
+    let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {}:{} (is the port in use? try --port 0)",
+                args.host, args.port
+            )
+        })?;
+    let addr = listener.local_addr()?;
+    println!(
+        "simulated {} engine `{}` (profile {}) listening on http://{addr}{}; Ctrl-C stops it",
+        cfg.flavor.as_str(),
+        cfg.model,
+        args.profile,
+        if cfg.api_key.is_some() {
+            " (API key required)"
+        } else {
+            ""
+        }
+    );
+    llmib_sim::serve(listener, cfg, async {
+        // If the signal handler cannot be installed, serve until the process is killed.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
+    .await?;
+    Ok(())
+}
