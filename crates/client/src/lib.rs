@@ -5,3 +5,4 @@ pub mod sse;
 pub mod chunk;
 pub mod metrics;
 pub mod http;
+pub mod hardware;
