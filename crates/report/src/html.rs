@@ -1,0 +1,287 @@
+//! The HTML page: one self-contained file (inline CSS, inline SVG chart, a little inline script)
+//! drawn by minijinja templates from `templates/`. Auto-escaping is on for every `.html`
+//! template, so any string from a server or a user (model name, GPU name, launch command, error
+//! text) is printed as text. The only unescaped values are our own CSS and script, compiled in.
+
+use crate::model::{Report, status_explanation};
+use crate::number;
+use crate::table::{self, Column, Table, status_key};
+use crate::{Exporter, Format, ReportError};
+use llmib_core::cell::{CellResult, CellStatus};
+use minijinja::{Environment, Value};
+use serde::Serialize;
+
+/// The page's stylesheet (shared with the compare page).
+pub const CSS: &str = include_str!("../templates/style.css");
+/// The page's script: copy button and table sorting.
+pub const JS: &str = include_str!("../templates/script.js");
+const REPORT_TEMPLATE: &str = include_str!("../templates/report.html");
+const COMPARE_TEMPLATE: &str = include_str!("../templates/compare.html");
+
+/// The HTML exporter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HtmlExporter;
+
+/// The template environment. Names end in `.html`, which turns HTML auto-escaping on.
+pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
+    let mut env = Environment::new();
+    let err = |name: &str| {
+        let name = name.to_string();
+        move |e: minijinja::Error| ReportError::Template {
+            template: name,
+            detail: e.to_string(),
+        }
+    };
+    env.add_template("report.html", REPORT_TEMPLATE)
+        .map_err(err("report.html"))?;
+    env.add_template("compare.html", COMPARE_TEMPLATE)
+        .map_err(err("compare.html"))?;
+    Ok(env)
+}
+
+/// Renders `name` with `ctx`, mapping template errors.
+pub(crate) fn render_template(name: &str, ctx: Value) -> Result<String, ReportError> {
+    let env = environment()?;
+    let tmpl = env.get_template(name).map_err(|e| ReportError::Template {
+        template: name.to_string(),
+        detail: e.to_string(),
+    })?;
+    tmpl.render(ctx).map_err(|e| ReportError::Template {
+        template: name.to_string(),
+        detail: format!("{e:#}"),
+    })
+}
+
+/// A serializable value for a template context.
+pub(crate) fn ser<T: Serialize>(v: T) -> Value {
+    Value::from(minijinja::value::Serde(v))
+}
+
+/// Who wrote the page (this build), for the footer.
+pub fn generator() -> String {
+    format!("llm-inference-bench {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// One bar of the prefill chart, laid out in SVG user units.
+#[derive(Debug, Serialize)]
+struct Bar {
+    label: String,
+    status: String,
+    value: String,
+    ttft: String,
+    y: u32,
+    width: u32,
+    value_inside: bool,
+}
+
+/// The prefill chart's geometry.
+#[derive(Debug, Serialize)]
+struct PrefillChart {
+    width: u32,
+    height: u32,
+    label_x: u32,
+    bar_x: u32,
+    bars: Vec<Bar>,
+}
+
+const CHART_W: u32 = 760;
+const LABEL_W: u32 = 118;
+/// Room right of the longest bar for its TTFT text.
+const TTFT_W: u32 = 130;
+const ROW_H: u32 = 36;
+
+fn prefill_chart(report: &Report) -> PrefillChart {
+    let rows: Vec<&CellResult> = report.prefill().collect();
+    let max = rows
+        .iter()
+        .filter(|c| c.status.has_figures())
+        .filter_map(|c| table::total(c))
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold(0.0_f64, f64::max);
+    let span = CHART_W - LABEL_W - TTFT_W;
+    let bars = rows
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let v = table::total(c).filter(|_| c.status.has_figures());
+            let width = match v {
+                Some(v) if max > 0.0 && v.is_finite() && v > 0.0 => ((v / max) * f64::from(span))
+                    .round()
+                    .clamp(2.0, f64::from(span))
+                    as u32,
+                _ => 0,
+            };
+            let value = match v {
+                Some(v) => number::rate_compact(v),
+                None => c.status.label().to_string(),
+            };
+            let ttft = match c.ttft_ms_p50 {
+                Some(t) if v.is_some() => format!("{} TTFT", number::ttft_ms(t)),
+                _ => String::new(),
+            };
+            // Text inside the bar only where it fits (about 8 units per character at 13px bold).
+            let value_inside = width as usize > value.chars().count() * 9 + 20;
+            Bar {
+                label: Report::context_label(c),
+                status: status_key(c),
+                value,
+                ttft,
+                y: i as u32 * ROW_H,
+                width,
+                value_inside,
+            }
+        })
+        .collect();
+    PrefillChart {
+        width: CHART_W,
+        height: (rows.len() as u32 * ROW_H).max(ROW_H),
+        label_x: LABEL_W - 10,
+        bar_x: LABEL_W,
+        bars,
+    }
+}
+
+/// One cell of the heatmap.
+#[derive(Debug, Serialize)]
+struct HeatCell {
+    status: String,
+    n: u32,
+    lines: Vec<String>,
+    /// Shade 0–1 by total tok/s relative to the matrix's best; None without figures.
+    alpha: Option<String>,
+    /// Dark enough that text must turn white.
+    hot: bool,
+    tooltip: String,
+}
+
+#[derive(Debug, Serialize)]
+struct HeatRow {
+    label: String,
+    cells: Vec<Option<HeatCell>>,
+}
+
+#[derive(Debug, Serialize)]
+struct HeatMatrix {
+    concurrency: Vec<u32>,
+    rows: Vec<HeatRow>,
+}
+
+/// Words for a cell's tooltip: every figure of the row, plus why it has none.
+pub(crate) fn tooltip(c: &CellResult) -> String {
+    let mut s = format!(
+        "{} × {} requests: {}",
+        Report::context_label(c),
+        c.concurrency,
+        c.status.label()
+    );
+    if c.status.has_figures() {
+        for col in [
+            Column::TotalTokPerS,
+            Column::PerRequestTokPerS,
+            Column::Ttft,
+            Column::Tbt,
+            Column::AvgActive,
+            Column::Completed,
+            Column::OutputTokens,
+            Column::MeasuredFor,
+        ] {
+            s.push_str(&format!("\n{}: {}", col.title(), col.text(c)));
+        }
+    }
+    if let Some(r) = &c.status_reason {
+        s.push_str(&format!("\n{r}"));
+    }
+    if let Some(e) = &c.first_error {
+        s.push_str(&format!("\nFirst error: {e}"));
+    }
+    s
+}
+
+fn heat_matrix(report: &Report) -> HeatMatrix {
+    let m = report.matrix();
+    let max = report
+        .decode()
+        .filter(|c| c.status.has_figures())
+        .filter_map(|c| c.total_tok_per_s)
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold(0.0_f64, f64::max);
+    let rows = m
+        .contexts
+        .iter()
+        .zip(&m.cells)
+        .map(|((_, label), row)| HeatRow {
+            label: label.clone(),
+            cells: row
+                .iter()
+                .map(|c| {
+                    c.map(|c| {
+                        let t = c
+                            .total_tok_per_s
+                            .filter(|v| c.status.has_figures() && v.is_finite() && max > 0.0)
+                            .map(|v| (v / max).clamp(0.0, 1.0));
+                        HeatCell {
+                            status: status_key(c),
+                            n: c.concurrency,
+                            lines: table::matrix_cell_lines(c),
+                            alpha: t.map(|t| format!("{t:.3}")),
+                            // Past ~60 % shade the blue is dark enough to need white text.
+                            hot: t.is_some_and(|t| 0.1 + t * 0.8 > 0.55),
+                            tooltip: tooltip(c),
+                        }
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    HeatMatrix {
+        concurrency: m.concurrency,
+        rows,
+    }
+}
+
+/// A legend entry.
+#[derive(Debug, Serialize)]
+pub(crate) struct LegendEntry {
+    status: String,
+    label: &'static str,
+    text: &'static str,
+}
+
+pub(crate) fn legend(statuses: &[CellStatus]) -> Vec<LegendEntry> {
+    statuses
+        .iter()
+        .map(|s| LegendEntry {
+            status: serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            label: s.label(),
+            text: status_explanation(*s),
+        })
+        .collect()
+}
+
+impl Exporter for HtmlExporter {
+    fn format(&self) -> Format {
+        Format::Html
+    }
+
+    fn render(&self, report: &Report) -> Result<String, ReportError> {
+        let ctx = minijinja::context! {
+            title => ser(report.title()),
+            summary => ser(report.summary_line()),
+            cards => ser(report.cards()),
+            launch_command => ser(report.launch_command()),
+            prefill => ser(prefill_chart(report)),
+            prefill_rows => ser(report.prefill().map(table::prefill_row).collect::<Vec<_>>()),
+            matrix => ser(heat_matrix(report)),
+            legend => ser(legend(&report.statuses_present())),
+            table => ser(Table::measurements(report, &Column::ALL)),
+            notes => ser(report.notes()),
+            generator => ser(generator()),
+            css => Value::from_safe_string(CSS.to_string()),
+            js => Value::from_safe_string(JS.to_string()),
+        };
+        render_template("report.html", ctx)
+    }
+}

@@ -1,0 +1,193 @@
+//! GitHub-ready Markdown: the seed page's sections and tables as text, for issues and blog
+//! posts. Strings that came from a server or a user are escaped so that they render as the text
+//! they are (a `<script>` model name stays text, a `|` does not break a table).
+
+use crate::model::Report;
+use crate::table::{self, Column, Table};
+use crate::{Exporter, Format, ReportError};
+use std::fmt::Write;
+
+/// The Markdown exporter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MarkdownExporter;
+
+/// Escapes text for inline Markdown: every ASCII punctuation that Markdown or inline HTML gives a
+/// meaning to is backslash-escaped (CommonMark allows a backslash before any ASCII punctuation),
+/// and line breaks become spaces so a value cannot start a new block.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '!' | '&' | '~' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\r' | '\n' => out.push(' '),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// A fenced code block whose fence is longer than any run of backticks inside.
+fn code_block(out: &mut String, lang: &str, code: &str) {
+    let mut longest = 0;
+    let mut run = 0;
+    for ch in code.chars() {
+        run = if ch == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    let _ = writeln!(out, "{fence}{lang}\n{code}\n{fence}");
+}
+
+/// Writes a pipe table; cells are already escaped or our own text.
+fn pipe_table(out: &mut String, header: &[String], numeric: &[bool], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = numeric
+        .iter()
+        .map(|n| if *n { "---:" } else { "---" })
+        .collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+}
+
+/// The All-measurements table as Markdown (the seed's table, row for row).
+pub fn measurements_table(report: &Report) -> String {
+    let t = Table::measurements(report, &Column::ALL);
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
+        .collect();
+    let mut out = String::new();
+    pipe_table(&mut out, &t.columns, &t.numeric, &rows);
+    out
+}
+
+impl Exporter for MarkdownExporter {
+    fn format(&self) -> Format {
+        Format::Markdown
+    }
+
+    fn render(&self, report: &Report) -> Result<String, ReportError> {
+        let mut out = String::new();
+        let _ = writeln!(out, "# Speed test matrix\n");
+        let _ = writeln!(out, "## {}\n", escape(&report.title()));
+        let _ = writeln!(out, "{}\n", escape(&report.summary_line()));
+        for card in report.cards() {
+            let _ = writeln!(out, "### {}\n", card.title);
+            for f in card.fields {
+                let _ = writeln!(out, "- **{}:** {}", f.label, escape(&f.value));
+            }
+            out.push('\n');
+        }
+        if let Some(cmd) = report.launch_command() {
+            let _ = writeln!(out, "### Launch command\n");
+            code_block(&mut out, "sh", cmd);
+            out.push('\n');
+        }
+
+        let prefill: Vec<Vec<String>> = report
+            .prefill()
+            .map(|c| table::prefill_row(c).iter().map(|s| escape(s)).collect())
+            .collect();
+        if !prefill.is_empty() {
+            let _ = writeln!(out, "## Prefill\n");
+            let _ = writeln!(out, "Prompt tok/s by context length.\n");
+            let header = ["Context", "Prompt tok/s", "TTFT"].map(String::from);
+            pipe_table(&mut out, &header, &[false, true, true], &prefill);
+            out.push('\n');
+        }
+
+        let m = report.matrix();
+        if !m.contexts.is_empty() {
+            let _ = writeln!(out, "## Sustained decode\n");
+            let _ = writeln!(
+                out,
+                "Total tok/s · rows are context length, columns are simultaneous requests.\n"
+            );
+            let mut header = vec!["Context".to_string()];
+            header.extend(m.concurrency.iter().map(u32::to_string));
+            let mut numeric = vec![false];
+            numeric.extend(m.concurrency.iter().map(|_| true));
+            let rows: Vec<Vec<String>> = m
+                .contexts
+                .iter()
+                .zip(&m.cells)
+                .map(|((_, label), row)| {
+                    let mut r = vec![escape(label)];
+                    r.extend(row.iter().map(|c| {
+                        match c {
+                            // `<br>` is the one HTML we emit: GitHub renders it as a line break in a
+                            // table cell, and the values around it are escaped.
+                            Some(c) => table::matrix_cell_lines(c)
+                                .iter()
+                                .map(|l| escape(l))
+                                .collect::<Vec<_>>()
+                                .join("<br>"),
+                            None => crate::number::NULL.to_string(),
+                        }
+                    }));
+                    r
+                })
+                .collect();
+            pipe_table(&mut out, &header, &numeric, &rows);
+            out.push('\n');
+            for line in report.legend() {
+                let _ = writeln!(out, "- {}", escape(&line));
+            }
+            let _ = writeln!(
+                out,
+                "\nTTFT is measured after the benchmark warms the server's prompt cache, so it \
+                 mostly excludes prefill.\n"
+            );
+        }
+
+        let _ = writeln!(out, "## All measurements\n");
+        let _ = writeln!(
+            out,
+            "Latencies are medians. Total tok/s is output across all simultaneous requests.\n"
+        );
+        out.push_str(&measurements_table(report));
+        out.push('\n');
+        for line in report.legend() {
+            let _ = writeln!(out, "- {}", escape(&line));
+        }
+        let notes = report.notes();
+        if !notes.is_empty() {
+            let _ = writeln!(out, "\n### Notes\n");
+            for n in notes {
+                let _ = writeln!(out, "- {}", escape(&n));
+            }
+        }
+        while out.ends_with("\n\n") {
+            out.pop();
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_html_and_table_breakers() {
+        assert_eq!(
+            escape("<script>alert(1)</script>"),
+            "\\<script\\>alert(1)\\</script\\>"
+        );
+        assert_eq!(escape("a|b\nc"), "a\\|b c");
+        assert_eq!(escape("GLM-5.3-Flash"), "GLM-5.3-Flash");
+    }
+
+    #[test]
+    fn code_fence_outgrows_backticks() {
+        let mut s = String::new();
+        code_block(&mut s, "sh", "echo ````x");
+        assert!(s.starts_with("`````sh\n"), "{s}");
+    }
+}

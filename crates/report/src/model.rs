@@ -1,0 +1,399 @@
+//! The report model: one run read back from disk, with its rows in table order and everything the
+//! page says derived from it (title, summary line, cards, the decode matrix, footnotes). Exporters
+//! only format what is here, so the HTML page, the Markdown and the CSV cannot disagree.
+//!
+//! Nothing is invented: a fact the run does not know is `None` here and printed as "unknown".
+
+use crate::number;
+use llmib_core::cell::{CellResult, CellStatus, Phase};
+use llmib_core::run::{RunInfo, RunState};
+use llmib_core::size::format_tokens;
+use llmib_core::store::{LoadedRun, RunDir};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// What a card prints for a fact the run does not know.
+pub const UNKNOWN: &str = "unknown";
+
+/// A run, ready to be exported.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// `run.json`.
+    pub info: RunInfo,
+    /// Every measurement in table order: prefill rows by context, then decode rows by context and
+    /// N. Planned cells without a row in `cells.jsonl` appear as Not run (the run stopped before
+    /// them), marked by their `status_reason`.
+    pub cells: Vec<CellResult>,
+    /// Lines of `cells.jsonl` that could not be read.
+    pub skipped_lines: usize,
+}
+
+/// One labelled fact of a card.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Field {
+    /// Label (`GPU count`).
+    pub label: &'static str,
+    /// Value, or [`UNKNOWN`].
+    pub value: String,
+}
+
+/// One of the Hardware, Engine and Run cards.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Card {
+    /// `Hardware`, `Engine` or `Run`.
+    pub title: &'static str,
+    /// Its facts, in the seed's order.
+    pub fields: Vec<Field>,
+}
+
+/// The decode matrix: rows are contexts, columns are concurrency levels.
+#[derive(Debug, Clone)]
+pub struct Matrix<'a> {
+    /// Row contexts: exact tokens and label, ascending.
+    pub contexts: Vec<(u64, String)>,
+    /// Column concurrency levels, ascending.
+    pub concurrency: Vec<u32>,
+    /// `cells[row][col]`; `None` where the run has no such measurement.
+    pub cells: Vec<Vec<Option<&'a CellResult>>>,
+}
+
+/// The status reason given to planned cells that have no row in `cells.jsonl`.
+pub const MISSING_ROW_REASON: &str = "planned, but the run recorded no result for it";
+
+/// Why a status is not Valid, in the seed's words (legend and footnotes).
+pub fn status_explanation(status: CellStatus) -> &'static str {
+    match status {
+        CellStatus::Valid => "ran as designed.",
+        CellStatus::RequestsQueued => {
+            "the server could not run all requests at once, so some waited in a queue."
+        }
+        CellStatus::OverCapacity => {
+            "not run because this many requests at this context would exceed the server's KV cache."
+        }
+        CellStatus::NotRun => {
+            "the benchmark skipped this measurement during the run, or the run stopped early."
+        }
+        CellStatus::Failed => "requests errored or streams broke; see the cell's first error.",
+    }
+}
+
+/// Legend order of the non-Valid statuses (the seed's order, then Failed).
+pub const LEGEND_ORDER: [CellStatus; 4] = [
+    CellStatus::RequestsQueued,
+    CellStatus::OverCapacity,
+    CellStatus::NotRun,
+    CellStatus::Failed,
+];
+
+fn known(v: Option<impl ToString>) -> String {
+    v.map(|s| s.to_string())
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| UNKNOWN.to_string())
+}
+
+impl Report {
+    /// Reads a results directory (`run.json` + `cells.jsonl`).
+    pub fn load(run_dir: &Path) -> Result<Report, crate::ReportError> {
+        let loaded = RunDir::open(run_dir)?.load()?;
+        Ok(Report::from_loaded(loaded))
+    }
+
+    /// Orders the rows and fills planned cells that have no row as Not run.
+    pub fn from_loaded(run: LoadedRun) -> Report {
+        let mut cells = run.cells;
+        for planned in &run.info.plan.cells {
+            if !cells.iter().any(|c| c.key() == planned.key) {
+                let mut c = CellResult::empty(
+                    planned.key.phase,
+                    planned.key.context_tokens,
+                    &planned.label,
+                    planned.key.concurrency,
+                    CellStatus::NotRun,
+                );
+                c.status_reason = Some(MISSING_ROW_REASON.to_string());
+                cells.push(c);
+            }
+        }
+        // Stable sort: the seed lists every prefill first, then decode by context and N.
+        cells.sort_by_key(|c| (c.phase, c.context_tokens, c.concurrency));
+        Report {
+            info: run.info,
+            cells,
+            skipped_lines: run.skipped_lines,
+        }
+    }
+
+    /// The label of a context: the row's own label, or the token count written like the seed.
+    pub fn context_label(cell: &CellResult) -> String {
+        if cell.context_label.trim().is_empty() {
+            format_tokens(cell.context_tokens)
+        } else {
+            cell.context_label.clone()
+        }
+    }
+
+    /// The model's short name for the title: the last path segment (`zai-org/GLM-5.3-Flash` →
+    /// `GLM-5.3-Flash`), as the seed's title shows it.
+    pub fn model_short_name(&self) -> String {
+        let served = self.info.model.served_model.trim();
+        let short = served
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(served);
+        if short.is_empty() {
+            UNKNOWN.to_string()
+        } else {
+            short.to_string()
+        }
+    }
+
+    /// What the title says the model ran on: `RTX PRO 6000 Blackwell Server Edition 96GB ×8`.
+    pub fn hardware_label(&self) -> String {
+        let hw = &self.info.hardware;
+        let mut s = match (&hw.gpu_name, &hw.cpu) {
+            (Some(gpu), _) if !gpu.trim().is_empty() => {
+                let mut s = gpu.trim().to_string();
+                if let Some(bytes) = hw.gpu_memory_bytes {
+                    s.push_str(&format!(" {}GB", number::gpu_gb(bytes)));
+                }
+                s
+            }
+            (_, Some(cpu)) if !cpu.trim().is_empty() => cpu.trim().to_string(),
+            _ => "unknown hardware".to_string(),
+        };
+        if let (Some(n), Some(_)) = (hw.gpu_count, &hw.gpu_name) {
+            s.push_str(&format!(" ×{n}"));
+        }
+        s
+    }
+
+    /// The page title: `GLM-5.3-Flash on RTX PRO 6000 Blackwell Server Edition 96GB ×8`.
+    pub fn title(&self) -> String {
+        format!("{} on {}", self.model_short_name(), self.hardware_label())
+    }
+
+    /// Prefill rows, ascending by context.
+    pub fn prefill(&self) -> impl Iterator<Item = &CellResult> {
+        self.cells.iter().filter(|c| c.phase == Phase::Prefill)
+    }
+
+    /// Decode rows, by context then N.
+    pub fn decode(&self) -> impl Iterator<Item = &CellResult> {
+        self.cells.iter().filter(|c| c.phase == Phase::Decode)
+    }
+
+    /// The decode matrix.
+    pub fn matrix(&self) -> Matrix<'_> {
+        let mut contexts: Vec<(u64, String)> = Vec::new();
+        let mut conc = BTreeSet::new();
+        for c in self.decode() {
+            if !contexts.iter().any(|(t, _)| *t == c.context_tokens) {
+                contexts.push((c.context_tokens, Self::context_label(c)));
+            }
+            conc.insert(c.concurrency);
+        }
+        contexts.sort_by_key(|(t, _)| *t);
+        let concurrency: Vec<u32> = conc.into_iter().collect();
+        let cells = contexts
+            .iter()
+            .map(|(t, _)| {
+                concurrency
+                    .iter()
+                    .map(|n| {
+                        self.decode()
+                            .find(|c| c.context_tokens == *t && c.concurrency == *n)
+                    })
+                    .collect()
+            })
+            .collect();
+        Matrix {
+            contexts,
+            concurrency,
+            cells,
+        }
+    }
+
+    /// The summary line under the title: `sglang · 0.5.6… · FP8 · 8 contexts (8K–1019K) ×
+    /// 8 concurrency levels (1–128) · prefill at 8K, 16K, …`. Facts the run does not know are
+    /// left out rather than printed as "unknown" mid-sentence.
+    pub fn summary_line(&self) -> String {
+        let e = &self.info.engine;
+        let mut parts: Vec<String> = Vec::new();
+        let name = e
+            .name
+            .clone()
+            .or_else(|| e.kind.map(|k| k.name().to_string()));
+        for v in [name, e.version.clone(), e.quantization.clone()]
+            .into_iter()
+            .flatten()
+        {
+            if !v.trim().is_empty() {
+                parts.push(v);
+            }
+        }
+        let m = self.matrix();
+        if !m.contexts.is_empty() {
+            let range = |first: String, last: String| {
+                if first == last {
+                    first
+                } else {
+                    format!("{first}–{last}")
+                }
+            };
+            let ctx = range(
+                m.contexts.first().map(|c| c.1.clone()).unwrap_or_default(),
+                m.contexts.last().map(|c| c.1.clone()).unwrap_or_default(),
+            );
+            let conc = range(
+                m.concurrency
+                    .first()
+                    .map(u32::to_string)
+                    .unwrap_or_default(),
+                m.concurrency.last().map(u32::to_string).unwrap_or_default(),
+            );
+            parts.push(format!(
+                "{} {} ({ctx}) × {} {} ({conc})",
+                m.contexts.len(),
+                if m.contexts.len() == 1 {
+                    "context"
+                } else {
+                    "contexts"
+                },
+                m.concurrency.len(),
+                if m.concurrency.len() == 1 {
+                    "concurrency level"
+                } else {
+                    "concurrency levels"
+                },
+            ));
+        }
+        let prefill: Vec<String> = self.prefill().map(Self::context_label).collect();
+        if !prefill.is_empty() {
+            parts.push(format!("prefill at {}", prefill.join(", ")));
+        }
+        parts.join(" · ")
+    }
+
+    /// The Hardware, Engine and Run cards with every field of the seed.
+    pub fn cards(&self) -> Vec<Card> {
+        let i = &self.info;
+        let hw = &i.hardware;
+        let e = &i.engine;
+        let f = |label, value| Field { label, value };
+        let vram = match (hw.gpu_memory_bytes, hw.gpu_count) {
+            (Some(b), Some(n)) => {
+                let gb = number::gpu_gb(b);
+                format!(
+                    "{} GB ({n} × {gb} GB)",
+                    number::count(gb.saturating_mul(u64::from(n)))
+                )
+            }
+            (Some(b), None) => format!("{} GB per GPU", number::gpu_gb(b)),
+            _ => UNKNOWN.to_string(),
+        };
+        let engine_name = e
+            .name
+            .clone()
+            .or_else(|| e.kind.map(|k| k.name().to_string()));
+        let repository = e
+            .repository
+            .clone()
+            .or_else(|| e.kind.and_then(|k| k.repository()).map(str::to_string));
+        let s = &i.plan.settings;
+        vec![
+            Card {
+                title: "Hardware",
+                fields: vec![
+                    f("Type", known(hw.device_type.as_ref())),
+                    f("GPU", known(hw.gpu_name.as_ref())),
+                    f("GPU count", known(hw.gpu_count)),
+                    f("VRAM", vram),
+                    f("OS", known(hw.os.as_ref())),
+                ],
+            },
+            Card {
+                title: "Engine",
+                fields: vec![
+                    f("Engine", known(engine_name)),
+                    f("Version", known(e.version.as_ref())),
+                    f("Quantization", known(e.quantization.as_ref())),
+                    f("Backend", known(e.backend.as_ref())),
+                    f("Repository", known(repository)),
+                    f("Build", known(e.build.as_ref())),
+                    f("Commit", known(e.commit.as_ref())),
+                ],
+            },
+            Card {
+                title: "Run",
+                fields: vec![
+                    f("Served model", known(Some(&i.model.served_model))),
+                    f("Revision", known(i.model.revision.as_ref())),
+                    f("Benchmark tool", i.tool.label()),
+                    f("Decode test", known(Some(&i.plan.decode_test))),
+                    f("Prefill mode", known(Some(&i.plan.prefill_mode))),
+                    f(
+                        "Time per measurement",
+                        number::setting_seconds(s.duration_s),
+                    ),
+                    f("Max output", number::tokens(u64::from(s.max_output))),
+                ],
+            },
+        ]
+    }
+
+    /// The launch command, if the run knows it (already redacted by the runner).
+    pub fn launch_command(&self) -> Option<&str> {
+        self.info
+            .launch_command
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+    }
+
+    /// Non-Valid statuses present in the results, in legend order: the legend explains only
+    /// what the page shows.
+    pub fn statuses_present(&self) -> Vec<CellStatus> {
+        LEGEND_ORDER
+            .into_iter()
+            .filter(|s| self.cells.iter().any(|c| c.status == *s))
+            .collect()
+    }
+
+    /// The status legend, one sentence per status present: `Over capacity: not run because …`.
+    pub fn legend(&self) -> Vec<String> {
+        self.statuses_present()
+            .into_iter()
+            .map(|s| format!("{}: {}", s.label(), status_explanation(s)))
+            .collect()
+    }
+
+    /// Notes a reader must see besides the seed's footnotes: an unfinished run, dropped contexts,
+    /// unreadable lines, the run's own notes.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.info.state {
+            RunState::Completed => {}
+            RunState::Running => out.push(
+                "This run had not finished when this report was written; missing cells show as Not run."
+                    .to_string(),
+            ),
+            RunState::Interrupted => {
+                out.push("This run was interrupted; cells after the stop show as Not run.".to_string())
+            }
+            RunState::Aborted => out.push(
+                "This run was aborted after an error; cells after it show as Not run.".to_string(),
+            ),
+        }
+        for d in &self.info.plan.dropped_contexts {
+            out.push(format!("Context {} was not measured: {}", d.spec, d.reason));
+        }
+        if self.skipped_lines > 0 {
+            out.push(format!(
+                "{} line(s) of cells.jsonl could not be read (a write cut short) and are left out.",
+                self.skipped_lines
+            ));
+        }
+        out.extend(self.info.notes.iter().cloned());
+        out
+    }
+}

@@ -1,0 +1,246 @@
+//! The one table model. The All-measurements columns are a list of [`Column`]s; each column knows
+//! its title, its CSV header (with units), how it prints a row for people and how it writes it
+//! for machines. Markdown, HTML and CSV all iterate the same list, so they can never drift apart.
+
+use crate::model::Report;
+use crate::number;
+use llmib_core::cell::{CellResult, Phase};
+
+/// One column of the All-measurements table, in the seed's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Column {
+    /// `Prefill` / `Sustained decode`.
+    Phase,
+    /// Context label (`8K`).
+    Context,
+    /// N.
+    RequestsAtOnce,
+    /// Status in words.
+    Status,
+    /// Prefill: prompt tok/s; decode: total output tok/s.
+    TotalTokPerS,
+    /// Median per-request tok/s.
+    PerRequestTokPerS,
+    /// Median TTFT.
+    Ttft,
+    /// Median time between tokens.
+    Tbt,
+    /// Time-weighted mean of active requests.
+    AvgActive,
+    /// Requests finished inside the window.
+    Completed,
+    /// Content tokens inside the window.
+    OutputTokens,
+    /// The window's length.
+    MeasuredFor,
+}
+
+/// A figure as a machine reads it: a number, a string, or null.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Raw {
+    /// Does not apply.
+    Null,
+    /// A number (unrounded).
+    Num(f64),
+    /// Words.
+    Text(String),
+}
+
+impl Column {
+    /// The seed's columns, in order.
+    pub const ALL: [Column; 12] = [
+        Column::Phase,
+        Column::Context,
+        Column::RequestsAtOnce,
+        Column::Status,
+        Column::TotalTokPerS,
+        Column::PerRequestTokPerS,
+        Column::Ttft,
+        Column::Tbt,
+        Column::AvgActive,
+        Column::Completed,
+        Column::OutputTokens,
+        Column::MeasuredFor,
+    ];
+
+    /// Title as the seed's table prints it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Column::Phase => "Phase",
+            Column::Context => "Context",
+            Column::RequestsAtOnce => "Requests at once",
+            Column::Status => "Status",
+            Column::TotalTokPerS => "Total tok/s",
+            Column::PerRequestTokPerS => "Per request tok/s",
+            Column::Ttft => "TTFT",
+            Column::Tbt => "Time between tokens",
+            Column::AvgActive => "Average active requests",
+            Column::Completed => "Completed requests",
+            Column::OutputTokens => "Output tokens",
+            Column::MeasuredFor => "Measured for",
+        }
+    }
+
+    /// CSV header: the title with the unit of the raw value written under it.
+    pub fn csv_header(self) -> &'static str {
+        match self {
+            Column::Context => "Context (tokens)",
+            Column::Ttft => "TTFT (ms)",
+            Column::Tbt => "Time between tokens (ms)",
+            Column::MeasuredFor => "Measured for (s)",
+            other => other.title(),
+        }
+    }
+
+    /// Whether the column holds numbers (right-aligned, sorted numerically).
+    pub fn numeric(self) -> bool {
+        !matches!(self, Column::Phase | Column::Status)
+    }
+
+    /// The value for machines: unrounded, in the unit of [`Column::csv_header`].
+    pub fn raw(self, c: &CellResult) -> Raw {
+        let num = |v: Option<f64>| v.map_or(Raw::Null, Raw::Num);
+        let int = |v: Option<u64>| v.map_or(Raw::Null, |n| Raw::Num(n as f64));
+        match self {
+            Column::Phase => Raw::Text(c.phase.label().to_string()),
+            Column::Context => Raw::Num(c.context_tokens as f64),
+            Column::RequestsAtOnce => Raw::Num(f64::from(c.concurrency)),
+            Column::Status => Raw::Text(c.status.label().to_string()),
+            Column::TotalTokPerS => num(total(c)),
+            Column::PerRequestTokPerS => num(c.per_request_tok_per_s),
+            Column::Ttft => num(c.ttft_ms_p50),
+            Column::Tbt => num(c.tbt_ms_p50),
+            Column::AvgActive => num(c.avg_active_requests),
+            Column::Completed => int(c.completed_requests),
+            Column::OutputTokens => int(c.output_tokens),
+            Column::MeasuredFor => num(c.measured_s),
+        }
+    }
+
+    /// The value for people, formatted as the seed prints it.
+    pub fn text(self, c: &CellResult) -> String {
+        match self {
+            Column::Phase => c.phase.label().to_string(),
+            Column::Context => Report::context_label(c),
+            Column::RequestsAtOnce => c.concurrency.to_string(),
+            Column::Status => c.status.label().to_string(),
+            Column::TotalTokPerS => number::or_null(total(c), number::rate),
+            Column::PerRequestTokPerS => number::or_null(c.per_request_tok_per_s, number::rate),
+            Column::Ttft => number::or_null(c.ttft_ms_p50, number::ttft_ms),
+            Column::Tbt => number::or_null(c.tbt_ms_p50, number::tbt_ms),
+            Column::AvgActive => number::or_null(c.avg_active_requests, number::decimal1),
+            Column::Completed => number::or_null(c.completed_requests, number::count),
+            Column::OutputTokens => number::or_null(c.output_tokens, number::count),
+            Column::MeasuredFor => number::or_null(c.measured_s, number::seconds),
+        }
+    }
+}
+
+/// The Total tok/s column: a prefill row shows its prompt tok/s there, as the seed does.
+pub fn total(c: &CellResult) -> Option<f64> {
+    match c.phase {
+        Phase::Prefill => c.prompt_tok_per_s.or(c.total_tok_per_s),
+        Phase::Decode => c.total_tok_per_s,
+    }
+}
+
+/// One printed cell of a table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TableCell {
+    /// As people read it (`1,345.8`).
+    pub text: String,
+    /// Sort key for the HTML table: the raw number, or the words; empty for null so that
+    /// nulls sort last.
+    pub sort: String,
+    /// Right-align (numbers).
+    pub numeric: bool,
+}
+
+/// A table as data: column titles and rows of printed cells.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Table {
+    /// Column titles.
+    pub columns: Vec<String>,
+    /// Whether each column is numeric.
+    pub numeric: Vec<bool>,
+    /// Rows.
+    pub rows: Vec<TableRow>,
+}
+
+/// One row, with the status as a key for styling.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TableRow {
+    /// Status in snake case (`over_capacity`), for CSS classes.
+    pub status: String,
+    /// The cells.
+    pub cells: Vec<TableCell>,
+}
+
+/// The status as a stable snake-case key, as `cells.jsonl` spells it.
+pub fn status_key(c: &CellResult) -> String {
+    serde_json::to_value(c.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+impl Table {
+    /// The All-measurements table of a report, with `columns`.
+    pub fn measurements(report: &Report, columns: &[Column]) -> Table {
+        let rows = report
+            .cells
+            .iter()
+            .map(|c| TableRow {
+                status: status_key(c),
+                cells: columns
+                    .iter()
+                    .map(|col| TableCell {
+                        text: col.text(c),
+                        sort: match col.raw(c) {
+                            Raw::Null => String::new(),
+                            Raw::Num(v) => v.to_string(),
+                            // Order statuses and phases as the table does, not alphabetically.
+                            Raw::Text(t) => t,
+                        },
+                        numeric: col.numeric(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Table {
+            columns: columns.iter().map(|c| c.title().to_string()).collect(),
+            numeric: columns.iter().map(|c| c.numeric()).collect(),
+            rows,
+        }
+    }
+}
+
+/// The text of one decode matrix cell, as lines: `190.7` / `122 ms TTFT`; a queued cell adds
+/// `Requests queued` between them; a cell without figures is its status in words.
+pub fn matrix_cell_lines(c: &CellResult) -> Vec<String> {
+    if !c.status.has_figures() {
+        return vec![c.status.label().to_string()];
+    }
+    let mut lines = vec![number::or_null(c.total_tok_per_s, number::rate)];
+    if c.status != llmib_core::cell::CellStatus::Valid {
+        lines.push(c.status.label().to_string());
+    }
+    if let Some(t) = c.ttft_ms_p50 {
+        lines.push(format!("{} TTFT", number::ttft_ms(t)));
+    }
+    lines
+}
+
+/// The prefill table's columns: context, prompt tok/s, TTFT.
+pub fn prefill_row(c: &CellResult) -> [String; 3] {
+    let rate = if c.status.has_figures() {
+        number::or_null(total(c), number::rate)
+    } else {
+        c.status.label().to_string()
+    };
+    [
+        Report::context_label(c),
+        rate,
+        number::or_null(c.ttft_ms_p50, number::ttft_ms),
+    ]
+}
