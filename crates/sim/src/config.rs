@@ -342,10 +342,12 @@ mod tests {
 
     #[test]
     fn vllm_capacity_rounds_to_blocks() {
-        let mut c = SimConfig::default();
-        c.flavor = Flavor::Vllm;
-        c.block_size = 16;
-        c.kv_capacity_tokens = 1000;
+        let c = SimConfig {
+            flavor: Flavor::Vllm,
+            block_size: 16,
+            kv_capacity_tokens: 1000,
+            ..SimConfig::default()
+        };
         assert_eq!(c.effective_kv_capacity(), 992);
     }
 }

@@ -144,23 +144,23 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return reject(&cfg, &e),
     };
-    if let Some(max) = cfg.faults.max_queue_len {
-        if st.engine.stats().queued >= max {
-            let status = cfg.faults.queue_full_status;
-            let err_type = if status == 429 {
-                "TooManyRequestsError"
-            } else {
-                "ServiceUnavailableError"
-            };
-            return reject(
-                &cfg,
-                &Reject {
-                    status,
-                    err_type,
-                    message: "The request queue is full.".into(),
-                },
-            );
-        }
+    if let Some(max) = cfg.faults.max_queue_len
+        && st.engine.stats().queued >= max
+    {
+        let status = cfg.faults.queue_full_status;
+        let err_type = if status == 429 {
+            "TooManyRequestsError"
+        } else {
+            "ServiceUnavailableError"
+        };
+        return reject(
+            &cfg,
+            &Reject {
+                status,
+                err_type,
+                message: "The request queue is full.".into(),
+            },
+        );
     }
     let (id, plan) = {
         let mut rng = match st.rng.lock() {

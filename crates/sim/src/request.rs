@@ -123,14 +123,12 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
         return Err(Reject::bad("the simulator supports only n = 1"));
     }
     let vllm = cfg.flavor == Flavor::Vllm;
-    if vllm {
-        if let Some(m) = raw.model.as_deref().filter(|m| *m != cfg.model) {
-            return Err(Reject {
-                status: 404,
-                err_type: "NotFoundError",
-                message: format!("The model `{m}` does not exist."),
-            });
-        }
+    if let Some(m) = raw.model.as_deref().filter(|m| vllm && *m != cfg.model) {
+        return Err(Reject {
+            status: 404,
+            err_type: "NotFoundError",
+            message: format!("The model `{m}` does not exist."),
+        });
     }
     // vLLM answers with its served name; SGLang echoes what the client sent.
     let model = match cfg.flavor {

@@ -90,13 +90,11 @@ impl PrefixCache {
     /// Releases a request's pin; the entry stays cached until evicted.
     pub(crate) fn unpin(&mut self, key: u64) {
         self.tick += 1;
-        if let Some(e) = self.entries.get_mut(&key) {
-            if e.pins > 0 {
-                e.pins -= 1;
-                if e.pins == 0 {
-                    self.unpinned += e.tokens;
-                    e.last_used = self.tick;
-                }
+        if let Some(e) = self.entries.get_mut(&key).filter(|e| e.pins > 0) {
+            e.pins -= 1;
+            if e.pins == 0 {
+                self.unpinned += e.tokens;
+                e.last_used = self.tick;
             }
         }
     }
