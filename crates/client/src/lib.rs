@@ -6,3 +6,4 @@ pub mod chunk;
 pub mod metrics;
 pub mod http;
 pub mod hardware;
+pub mod engine;

@@ -1,0 +1,425 @@
+//! One interface to every inference engine: SGLang, vLLM, llama.cpp, TGI, TensorRT-LLM,
+//! Ollama, and any other OpenAI-compatible endpoint.
+//!
+//! [`Engine::probe`] checks the server, the key and the model, detects the engine by its own
+//! endpoints, and reads what it can tell (version, context length, KV capacity, launch command).
+//! The resulting [`Engine`] is what the driver talks to: it builds completion bodies in the
+//! engine's dialect, reads the queue gauges and token counters from `/metrics`, and tokenizes
+//! through the engine's own tokenizer. Dispatch is by [`EngineKind`] inside each method: the set
+//! of engines is closed, so an enum beats trait objects here.
+//!
+//! Each engine's specifics live in its module (`sglang.rs`, `vllm.rs`, …): which endpoints it
+//! has, how they are read, its request dialect and metric names. What an engine cannot tell is
+//! left `None` (unknown), never guessed.
+
+mod generic;
+mod llamacpp;
+mod ollama;
+mod probe;
+mod sglang;
+mod tgi;
+mod trtllm;
+mod util;
+mod vllm;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo};
+use serde::Serialize;
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use crate::http::{describe_request_error, describe_status};
+use crate::metrics::{Metrics, parse_trtllm_json};
+
+pub use probe::{Probe, ProbeError, ProbeOptions};
+
+/// A prompt as sent in a completion request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptInput {
+    /// Text; the server tokenizes it (adding BOS/special tokens where the model does).
+    Text(String),
+    /// Token ids, used as given.
+    Ids(Vec<u32>),
+}
+
+/// Queue gauges and token counters read from the engine's metrics. `None`: the engine does not
+/// report it (or the read failed for that metric).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gauges {
+    /// Requests running (in the batch).
+    pub running: Option<f64>,
+    /// Requests waiting in the engine's queue.
+    pub waiting: Option<f64>,
+    /// Cumulative generated tokens.
+    pub generation_tokens_total: Option<f64>,
+    /// Cumulative prompt tokens.
+    pub prompt_tokens_total: Option<f64>,
+    /// Cumulative prompt tokens served from the prefix cache.
+    pub cached_prompt_tokens_total: Option<f64>,
+}
+
+/// An engine request that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EngineError {
+    /// The request did not get an HTTP answer.
+    #[error("{0}")]
+    Transport(String),
+    /// The server answered with an error status.
+    #[error("{0}")]
+    Status(String),
+    /// The answer was not in the expected shape.
+    #[error("unexpected answer from {url}: {detail}")]
+    Parse {
+        /// The endpoint.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The engine has no such endpoint.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// How an engine wants completion requests and how it exposes metrics and tokenization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dialect {
+    /// Send `ignore_eos: true`.
+    pub ignore_eos: bool,
+    /// Send `min_tokens = max_tokens` (only where `ignore_eos` is not honoured).
+    pub min_tokens: bool,
+    /// Send `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Send `stream_options.continuous_usage_stats`.
+    pub continuous_usage: bool,
+    /// Where `/metrics` is and in which format.
+    pub metrics: MetricsKind,
+    /// The tokenizer endpoints' shape.
+    pub tokenizer: TokenizerKind,
+}
+
+/// The metrics format of an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsKind {
+    /// Prometheus text at `/metrics`.
+    Prometheus,
+    /// TensorRT-LLM's JSON iteration stats at `/metrics` (drained by each read).
+    TrtLlmJson,
+    /// No metrics.
+    None,
+}
+
+/// The tokenizer endpoints of an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenizerKind {
+    /// vLLM/SGLang: `POST /tokenize {"model","prompt","add_special_tokens"}` → `{"tokens"}`;
+    /// `POST /detokenize {"model","tokens"}` → `{"prompt"}` (vLLM) or `{"text"}` (SGLang).
+    OpenAiStyle,
+    /// llama.cpp: `POST /tokenize {"content","add_special"}` → `{"tokens"}`;
+    /// `POST /detokenize {"tokens"}` → `{"content"}`.
+    LlamaCpp,
+    /// TGI: `POST /tokenize {"inputs","add_special_tokens"}` → `[{"id",…}]`; no detokenize.
+    Tgi,
+    /// No tokenizer endpoint.
+    None,
+}
+
+impl Dialect {
+    fn of(kind: EngineKind) -> Dialect {
+        match kind {
+            EngineKind::Sglang => sglang::DIALECT,
+            EngineKind::Vllm => vllm::DIALECT,
+            EngineKind::LlamaCpp => llamacpp::DIALECT,
+            EngineKind::Tgi => tgi::DIALECT,
+            EngineKind::TrtLlm => trtllm::DIALECT,
+            EngineKind::Ollama => ollama::DIALECT,
+            EngineKind::Generic => generic::DIALECT,
+        }
+    }
+}
+
+/// A probed engine: everything the driver needs to talk to it.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    kind: EngineKind,
+    base_url: String,
+    client: reqwest::Client,
+    info: EngineInfo,
+    model: ModelInfo,
+    launch_command: Option<String>,
+    dialect: Dialect,
+    /// Timeout of the small side requests (gauges, tokenize).
+    side_timeout: Duration,
+}
+
+/// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
+const GAUGES_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Engine {
+    /// Probes the server (see [`ProbeOptions`]): fails fast with a one-line [`ProbeError`] when
+    /// the server does not answer, the key is refused or the model is not served.
+    pub async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
+        probe::probe(opts).await
+    }
+
+    /// The engine kind (detected or forced).
+    pub fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    /// The server root (`http://host:port`, without `/v1` or a trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The shared HTTP client (API key and pool configured).
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// The Engine card.
+    pub fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    /// The served model.
+    pub fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    /// The launch command rebuilt from what the engine exposes (SGLang `server_args`, vLLM's
+    /// dev-mode `/server_info`), secrets redacted; `None` when the engine does not expose it.
+    pub fn launch_command(&self) -> Option<&str> {
+        self.launch_command.as_deref()
+    }
+
+    /// `POST` target of completion requests.
+    pub fn completions_url(&self) -> String {
+        format!("{}/v1/completions", self.base_url)
+    }
+
+    /// Whether the engine has a tokenize endpoint.
+    pub fn has_tokenizer(&self) -> bool {
+        self.dialect.tokenizer != TokenizerKind::None
+    }
+
+    /// Whether the engine has a detokenize endpoint (TGI has only tokenize).
+    pub fn has_detokenizer(&self) -> bool {
+        matches!(
+            self.dialect.tokenizer,
+            TokenizerKind::OpenAiStyle | TokenizerKind::LlamaCpp
+        )
+    }
+
+    /// Whether a text prompt gets the model's special tokens (BOS) added by the server. Then
+    /// `tokenize(text, true)` is what the prompt costs. This matters for llama.cpp, whose
+    /// `/tokenize` adds no BOS by default while its completion endpoint does.
+    pub fn prompt_adds_bos(&self) -> bool {
+        self.has_tokenizer()
+    }
+
+    /// Builds a completion request body in the engine's dialect: `ignore_eos: true` where
+    /// honoured (else `min_tokens = max_tokens` where that is), and for streams
+    /// `stream_options.include_usage` plus `continuous_usage_stats` where supported.
+    pub fn completion_body(
+        &self,
+        model: &str,
+        prompt: PromptInput,
+        max_tokens: u32,
+        stream: bool,
+    ) -> Value {
+        let prompt = match prompt {
+            PromptInput::Text(t) => Value::String(t),
+            PromptInput::Ids(ids) => json!(ids),
+        };
+        let mut body = json!({
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "stream": stream,
+        });
+        if let Value::Object(m) = &mut body {
+            let d = &self.dialect;
+            if d.ignore_eos {
+                m.insert("ignore_eos".into(), Value::Bool(true));
+            } else if d.min_tokens {
+                m.insert("min_tokens".into(), json!(max_tokens));
+            }
+            if stream && d.include_usage {
+                let mut so = serde_json::Map::new();
+                so.insert("include_usage".into(), Value::Bool(true));
+                if d.continuous_usage {
+                    so.insert("continuous_usage_stats".into(), Value::Bool(true));
+                }
+                m.insert("stream_options".into(), Value::Object(so));
+            }
+        }
+        body
+    }
+
+    /// Whether the server still answers (any HTTP status counts; only transport errors fail).
+    /// Used after connection failures to tell "server gone" from "request failed".
+    pub async fn alive(&self) -> bool {
+        let url = format!("{}/v1/models", self.base_url);
+        self.client
+            .get(&url)
+            .timeout(self.side_timeout)
+            .send()
+            .await
+            .is_ok()
+    }
+
+    /// Reads the queue gauges and token counters from the engine's metrics (one small GET;
+    /// engines without metrics return all-`None` without a request).
+    ///
+    /// TensorRT-LLM's JSON `/metrics` is drained by each read: gauges come from the last
+    /// iteration since the previous read (none → idle, reported as 0 running / 0 waiting), and
+    /// it has no cumulative token counters. Another client reading it steals iterations.
+    pub async fn gauges(&self) -> Result<Gauges, EngineError> {
+        if self.dialect.metrics == MetricsKind::None {
+            return Ok(Gauges::default());
+        }
+        let url = format!("{}/metrics", self.base_url);
+        let body = self.get_text(&url, GAUGES_TIMEOUT).await?;
+        match self.dialect.metrics {
+            MetricsKind::TrtLlmJson => {
+                let s = parse_trtllm_json(&body).map_err(|e| EngineError::Parse {
+                    url,
+                    detail: e.to_string(),
+                })?;
+                Ok(trtllm::gauges(&s))
+            }
+            MetricsKind::Prometheus => Ok(gauges_from(self.kind, &Metrics::parse(&body))),
+            MetricsKind::None => Ok(Gauges::default()),
+        }
+    }
+
+    /// Tokenizes `text` with the engine's tokenizer; `add_special` adds BOS/special tokens as
+    /// the model's tokenizer does for a prompt.
+    pub async fn tokenize(&self, text: &str, add_special: bool) -> Result<Vec<u32>, EngineError> {
+        let url = format!("{}/tokenize", self.base_url);
+        let body = match self.dialect.tokenizer {
+            TokenizerKind::OpenAiStyle => json!({
+                "model": self.model.served_model,
+                "prompt": text,
+                "add_special_tokens": add_special,
+            }),
+            TokenizerKind::LlamaCpp => json!({"content": text, "add_special": add_special}),
+            TokenizerKind::Tgi => json!({"inputs": text, "add_special_tokens": add_special}),
+            TokenizerKind::None => return Err(self.no_tokenizer()),
+        };
+        let v = self.post_json(&url, &body).await?;
+        parse_tokens(&v).ok_or_else(|| EngineError::Parse {
+            url,
+            detail: "no token list in the answer".into(),
+        })
+    }
+
+    /// Turns token ids back into text with the engine's tokenizer.
+    pub async fn detokenize(&self, ids: &[u32]) -> Result<String, EngineError> {
+        let url = format!("{}/detokenize", self.base_url);
+        let body = match self.dialect.tokenizer {
+            TokenizerKind::OpenAiStyle => json!({"model": self.model.served_model, "tokens": ids}),
+            TokenizerKind::LlamaCpp => json!({"tokens": ids}),
+            TokenizerKind::Tgi => {
+                return Err(EngineError::Unsupported(
+                    "TGI has no detokenize endpoint".into(),
+                ));
+            }
+            TokenizerKind::None => return Err(self.no_tokenizer()),
+        };
+        let v = self.post_json(&url, &body).await?;
+        ["prompt", "text", "content"]
+            .iter()
+            .find_map(|k| v.get(k).and_then(Value::as_str))
+            .map(str::to_owned)
+            .ok_or_else(|| EngineError::Parse {
+                url,
+                detail: "no text in the answer".into(),
+            })
+    }
+
+    fn no_tokenizer(&self) -> EngineError {
+        EngineError::Unsupported(format!("{} exposes no tokenize endpoint", self.kind.name()))
+    }
+
+    async fn get_text(&self, url: &str, timeout: Duration) -> Result<String, EngineError> {
+        let resp = self
+            .client
+            .get(url)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        if !status.is_success() {
+            return Err(EngineError::Status(describe_status(status, &text, url)));
+        }
+        Ok(text)
+    }
+
+    async fn post_json<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+    ) -> Result<Value, EngineError> {
+        let resp = self
+            .client
+            .post(url)
+            .json(body)
+            .timeout(self.side_timeout)
+            .send()
+            .await
+            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        if !status.is_success() {
+            return Err(EngineError::Status(describe_status(status, &text, url)));
+        }
+        serde_json::from_str(&text).map_err(|e| EngineError::Parse {
+            url: url.to_owned(),
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// The gauges of a Prometheus page, in the engine's metric names.
+pub(crate) fn gauges_from(kind: EngineKind, m: &Metrics<'_>) -> Gauges {
+    match kind {
+        EngineKind::Sglang => sglang::gauges(m),
+        EngineKind::Vllm => vllm::gauges(m),
+        EngineKind::LlamaCpp => llamacpp::gauges(m),
+        EngineKind::Tgi => tgi::gauges(m),
+        EngineKind::TrtLlm | EngineKind::Ollama | EngineKind::Generic => Gauges::default(),
+    }
+}
+
+/// Token ids from any tokenize answer: `{"tokens": [ids]}`, `{"tokens": [{"id": …}]}`
+/// (llama.cpp with pieces), or TGI's `[{"id": …}]`.
+fn parse_tokens(v: &Value) -> Option<Vec<u32>> {
+    let list = match v {
+        Value::Array(a) => a,
+        Value::Object(o) => o.get("tokens")?.as_array()?,
+        _ => return None,
+    };
+    list.iter()
+        .map(|t| {
+            let n = match t {
+                Value::Number(n) => n.as_u64(),
+                Value::Object(o) => o.get("id").and_then(Value::as_u64),
+                _ => None,
+            }?;
+            u32::try_from(n).ok()
+        })
+        .collect()
+}
