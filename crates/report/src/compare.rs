@@ -294,12 +294,15 @@ impl Comparison {
             letter: String,
             status: String,
             text: String,
+            /// Matrix cells are narrow: the value and "not comparable", the reason on hover.
+            short: String,
             class: &'static str,
         }
         #[derive(Serialize)]
         struct RowView {
             phase: &'static str,
             context: String,
+            tokens: u64,
             n: u32,
             entries: Vec<EntryView>,
         }
@@ -315,6 +318,16 @@ impl Comparison {
                 .map(status_key)
                 .unwrap_or_else(|| "missing".into()),
             text: Self::entry_text(c.as_ref(), v),
+            short: match v {
+                Verdict::NotComparable { .. } => {
+                    let value = match c {
+                        Some(c) => Self::entry_text(Some(c), &Verdict::SameStatus),
+                        None => number::NULL.to_string(),
+                    };
+                    format!("{value} · not comparable")
+                }
+                _ => Self::entry_text(c.as_ref(), v),
+            },
             class: match v {
                 Verdict::Baseline => "base",
                 Verdict::Comparable { ratio: Some(r) } if *r >= 1.02 => "up",
@@ -329,6 +342,7 @@ impl Comparison {
             .map(|r| RowView {
                 phase: r.phase.label(),
                 context: r.context_label.clone(),
+                tokens: r.context_tokens,
                 n: r.concurrency,
                 entries: r
                     .entries

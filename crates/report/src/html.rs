@@ -71,7 +71,13 @@ struct Bar {
     ttft: String,
     y: u32,
     width: u32,
-    value_inside: bool,
+    /// Where the value and the TTFT go: `inside` (both in the bar), `split` (value in the bar,
+    /// TTFT after it) or `outside` (both after it).
+    layout: &'static str,
+    /// The phone chart: row top, bar width, whether the value fits inside the bar.
+    cy: u32,
+    cwidth: u32,
+    cinside: bool,
 }
 
 /// The prefill chart's geometry.
@@ -81,14 +87,26 @@ struct PrefillChart {
     height: u32,
     label_x: u32,
     bar_x: u32,
+    /// The phone chart's size: label and TTFT above each bar, so the text stays legible.
+    cwidth: u32,
+    cheight: u32,
     bars: Vec<Bar>,
 }
 
-const CHART_W: u32 = 760;
-const LABEL_W: u32 = 118;
-/// Room right of the longest bar for its TTFT text.
-const TTFT_W: u32 = 130;
-const ROW_H: u32 = 36;
+const CHART_W: u32 = 640;
+const LABEL_W: u32 = 104;
+const ROW_H: u32 = 34;
+const PHONE_W: u32 = 340;
+const PHONE_ROW_H: u32 = 44;
+
+/// Rough text widths in SVG units at the chart's 13px (bold for values), to decide what fits
+/// inside a bar. Digits and `,` dominate, so a per-character width is close enough.
+fn value_w(s: &str) -> u32 {
+    s.chars().count() as u32 * 9 + 16
+}
+fn ttft_w(s: &str) -> u32 {
+    s.chars().count() as u32 * 7 + 14
+}
 
 fn prefill_chart(report: &Report) -> PrefillChart {
     let rows: Vec<&CellResult> = report.prefill().collect();
@@ -98,19 +116,21 @@ fn prefill_chart(report: &Report) -> PrefillChart {
         .filter_map(|c| table::total(c))
         .filter(|v| v.is_finite() && *v > 0.0)
         .fold(0.0_f64, f64::max);
-    let span = CHART_W - LABEL_W - TTFT_W;
+    let span = CHART_W - LABEL_W - 4;
     let bars = rows
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let v = table::total(c).filter(|_| c.status.has_figures());
-            let width = match v {
+            let scaled = |span: u32| match v {
                 Some(v) if max > 0.0 && v.is_finite() && v > 0.0 => ((v / max) * f64::from(span))
                     .round()
                     .clamp(2.0, f64::from(span))
                     as u32,
                 _ => 0,
             };
+            let width = scaled(span);
+            let cwidth = scaled(PHONE_W);
             let value = match v {
                 Some(v) => number::rate_compact(v),
                 None => c.status.label().to_string(),
@@ -119,16 +139,24 @@ fn prefill_chart(report: &Report) -> PrefillChart {
                 Some(t) if v.is_some() => format!("{} TTFT", number::ttft_ms(t)),
                 _ => String::new(),
             };
-            // Text inside the bar only where it fits (about 8 units per character at 13px bold).
-            let value_inside = width as usize > value.chars().count() * 9 + 20;
+            let layout = if width >= value_w(&value) + ttft_w(&ttft) + 8 {
+                "inside"
+            } else if width >= value_w(&value) {
+                "split"
+            } else {
+                "outside"
+            };
             Bar {
                 label: Report::context_label(c),
                 status: status_key(c),
+                cinside: cwidth >= value_w(&value),
                 value,
                 ttft,
                 y: i as u32 * ROW_H,
                 width,
-                value_inside,
+                layout,
+                cy: i as u32 * PHONE_ROW_H,
+                cwidth,
             }
         })
         .collect();
@@ -137,6 +165,8 @@ fn prefill_chart(report: &Report) -> PrefillChart {
         height: (rows.len() as u32 * ROW_H).max(ROW_H),
         label_x: LABEL_W - 10,
         bar_x: LABEL_W,
+        cwidth: PHONE_W,
+        cheight: (rows.len() as u32 * PHONE_ROW_H).max(PHONE_ROW_H),
         bars,
     }
 }

@@ -132,15 +132,23 @@ impl Report {
         }
     }
 
-    /// The model's short name for the title: the last path segment (`zai-org/GLM-5.3-Flash` →
-    /// `GLM-5.3-Flash`), as the seed's title shows it.
+    /// The model's short name for the title: the last path segment of a repository-style id
+    /// (`zai-org/GLM-5.3-Flash` → `GLM-5.3-Flash`), as the seed's title shows it. Names that are
+    /// not such an id (spaces, markup, …) are shown whole, so nothing is cut mid-word.
     pub fn model_short_name(&self) -> String {
         let served = self.info.model.served_model.trim();
-        let short = served
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or(served);
+        let id_like = served
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+".contains(c));
+        let short = if id_like {
+            served
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(served)
+        } else {
+            served
+        };
         if short.is_empty() {
             UNKNOWN.to_string()
         } else {

@@ -1,0 +1,77 @@
+//! `report` and `compare`: thin wrappers over `llmib_report`. All formatting lives in the
+//! library so that `run` and `demo` write exactly the same files when they finish.
+
+use anyhow::{Context, bail};
+use clap::Args;
+use llmib_report::{Comparison, Format, write_file, write_reports};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Writes a run's report (HTML page, Markdown, CSV, JSON) from its results directory.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Results directory written by `run` or `demo` (holds run.json and cells.jsonl).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+
+    /// Formats to write, comma-separated: html, md, csv, json [default: all four].
+    #[arg(long, short, value_name = "FORMATS", value_delimiter = ',')]
+    pub format: Vec<Format>,
+
+    /// Where to write. Default: inside RUN_DIR (report.html, report.md, cells.csv,
+    /// results.json). A folder (existing, or ending in `/`) gets those names; with one format, a
+    /// file name; `-` prints that one format to standard output.
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+}
+
+/// A closed standard output (`… | head`) is the reader's choice, not an error.
+fn quiet_broken_pipe(r: std::io::Result<()>) -> anyhow::Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to standard output"),
+    }
+}
+
+/// Writes the reports and lists the files written, one per line.
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if args.output.as_deref() == Some(Path::new("-")) {
+        let format = match args.format.as_slice() {
+            [one] => *one,
+            _ => bail!("`--output -` prints one format: add e.g. `--format md`"),
+        };
+        let text = llmib_report::render(&args.run_dir, format)?;
+        return quiet_broken_pipe(std::io::stdout().lock().write_all(text.as_bytes()));
+    }
+    let written = write_reports(&args.run_dir, &args.format, args.output.as_deref())?;
+    let list: String = written
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+    quiet_broken_pipe(std::io::stdout().lock().write_all(list.as_bytes()))
+}
+
+/// Compares runs side by side, each measurement with its ratio to the first run.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Results directories to compare; the first is the baseline every ratio refers to.
+    #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
+    pub runs: Vec<PathBuf>,
+
+    /// Also write the comparison as a self-contained HTML page to this file.
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+}
+
+/// Prints the comparison table, and writes the HTML page when asked.
+pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
+    let dirs: Vec<&Path> = args.runs.iter().map(PathBuf::as_path).collect();
+    let cmp = Comparison::load(&dirs)?;
+    // Write the page first: a closed pipe on the table must not lose the file.
+    let mut text = cmp.to_text();
+    if let Some(path) = &args.output {
+        write_file(path, &cmp.to_html()?)?;
+        text.push_str(&format!("\nWrote {}\n", path.display()));
+    }
+    quiet_broken_pipe(std::io::stdout().lock().write_all(text.as_bytes()))
+}
