@@ -534,3 +534,35 @@ fn completion_bodies_per_dialect() {
 fn normalize_base(s: &str) -> Option<String> {
     probe::normalize_base_url(s).ok()
 }
+
+/// Probes a live server and prints what was read:
+/// `LLMIB_PROBE_URL=http://127.0.0.1:8000 [LLMIB_PROBE_KEY=…] cargo test -p llmib-client --lib
+/// probe_live -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn probe_live() {
+    let Ok(url) = std::env::var("LLMIB_PROBE_URL") else {
+        return;
+    };
+    let mut o = opts(&url);
+    o.api_key = std::env::var("LLMIB_PROBE_KEY").ok();
+    match Engine::probe(&o).await {
+        Ok(p) => {
+            let e = &p.engine;
+            println!("kind: {:?}\nmodel: {:?}", e.kind(), e.model());
+            println!(
+                "info: {}",
+                serde_json::to_string_pretty(e.info()).unwrap_or_default()
+            );
+            println!("launch: {:?}\nnotes: {:?}", e.launch_command(), p.notes);
+            println!("gauges: {:?}", e.gauges().await);
+            if e.has_tokenizer() {
+                println!(
+                    "tokenize: {:?}",
+                    e.tokenize("The quick brown fox", true).await
+                );
+            }
+        }
+        Err(err) => println!("probe failed: {err}"),
+    }
+}
