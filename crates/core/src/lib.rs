@@ -7,10 +7,9 @@ pub mod figures;
 pub mod meta;
 pub mod plan;
 pub mod record;
+pub mod redact;
 pub mod run;
 pub mod size;
 pub mod stats;
 pub mod store;
 pub mod time;
-
-pub mod redact;
