@@ -97,7 +97,9 @@ async fn run(streams: u32) -> (usize, f64, f64, f64) {
     let mut jitter = Vec::new();
     for t in tasks {
         let arrivals = t.await.unwrap_or_default();
-        let Some(&first) = arrivals.first() else { continue };
+        let Some(&first) = arrivals.first() else {
+            continue;
+        };
         let offsets: Vec<f64> = arrivals
             .iter()
             .enumerate()

@@ -133,7 +133,8 @@ pub struct SimConfig {
     /// Fault injection.
     pub faults: FaultConfig,
     /// SGLang `server_args`-like metadata reported by `/get_server_info` (vLLM: engine args
-    /// shown as `cache_config_info` labels where they apply).
+    /// shown as `cache_config_info` labels where they apply). TOML has no null: leave a key
+    /// out to report it as `null`.
     pub server_args: BTreeMap<String, serde_json::Value>,
 }
 

@@ -103,10 +103,6 @@ pub(crate) fn tiny() -> SimConfig {
             ("model_path".to_string(), json!("sim/tiny")),
             ("tp_size".to_string(), json!(1)),
             ("kv_cache_dtype".to_string(), json!("auto")),
-            (
-                "quantization".to_string(),
-                serde_json::Value::String(String::new()),
-            ),
             ("enable_metrics".to_string(), json!(true)),
         ]),
     }
