@@ -2,4 +2,5 @@
 //! Each module is one suite; they share helpers from `common`.
 
 mod common;
+mod report;
 mod sim;
