@@ -104,6 +104,9 @@ printf '{"model":"tiny-llama","prompt":"%s","max_tokens":64,"stream":true,"strea
   --data-binary "@$TMP/near-limit.json" "$U/v1/completions"
 
 # Queueing: 8 concurrent streams on 4 slots; sample /metrics and /slots while they run.
+# Token counters only move when a request finishes (llama.cpp flushes a slot's stats on release),
+# so metrics_queued shows the running/deferred gauges but not the in-flight tokens.
+"${C[@]}" -o "$OUT/metrics_before_queue.txt" "$U/metrics"
 pids=()
 for i in $(seq 8); do
   "${C[@]}" -o "$TMP/q$i.sse" "${JSON[@]}" \
@@ -111,10 +114,11 @@ for i in $(seq 8); do
     "$U/v1/completions" &
   pids+=($!)
 done
-sleep 0.5
+sleep 1
 "${C[@]}" -o "$OUT/metrics_queued.txt" "$U/metrics"
 "${C[@]}" -o "$OUT/slots_busy.json" "$U/slots"
 for p in "${pids[@]}"; do wait "$p"; done
+cp "$TMP/q1.sse" "$OUT/completions_stream_queued.sse"
 "${C[@]}" -o "$OUT/metrics_after_queue.txt" "$U/metrics"
 
 # A second server with an API key, called with the wrong one.
