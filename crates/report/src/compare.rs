@@ -184,6 +184,13 @@ impl Comparison {
         Comparison::new(reports)
     }
 
+    /// The baseline's letter (`A`).
+    pub fn baseline(&self) -> String {
+        self.runs
+            .first()
+            .map_or_else(|| "A".to_string(), |r| r.letter.clone())
+    }
+
     /// The words for one entry: `190.7`, `201.3 ×1.06`, `Over capacity`,
     /// `Valid 201.3 (not comparable: …)`.
     pub fn entry_text(cell: Option<&CellResult>, v: &Verdict) -> String {
@@ -218,7 +225,8 @@ impl Comparison {
         let _ = writeln!(
             out,
             "Throughput compared to {} (prefill: prompt tok/s; decode: total tok/s; ×ratio to {}).",
-            self.runs[0].letter, self.runs[0].letter
+            self.baseline(),
+            self.baseline()
         );
         for r in &self.runs {
             let _ = writeln!(out, "  {}  {}  ({})", r.letter, r.report.title(), r.source);
@@ -257,7 +265,11 @@ impl Comparison {
         for l in &lines {
             let mut s = String::new();
             for (i, cell) in l.iter().enumerate() {
-                let pad = widths[i].saturating_sub(cell.chars().count());
+                let pad = widths
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(cell.chars().count());
                 s.push_str(cell);
                 if i + 1 < l.len() {
                     s.push_str(&" ".repeat(pad + 2));
@@ -312,7 +324,11 @@ impl Comparison {
             cells: Vec<Vec<EntryView>>,
         }
         let entry_view = |i: usize, c: &Option<CellResult>, v: &Verdict| EntryView {
-            letter: self.runs[i].letter.clone(),
+            letter: self
+                .runs
+                .get(i)
+                .map(|r| r.letter.clone())
+                .unwrap_or_default(),
             status: c
                 .as_ref()
                 .map(status_key)
@@ -399,7 +415,7 @@ impl Comparison {
             })
             .collect();
         let ctx = minijinja::context! {
-            baseline => ser(self.runs[0].letter.clone()),
+            baseline => ser(self.baseline()),
             runs => ser(runs),
             concurrency => ser(conc),
             matrix => ser(matrix),

@@ -102,10 +102,10 @@ const PHONE_ROW_H: u32 = 44;
 /// Rough text widths in SVG units at the chart's 13px (bold for values), to decide what fits
 /// inside a bar. Digits and `,` dominate, so a per-character width is close enough.
 fn value_w(s: &str) -> u32 {
-    s.chars().count() as u32 * 9 + 16
+    (s.chars().count() as u32).saturating_mul(9) + 16
 }
 fn ttft_w(s: &str) -> u32 {
-    s.chars().count() as u32 * 7 + 14
+    (s.chars().count() as u32).saturating_mul(7) + 14
 }
 
 fn prefill_chart(report: &Report) -> PrefillChart {
@@ -152,21 +152,23 @@ fn prefill_chart(report: &Report) -> PrefillChart {
                 cinside: cwidth >= value_w(&value),
                 value,
                 ttft,
-                y: i as u32 * ROW_H,
+                y: (i as u32).saturating_mul(ROW_H),
                 width,
                 layout,
-                cy: i as u32 * PHONE_ROW_H,
+                cy: (i as u32).saturating_mul(PHONE_ROW_H),
                 cwidth,
             }
         })
         .collect();
     PrefillChart {
         width: CHART_W,
-        height: (rows.len() as u32 * ROW_H).max(ROW_H),
+        height: (rows.len() as u32).saturating_mul(ROW_H).max(ROW_H),
         label_x: LABEL_W - 10,
         bar_x: LABEL_W,
         cwidth: PHONE_W,
-        cheight: (rows.len() as u32 * PHONE_ROW_H).max(PHONE_ROW_H),
+        cheight: (rows.len() as u32)
+            .saturating_mul(PHONE_ROW_H)
+            .max(PHONE_ROW_H),
         bars,
     }
 }

@@ -405,3 +405,71 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn golden() -> LoadedRun {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/seed-run");
+        RunDir::open(dir)
+            .and_then(|d| d.load())
+            .expect("golden run")
+    }
+
+    #[test]
+    fn planned_cells_without_a_row_show_as_not_run() {
+        let mut run = golden();
+        run.cells.retain(|c| c.context_label != "512K");
+        run.info.state = RunState::Interrupted;
+        let r = Report::from_loaded(run);
+        assert_eq!(r.cells.len(), 73);
+        let missing: Vec<&CellResult> = r
+            .cells
+            .iter()
+            .filter(|c| c.status_reason.as_deref() == Some(MISSING_ROW_REASON))
+            .collect();
+        assert_eq!(missing.len(), 9);
+        assert!(missing.iter().all(|c| c.status == CellStatus::NotRun));
+        assert!(r.notes().iter().any(|n| n.contains("interrupted")));
+    }
+
+    #[test]
+    fn unknown_facts_print_as_unknown_and_titles_do_not_guess() {
+        let mut run = golden();
+        run.info.hardware = Default::default();
+        run.info.engine = Default::default();
+        run.info.model.revision = None;
+        let r = Report::from_loaded(run);
+        assert_eq!(r.title(), "GLM-5.3-Flash on unknown hardware");
+        let cards = r.cards();
+        let value = |card: usize, label: &str| {
+            cards[card]
+                .fields
+                .iter()
+                .find(|f| f.label == label)
+                .map(|f| f.value.clone())
+        };
+        assert_eq!(value(0, "GPU").as_deref(), Some(UNKNOWN));
+        assert_eq!(value(0, "VRAM").as_deref(), Some(UNKNOWN));
+        assert_eq!(value(1, "Version").as_deref(), Some(UNKNOWN));
+        assert_eq!(value(2, "Revision").as_deref(), Some(UNKNOWN));
+        // Unknown engine facts are left out of the summary line, not printed as "unknown".
+        assert!(
+            r.summary_line().starts_with("8 contexts (8K–1019K)"),
+            "{}",
+            r.summary_line()
+        );
+    }
+
+    #[test]
+    fn short_names_only_for_repository_ids() {
+        let mut run = golden();
+        run.info.model.served_model = "<b>x/y</b>".to_string();
+        assert_eq!(Report::from_loaded(run).model_short_name(), "<b>x/y</b>");
+        let mut run = golden();
+        run.info.model.served_model = "qwen3:8b".to_string();
+        assert_eq!(Report::from_loaded(run).model_short_name(), "qwen3:8b");
+    }
+}
