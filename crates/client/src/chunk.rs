@@ -614,9 +614,21 @@ mod tests {
         }
         let s = t.elapsed().as_secs_f64();
         println!(
-            "{events} events in {s:.3}s: {:.2} M events/s, {:.0} MB/s ({text} text bytes)",
+            "decode+parse: {events} events in {s:.3}s: {:.2} M events/s, {:.0} MB/s ({text} text bytes)",
             events as f64 / s / 1e6,
             (one.len() * reps) as f64 / s / 1e6
         );
+        let t = std::time::Instant::now();
+        let mut n = 0u64;
+        for _ in 0..reps {
+            for part in one.chunks(one.len() / 3 + 1) {
+                d.push(part);
+                while let Some(ev) = d.next_event() {
+                    n += u64::from(ev.is_ok());
+                }
+            }
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!("decode only: {:.2} M events/s", n as f64 / s / 1e6);
     }
 }
