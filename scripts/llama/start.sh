@@ -23,7 +23,8 @@ set -euo pipefail
 # shellcheck source=scripts/llama/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+# Usage text = the comment block at the top of this file.
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2; exit "${1:-2}"; }
 
 PORT=0 SLOTS=4 CTX=4096 API_KEY="${LLAMA_API_KEY:-}" PIDFILE="" LOG=""
 READY_TIMEOUT="${LLAMA_READY_TIMEOUT:-60}"
@@ -51,6 +52,15 @@ done
 command -v curl >/dev/null 2>&1 || llama_die "curl is required (scripts/llama/build.sh installs it)"
 llama_ensure
 
+# Whether nothing listens on 127.0.0.1:$1. SO_REUSEADDR as llama-server itself uses, so ports in
+# TIME_WAIT from an earlier run count as free (on Linux it still fails against a live listener).
+port_free() {
+  "$LLAMA_PY" -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+
 free_port() {
   # Bind port 0 and report what the kernel chose. Racy by nature (the port is released before
   # llama-server binds it), hence the retry loop below.
@@ -77,6 +87,8 @@ while :; do
   attempt=$((attempt + 1))
   port="$PORT"
   ((port == 0)) && port="$(free_port)"
+  # Another server already on the port would answer our readiness probe for us.
+  port_free "$port" || llama_die "port $port on 127.0.0.1 is already in use"
   pidfile="${PIDFILE:-$LLAMA_RUN_DIR/llama-server-$port.pid}"
   log="${LOG:-${pidfile%.pid}.log}"
   if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
@@ -98,22 +110,29 @@ while :; do
   ready=0
   while ((SECONDS < deadline)); do
     if ! kill -0 "$pid" 2>/dev/null; then break; fi
-    if probe "$url"; then ready=1; break; fi
+    # Alive again a moment after the probe: a server that lost the bind race exits within ms,
+    # and the probe may have been answered by whoever holds the port.
+    if probe "$url" && sleep 0.2 && kill -0 "$pid" 2>/dev/null; then ready=1; break; fi
     sleep 0.2
   done
   if ((ready)); then break; fi
+  timed_out=$((SECONDS >= deadline))
 
   # Not ready: clean up, then either retry (auto port lost a race) or fail loudly.
   kill "$pid" 2>/dev/null || true
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$pidfile"
-  if ((PORT == 0 && attempt < 3)) && grep -qiE 'bind|address already in use' "$log"; then
+  if ((PORT == 0 && attempt < 3)) && grep -qiE 'bind|address already in use' "$log" 2>/dev/null; then
     llama_log "port $port was taken, retrying"
     continue
   fi
-  llama_log "llama-server did not become ready within ${READY_TIMEOUT}s on $url; last log lines:"
-  tail -n 30 "$log" >&2 || true
+  if ((timed_out)); then
+    llama_log "llama-server did not become ready within ${READY_TIMEOUT}s on $url; last log lines:"
+  else
+    llama_log "llama-server exited during startup on $url; last log lines ($log):"
+  fi
+  tail -n 30 "$log" >&2 2>/dev/null || true
   exit 1
 done
 
