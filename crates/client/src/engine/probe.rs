@@ -357,10 +357,8 @@ async fn detect(
         && (owned_by.as_deref() == Some("tensorrt_llm") || trtllm::looks_like_metrics(d))
     {
         EngineKind::TrtLlm
-    } else if d.version.is_some() {
-        // A `/version` without other marks: vLLM is by far the most common such server.
-        EngineKind::Vllm
     } else {
+        // A bare `/version` (proxies have one too) is not enough to call it vLLM.
         EngineKind::Generic
     }
 }

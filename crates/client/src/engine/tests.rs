@@ -396,6 +396,27 @@ async fn generic_endpoint_needs_a_model_when_several_are_served() {
 }
 
 #[tokio::test]
+async fn a_bare_version_endpoint_is_not_vllm() {
+    let (url, _) = serve(vec![
+        ok(
+            "GET",
+            "/v1/models",
+            r#"{"data":[{"id":"m","owned_by":"proxy"}]}"#,
+        ),
+        ok("GET", "/version", r#"{"version":"1.2.3"}"#),
+        ok(
+            "GET",
+            "/metrics",
+            "# nothing engine-specific\nhttp_requests_total 5\n",
+        ),
+    ])
+    .await;
+    let e = Engine::probe(&opts(&url)).await.expect("probe").engine;
+    assert_eq!(e.kind(), EngineKind::Generic);
+    assert_eq!(e.info().extra.get("owned_by"), Some(&json!("proxy")));
+}
+
+#[tokio::test]
 async fn failures_are_one_line_and_say_what_to_do() {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
