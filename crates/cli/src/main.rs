@@ -1,3 +1,77 @@
-//! The `llm-inference-bench` binary.
+//! The `llm-inference-bench` binary: parses arguments, calls one library function per command
+//! and maps the outcome to an exit code. Everything else lives in the library crates.
 
-fn main() {}
+mod config;
+mod output;
+mod report_cmd;
+mod run_cmd;
+mod sim_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Measures an LLM inference server: prefill per context and sustained decode per
+/// context × concurrency, with statuses, as a speed test matrix.
+#[derive(Debug, Parser)]
+#[command(name = "llm-inference-bench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Measure the speed test matrix of a running server.
+    Run(Box<config::RunArgs>),
+    /// Run the full default matrix against the built-in simulator (no GPU needed).
+    Demo(run_cmd::DemoArgs),
+    /// Serve the built-in simulated inference engine.
+    Sim(sim_cmd::SimArgs),
+    /// Render a results directory as HTML, Markdown, CSV or JSON.
+    Report(report_cmd::ReportArgs),
+    /// Set two or more runs side by side, with per-cell ratios to the first.
+    Compare(report_cmd::CompareArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = rt.block_on(async move {
+        match cli.command {
+            Command::Run(a) => run_cmd::run(*a).await,
+            Command::Demo(a) => run_cmd::demo(a).await,
+            Command::Sim(a) => sim_cmd::run(a).await.map(|_| run_cmd::Exit::Ok),
+            Command::Report(a) => report_cmd::run(a).map(|_| run_cmd::Exit::Ok),
+            Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
+        }
+    });
+    match result {
+        Ok(exit) => exit.code(),
+        Err(e) => {
+            // One line: the chain of causes joined, so the user sees what to do next.
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}

@@ -7,3 +7,9 @@ pub mod hardware;
 pub mod http;
 pub mod metrics;
 pub mod sse;
+
+pub mod counting;
+pub mod driver;
+pub mod prompt;
+pub mod stream;
+pub mod window;

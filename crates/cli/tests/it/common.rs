@@ -1,7 +1,118 @@
-//! Helpers shared by the suites: temp dirs, the binary's path, starting the simulator.
+//! Helpers shared by the suites: the binary, temp dirs, the simulator, reading results.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// Path of the `llm-inference-bench` binary built for these tests.
-#[allow(dead_code)]
-pub fn bin() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_llm-inference-bench"))
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_llm-inference-bench"))
+}
+
+/// A fresh directory under the target dir (kept after the test for inspection).
+pub fn out_dir(name: &str) -> PathBuf {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("it")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create test output dir");
+    base
+}
+
+/// Runs the binary with `args`, with no API key from the environment.
+pub fn run_bin(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("run the binary")
+}
+
+/// Stdout and stderr of an output, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The rows of `cells.jsonl` in `dir`.
+pub fn cells(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// `run.json` in `dir`.
+pub fn run_json(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("run.json")).expect("run.json");
+    serde_json::from_str(&text).expect("run.json is JSON")
+}
+
+/// The row for (phase, context, concurrency).
+pub fn cell<'a>(rows: &'a [Value], phase: &str, context: u64, n: u64) -> &'a Value {
+    rows.iter()
+        .rev()
+        .find(|r| r["phase"] == phase && r["context_tokens"] == context && r["concurrency"] == n)
+        .unwrap_or_else(|| panic!("no {phase} row for C={context} N={n} in {rows:#?}"))
+}
+
+/// A number field of a row.
+pub fn num(row: &Value, field: &str) -> f64 {
+    row[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is not a number in {row:#}"))
+}
+
+/// Starts the simulator in-process on 127.0.0.1:0 on a runtime of its own, so tests that run the
+/// binary as a child process can use it from synchronous code.
+pub struct Sim {
+    pub url: String,
+    rt: Option<tokio::runtime::Runtime>,
+    handle: Option<llmib_sim::SimHandle>,
+}
+
+impl Sim {
+    pub fn start(cfg: llmib_sim::SimConfig) -> Sim {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let handle = rt
+            .block_on(llmib_sim::spawn(cfg))
+            .expect("start the simulator");
+        Sim {
+            url: handle.base_url(),
+            rt: Some(rt),
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let (Some(rt), Some(h)) = (self.rt.as_ref(), self.handle.take()) {
+            rt.block_on(h.shutdown());
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Asserts `a` is within `pct` percent of `b`.
+pub fn assert_close(what: &str, a: f64, b: f64, pct: f64) {
+    let err = (a - b).abs() / b.abs().max(1e-12) * 100.0;
+    assert!(
+        err <= pct,
+        "{what}: measured {a:.4}, expected {b:.4} (off by {err:.2}%, allowed {pct}%)"
+    );
 }

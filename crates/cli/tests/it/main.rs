@@ -3,4 +3,5 @@
 
 mod common;
 mod report;
+mod run;
 mod sim;

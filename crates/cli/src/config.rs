@@ -1,0 +1,338 @@
+//! Run configuration in two stages: raw input (flags, a TOML file, environment) is merged with
+//! explicit precedence — defaults < file < environment < flags — and then validated into
+//! [`llmib_core::plan::Settings`] plus connection options, so invalid states never reach the
+//! driver.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use llmib_core::meta::EngineKind;
+use llmib_core::plan::Settings;
+use llmib_core::size::{parse_context_list, parse_duration, parse_tokens};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// Engine names accepted by `--engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineArg {
+    /// SGLang.
+    Sglang,
+    /// vLLM.
+    Vllm,
+    /// llama.cpp's llama-server.
+    #[value(name = "llama.cpp", alias = "llamacpp")]
+    #[serde(alias = "llama.cpp")]
+    Llamacpp,
+    /// Text Generation Inference.
+    Tgi,
+    /// TensorRT-LLM's trtllm-serve.
+    #[value(name = "tensorrt-llm", alias = "trtllm")]
+    #[serde(alias = "trtllm")]
+    TensorrtLlm,
+    /// Ollama.
+    Ollama,
+    /// Any other OpenAI-compatible endpoint.
+    #[value(name = "openai", alias = "generic")]
+    #[serde(alias = "generic")]
+    Openai,
+}
+
+impl From<EngineArg> for EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Sglang => EngineKind::Sglang,
+            EngineArg::Vllm => EngineKind::Vllm,
+            EngineArg::Llamacpp => EngineKind::LlamaCpp,
+            EngineArg::Tgi => EngineKind::Tgi,
+            EngineArg::TensorrtLlm => EngineKind::TrtLlm,
+            EngineArg::Ollama => EngineKind::Ollama,
+            EngineArg::Openai => EngineKind::Generic,
+        }
+    }
+}
+
+/// Flags of `run` (and the matrix part of `demo`). Every flag can also be set in `--config`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// Base URL of the server (`http://host:8000`, with or without `/v1`).
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    pub url: Option<String>,
+    /// API key (also read from OPENAI_API_KEY). Never written to any output.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Model to request (default: the one the server lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Force the engine instead of detecting it.
+    #[arg(long, value_enum)]
+    pub engine: Option<EngineArg>,
+    /// Contexts, comma-separated: 8K,16K,…,max,full (K = 1024 tokens).
+    #[arg(long)]
+    pub contexts: Option<String>,
+    /// Concurrency levels, comma-separated: 1,2,4,…
+    #[arg(long)]
+    pub concurrency: Option<String>,
+    /// Length of each decode window (30s, 2m, 500ms).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// max_tokens of decode requests (default 4096).
+    #[arg(long)]
+    pub max_output: Option<String>,
+    /// KV cache capacity in tokens, overriding what the server reports.
+    #[arg(long)]
+    pub kv_capacity: Option<String>,
+    /// Decode-context-parallel size: the server's reported KV capacity is multiplied by it.
+    #[arg(long)]
+    pub dcp_size: Option<u64>,
+    /// Time budget for the whole run; cells after it are Not run (e.g. 2h).
+    #[arg(long)]
+    pub max_time: Option<String>,
+    /// Longest wait for all N requests to be running before a window opens anyway.
+    #[arg(long)]
+    pub readiness_timeout: Option<String>,
+    /// Keep per-request records (per-chunk offsets and token counts) in requests.jsonl.
+    #[arg(long)]
+    pub save_requests: bool,
+    /// Hardware description for a remote server, e.g. "8x RTX PRO 6000 96GB".
+    #[arg(long)]
+    pub hardware: Option<String>,
+    /// The server's launch command, for the report (secrets are redacted).
+    #[arg(long)]
+    pub launch_command: Option<String>,
+    /// TOML file with any of these settings; flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Results directory (default: results/<timestamp>).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Continue an interrupted run in DIR: only missing or Not run cells are measured.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Report formats written at the end (html,md,csv,json; `none` to skip).
+    #[arg(long)]
+    pub format: Option<String>,
+}
+
+/// The same settings as a TOML file (`--config bench.toml`). Sizes may be numbers or strings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    url: Option<String>,
+    api_key: Option<String>,
+    model: Option<String>,
+    engine: Option<EngineArg>,
+    contexts: Option<ListOrString>,
+    concurrency: Option<ListOrString>,
+    duration: Option<NumOrString>,
+    max_output: Option<NumOrString>,
+    kv_capacity: Option<NumOrString>,
+    dcp_size: Option<u64>,
+    max_time: Option<NumOrString>,
+    readiness_timeout: Option<NumOrString>,
+    save_requests: Option<bool>,
+    hardware: Option<String>,
+    launch_command: Option<String>,
+    output: Option<PathBuf>,
+    format: Option<ListOrString>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum NumOrString {
+    Num(u64),
+    Float(f64),
+    Str(String),
+}
+
+impl NumOrString {
+    fn into_string(self) -> String {
+        match self {
+            NumOrString::Num(n) => n.to_string(),
+            NumOrString::Float(f) => f.to_string(),
+            NumOrString::Str(s) => s,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ListOrString {
+    List(Vec<NumOrString>),
+    Str(String),
+}
+
+impl ListOrString {
+    fn into_string(self) -> String {
+        match self {
+            ListOrString::Str(s) => s,
+            ListOrString::List(v) => v
+                .into_iter()
+                .map(NumOrString::into_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
+impl RunArgs {
+    /// Fills every flag that was not given from the `--config` file (flags win; clap has
+    /// already applied the environment, which therefore also wins over the file).
+    pub fn merge_file(mut self) -> Result<Self> {
+        let Some(path) = self.config.clone() else {
+            return Ok(self);
+        };
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        let f: FileConfig = toml::from_str(&text)
+            .with_context(|| format!("{} is not a valid config file", path.display()))?;
+        fn fill<T>(slot: &mut Option<T>, v: Option<T>) {
+            if slot.is_none() {
+                *slot = v;
+            }
+        }
+        fill(&mut self.url, f.url);
+        fill(&mut self.api_key, f.api_key);
+        fill(&mut self.model, f.model);
+        fill(&mut self.engine, f.engine);
+        fill(
+            &mut self.contexts,
+            f.contexts.map(ListOrString::into_string),
+        );
+        fill(
+            &mut self.concurrency,
+            f.concurrency.map(ListOrString::into_string),
+        );
+        fill(&mut self.duration, f.duration.map(NumOrString::into_string));
+        fill(
+            &mut self.max_output,
+            f.max_output.map(NumOrString::into_string),
+        );
+        fill(
+            &mut self.kv_capacity,
+            f.kv_capacity.map(NumOrString::into_string),
+        );
+        fill(&mut self.dcp_size, f.dcp_size);
+        fill(&mut self.max_time, f.max_time.map(NumOrString::into_string));
+        fill(
+            &mut self.readiness_timeout,
+            f.readiness_timeout.map(NumOrString::into_string),
+        );
+        fill(&mut self.hardware, f.hardware);
+        fill(&mut self.launch_command, f.launch_command);
+        fill(&mut self.output, f.output);
+        fill(&mut self.format, f.format.map(ListOrString::into_string));
+        self.save_requests |= f.save_requests.unwrap_or(false);
+        Ok(self)
+    }
+
+    /// Validates the matrix settings.
+    pub fn settings(&self) -> Result<Settings> {
+        let mut s = Settings::default();
+        if let Some(c) = &self.contexts {
+            s.contexts = parse_context_list(c).context("--contexts")?;
+            if s.contexts.is_empty() {
+                bail!("--contexts is empty: give at least one size, e.g. 8K,16K");
+            }
+        }
+        if let Some(c) = &self.concurrency {
+            let mut v = Vec::new();
+            for part in c.split(',').filter(|p| !p.trim().is_empty()) {
+                let n: u32 = part
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .with_context(|| {
+                        format!("--concurrency: `{part}` is not a positive whole number")
+                    })?;
+                v.push(n);
+            }
+            if v.is_empty() {
+                bail!("--concurrency is empty: give levels like 1,2,4,8");
+            }
+            v.sort_unstable();
+            v.dedup();
+            s.concurrency = v;
+        }
+        if let Some(d) = &self.duration {
+            s.duration_s = parse_duration(d).context("--duration")?.as_secs_f64();
+        }
+        if let Some(m) = &self.max_output {
+            let m = parse_tokens(m).context("--max-output")?;
+            s.max_output = u32::try_from(m).ok().context("--max-output is too large")?;
+        }
+        if let Some(t) = &self.max_time {
+            s.max_time_s = Some(parse_duration(t).context("--max-time")?.as_secs_f64());
+        }
+        if let Some(t) = &self.readiness_timeout {
+            s.readiness_timeout_s = parse_duration(t)
+                .context("--readiness-timeout")?
+                .as_secs_f64();
+        }
+        s.save_requests = self.save_requests;
+        s.prompt_seed = fresh_seed();
+        Ok(s)
+    }
+
+    /// The `--kv-capacity` override, parsed.
+    pub fn kv_capacity(&self) -> Result<Option<u64>> {
+        self.kv_capacity
+            .as_deref()
+            .map(|k| parse_tokens(k).context("--kv-capacity"))
+            .transpose()
+    }
+}
+
+/// A seed that differs between runs, so that no two runs share prompt prefixes (a server's
+/// prefix cache must never serve one run's prompts to the next).
+fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmib_core::size::ContextSpec;
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = std::env::temp_dir().join(format!("llmib-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("bench.toml");
+        std::fs::write(&path, "contexts = [\"8K\", 16384]\nconcurrency = \"1,4\"\nduration = \"10s\"\nmax_output = 128\n").expect("write");
+        let args = RunArgs {
+            config: Some(path),
+            duration: Some("2s".into()),
+            ..Default::default()
+        };
+        let s = args
+            .merge_file()
+            .expect("merge")
+            .settings()
+            .expect("settings");
+        assert_eq!(
+            s.contexts,
+            vec![ContextSpec::Tokens(8192), ContextSpec::Tokens(16384)]
+        );
+        assert_eq!(s.concurrency, vec![1, 4]);
+        assert_eq!(s.duration_s, 2.0);
+        assert_eq!(s.max_output, 128);
+    }
+
+    #[test]
+    fn bad_values_are_errors_not_panics() {
+        let args = RunArgs {
+            concurrency: Some("1,x".into()),
+            ..Default::default()
+        };
+        assert!(args.settings().is_err());
+        let args = RunArgs {
+            contexts: Some("8Q".into()),
+            ..Default::default()
+        };
+        assert!(args.settings().is_err());
+    }
+}

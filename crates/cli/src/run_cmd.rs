@@ -1,0 +1,340 @@
+//! `run` and `demo`: probe the server, build the plan, drive the matrix, save, report.
+
+use crate::config::RunArgs;
+use crate::output::TerminalProgress;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use llmib_client::driver::CancellationToken;
+use llmib_client::driver::{MatrixEnd, MatrixRun, run_matrix};
+use llmib_client::engine::{Engine, ProbeOptions};
+use llmib_core::cell::CellStatus;
+use llmib_core::meta::Sourced;
+use llmib_core::plan::Plan;
+use llmib_core::redact::redact_command;
+use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
+use llmib_core::store::RunDir;
+use llmib_core::time::now_rfc3339;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a command ended, as an exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Success (0).
+    Ok,
+    /// The server went away mid-run (3); results so far are saved.
+    ServerGone,
+    /// Ctrl-C (130); results so far are saved.
+    Interrupted,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> ExitCode {
+        match self {
+            Exit::Ok => ExitCode::SUCCESS,
+            Exit::ServerGone => ExitCode::from(3),
+            Exit::Interrupted => ExitCode::from(130),
+        }
+    }
+}
+
+/// Flags of `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Simulator profile (built-in name or TOML file).
+    #[arg(long, default_value = "seed")]
+    pub profile: String,
+    /// Decode window per cell (the default keeps the full matrix within a few minutes).
+    #[arg(long, default_value = "3s")]
+    pub duration: String,
+    /// Results directory (default: results/demo-<timestamp>).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Contexts (default: the seed's, at the profile's scale).
+    #[arg(long)]
+    pub contexts: Option<String>,
+    /// Concurrency levels (default: the seed's).
+    #[arg(long)]
+    pub concurrency: Option<String>,
+    /// Report formats written at the end.
+    #[arg(long)]
+    pub format: Option<String>,
+}
+
+/// `demo`: the built-in simulator, in-process, with the full default matrix at its scale.
+pub async fn demo(a: DemoArgs) -> Result<Exit> {
+    let cfg = llmib_sim::load_profile(&a.profile)
+        .with_context(|| format!("cannot load simulator profile `{}`", a.profile))?;
+    let scale = u64::from(cfg.scale.max(1));
+    let api_key = cfg.api_key.clone();
+    let handle = llmib_sim::spawn(cfg)
+        .await
+        .context("cannot start the simulator")?;
+    eprintln!(
+        "simulator `{}` listening on {} (1/{scale} of the seed's sizes)",
+        a.profile,
+        handle.base_url()
+    );
+    let contexts = a.contexts.unwrap_or_else(|| {
+        // The seed's contexts, scaled: 8K/64 = 128 tokens … 512K/64 = 8K, then max and full.
+        let mut v: Vec<String> = [8u64, 16, 32, 64, 128, 256, 512]
+            .iter()
+            .map(|k| (k * 1024 / scale).to_string())
+            .collect();
+        v.push("max".into());
+        v.push("full".into());
+        v.join(",")
+    });
+    let args = RunArgs {
+        url: Some(handle.base_url()),
+        api_key,
+        contexts: Some(contexts),
+        concurrency: a.concurrency,
+        duration: Some(a.duration),
+        max_output: Some((4096 / scale).max(1).to_string()),
+        readiness_timeout: Some("20s".into()),
+        output: Some(a.output.unwrap_or_else(|| default_output("demo"))),
+        format: a.format,
+        ..Default::default()
+    };
+    let result = run(args).await;
+    handle.shutdown().await;
+    result
+}
+
+fn default_output(prefix: &str) -> PathBuf {
+    let ts = now_rfc3339().replace([':', '.'], "-");
+    PathBuf::from("results").join(format!("{prefix}-{ts}"))
+}
+
+/// `run`: measure the matrix.
+pub async fn run(args: RunArgs) -> Result<Exit> {
+    let args = args.merge_file()?;
+    let formats = parse_formats(args.format.as_deref())?;
+
+    // Resume: the plan comes from the interrupted run, the connection from flags or run.json.
+    let resumed = match &args.resume {
+        Some(dir) => Some(
+            RunDir::open(dir.clone())?
+                .load()
+                .with_context(|| format!("cannot resume from {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let url = args
+        .url
+        .clone()
+        .or_else(|| resumed.as_ref().map(|r| r.info.url.clone()))
+        .context("no server URL: pass --url http://host:port (or set OPENAI_BASE_URL)")?;
+    let mut settings = args.settings()?;
+    let kv_override = args.kv_capacity()?;
+    let opts = ProbeOptions {
+        base_url: url.clone(),
+        api_key: args.api_key.clone(),
+        model: args
+            .model
+            .clone()
+            .or_else(|| resumed.as_ref().map(|r| r.info.model.served_model.clone())),
+        engine: args.engine.map(Into::into),
+        kv_capacity: kv_override,
+        dcp_size: args.dcp_size,
+        timeout: Duration::from_secs(10),
+    };
+    let probe = Engine::probe(&opts).await?;
+    let model = probe.engine.model().served_model.clone();
+    let model_info = probe.engine.model().clone();
+    let probed_launch = probe.engine.launch_command().map(str::to_string);
+    let probe_notes = probe.notes.clone();
+    let engine = Arc::new(probe.engine);
+
+    let info_engine = engine.info().clone();
+    let context_length = info_engine
+        .context_length
+        .as_ref()
+        .map(|s: &Sourced<u64>| s.value);
+    let kv = info_engine.kv_capacity_tokens.as_ref().map(|s| s.value);
+
+    let (dir, plan, mut info, done) = match resumed {
+        Some(r) => {
+            let dir = args.resume.clone().context("resume directory")?;
+            let done: HashSet<_> = r
+                .cells
+                .iter()
+                .filter(|c| c.status != CellStatus::NotRun)
+                .map(|c| c.key())
+                .collect();
+            let mut info = r.info;
+            info.state = RunState::Running;
+            info.finished_at = None;
+            info.notes.push(format!("resumed at {}", now_rfc3339()));
+            (RunDir::create(dir)?, info.plan.clone(), info, done)
+        }
+        None => {
+            if settings.contexts.is_empty() {
+                bail!("no contexts to run");
+            }
+            settings.prompt_seed = settings.prompt_seed.max(1);
+            let plan = Plan::build(settings, context_length, kv);
+            if plan.contexts.is_empty() {
+                bail!(
+                    "none of the requested contexts fits the server's context length ({}); pass smaller --contexts",
+                    context_length.map_or("unknown".into(), |c| c.to_string())
+                );
+            }
+            let dir = RunDir::create(args.output.clone().unwrap_or_else(|| default_output("run")))?;
+            let hardware = match &args.hardware {
+                Some(h) => llmib_client::hardware::parse_hardware_override(h)
+                    .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?,
+                // Local facts describe the server only when it runs on this machine.
+                None if is_loopback(&url) => llmib_client::hardware::detect_local(),
+                None => Default::default(),
+            };
+            let (launch_command, launch_command_source) =
+                match (&args.launch_command, &probed_launch) {
+                    (Some(c), _) => (
+                        Some(redact_command(c)),
+                        Some("--launch-command".to_string()),
+                    ),
+                    (None, Some(c)) => (
+                        Some(redact_command(c)),
+                        Some(format!("{} server info", engine.kind().name())),
+                    ),
+                    (None, None) => (None, None),
+                };
+            let mut notes: Vec<String> = probe_notes.clone();
+            notes.extend(
+                plan.dropped_contexts
+                    .iter()
+                    .map(|d| format!("context {} dropped: {}", d.spec, d.reason)),
+            );
+            if kv.is_none() {
+                notes.push("KV capacity unknown: no cell was predicted Over capacity; queueing is detected instead".into());
+            }
+            let info = RunInfo {
+                schema_version: SCHEMA_VERSION,
+                tool: ToolInfo::current(),
+                state: RunState::Running,
+                started_at: now_rfc3339(),
+                finished_at: None,
+                url: strip_userinfo(&url),
+                engine: info_engine,
+                model: model_info.clone(),
+                hardware,
+                launch_command,
+                launch_command_source,
+                plan: plan.clone(),
+                notes,
+            };
+            (dir, plan, info, HashSet::new())
+        }
+    };
+    dir.write_info(&info)?;
+    eprintln!("results: {}", dir.path().display());
+
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
+            c2.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let progress = TerminalProgress::new(&plan, &done);
+    let end = run_matrix(MatrixRun {
+        engine,
+        model,
+        plan: &plan,
+        store: &dir,
+        done,
+        progress: &progress,
+        cancel,
+    })
+    .await?;
+    progress.finish();
+
+    info.finished_at = Some(now_rfc3339());
+    info.state = match &end {
+        MatrixEnd::Completed | MatrixEnd::BudgetSpent => RunState::Completed,
+        MatrixEnd::Interrupted => RunState::Interrupted,
+        MatrixEnd::ServerGone(_) => RunState::Aborted,
+    };
+    dir.write_info(&info)?;
+
+    match llmib_report::render(dir.path(), llmib_report::Format::Markdown) {
+        Ok(md) => println!("\n{md}"),
+        Err(e) => eprintln!("warning: cannot print the tables: {e}"),
+    }
+    if !formats.is_empty() {
+        match llmib_report::write_reports(dir.path(), &formats, None) {
+            Ok(paths) => {
+                for p in paths {
+                    eprintln!("wrote {}", p.display());
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: the report could not be written ({e}); the results are saved in {}",
+                dir.path().display()
+            ),
+        }
+    }
+    Ok(match end {
+        MatrixEnd::Completed | MatrixEnd::BudgetSpent => Exit::Ok,
+        MatrixEnd::Interrupted => Exit::Interrupted,
+        MatrixEnd::ServerGone(why) => {
+            eprintln!(
+                "error: {why}; results so far are in {} (finish later with --resume)",
+                dir.path().display()
+            );
+            Exit::ServerGone
+        }
+    })
+}
+
+/// Report formats from `--format` (`none` for no report; default: all).
+fn parse_formats(s: Option<&str>) -> Result<Vec<llmib_report::Format>> {
+    match s.map(str::trim) {
+        None | Some("") | Some("all") => Ok(llmib_report::Format::ALL.to_vec()),
+        Some("none") => Ok(Vec::new()),
+        Some(list) => list
+            .split(',')
+            .map(|f| f.parse::<llmib_report::Format>().map_err(Into::into))
+            .collect(),
+    }
+}
+
+/// Whether the URL's host is this machine.
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    matches!(host, "localhost" | "127.0.0.1" | "[" | "0.0.0.0")
+        || host.starts_with("127.")
+        || rest.starts_with("[::1]")
+}
+
+/// Drops `user:password@` from a URL before it is stored.
+fn strip_userinfo(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s && !url[s + 3..at].contains('/') => {
+            format!("{}{}", &url[..s + 3], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_is_stripped() {
+        assert_eq!(strip_userinfo("http://u:secret@h:1/v1"), "http://h:1/v1");
+        assert_eq!(strip_userinfo("http://h:1/a@b"), "http://h:1/a@b");
+    }
+}

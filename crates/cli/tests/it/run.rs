@@ -1,0 +1,245 @@
+//! The matrix runner, end to end: the real binary against the simulator on 127.0.0.1:0, whose
+//! true rates are known from its configuration.
+
+use crate::common::*;
+use llmib_sim::SimConfig;
+
+/// A simulator with exactly known rates: fixed step times, no KV-dependent term, no prefill
+/// overhead, so the expected figures follow from the configuration alone.
+fn exact_sim() -> SimConfig {
+    let mut c = llmib_sim::builtin_profile("tiny").expect("tiny profile");
+    c.context_length = 8192;
+    c.kv_capacity_tokens = 1 << 20;
+    c.prefix_cache_tokens = 1 << 20;
+    c.prefill_tok_per_s = 40_000.0;
+    c.prefill_overhead_ms = 0.0;
+    c.chunked_prefill_tokens = 1 << 20;
+    c.decode_step_ms = vec![(1, 4.0), (4, 6.0), (8, 8.0)];
+    c.per_kv_token_us = 0.0;
+    c
+}
+
+fn step_ms(n: u32) -> f64 {
+    match n {
+        1 => 4.0,
+        4 => 6.0,
+        8 => 8.0,
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn figures_match_the_simulators_known_rates() {
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-figures");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "4K",
+        "--concurrency",
+        "1,4",
+        "--duration",
+        "2s",
+        "--max-output",
+        "256",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    // Prefill: C / (C / rate) within 5%.
+    let p = cell(&rows, "prefill", 4096, 1);
+    assert_eq!(p["status"], "valid", "{p:#}");
+    assert_close("prefill tok/s", num(p, "prompt_tok_per_s"), 40_000.0, 5.0);
+    for n in [1u32, 4] {
+        let r = cell(&rows, "decode", 4096, u64::from(n));
+        assert_eq!(r["status"], "valid", "{r:#}");
+        let step = step_ms(n);
+        assert_close(&format!("TBT at N={n}"), num(r, "tbt_ms_p50"), step, 5.0);
+        // Known rate: N tokens per step, less one step per request for the re-send's first
+        // token (prefix-cached, so no prefill): 256 tokens take 257 steps.
+        let expect = f64::from(n) * 1000.0 / step * 256.0 / 257.0;
+        assert_close(
+            &format!("total tok/s at N={n}"),
+            num(r, "total_tok_per_s"),
+            expect,
+            3.0,
+        );
+        assert_close(
+            &format!("per-request tok/s at N={n}"),
+            num(r, "per_request_tok_per_s"),
+            1000.0 / step,
+            5.0,
+        );
+        assert_close(
+            &format!("active requests at N={n}"),
+            num(r, "avg_active_requests"),
+            f64::from(n),
+            3.0,
+        );
+        // The server's generation counter agrees with the client's count.
+        assert_close(
+            &format!("server tokens at N={n}"),
+            num(r, "server_generation_tokens"),
+            num(r, "output_tokens"),
+            3.0,
+        );
+        assert_eq!(
+            r["token_count_source"],
+            "server_usage_final_tokenizer_chunks"
+        );
+        assert_eq!(r["prompt_check"]["mismatched"], 0, "{r:#}");
+        assert!(
+            num(r, "measured_s") >= 2.0 && num(r, "measured_s") < 2.3,
+            "{r:#}"
+        );
+    }
+}
+
+#[test]
+fn statuses_follow_the_kv_capacity_and_queueing_is_detected() {
+    let mut cfg = exact_sim();
+    // Room for exactly two requests of 1K + 128.
+    cfg.kv_capacity_tokens = 2 * (1024 + 128);
+    cfg.prefix_cache_tokens = 4096;
+    let sim = Sim::start(cfg);
+
+    // The server's own capacity: N = 4 is predicted Over capacity and never sent.
+    let dir = out_dir("run-capacity");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "1K",
+        "--concurrency",
+        "1,2,4",
+        "--duration",
+        "600ms",
+        "--max-output",
+        "128",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    assert_eq!(cell(&rows, "decode", 1024, 1)["status"], "valid");
+    assert_eq!(cell(&rows, "decode", 1024, 2)["status"], "valid");
+    let over = cell(&rows, "decode", 1024, 4);
+    assert_eq!(over["status"], "over_capacity");
+    assert!(
+        over["total_tok_per_s"].is_null() && over["output_tokens"].is_null(),
+        "null, never 0: {over:#}"
+    );
+
+    // Told a larger capacity than the server has, N = 4 runs and the server queues two.
+    let dir = out_dir("run-queued");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "1K",
+        "--concurrency",
+        "4",
+        "--duration",
+        "600ms",
+        "--max-output",
+        "128",
+        "--kv-capacity",
+        "100K",
+        "--readiness-timeout",
+        "1s",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let q = cell(&rows, "decode", 1024, 4);
+    assert_eq!(q["status"], "requests_queued", "{q:#}");
+    assert!(
+        q["total_tok_per_s"].as_f64().is_some(),
+        "a queued cell is still measured: {q:#}"
+    );
+}
+
+#[test]
+fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
+    for profile_flavor in ["sglang", "vllm"] {
+        let mut cfg = exact_sim();
+        cfg.spec_tokens = 3;
+        cfg.decode_step_ms = vec![(1, 6.0), (8, 6.0)];
+        if profile_flavor == "vllm" {
+            cfg.flavor = llmib_sim::Flavor::Vllm;
+        }
+        let sim = Sim::start(cfg);
+        let dir = out_dir(&format!("run-spec-{profile_flavor}"));
+        let o = run_bin(&[
+            "run",
+            "--url",
+            &sim.url,
+            "--contexts",
+            "1K",
+            "--concurrency",
+            "2",
+            "--duration",
+            "1500ms",
+            "--max-output",
+            "90",
+            "--save-requests",
+            "--output",
+            dir.to_str().unwrap_or_default(),
+            "--format",
+            "none",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let rows = cells(&dir);
+        let r = cell(&rows, "decode", 1024, 2);
+        assert_eq!(r["status"], "valid", "{r:#}");
+        assert_close(
+            &format!("{profile_flavor}: TBT = step / 3"),
+            num(r, "tbt_ms_p50"),
+            2.0,
+            5.0,
+        );
+        assert_close(
+            &format!("{profile_flavor}: per request"),
+            num(r, "per_request_tok_per_s"),
+            500.0,
+            5.0,
+        );
+        let expected_source = if profile_flavor == "vllm" {
+            "server_usage_per_chunk"
+        } else {
+            "server_usage_final_tokenizer_chunks"
+        };
+        assert_eq!(r["token_count_source"], expected_source);
+        // Every finished request: 30 chunks of 3 tokens, summing to the server's usage.
+        let reqs = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
+        let mut finished = 0;
+        for line in reqs.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("json");
+            if v["outcome"]["end"] != "finished" {
+                continue;
+            }
+            finished += 1;
+            let chunks = v["chunks"].as_array().expect("chunks");
+            assert_eq!(chunks.len(), 30, "{v:#}");
+            assert!(chunks.iter().all(|c| c["tokens"] == 3), "{v:#}");
+            assert_eq!(v["completion_tokens_reported"], 90);
+            assert_eq!(v["prompt_tokens_reported"], 1024);
+        }
+        assert!(
+            finished >= 4,
+            "expected several finished requests, got {finished}"
+        );
+    }
+}

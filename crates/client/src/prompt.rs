@@ -1,0 +1,350 @@
+//! Prompts of exactly C tokens by the server's own tokenizer, one per (run, context, stream).
+//!
+//! Each prompt starts with a unique tag (run seed, context, stream), so no two prompts share a
+//! prefix and a prefix cache cannot serve one from another; the rest is deterministic filler
+//! text. Exactness comes from the server: the text is tokenized once, cut at C tokens by
+//! detokenizing the first C ids, and re-tokenized to verify; boundary effects (a word that
+//! merges differently when cut) are corrected in a few steps. Where the text cannot hit C exactly
+//! and the engine takes token-id prompts, the first C ids are sent as ids instead.
+//!
+//! Cost: one tokenize of ~C tokens, one detokenize, one or two verifying tokenizes. For a
+//! 1M-token prompt that is a few seconds on a real server, not minutes.
+
+use crate::engine::{Engine, PromptInput};
+use std::sync::Arc;
+
+/// A prompt ready to send.
+#[derive(Debug, Clone)]
+pub struct BuiltPrompt {
+    /// What goes into the request's `prompt`.
+    pub input: PromptInput,
+    /// Its exact token count as the server counts it (special tokens included).
+    pub tokens: u64,
+}
+
+/// Why a prompt could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The engine has no tokenizer endpoint.
+    #[error(
+        "the server exposes no tokenize endpoint, so exact-length prompts cannot be built; use an engine with /tokenize (vLLM, SGLang, llama.cpp, TGI)"
+    )]
+    NoTokenizer,
+    /// Tokenize/detokenize failed.
+    #[error("building a {context}-token prompt failed: {detail}")]
+    Tokenize {
+        /// The context.
+        context: u64,
+        /// The cause.
+        detail: String,
+    },
+    /// The text could not be made exactly C tokens long and ids are not accepted.
+    #[error(
+        "could not build a prompt of exactly {context} tokens (closest: {closest}); the engine does not take token-id prompts"
+    )]
+    Inexact {
+        /// The context.
+        context: u64,
+        /// The closest count reached.
+        closest: u64,
+    },
+}
+
+/// Common English words: varied enough that tokenizers behave as on real text, and each a
+/// stable token or two in every BPE/SentencePiece vocabulary.
+const WORDS: &[&str] = &[
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "that",
+    "for",
+    "on",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "his",
+    "her",
+    "an",
+    "which",
+    "or",
+    "were",
+    "are",
+    "this",
+    "be",
+    "also",
+    "had",
+    "first",
+    "one",
+    "their",
+    "its",
+    "new",
+    "after",
+    "who",
+    "they",
+    "two",
+    "has",
+    "been",
+    "other",
+    "when",
+    "there",
+    "all",
+    "during",
+    "into",
+    "school",
+    "time",
+    "may",
+    "years",
+    "more",
+    "most",
+    "only",
+    "over",
+    "city",
+    "some",
+    "world",
+    "would",
+    "where",
+    "later",
+    "up",
+    "such",
+    "used",
+    "many",
+    "can",
+    "state",
+    "about",
+    "national",
+    "out",
+    "known",
+    "university",
+    "united",
+    "then",
+    "made",
+    "river",
+    "water",
+    "music",
+    "house",
+    "north",
+    "south",
+    "between",
+    "under",
+    "while",
+    "team",
+    "season",
+    "history",
+    "early",
+    "number",
+    "system",
+    "public",
+    "series",
+    "film",
+    "life",
+    "family",
+    "group",
+    "company",
+    "century",
+    "general",
+    "several",
+    "government",
+    "including",
+    "because",
+    "however",
+    "since",
+    "church",
+    "county",
+    "began",
+    "became",
+    "through",
+    "second",
+    "game",
+    "played",
+    "area",
+    "album",
+    "station",
+    "war",
+    "built",
+];
+
+/// Builds exact prompts for one run.
+pub struct PromptBuilder {
+    engine: Arc<Engine>,
+    seed: u64,
+    /// Tokens per filler word, measured once.
+    tokens_per_word: Option<f64>,
+    /// Special tokens the server adds to a string prompt (BOS).
+    special: Option<u64>,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64: deterministic, fast, good enough to vary filler words.
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+impl PromptBuilder {
+    /// A builder for a run with the given seed (unique per run).
+    pub fn new(engine: Arc<Engine>, seed: u64) -> Self {
+        PromptBuilder {
+            engine,
+            seed,
+            tokens_per_word: None,
+            special: None,
+        }
+    }
+
+    fn tag(&self, context: u64, stream: u32, salt: &str) -> String {
+        // Unique per (run, context, stream): the prompt's very first tokens differ.
+        format!("[{salt}{:016x} C{context} S{stream}] ", self.seed)
+    }
+
+    fn filler(&self, context: u64, stream: u32, words: usize, out: &mut String) {
+        let mut rng = Rng(self.seed ^ context.rotate_left(17) ^ u64::from(stream).rotate_left(41));
+        out.reserve(words * 7);
+        for i in 0..words {
+            let w = WORDS[(rng.next() % WORDS.len() as u64) as usize];
+            out.push_str(w);
+            // Sentence breaks every dozen words or so, as real text has.
+            if i % 13 == 12 {
+                out.push_str(". ");
+            } else {
+                out.push(' ');
+            }
+        }
+    }
+
+    async fn tokenize(&self, context: u64, text: &str) -> Result<Vec<u32>, PromptError> {
+        self.engine
+            .tokenize(text, self.engine.prompt_adds_bos())
+            .await
+            .map_err(|e| PromptError::Tokenize {
+                context,
+                detail: e.to_string(),
+            })
+    }
+
+    async fn calibrate(&mut self) -> Result<(f64, u64), PromptError> {
+        if let (Some(r), Some(s)) = (self.tokens_per_word, self.special) {
+            return Ok((r, s));
+        }
+        let mut sample = String::new();
+        self.filler(0, u32::MAX, 2000, &mut sample);
+        let with = self.tokenize(0, &sample).await?.len() as u64;
+        let plain = self
+            .engine
+            .tokenize(&sample, false)
+            .await
+            .map_err(|e| PromptError::Tokenize {
+                context: 0,
+                detail: e.to_string(),
+            })?
+            .len() as u64;
+        let special = if self.engine.prompt_adds_bos() {
+            with.saturating_sub(plain)
+        } else {
+            0
+        };
+        let r = (plain.max(1) as f64) / 2000.0;
+        self.tokens_per_word = Some(r);
+        self.special = Some(special);
+        Ok((r, special))
+    }
+
+    /// Builds the prompt of exactly `context` tokens for `stream`.
+    pub async fn build(&mut self, context: u64, stream: u32) -> Result<BuiltPrompt, PromptError> {
+        if !self.engine.has_tokenizer() {
+            return Err(PromptError::NoTokenizer);
+        }
+        let (per_word, special) = self.calibrate().await?;
+        let tag = self.tag(context, stream, "");
+        let mut words = (((context as f64) / per_word) * 1.03) as usize + 16;
+        // Grow the text until it has at least C tokens.
+        let mut ids;
+        let mut attempts = 0;
+        loop {
+            let mut text = tag.clone();
+            self.filler(context, stream, words, &mut text);
+            ids = self.tokenize(context, &text).await?;
+            if ids.len() as u64 >= context {
+                if ids.len() as u64 == context {
+                    return Ok(BuiltPrompt {
+                        input: PromptInput::Text(text),
+                        tokens: context,
+                    });
+                }
+                break;
+            }
+            attempts += 1;
+            if attempts > 6 {
+                return Err(PromptError::Inexact {
+                    context,
+                    closest: ids.len() as u64,
+                });
+            }
+            let missing = context - ids.len() as u64;
+            words += ((missing as f64 / per_word) * 1.1) as usize + 16;
+        }
+        // Cut at C tokens: detokenize the content ids (after any BOS) and verify.
+        let skip = special as usize;
+        let mut content_len = (context as usize).saturating_sub(skip);
+        let mut closest = u64::MAX;
+        for _ in 0..8 {
+            let end = (skip + content_len).min(ids.len());
+            let text = self.engine.detokenize(&ids[skip..end]).await.map_err(|e| {
+                PromptError::Tokenize {
+                    context,
+                    detail: e.to_string(),
+                }
+            })?;
+            let n = self.tokenize(context, &text).await?.len() as u64;
+            if n == context {
+                return Ok(BuiltPrompt {
+                    input: PromptInput::Text(text),
+                    tokens: context,
+                });
+            }
+            if n.abs_diff(context) < closest.abs_diff(context) {
+                closest = n;
+            }
+            // Re-tokenizing a cut text can merge or split at the boundary: step the cut by the
+            // difference and try again.
+            let diff = n as i64 - context as i64;
+            let next = content_len as i64 - diff;
+            if next <= 0 || next as usize == content_len {
+                break;
+            }
+            content_len = next as usize;
+        }
+        if self.engine.info().capabilities.token_id_prompts == Some(true) {
+            return Ok(BuiltPrompt {
+                input: PromptInput::Ids(ids[..context as usize].to_vec()),
+                tokens: context,
+            });
+        }
+        Err(PromptError::Inexact { context, closest })
+    }
+
+    /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured
+    /// prompt: for the hidden warm-up before the first measured cell.
+    pub fn throwaway(&self, approx_tokens: u64) -> PromptInput {
+        let per_word = self.tokens_per_word.unwrap_or(1.3);
+        let mut text = self.tag(approx_tokens, u32::MAX, "warmup-");
+        self.filler(
+            approx_tokens,
+            u32::MAX - 1,
+            (approx_tokens as f64 / per_word) as usize,
+            &mut text,
+        );
+        PromptInput::Text(text)
+    }
+}

@@ -1,0 +1,264 @@
+//! One decode cell (C × N): warm-ups, the closed loop, readiness, the window, gauge sampling,
+//! cancellation at window end, and token counting. Produces the cell's records and
+//! observations; the status and figures are decided by [`crate::driver`] with the pure
+//! functions of `llmib_core::figures`.
+
+use crate::engine::{Engine, PromptInput};
+use crate::stream::{Counting, Measured, measure};
+use bytes::Bytes;
+use llmib_core::cell::QueueObservation;
+use llmib_core::figures::Window;
+use llmib_core::record::RequestRecord;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// What a decode window measured, before figures.
+#[derive(Debug)]
+pub struct WindowRun {
+    /// Every request of the measured phase (first wave and closed-loop re-sends).
+    pub records: Vec<Measured>,
+    /// The window, ns from the cell origin.
+    pub window: Window,
+    /// Queue and readiness observations.
+    pub queue: QueueObservation,
+    /// Samples inside the window in which the waiting gauge was above zero, counted only when
+    /// two consecutive samples show it (a closed-loop re-send sits in the queue for a moment
+    /// even on an idle server; a real queue persists for a whole request).
+    pub queued_samples: u64,
+    /// Server generation-token counter delta over the window.
+    pub server_generation_tokens: Option<f64>,
+    /// Whether the run was cancelled (Ctrl-C) during the window.
+    pub interrupted: bool,
+}
+
+/// Settings of one window.
+#[derive(Debug, Clone)]
+pub struct WindowSpec {
+    /// N.
+    pub concurrency: u32,
+    /// Window length.
+    pub duration: Duration,
+    /// Longest wait for readiness.
+    pub readiness_timeout: Duration,
+    /// Gauge sampling interval.
+    pub gauge_interval: Duration,
+    /// How tokens are counted.
+    pub counting: Counting,
+}
+
+/// Sends each prompt once with `max_tokens = 1`, all at once, so that the window's TTFT mostly
+/// excludes prefill. Returns the warm-up records (not measured figures).
+pub async fn warm_up(
+    engine: &Engine,
+    model: &str,
+    prompts: &[(u32, PromptInput)],
+    cancel: &CancellationToken,
+) -> Vec<Measured> {
+    let origin = Instant::now();
+    let url = engine.completions_url();
+    let futs = prompts.iter().map(|(stream, p)| {
+        let body = Bytes::from(
+            serde_json::to_vec(&engine.completion_body(model, p.clone(), 1, true))
+                .unwrap_or_default(),
+        );
+        let url = url.clone();
+        async move {
+            measure(
+                engine.client(),
+                &url,
+                body,
+                *stream,
+                origin,
+                Counting::Deferred,
+                cancel,
+            )
+            .await
+        }
+    });
+    futures_util::future::join_all(futs).await
+}
+
+/// Runs the closed loop for one cell and measures its window.
+pub async fn run_window(
+    engine: Arc<Engine>,
+    model: &str,
+    prompts: &[PromptInput],
+    max_output: u32,
+    spec: &WindowSpec,
+    run_cancel: &CancellationToken,
+) -> WindowRun {
+    let n = spec.concurrency as usize;
+    let origin = Instant::now();
+    let stop = CancellationToken::new();
+    let streams_with_token = Arc::new(AtomicU32::new(0));
+    let url = engine.completions_url();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Measured>(n.max(1) * 4);
+
+    let mut workers = Vec::with_capacity(n);
+    for (i, p) in prompts.iter().take(n).enumerate() {
+        // The body is serialised once per stream: re-sends reuse the bytes (cheap clone).
+        let body = Bytes::from(
+            serde_json::to_vec(&engine.completion_body(model, p.clone(), max_output, true))
+                .unwrap_or_default(),
+        );
+        let engine = engine.clone();
+        let url = url.clone();
+        let stop = stop.clone();
+        let tx = tx.clone();
+        let seen = streams_with_token.clone();
+        let counting = spec.counting;
+        workers.push(tokio::spawn(async move {
+            let first_token = AtomicBool::new(false);
+            while !stop.is_cancelled() {
+                let m = measure(
+                    engine.client(),
+                    &url,
+                    body.clone(),
+                    i as u32,
+                    origin,
+                    counting,
+                    &stop,
+                )
+                .await;
+                if !m.record.chunks.is_empty() && !first_token.swap(true, Ordering::Relaxed) {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                }
+                let failed = m.record.is_error();
+                if tx.send(m).await.is_err() {
+                    break;
+                }
+                if failed {
+                    // Back off briefly so a failing server is not hammered in a tight loop.
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                    }
+                }
+            }
+        }));
+    }
+    drop(tx);
+
+    // Collect records concurrently so workers never block on a full channel.
+    let collector = tokio::spawn(async move {
+        let mut v = Vec::new();
+        while let Some(m) = rx.recv().await {
+            v.push(m);
+        }
+        v
+    });
+
+    let mut queue = QueueObservation::default();
+    let use_gauges = engine.info().capabilities.queue_gauge == Some(true);
+    // Readiness: N running and 0 queued by the gauges, else all N streams producing tokens.
+    let ready_deadline = origin + spec.readiness_timeout;
+    let mut interrupted = false;
+    let mut ready = false;
+    loop {
+        if run_cancel.is_cancelled() {
+            interrupted = true;
+            break;
+        }
+        let by_tokens = streams_with_token.load(Ordering::Relaxed) as usize >= n;
+        if use_gauges {
+            if let Ok(g) = engine.gauges().await
+                && let (Some(run), Some(wait)) = (g.running, g.waiting)
+                && run >= n as f64
+                && wait <= 0.0
+            {
+                ready = true;
+                queue.readiness_by = Some("gauges".into());
+                break;
+            }
+        } else if by_tokens {
+            ready = true;
+            queue.readiness_by = Some("first_tokens".into());
+            break;
+        }
+        if Instant::now() >= ready_deadline {
+            break;
+        }
+        tokio::select! {
+            _ = run_cancel.cancelled() => {}
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+    let w_start = Instant::now();
+    queue.ready = ready;
+    queue.readiness_s = Some(w_start.duration_since(origin).as_secs_f64());
+
+    let gen_before = engine
+        .gauges()
+        .await
+        .ok()
+        .and_then(|g| g.generation_tokens_total);
+    let w_end_target = w_start + spec.duration;
+    let mut queued_samples = 0u64;
+    let mut prev_waiting = false;
+    if !interrupted {
+        let mut next_sample = w_start;
+        loop {
+            let now = Instant::now();
+            if now >= w_end_target {
+                break;
+            }
+            if now >= next_sample {
+                if let Ok(g) = engine.gauges().await {
+                    queue.samples += 1;
+                    if let Some(w) = g.waiting {
+                        queue.max_waiting = Some(queue.max_waiting.map_or(w, |m: f64| m.max(w)));
+                        let waiting = w > 0.0;
+                        if waiting && prev_waiting {
+                            queued_samples += 1;
+                        }
+                        prev_waiting = waiting;
+                    }
+                    if let Some(r) = g.running {
+                        queue.min_running = Some(queue.min_running.map_or(r, |m: f64| m.min(r)));
+                    }
+                }
+                next_sample += spec.gauge_interval;
+            }
+            let wake = next_sample.min(w_end_target);
+            tokio::select! {
+                _ = run_cancel.cancelled() => { interrupted = true; break; }
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+    let w_end = Instant::now();
+    // Close every open request now: the connection drops and the server frees its KV.
+    stop.cancel();
+    let gen_after = engine
+        .gauges()
+        .await
+        .ok()
+        .and_then(|g| g.generation_tokens_total);
+    for w in workers {
+        let _ = w.await;
+    }
+    let records = collector.await.unwrap_or_default();
+    let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
+    WindowRun {
+        records,
+        window: Window {
+            start_ns: ns(w_start),
+            end_ns: ns(w_end),
+        },
+        queue,
+        queued_samples,
+        server_generation_tokens: match (gen_before, gen_after) {
+            (Some(a), Some(b)) if b >= a => Some(b - a),
+            _ => None,
+        },
+        interrupted,
+    }
+}
+
+/// Extracts plain records (after deferred counting has fixed chunk tokens).
+pub fn into_records(ms: Vec<Measured>) -> Vec<RequestRecord> {
+    ms.into_iter().map(|m| m.record).collect()
+}
