@@ -30,7 +30,6 @@ ensure_system_tools() {
   # g++ only when there is something to compile: a restored cache must not need a compiler.
   if ! llama_bin_ok; then command -v g++ >/dev/null 2>&1 || missing+=(g++); fi
   command -v curl >/dev/null 2>&1 || missing+=(curl)   # start.sh polls /health with it
-  command -v flock >/dev/null 2>&1 || missing+=(util-linux)
   local py="${PYTHON:-python3}"
   if ! command -v "$py" >/dev/null 2>&1; then
     missing+=(python3 python3-venv)

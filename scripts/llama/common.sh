@@ -45,6 +45,11 @@ llama_as_root() {
 # build.sh / paths.sh at once. The lock is released when the calling shell exits.
 llama_lock() {
   mkdir -p "$LLAMA_ROOT"
+  if ! command -v flock >/dev/null 2>&1; then
+    # util-linux is essential on Debian, so this is only for odd minimal images.
+    llama_log "warning: flock not found; not locking $LLAMA_ROOT (avoid parallel first builds)"
+    return 0
+  fi
   exec 9>"$LLAMA_ROOT/.lock"
   if ! flock -w "${LLAMA_LOCK_WAIT:-2400}" 9; then
     llama_die "timed out waiting for $LLAMA_ROOT/.lock (another build running?)"
