@@ -71,6 +71,12 @@ pub async fn serve(
     });
     let app = http::router(Arc::clone(&state));
     let stopper = Arc::clone(&state);
+    // TCP_NODELAY, as uvicorn (vLLM, SGLang) sets it: without it Nagle's algorithm holds a
+    // small chunk written right after the headers until the client's delayed ACK (~40 ms), and
+    // every stream's first tokens would arrive in a burst.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;

@@ -116,3 +116,10 @@ pub fn assert_close(what: &str, a: f64, b: f64, pct: f64) {
         "{what}: measured {a:.4}, expected {b:.4} (off by {err:.2}%, allowed {pct}%)"
     );
 }
+
+/// Serialises the tests whose figures depend on timing: the test harness runs tests on parallel
+/// threads, and on a 2-core machine two timing tests at once would measure each other's load.
+pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -30,6 +30,7 @@ fn step_ms(n: u32) -> f64 {
 
 #[test]
 fn figures_match_the_simulators_known_rates() {
+    let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
     let dir = out_dir("run-figures");
     let o = run_bin(&[
@@ -88,10 +89,7 @@ fn figures_match_the_simulators_known_rates() {
             num(r, "output_tokens"),
             3.0,
         );
-        assert_eq!(
-            r["token_count_source"],
-            "server_usage_final_tokenizer_chunks"
-        );
+        assert_eq!(r["token_count_source"], "server_usage_per_chunk");
         assert_eq!(r["prompt_check"]["mismatched"], 0, "{r:#}");
         assert!(
             num(r, "measured_s") >= 2.0 && num(r, "measured_s") < 2.3,
@@ -102,6 +100,7 @@ fn figures_match_the_simulators_known_rates() {
 
 #[test]
 fn statuses_follow_the_kv_capacity_and_queueing_is_detected() {
+    let _serial = timing_lock();
     let mut cfg = exact_sim();
     // Room for exactly two requests of 1K + 128.
     cfg.kv_capacity_tokens = 2 * (1024 + 128);
@@ -173,6 +172,7 @@ fn statuses_follow_the_kv_capacity_and_queueing_is_detected() {
 
 #[test]
 fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
+    let _serial = timing_lock();
     for profile_flavor in ["sglang", "vllm"] {
         let mut cfg = exact_sim();
         cfg.spec_tokens = 3;
@@ -219,10 +219,10 @@ fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
         let expected_source = if profile_flavor == "vllm" {
             "server_usage_per_chunk"
         } else {
-            "server_usage_final_tokenizer_chunks"
+            "server_usage_per_chunk"
         };
         assert_eq!(r["token_count_source"], expected_source);
-        // Every finished request: 30 chunks of 3 tokens, summing to the server's usage.
+        // Every finished request: token counts per chunk sum to the server's usage.
         let reqs = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
         let mut finished = 0;
         for line in reqs.lines() {
@@ -232,8 +232,18 @@ fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
             }
             finished += 1;
             let chunks = v["chunks"].as_array().expect("chunks");
-            assert_eq!(chunks.len(), 30, "{v:#}");
-            assert!(chunks.iter().all(|c| c["tokens"] == 3), "{v:#}");
+            // The prefill yields the first token alone; then every step delivers 3 in one
+            // chunk, the last one whatever is left of max_tokens: 1 + 29 × 3 + 2 = 90.
+            let tokens: Vec<u64> = chunks
+                .iter()
+                .map(|c| c["tokens"].as_u64().unwrap_or(0))
+                .collect();
+            assert_eq!(tokens.iter().sum::<u64>(), 90, "{tokens:?}");
+            assert_eq!(tokens.first(), Some(&1), "{tokens:?}");
+            assert!(
+                tokens[1..tokens.len() - 1].iter().all(|&k| k == 3),
+                "{tokens:?}"
+            );
             assert_eq!(v["completion_tokens_reported"], 90);
             assert_eq!(v["prompt_tokens_reported"], 1024);
         }

@@ -211,8 +211,12 @@ async fn string_prompt_counts_like_tokenize() {
     }
 }
 
+// The guard is held across awaits on purpose: it only orders tests on different threads
+// (each has its own runtime), so it cannot deadlock a runtime.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_gaps_follow_the_step_table() {
+    let _serial = crate::common::timing_lock();
     let mut cfg = tiny(Flavor::Sglang);
     cfg.decode_step_ms = vec![(1, 8.0), (8, 16.0)];
     let sim = start(cfg).await;
@@ -298,8 +302,12 @@ async fn queueing_starts_exactly_past_kv_capacity() {
     }
 }
 
+// The guard is held across awaits on purpose: it only orders tests on different threads
+// (each has its own runtime), so it cannot deadlock a runtime.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefix_cache_hit_cuts_ttft() {
+    let _serial = crate::common::timing_lock();
     let mut cfg = tiny(Flavor::Vllm);
     cfg.prefill_tok_per_s = 20_000.0; // 2000 tokens: 100 ms cold
     let sim = start(cfg).await;
@@ -322,8 +330,12 @@ async fn prefix_cache_hit_cuts_ttft() {
     assert_eq!(metric(base, "vllm:prefix_cache_hits_total").await, 2000.0);
 }
 
+// The guard is held across awaits on purpose: it only orders tests on different threads
+// (each has its own runtime), so it cannot deadlock a runtime.
+#[allow(clippy::await_holding_lock)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disconnect_frees_capacity() {
+    let _serial = crate::common::timing_lock();
     let mut cfg = tiny(Flavor::Sglang);
     cfg.kv_capacity_tokens = 500; // room for one request of 100 + 300
     let sim = start(cfg).await;
