@@ -448,17 +448,55 @@ mod tests {
 
     #[test]
     fn llama_cpp_usage_on_finish_chunk() {
-        // Shape seen on a live llama-server (shared/recipes/real-engines.md): usage and timings
-        // ride on the chunk that carries finish_reason, with text "".
-        let data = r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1767225600,"model":"tiny-llama","system_fingerprint":"b0-unknown","object":"text_completion","usage":{"completion_tokens":4,"prompt_tokens":512,"total_tokens":516,"prompt_tokens_details":{"cached_tokens":511}},"id":"chatcmpl-abc","timings":{"prompt_n":1,"predicted_n":4}}"#;
-        let StreamItem::Chunk(c) = parse_data(data).expect("parses") else {
-            panic!("chunk")
-        };
-        assert_eq!(c.finish_reason.as_deref(), Some("length"));
-        assert_eq!(c.content.as_deref(), Some(""));
-        assert!(!c.has_text());
-        let u = c.usage.expect("usage");
-        assert_eq!((u.completion_tokens, u.cached_tokens), (Some(4), Some(511)));
+        // Recorded: 8 text chunks, then text "" + finish_reason + usage + timings, then [DONE];
+        // the same with include_usage, and continuous_usage_stats ignored.
+        for fx in [
+            include_str!("../fixtures/transcripts/llamacpp/completions_stream.sse"),
+            include_str!("../fixtures/transcripts/llamacpp/completions_stream_usage.sse"),
+            include_str!(
+                "../fixtures/transcripts/llamacpp/completions_stream_continuous_usage.sse"
+            ),
+        ] {
+            let it = items(fx);
+            assert_eq!(it.len(), 10);
+            assert!(
+                it[..8]
+                    .iter()
+                    .all(|i| chunk(i).has_text() && chunk(i).usage.is_none())
+            );
+            let fin = chunk(&it[8]);
+            assert_eq!(fin.choices, 1);
+            assert_eq!(fin.content.as_deref(), Some(""));
+            assert!(!fin.has_text());
+            assert_eq!(fin.finish_reason.as_deref(), Some("length"));
+            let u = fin.usage.expect("usage on the finish chunk");
+            assert_eq!((u.completion_tokens, u.prompt_tokens), (Some(8), Some(6)));
+            assert!(u.cached_tokens.is_some());
+            assert_eq!(it[9], StreamItem::Done);
+        }
+        // Prompt + max_tokens over the slot: cut with "length", usage says 14 tokens.
+        let it = items(include_str!(
+            "../fixtures/transcripts/llamacpp/completions_stream_truncated.sse"
+        ));
+        let fin = chunk(&it[it.len() - 2]);
+        assert_eq!(fin.finish_reason.as_deref(), Some("length"));
+        assert_eq!(fin.usage.and_then(|u| u.completion_tokens), Some(14));
+    }
+
+    #[test]
+    fn llama_cpp_chat_null_role_chunk_and_separate_usage() {
+        let it = items(include_str!(
+            "../fixtures/transcripts/llamacpp/chat_stream_usage.sse"
+        ));
+        let first = chunk(&it[0]);
+        assert_eq!((first.content.as_deref(), first.choices), (None, 1));
+        let usage = chunk(&it[it.len() - 2]);
+        assert_eq!(usage.choices, 0);
+        assert_eq!(usage.usage.and_then(|u| u.completion_tokens), Some(8));
+        let texts = it
+            .iter()
+            .filter(|i| matches!(i, StreamItem::Chunk(c) if c.has_text()));
+        assert_eq!(texts.count(), 8);
     }
 
     #[test]
@@ -577,6 +615,18 @@ mod tests {
                 r#"{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096","error_type":"validation"}"#
             ),
             "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096"
+        );
+        assert_eq!(
+            error_body_message(include_str!(
+                "../fixtures/transcripts/llamacpp/error_context_exceeded_stream.sse"
+            )),
+            "request (4102 tokens) exceeds the available context size (4096 tokens), try increasing it (exceed_context_size_error, code 400)"
+        );
+        assert_eq!(
+            error_body_message(include_str!(
+                "../fixtures/transcripts/llamacpp/error_unauthorized.json"
+            )),
+            "Invalid API Key (authentication_error, code 401)"
         );
         assert_eq!(error_body_message(r#"{"detail":"Not Found"}"#), "Not Found");
         assert_eq!(

@@ -290,6 +290,10 @@ mod tests {
     const OLLAMA: &str = include_str!("../fixtures/transcripts/ollama/completions_stream.sse");
     const OPENAI_CRLF: &str = include_str!("../fixtures/transcripts/generic/chat_stream_crlf.sse");
     const TRUNCATED_CR: &str = include_str!("../fixtures/transcripts/generic/truncated_cr.sse");
+    const LLAMA: &str = include_str!("../fixtures/transcripts/llamacpp/completions_stream.sse");
+    const LLAMA_CHAT: &str = include_str!("../fixtures/transcripts/llamacpp/chat_stream_usage.sse");
+    const LLAMA_LONG: &str =
+        include_str!("../fixtures/transcripts/llamacpp/completions_stream_queued.sse");
 
     /// Decodes `parts` pushed one after another, then finishes.
     fn decode(parts: &[&[u8]]) -> (Vec<OwnedSseEvent>, Option<OwnedSseEvent>) {
@@ -313,6 +317,8 @@ mod tests {
             OLLAMA,
             OPENAI_CRLF,
             TRUNCATED_CR,
+            LLAMA,
+            LLAMA_CHAT,
         ]
     }
 
@@ -327,6 +333,18 @@ mod tests {
             }
             let bytes: Vec<&[u8]> = b.chunks(1).collect();
             assert_eq!(decode(&bytes), whole, "byte at a time");
+        }
+    }
+
+    #[test]
+    fn long_recorded_stream_at_sampled_splits() {
+        // 61 KB, 256 events: every 61st split point keeps the test fast in debug builds.
+        let b = LLAMA_LONG.as_bytes();
+        let whole = decode(&[b]);
+        assert_eq!(whole.0.len(), 258);
+        assert_eq!(whole.0.last().map(|e| e.data.as_str()), Some("[DONE]"));
+        for k in (0..=b.len()).step_by(61) {
+            assert_eq!(decode(&[&b[..k], &b[k..]]), whole, "split at {k}");
         }
     }
 

@@ -34,11 +34,11 @@ const OL_SHOW: &str = include_str!("../../fixtures/transcripts/ollama/api_show.j
 const OL_PS: &str = include_str!("../../fixtures/transcripts/ollama/api_ps.json");
 const GEN_MODELS: &str = include_str!("../../fixtures/transcripts/generic/v1_models.json");
 
-/// llama.cpp `/props` with the fields the recipe lists (the recorded fixtures live in
-/// `fixtures/transcripts/llamacpp/`, written by the llama.cpp recorder script).
-const LC_PROPS: &str = r#"{"default_generation_settings":{"id":0,"n_ctx":4096,"speculative":false,"is_processing":false,"params":{"n_predict":-1}},"total_slots":4,"model_path":"/root/.cache/llmib/tiny-llama.gguf","modalities":{"vision":false,"audio":false},"chat_template":"{{ bos_token }}","bos_token":"<s>","eos_token":"</s>","build_info":"b0-unknown"}"#;
-const LC_MODELS: &str = r#"{"models":[{"name":"tiny-llama","model":"tiny-llama"}],"object":"list","data":[{"id":"tiny-llama","object":"model","created":1767225600,"owned_by":"llamacpp","meta":{"n_ctx_train":4096}}]}"#;
-const LC_METRICS: &str = "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total 530\nllamacpp:tokens_predicted_total 16\nllamacpp:prompt_tokens_cached_total 511\nllamacpp:requests_processing 2\nllamacpp:requests_deferred 5\n";
+const LC_PROPS: &str = include_str!("../../fixtures/transcripts/llamacpp/props.json");
+const LC_MODELS: &str = include_str!("../../fixtures/transcripts/llamacpp/models.json");
+const LC_METRICS: &str = include_str!("../../fixtures/transcripts/llamacpp/metrics_queued.txt");
+const LC_TOK: &str = include_str!("../../fixtures/transcripts/llamacpp/tokenize_add_special.json");
+const LC_DETOK: &str = include_str!("../../fixtures/transcripts/llamacpp/detokenize.json");
 
 /// One canned answer: method, path (query ignored), status, body.
 type Route = (&'static str, &'static str, u16, String);
@@ -239,8 +239,8 @@ async fn llamacpp_probe_slots_times_context() {
         ok("GET", "/v1/models", LC_MODELS),
         ok("GET", "/props", LC_PROPS),
         ok("GET", "/metrics", LC_METRICS),
-        ok("POST", "/tokenize", r#"{"tokens":[1,450,4996]}"#),
-        ok("POST", "/detokenize", r#"{"content":" The quick"}"#),
+        ok("POST", "/tokenize", LC_TOK),
+        ok("POST", "/detokenize", LC_DETOK),
     ])
     .await;
     let p = Engine::probe(&opts(&url)).await.expect("probe");
@@ -263,15 +263,23 @@ async fn llamacpp_probe_slots_times_context() {
     let g = e.gauges().await.expect("gauges");
     assert_eq!(
         (g.running, g.waiting, g.generation_tokens_total),
-        (Some(2.0), Some(5.0), Some(16.0))
+        (Some(4.0), Some(4.0), Some(71.0))
     );
     assert_eq!(
-        e.tokenize("The quick", true).await.expect("tok"),
-        vec![1, 450, 4996]
+        e.tokenize("Hello world", true).await.expect("tok"),
+        vec![1, 15043, 3186]
     );
-    assert_eq!(e.detokenize(&[450]).await.expect("detok"), " The quick");
+    assert_eq!(
+        e.detokenize(&[1, 15043, 3186]).await.expect("detok"),
+        "<s> Hello world"
+    );
+    assert_eq!(g.cached_prompt_tokens_total, Some(46.0));
+    assert_eq!(
+        e.model().model_path.as_deref(),
+        Some("/root/.cache/llm-inference-bench/llama.cpp-11434/models/tiny-llama-seed0.gguf")
+    );
     let log = seen.lock().expect("lock").join("\n");
-    assert!(log.contains(r#""add_special":true"#) && log.contains(r#""content":"The quick""#));
+    assert!(log.contains(r#""add_special":true"#) && log.contains(r#""content":"Hello world""#));
     let body = e.completion_body("tiny-llama", PromptInput::Ids(vec![1, 2]), 8, true);
     assert_eq!(
         body,
