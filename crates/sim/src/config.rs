@@ -67,6 +67,9 @@ pub struct FaultConfig {
     pub max_queue_len: Option<usize>,
     /// The HTTP status of a queue-full rejection (429 or 503 are the usual ones).
     pub queue_full_status: u16,
+    /// Added to every reported `usage.prompt_tokens`: a server whose usage disagrees with its
+    /// own `/tokenize` (a chat template or special tokens the tokenize endpoint leaves out).
+    pub usage_prompt_tokens_offset: i64,
 }
 
 impl Default for FaultConfig {
@@ -80,6 +83,7 @@ impl Default for FaultConfig {
             slow_first_byte_ms: 0,
             max_queue_len: None,
             queue_full_status: 503,
+            usage_prompt_tokens_offset: 0,
         }
     }
 }

@@ -194,7 +194,8 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         id,
         created: unix_now(),
         model: req.model.clone(),
-        prompt_tokens: req.prompt.len() as u64,
+        prompt_tokens: (req.prompt.len() as i64 + cfg.faults.usage_prompt_tokens_offset).max(0)
+            as u64,
     };
     let (rx, guard) = st.engine.submit(NewRequest {
         prompt_len: req.prompt.len() as u64,

@@ -253,3 +253,301 @@ fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
         );
     }
 }
+
+#[test]
+fn a_prompt_length_mismatch_is_caught_and_reported() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.faults.usage_prompt_tokens_offset = 1;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-mismatch");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "1K",
+        "--concurrency",
+        "1",
+        "--duration",
+        "300ms",
+        "--max-output",
+        "32",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "none",
+    ]);
+    // A failed cell is data: the run goes on and ends normally.
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    for (phase, n) in [("prefill", 1), ("decode", 1)] {
+        let r = cell(&rows, phase, 1024, n);
+        assert_eq!(r["status"], "failed", "{r:#}");
+        assert!(
+            r["errors"]["prompt_mismatch"].as_u64().unwrap_or(0) >= 1,
+            "{r:#}"
+        );
+        assert_eq!(r["prompt_check"]["max_diff"], 1, "{r:#}");
+        assert!(
+            r["first_error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("prompt length mismatch"),
+            "{r:#}"
+        );
+        assert!(
+            r["total_tok_per_s"].is_null(),
+            "a failed cell has no figures: {r:#}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_fails_fast_with_one_line() {
+    // Nothing listens on this port: a fresh listener is bound and dropped to find a free one.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(9);
+    let url = format!("http://127.0.0.1:{port}");
+    let t = std::time::Instant::now();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &url,
+        "--format",
+        "none",
+        "--output",
+        out_dir("bad-unreachable").to_str().unwrap_or_default(),
+    ]);
+    assert!(!o.status.success());
+    assert!(t.elapsed().as_secs() < 15, "took {:?}", t.elapsed());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(&url) || err.contains("127.0.0.1"), "{err}");
+
+    let mut cfg = exact_sim();
+    cfg.api_key = Some("sk-right-key-123".into());
+    let sim = Sim::start(cfg);
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api-key",
+        "sk-wrong-key-456",
+        "--format",
+        "none",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.to_lowercase().contains("key"), "says what to do: {err}");
+    assert!(
+        !err.contains("sk-wrong-key-456"),
+        "the key is never printed: {err}"
+    );
+
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api-key",
+        "sk-right-key-123",
+        "--model",
+        "no-such-model",
+        "--format",
+        "none",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("sim/tiny"), "lists the served model: {err}");
+
+    let o = run_bin(&["run", "--url", &sim.url, "--contexts", "8Q"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("8Q"));
+}
+
+#[test]
+fn a_killed_run_leaves_readable_results_and_resume_finishes_it() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-kill-resume");
+    let d = dir.to_str().unwrap_or_default().to_string();
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "--url",
+            &sim.url,
+            "--contexts",
+            "512,1K",
+            "--concurrency",
+            "1,2",
+            "--duration",
+            "700ms",
+            "--max-output",
+            "64",
+        ])
+        .args(["--output", &d, "--format", "none"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Kill it (SIGKILL, no chance to clean up) once two rows are saved.
+    let t = std::time::Instant::now();
+    while cells(&dir).len() < 2 && t.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let before = cells(&dir);
+    assert!(before.len() >= 2 && before.len() < 6, "{before:#?}");
+    assert_eq!(run_json(&dir)["state"], "running");
+
+    let o = run_bin(&["run", "--resume", &d, "--url", &sim.url, "--format", "none"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let after = cells(&dir);
+    for c in [512u64, 1024] {
+        assert_eq!(cell(&after, "prefill", c, 1)["status"], "valid");
+        for n in [1u64, 2] {
+            assert_eq!(
+                cell(&after, "decode", c, n)["status"],
+                "valid",
+                "C={c} N={n}"
+            );
+        }
+    }
+    // What was measured before the kill was kept, not measured again.
+    let keys = |rows: &[serde_json::Value]| -> Vec<String> {
+        rows.iter()
+            .map(|r| {
+                format!(
+                    "{}-{}-{}",
+                    r["phase"], r["context_tokens"], r["concurrency"]
+                )
+            })
+            .collect()
+    };
+    let all = keys(&after);
+    for k in keys(&before) {
+        assert_eq!(
+            all.iter().filter(|x| **x == k).count(),
+            1,
+            "{k} measured twice"
+        );
+    }
+    assert_eq!(run_json(&dir)["state"], "completed");
+}
+
+#[test]
+fn ctrl_c_saves_what_is_done_and_exits_130() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-sigint");
+    let d = dir.to_str().unwrap_or_default().to_string();
+    let child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "--url",
+            &sim.url,
+            "--contexts",
+            "512,1K",
+            "--concurrency",
+            "1,2",
+            "--duration",
+            "2s",
+            "--max-output",
+            "64",
+        ])
+        .args(["--output", &d, "--format", "none"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = std::time::Instant::now();
+    while cells(&dir).is_empty() && t.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .map(|s| s.success());
+    assert_eq!(ok.ok(), Some(true));
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = cells(&dir);
+    assert_eq!(rows.len(), 6, "every planned cell has a row: {rows:#?}");
+    assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
+    assert_eq!(run_json(&dir)["state"], "interrupted");
+}
+
+#[test]
+fn demo_reproduces_the_seeds_status_staircase() {
+    let _serial = timing_lock();
+    let dir = out_dir("demo");
+    let o = run_bin(&[
+        "demo",
+        "--duration",
+        "250ms",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "md",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    // The seed's decode rows, scaled by 1/64: (context label, Over capacity from this N on).
+    // Seed: 8K none, 16K 128, 32K 64, 64K 32, 128K 16, 256K 8, 512K 8, 1019K 4.
+    let seed: [(u64, u64); 7] = [
+        (128, 256),
+        (256, 128),
+        (512, 64),
+        (1024, 32),
+        (2048, 16),
+        (4096, 8),
+        (8192, 8),
+    ];
+    for (ctx, first_over) in seed {
+        for n in [1u64, 2, 4, 8, 16, 32, 64, 128] {
+            let r = cell(&rows, "decode", ctx, n);
+            let expect = if n >= first_over {
+                "over_capacity"
+            } else {
+                "valid"
+            };
+            assert_eq!(r["status"], expect, "C={ctx} N={n}: {r:#}");
+        }
+    }
+    // The `max` row (the seed's 1019K): N = 1, 2 fit, 4 and up are Over capacity.
+    let max_ctx = rows
+        .iter()
+        .filter(|r| r["phase"] == "decode")
+        .filter_map(|r| r["context_tokens"].as_u64())
+        .max()
+        .expect("decode rows");
+    assert!(max_ctx > 8192 && max_ctx < 16384, "{max_ctx}");
+    for n in [1u64, 2] {
+        assert!(
+            ["valid", "requests_queued"].contains(
+                &cell(&rows, "decode", max_ctx, n)["status"]
+                    .as_str()
+                    .unwrap_or("")
+            )
+        );
+    }
+    for n in [4u64, 8, 16, 32, 64, 128] {
+        assert_eq!(cell(&rows, "decode", max_ctx, n)["status"], "over_capacity");
+    }
+    // Nine prefill rows (the full context among them) and the report.
+    assert_eq!(rows.iter().filter(|r| r["phase"] == "prefill").count(), 9);
+    assert!(dir.join("report.md").is_file());
+    let run = run_json(&dir);
+    assert_eq!(run["engine"]["name"], "sglang");
+    assert_eq!(run["model"]["served_model"], "zai-org/GLM-5.3-Flash");
+}
