@@ -111,6 +111,9 @@ pub struct RunArgs {
     /// Report formats written at the end (html,md,csv,json; `none` to skip).
     #[arg(long)]
     pub format: Option<String>,
+    /// Hardware card set by the caller (the demo's simulator); not a flag.
+    #[arg(skip)]
+    pub hardware_info: Option<llmib_core::meta::HardwareInfo>,
 }
 
 /// The same settings as a TOML file (`--config bench.toml`). Sizes may be numbers or strings.

@@ -8,7 +8,7 @@ use llmib_client::driver::CancellationToken;
 use llmib_client::driver::{MatrixEnd, MatrixRun, run_matrix};
 use llmib_client::engine::{Engine, ProbeOptions};
 use llmib_core::cell::CellStatus;
-use llmib_core::meta::Sourced;
+use llmib_core::meta::{HardwareInfo, Sourced};
 use llmib_core::plan::Plan;
 use llmib_core::redact::redact_command;
 use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
@@ -92,6 +92,13 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
     let args = RunArgs {
         url: Some(handle.base_url()),
         api_key,
+        // The simulator imitates a server; it runs on no GPU, and the card must not claim one.
+        hardware_info: Some(HardwareInfo {
+            device_type: Some("Simulated (llm-inference-bench sim)".into()),
+            os: Some(std::env::consts::OS.into()),
+            source: Some(format!("simulator profile `{}`", a.profile)),
+            ..Default::default()
+        }),
         contexts: Some(contexts),
         concurrency: a.concurrency,
         duration: Some(a.duration),
@@ -187,6 +194,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
             }
             let dir = RunDir::create(args.output.clone().unwrap_or_else(|| default_output("run")))?;
             let hardware = match &args.hardware {
+                _ if args.hardware_info.is_some() => args.hardware_info.clone().unwrap_or_default(),
                 Some(h) => llmib_client::hardware::parse_hardware_override(h)
                     .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?,
                 // Local facts describe the server only when it runs on this machine.

@@ -88,8 +88,9 @@ pub struct DroppedContext {
 /// - `max` is the largest whole-K context with C + M < limit (strictly less: some engines reject
 ///   prompt + max_tokens equal to the limit). This gives the seed's "1019K" for a 1024K model with
 ///   M = 4096. Below 1K of room, the exact largest count is used.
-/// - `full` is prefill only and sends limit − 1 tokens, so that prompt + its one output token fit
-///   on every engine; it is labelled by the context length ("1024K"), as the seed does.
+/// - `full` is prefill only and sends limit − 2 tokens: prompt + its one output token stay
+///   strictly below the limit, the same rule as `max` (SGLang rejects prompt + max_tokens equal
+///   to the context length). It is labelled by the context length ("1024K"), as the seed does.
 /// - Explicit contexts with C + M ≥ limit are prefill only when C < limit, dropped otherwise.
 ///
 /// Without a known limit, `max` and `full` are dropped and explicit contexts are kept.
@@ -293,7 +294,7 @@ mod tests {
         );
         assert_eq!(ctx[7].tokens, 1019 * K);
         assert!(ctx[7].decode);
-        assert_eq!(ctx[8].tokens, 1024 * K - 1);
+        assert_eq!(ctx[8].tokens, 1024 * K - 2);
         assert!(!ctx[8].decode);
     }
 

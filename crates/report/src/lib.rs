@@ -20,6 +20,9 @@ pub mod model;
 pub mod number;
 pub mod table;
 
+#[cfg(test)]
+mod tests;
+
 pub use compare::Comparison;
 pub use model::Report;
 

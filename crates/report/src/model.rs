@@ -168,7 +168,14 @@ impl Report {
                 s
             }
             (_, Some(cpu)) if !cpu.trim().is_empty() => cpu.trim().to_string(),
-            _ => "unknown hardware".to_string(),
+            // No GPU or CPU named (a simulator, a remote server): the device type if known.
+            _ => hw
+                .device_type
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .unwrap_or("unknown hardware")
+                .to_string(),
         };
         if let (Some(n), Some(_)) = (hw.gpu_count, &hw.gpu_name) {
             s.push_str(&format!(" ×{n}"));

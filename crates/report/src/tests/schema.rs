@@ -5,7 +5,7 @@
 //! refuses any keyword it does not implement, so the schema cannot quietly rely on one that is
 //! not checked here.
 
-use llmib_report::{Format, Report};
+use crate::{Format, Report};
 use serde_json::{Value, json};
 use std::path::Path;
 

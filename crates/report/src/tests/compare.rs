@@ -1,9 +1,9 @@
 //! `compare` on the golden run against a changed copy of itself: ratios to the first run, and
 //! measurements that cannot be compared are marked, never hidden.
 
+use crate::compare::Verdict;
+use crate::{Comparison, Report};
 use llmib_core::cell::{CellStatus, Phase};
-use llmib_report::compare::Verdict;
-use llmib_report::{Comparison, Report};
 use std::path::Path;
 
 fn golden() -> Report {

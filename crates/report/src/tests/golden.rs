@@ -2,8 +2,8 @@
 //! Markdown must carry the seed's figures line for line, and snapshots pin Markdown, CSV and JSON
 //! so that any change to what a reader sees is reviewed.
 
+use crate::{Format, Report, write_reports};
 use llmib_core::cell::{CellStatus, Phase};
-use llmib_report::{Format, Report, write_reports};
 use std::path::{Path, PathBuf};
 
 fn seed_dir() -> PathBuf {

@@ -1,0 +1,6 @@
+//! Tests over whole reports (the golden seed run, compare, the JSON schema). They live inside
+//! the crate, not in `tests/`, so that the workspace builds one integration-test binary only.
+
+mod compare;
+mod golden;
+mod schema;
