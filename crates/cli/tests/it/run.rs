@@ -546,5 +546,44 @@ fn demo_reproduces_the_seeds_status_staircase() {
     assert!(dir.join("report.md").is_file());
     let run = run_json(&dir);
     assert_eq!(run["engine"]["name"], "sglang");
+    assert_eq!(run["engine"]["version"], "0.5.6.post3.dev11345+g028ac64f7");
+    assert_eq!(run["engine"]["quantization"], "FP8");
+    assert_eq!(run["engine"]["backend"], "cuda");
+    assert_eq!(run["engine"]["repository"], "github.com/sgl-project/sglang");
     assert_eq!(run["model"]["served_model"], "zai-org/GLM-5.3-Flash");
+
+    // The launch command is rebuilt from SGLang's server_args exactly as the seed prints it, but
+    // for the binary's path, the scaled context length and the simulator's address.
+    let seed_page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/seed-run/seed-page.txt"
+    ))
+    .expect("seed page");
+    let seed_cmd = seed_page
+        .lines()
+        .skip_while(|l| *l != "Launch command")
+        .nth(1)
+        .expect("seed launch command");
+    let ours = run["launch_command"].as_str().expect("launch command");
+    let normalise = |cmd: &str| -> Vec<String> {
+        let mut words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+        for flag in ["--context-length", "--host", "--port"] {
+            if let Some(i) = words.iter().position(|w| w == flag) {
+                words[i + 1] = "*".into();
+            }
+        }
+        words.into_iter().skip(1).collect() // the binary's path
+    };
+    assert_eq!(normalise(ours), normalise(seed_cmd), "ours: {ours}");
+
+    // The simulator's API key was used for every request and is in no file of the run.
+    for entry in std::fs::read_dir(&dir).expect("results dir") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("sk-sim-seed"),
+            "API key leaked into {}",
+            path.display()
+        );
+    }
 }
