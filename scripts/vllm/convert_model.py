@@ -20,8 +20,12 @@ def main() -> None:
     gguf_path, out = Path(sys.argv[1]), Path(sys.argv[2])
     tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-    # A plain model, not tied to the GGUF loader: copy the weights into a fresh instance.
-    plain = AutoModelForCausalLM.from_config(model.config)
+    # A plain model, not tied to the GGUF loader: copy the weights into a fresh instance whose
+    # config no longer says `quant_method: gguf` (vLLM would otherwise try to load a GGUF).
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(model.state_dict())
     plain.save_pretrained(out, safe_serialization=True)
 
