@@ -23,6 +23,7 @@ use crate::engine::{AbortGuard, Engine, NewRequest, TokenEvent};
 use crate::faults::{self, FaultPlan};
 use crate::request::{self, GenRequest, Reject};
 use crate::rng::{Rng, hash_tokens};
+use crate::stamps::{ChunkStamp, StampLog};
 use crate::wire::{self, Kind, Writer};
 use crate::{info, metrics};
 
@@ -38,6 +39,8 @@ pub(crate) struct AppState {
     pub addr: SocketAddr,
     /// Unix seconds at start (`created` of model cards, `_created` metric samples).
     pub started: u64,
+    /// Chunk stamps, recorded when `cfg.stamp_chunks` is on.
+    pub stamps: Arc<StampLog>,
 }
 
 /// Seconds since the Unix epoch.
@@ -94,6 +97,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             .route("/reset_prefix_cache", post(info::flush_cache)),
     };
     r.layer(middleware::from_fn_with_state(Arc::clone(&state), auth))
+        // A 1M-token prompt is several MB of JSON; real engines accept it, axum's default
+        // 2 MB limit would not.
+        .layer(axum::extract::DefaultBodyLimit::max(256 << 20))
         .with_state(state)
 }
 
@@ -205,7 +211,8 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         ignore_eos: req.ignore_eos,
     });
     if req.stream {
-        stream_response(cfg.flavor, req, writer, plan, rx, guard).await
+        let stamps = cfg.stamp_chunks.then(|| Arc::clone(&st.stamps));
+        stream_response(cfg.flavor, req, writer, plan, rx, guard, stamps).await
     } else {
         full_response(&cfg, writer, plan, rx, guard).await
     }
@@ -262,6 +269,8 @@ struct Sse {
     pending: VecDeque<Item>,
     first: bool,
     done: bool,
+    /// Where content chunks are stamped (`stamp_chunks`).
+    stamps: Option<Arc<StampLog>>,
 }
 
 impl Sse {
@@ -276,10 +285,10 @@ impl Sse {
         }
         self.first = false;
         let finish = ev.finish.map(|f| f.as_str());
-        for e in self
-            .writer
-            .token_events(&ev.text, u64::from(n), finish, self.req.continuous_usage)
-        {
+        let events =
+            self.writer
+                .token_events(&ev.text, u64::from(n), finish, self.req.continuous_usage);
+        for (i, e) in events.into_iter().enumerate() {
             let e = if crosses(self.plan.malformed_at) {
                 // Cut the JSON in half: the client must survive a chunk it cannot parse.
                 let cut = e.len() / 2;
@@ -291,6 +300,17 @@ impl Sse {
             } else {
                 e
             };
+            // The first event carries the tokens; it is stamped once its bytes are built, just
+            // before `next_item` yields them to hyper.
+            if i == 0
+                && let Some(log) = &self.stamps
+            {
+                log.push(ChunkStamp {
+                    prompt_tokens: self.writer.prompt_tokens,
+                    completion_tokens: n,
+                    at: std::time::Instant::now(),
+                });
+            }
             self.pending.push_back(Ok(Bytes::from(e)));
         }
         if ev.finish.is_none() && crosses(self.plan.stream_error_after) {
@@ -350,6 +370,7 @@ async fn stream_response(
     plan: FaultPlan,
     mut rx: UnboundedReceiver<TokenEvent>,
     guard: AbortGuard,
+    stamps: Option<Arc<StampLog>>,
 ) -> Response {
     let mut sse = Sse {
         writer,
@@ -360,6 +381,7 @@ async fn stream_response(
         pending: VecDeque::new(),
         first: true,
         done: false,
+        stamps,
     };
     // SGLang awaits the first chunk before it answers, so its headers arrive with the first
     // token; vLLM answers the headers at once.
