@@ -136,6 +136,11 @@ pub struct SimConfig {
     pub scale: u32,
     /// Fault injection.
     pub faults: FaultConfig,
+    /// Record when each content chunk of a stream is handed to the HTTP server (for measuring a
+    /// client's timestamp error against the simulator; read with
+    /// [`SimHandle::take_chunk_stamps`](crate::SimHandle::take_chunk_stamps)). Off by default:
+    /// it takes a lock per chunk. Nothing on the wire changes.
+    pub stamp_chunks: bool,
     /// SGLang `server_args`-like metadata reported by `/get_server_info` (vLLM: engine args
     /// shown as `cache_config_info` labels where they apply). TOML has no null: leave a key
     /// out to report it as `null`.

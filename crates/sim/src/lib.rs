@@ -21,6 +21,7 @@ mod metrics;
 mod profiles;
 mod request;
 mod rng;
+mod stamps;
 mod tokenizer;
 mod wire;
 
@@ -34,6 +35,7 @@ use tokio::task::JoinHandle;
 
 pub use config::{FaultConfig, Flavor, SimConfig};
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};
+pub use stamps::ChunkStamp;
 
 /// Everything that can go wrong starting or configuring the simulator.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +60,16 @@ pub async fn serve(
     config: SimConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), SimError> {
+    serve_with(listener, config, shutdown, Arc::default()).await
+}
+
+/// [`serve`], recording chunk stamps (when `stamp_chunks` is on) into `stamps`.
+async fn serve_with(
+    listener: TcpListener,
+    config: SimConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    stamps: Arc<stamps::StampLog>,
+) -> Result<(), SimError> {
     config.validate()?;
     let addr = listener.local_addr()?;
     let cfg = Arc::new(config);
@@ -68,6 +80,7 @@ pub async fn serve(
         engine,
         addr,
         started: http::unix_now(),
+        stamps,
     });
     let app = http::router(Arc::clone(&state));
     let stopper = Arc::clone(&state);
@@ -91,6 +104,7 @@ pub struct SimHandle {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), SimError>>>,
+    stamps: Arc<stamps::StampLog>,
 }
 
 impl SimHandle {
@@ -102,6 +116,12 @@ impl SimHandle {
     /// `http://127.0.0.1:PORT`, without a trailing slash.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Removes and returns the chunk stamps recorded so far, in the order they were taken
+    /// (always empty unless the config has `stamp_chunks` on).
+    pub fn take_chunk_stamps(&self) -> Vec<ChunkStamp> {
+        self.stamps.take()
     }
 
     /// Stops the server gracefully and waits until it has: open streams end, the port is
@@ -131,13 +151,20 @@ pub async fn spawn(config: SimConfig) -> Result<SimHandle, SimError> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, config, async move {
-        // A dropped handle closes the channel: that also means stop.
-        let _ = rx.await;
-    }));
+    let stamps = Arc::new(stamps::StampLog::default());
+    let task = tokio::spawn(serve_with(
+        listener,
+        config,
+        async move {
+            // A dropped handle closes the channel: that also means stop.
+            let _ = rx.await;
+        },
+        Arc::clone(&stamps),
+    ));
     Ok(SimHandle {
         addr,
         stop: Some(tx),
         task: Some(task),
+        stamps,
     })
 }

@@ -99,6 +99,7 @@ pub(crate) fn tiny() -> SimConfig {
         seed: 0x5eed,
         scale: 1,
         faults: FaultConfig::default(),
+        stamp_chunks: false,
         server_args: BTreeMap::from([
             ("model_path".to_string(), json!("sim/tiny")),
             ("tp_size".to_string(), json!(1)),
@@ -184,6 +185,7 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
         seed: 0x5eed,
         scale,
         faults: FaultConfig::default(),
+        stamp_chunks: false,
         server_args,
     }
 }

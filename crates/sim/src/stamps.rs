@@ -1,0 +1,112 @@
+//! Chunk stamps (`SimConfig::stamp_chunks`): when each content chunk of a stream was handed to
+//! the HTTP server. A benchmark compares them with a client's arrival timestamps to measure the
+//! client's timing error.
+//!
+//! Why a log rather than a field in the chunk JSON: a client under test drops unknown fields, so
+//! a stamp on the wire would never reach the code that compares. A chunk is identified instead
+//! by what every client keeps: the request's `usage.prompt_tokens` and the cumulative
+//! `usage.completion_tokens` after the chunk.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// When the simulator handed one content chunk to the HTTP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkStamp {
+    /// The request's `usage.prompt_tokens`, as reported (offset fault included).
+    pub prompt_tokens: u64,
+    /// `usage.completion_tokens` after this chunk (cumulative).
+    pub completion_tokens: u32,
+    /// Taken once the chunk's bytes are built, immediately before the response stream yields
+    /// them to hyper, which writes them to the socket in the same poll. (SGLang's first chunk
+    /// is built before the response headers are sent, as SGLang does, so it is stamped a few
+    /// microseconds before its write.)
+    pub at: Instant,
+}
+
+/// The stamps of one server, in the order they were taken.
+#[derive(Debug, Default)]
+pub(crate) struct StampLog {
+    stamps: Mutex<Vec<ChunkStamp>>,
+}
+
+impl StampLog {
+    /// Appends one stamp.
+    pub(crate) fn push(&self, s: ChunkStamp) {
+        match self.stamps.lock() {
+            Ok(mut v) => v.push(s),
+            Err(p) => p.into_inner().push(s),
+        }
+    }
+
+    /// Removes and returns every stamp recorded so far.
+    pub(crate) fn take(&self) -> Vec<ChunkStamp> {
+        match self.stamps.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use crate::SimConfig;
+
+    /// Streams one 3-token completion over raw HTTP/1.1 and returns the whole response.
+    async fn stream_once(addr: std::net::SocketAddr) -> String {
+        let body = r#"{"prompt":[5,6,7,8],"max_tokens":3,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}"#;
+        let mut s = TcpStream::connect(addr).await.expect("connects");
+        let head = format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.expect("writes");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("reads");
+        out
+    }
+
+    fn config(stamp: bool) -> SimConfig {
+        SimConfig {
+            decode_step_ms: vec![(1, 2.0)],
+            stamp_chunks: stamp,
+            ..SimConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn stamps_every_content_chunk_in_order_only_when_asked() {
+        let sim = crate::spawn(config(true)).await.expect("starts");
+        let with = stream_once(sim.addr()).await;
+        let stamps = sim.take_chunk_stamps();
+        assert_eq!(
+            stamps
+                .iter()
+                .map(|s| (s.prompt_tokens, s.completion_tokens))
+                .collect::<Vec<_>>(),
+            vec![(4, 1), (4, 2), (4, 3)]
+        );
+        // In order. (Not checked: their spacing, which a loaded host may squeeze when a late
+        // step is followed by one on time.)
+        assert!(stamps.windows(2).all(|w| w[0].at <= w[1].at), "{stamps:?}");
+        assert!(sim.take_chunk_stamps().is_empty(), "taking drains the log");
+        sim.shutdown().await;
+
+        let sim = crate::spawn(config(false)).await.expect("starts");
+        let without = stream_once(sim.addr()).await;
+        assert!(sim.take_chunk_stamps().is_empty());
+        sim.shutdown().await;
+        // Nothing on the wire changes: the same SSE events (ids and dates aside).
+        let events = |r: &str| {
+            r.lines()
+                .filter(|l| l.starts_with("data: "))
+                .map(|l| l.split("\"choices\"").nth(1).unwrap_or(l).to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(events(&with).len(), 5, "{with}");
+        assert_eq!(events(&with), events(&without));
+    }
+}
