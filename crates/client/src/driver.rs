@@ -212,9 +212,11 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             end = MatrixEnd::Interrupted;
             row.status_reason = Some(not_run_reason(&end));
         }
-        let failed_connect = row.status == CellStatus::Failed && row.errors.contains_key("connect");
+        let failed = row.status == CellStatus::Failed;
         save(&m, row)?;
-        if failed_connect && !m.engine.alive().await {
+        // A failed cell is data, but a server that no longer answers at all ends the run: every
+        // later cell would fail the same way.
+        if failed && !m.engine.alive().await {
             end = MatrixEnd::ServerGone(format!(
                 "the server at {} stopped answering",
                 m.engine.base_url()

@@ -631,3 +631,107 @@ fn a_million_token_prompt_is_exact_and_quick() {
         assert_ne!(text.get(..40), text2.get(..40));
     });
 }
+
+#[test]
+fn garbage_from_the_server_fails_the_cell_and_the_run_goes_on() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.faults.malformed_chunk_rate = 1.0;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-garbage");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "512,1K",
+        "--concurrency",
+        "1",
+        "--duration",
+        "300ms",
+        "--max-output",
+        "32",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    assert_eq!(rows.len(), 4, "every cell has a row: {rows:#?}");
+    for r in &rows {
+        assert_eq!(r["status"], "failed", "{r:#}");
+        assert!(
+            r["first_error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("malformed"),
+            "{r:#}"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
+    let _serial = timing_lock();
+    use std::io::BufRead;
+    let mut sim = std::process::Command::new(bin())
+        .args(["sim", "--profile", "tiny", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn sim");
+    let mut line = String::new();
+    let stdout = sim.stdout.take().expect("stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("sim prints its URL");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("a URL")
+        .trim_end_matches([';', ','])
+        .to_string();
+    let dir = out_dir("run-server-dies");
+    let d = dir.to_str().unwrap_or_default().to_string();
+    let run = std::process::Command::new(bin())
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--contexts",
+            "512,1K",
+            "--concurrency",
+            "1,2",
+            "--duration",
+            "1s",
+            "--max-output",
+            "64",
+        ])
+        .args(["--output", &d, "--format", "none"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn run");
+    let t = std::time::Instant::now();
+    while cells(&dir).len() < 2 && t.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    sim.kill().expect("kill the server");
+    let _ = sim.wait();
+    let out = run.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("stopped answering") && err.contains("--resume"),
+        "{err}"
+    );
+    let rows = cells(&dir);
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert_eq!(
+        rows[0]["status"], "valid",
+        "measured before the server died: {rows:#?}"
+    );
+    assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
+    assert_eq!(run_json(&dir)["state"], "aborted");
+}
