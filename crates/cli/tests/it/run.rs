@@ -735,3 +735,43 @@ fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
     assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
     assert_eq!(run_json(&dir)["state"], "aborted");
 }
+
+#[test]
+fn a_spent_time_budget_marks_the_rest_not_run() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-budget");
+    let cfg = dir.join("bench.toml");
+    // The settings come from a config file; the budget flag is layered on top.
+    std::fs::write(&cfg, "contexts = [\"512\", \"1K\"]\nconcurrency = [1, 2]\nduration = \"400ms\"\nmax_output = 32\nformat = \"none\"\n")
+        .expect("config");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--config",
+        cfg.to_str().unwrap_or_default(),
+        "--max-time",
+        "700ms",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert_eq!(rows[0]["status"], "valid");
+    let not_run: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["status"] == "not_run").collect();
+    assert!(!not_run.is_empty(), "{rows:#?}");
+    assert!(
+        not_run.iter().all(|r| r["status_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--max-time")),
+        "{not_run:#?}"
+    );
+    assert!(
+        !dir.join("report.html").exists(),
+        "format = none from the file"
+    );
+}
