@@ -1,0 +1,676 @@
+//! The client's own cost and timing error, measured against the simulator: CPU time per million
+//! tokens ingested, tokens per second per core, peak RSS (and per stream), and the p99 error of
+//! the chunk timestamps, at 1, 64 and 1024 streams.
+//!
+//! Run with `cargo bench -p llmib-client --bench overhead` (about a minute and a half).
+//! `LLMIB_OVERHEAD_ONLY=timing` (or any part of a case's label) runs only the matching cases.
+//! Method and measured figures: `docs/benchmarks.md`.
+//!
+//! Three processes, so that every figure belongs to exactly one of them:
+//! - this one orchestrates: for each case it starts a simulator and a client, both children
+//!   running this same executable (`LLMIB_OVERHEAD_ROLE=sim|client`), and prints the tables;
+//! - the simulator child serves `llmib_sim` on loopback and, for the timing cases, records when
+//!   it handed each content chunk to hyper (`stamp_chunks`);
+//! - the client child probes the simulator with `Engine::probe` and runs N closed-loop streams
+//!   through `llmib_client::stream::measure`, the per-request path of `run`. A fresh process
+//!   per case, so its CPU time (`/proc/self/stat`) and peak RSS (`VmHWM`) are the client's
+//!   alone and never carry over from another case. It also reads the simulator's CPU time over
+//!   the same window, to show which side is the limit.
+//!
+//! Timing error: the two children are different processes, so each maps its monotonic
+//! `Instant`s onto the shared realtime clock with a pair of readings taken within a fraction
+//! of a microsecond. A client chunk is matched with the simulator's stamp by
+//! (`usage.prompt_tokens`, cumulative `usage.completion_tokens`), which is unique because every
+//! stream has a prompt of its own length and sends one request that outlasts the run.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use llmib_client::engine::{Engine, ProbeOptions, PromptInput};
+use llmib_client::stream::{Counting, Measured, measure};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+const ROLE: &str = "LLMIB_OVERHEAD_ROLE";
+const CASE: &str = "LLMIB_OVERHEAD_CASE";
+const URL: &str = "LLMIB_OVERHEAD_URL";
+const SIM_PID: &str = "LLMIB_OVERHEAD_SIM_PID";
+const STAMPS_OUT: &str = "LLMIB_OVERHEAD_STAMPS";
+const CHUNKS_OUT: &str = "LLMIB_OVERHEAD_CHUNKS";
+
+/// Stream s sends a prompt of `PROMPT_BASE + s` token ids: distinct lengths make
+/// `usage.prompt_tokens` name the stream.
+const PROMPT_BASE: u32 = 16;
+
+/// One measured configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Case {
+    /// `ingest` (throughput: the client's cost) or `timing` (realistic steps: its timing error).
+    kind: String,
+    /// Concurrent streams.
+    streams: u32,
+    /// The simulator's decode step, whatever the batch size.
+    step_ms: f64,
+    /// Tokens per step, sent as one chunk.
+    spec_tokens: u32,
+    /// `max_tokens` of every request (closed loop: a finished request is sent again).
+    max_tokens: u32,
+    /// After every stream is admitted, before the window opens.
+    warm_s: f64,
+    /// The measured window.
+    window_s: f64,
+}
+
+impl Case {
+    fn timing(&self) -> bool {
+        self.kind == "timing"
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "{} N={} step={}ms spec={}",
+            self.kind, self.streams, self.step_ms, self.spec_tokens
+        )
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let ingest = |streams, step_ms, spec_tokens| Case {
+        kind: "ingest".into(),
+        streams,
+        step_ms,
+        spec_tokens,
+        max_tokens: 2048,
+        warm_s: 0.5,
+        window_s: 3.0,
+    };
+    // One request per stream that outlasts the run (4096 × 10 ms = 41 s), so chunks match
+    // unambiguously.
+    let timing = |streams, step_ms| Case {
+        kind: "timing".into(),
+        streams,
+        step_ms,
+        spec_tokens: 1,
+        max_tokens: 4096,
+        warm_s: 0.5,
+        window_s: 3.0,
+    };
+    vec![
+        ingest(1, 0.05, 1),
+        ingest(64, 0.5, 1),
+        ingest(1024, 8.0, 1),
+        ingest(1, 0.05, 8),
+        ingest(64, 0.5, 8),
+        ingest(1024, 8.0, 8),
+        timing(1, 10.0),
+        timing(64, 10.0),
+        timing(1024, 10.0),
+    ]
+}
+
+/// What the client child reports.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ClientResult {
+    window_s: f64,
+    /// Tokens and chunks that arrived inside the window.
+    tokens: u64,
+    chunks: u64,
+    /// Socket reads that carried at least one content chunk (chunks of one read share its
+    /// instant), inside the window.
+    reads: u64,
+    /// CPU seconds (user + system) over the window.
+    client_cpu_s: f64,
+    sim_cpu_s: f64,
+    rss_base_kb: u64,
+    rss_peak_kb: u64,
+    /// Capacity of the per-chunk timing records held at the end (16 bytes a chunk).
+    record_bytes: u64,
+    requests: u64,
+    errors: u64,
+    first_error: Option<String>,
+    /// Timing cases: content chunks written for matching.
+    timing_chunks: u64,
+}
+
+fn main() {
+    let r = match std::env::var(ROLE).as_deref() {
+        Ok("sim") => sim_role(),
+        Ok("client") => client_role(),
+        _ => orchestrate(),
+    };
+    if let Err(e) = r {
+        eprintln!("overhead bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn env(name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|_| format!("{name} is not set"))
+}
+
+/// A monotonic `Instant` and the realtime clock read at (nearly) the same moment: the pair
+/// with the shortest bracket out of many tries. Both processes read the same kernel clocks, so
+/// mapping their instants through their own pair puts them on one time line; the mapping's
+/// error is half the bracket (typically tens of ns). NTP slewing moves both clocks alike; only
+/// a clock step during the run would show, as a constant offset.
+#[derive(Debug, Clone, Copy)]
+struct ClockPair {
+    instant: Instant,
+    unix_ns: i128,
+}
+
+impl ClockPair {
+    fn now() -> ClockPair {
+        let mut best: Option<(Duration, ClockPair)> = None;
+        for _ in 0..1000 {
+            let a = Instant::now();
+            let unix_ns = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as i128);
+            let b = Instant::now();
+            let gap = b - a;
+            if best.as_ref().is_none_or(|(g, _)| gap < *g) {
+                let instant = a + gap / 2;
+                best = Some((gap, ClockPair { instant, unix_ns }));
+            }
+        }
+        best.map_or(
+            ClockPair {
+                instant: Instant::now(),
+                unix_ns: 0,
+            },
+            |(_, p)| p,
+        )
+    }
+
+    /// `t` in ns since the Unix epoch.
+    fn unix_ns(&self, t: Instant) -> i128 {
+        if t >= self.instant {
+            self.unix_ns + (t - self.instant).as_nanos() as i128
+        } else {
+            self.unix_ns - (self.instant - t).as_nanos() as i128
+        }
+    }
+}
+
+/// User + system CPU seconds of a process (all its threads, live and exited).
+fn cpu_seconds(pid: &str, ticks_per_s: f64) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may contain spaces: state is field 3, utime 14,
+    // stime 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / ticks_per_s)
+}
+
+fn ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// A `kB` line of `/proc/self/status` (`VmRSS`, `VmHWM`).
+fn status_kb(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simulator child.
+
+fn sim_role() -> Result<(), String> {
+    let case: Case = serde_json::from_str(&env(CASE)?).map_err(|e| e.to_string())?;
+    let mut cfg = llmib_sim::builtin_profile("tiny").ok_or("no tiny profile")?;
+    // Room for 1024 streams of (prompt + max_tokens); prefill made near instant so that the
+    // cases measure decode streaming only.
+    cfg.context_length = 1 << 16;
+    cfg.kv_capacity_tokens = 1 << 30;
+    cfg.prefix_cache_tokens = 0;
+    cfg.prefill_tok_per_s = 1e9;
+    cfg.prefill_overhead_ms = 0.0;
+    cfg.chunked_prefill_tokens = 1 << 30;
+    cfg.decode_step_ms = vec![(1, case.step_ms)];
+    cfg.per_kv_token_us = 0.0;
+    cfg.spec_tokens = case.spec_tokens;
+    cfg.stamp_chunks = case.timing();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let sim = rt
+        .block_on(llmib_sim::spawn(cfg))
+        .map_err(|e| e.to_string())?;
+    println!("PORT {}", sim.addr().port());
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    // Serve until the orchestrator closes our stdin.
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    let stamps = sim.take_chunk_stamps();
+    if let Ok(path) = std::env::var(STAMPS_OUT) {
+        let clock = ClockPair::now();
+        let f = std::fs::File::create(&path).map_err(|e| format!("{path}: {e}"))?;
+        let mut w = BufWriter::new(f);
+        for s in &stamps {
+            writeln!(
+                w,
+                "{} {} {}",
+                s.prompt_tokens,
+                s.completion_tokens,
+                clock.unix_ns(s.at)
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        w.flush().map_err(|e| e.to_string())?;
+    }
+    rt.block_on(sim.shutdown());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client child.
+
+fn client_role() -> Result<(), String> {
+    let case: Case = serde_json::from_str(&env(CASE)?).map_err(|e| e.to_string())?;
+    let url = env(URL)?;
+    let sim_pid = env(SIM_PID)?;
+    let chunks_out = std::env::var(CHUNKS_OUT).ok();
+    // As the CLI builds it (crates/cli/src/main.rs).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let rss_base_kb = status_kb("VmRSS");
+    let mut r = rt.block_on(run_client(&case, &url, &sim_pid, chunks_out.as_deref()))?;
+    r.rss_base_kb = rss_base_kb;
+    println!(
+        "RESULT {}",
+        serde_json::to_string(&r).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+async fn run_client(
+    case: &Case,
+    url: &str,
+    sim_pid: &str,
+    chunks_out: Option<&str>,
+) -> Result<ClientResult, String> {
+    let ticks = ticks_per_second();
+    let probe = Engine::probe(&ProbeOptions::new(url))
+        .await
+        .map_err(|e| e.to_string())?;
+    let engine = Arc::new(probe.engine);
+    let model = engine.model().served_model.clone();
+    // The driver's rule: usage on every chunk where the engine streams it.
+    let counting = if engine.info().capabilities.continuous_usage_stats == Some(true) {
+        Counting::UsagePerChunk
+    } else {
+        Counting::Deferred
+    };
+    let curl = engine.completions_url();
+    let origin = tokio::time::Instant::now();
+    let clock = ClockPair::now();
+    let stop = CancellationToken::new();
+    let mut workers = Vec::with_capacity(case.streams as usize);
+    for s in 0..case.streams {
+        let ids: Vec<u32> = (0..PROMPT_BASE + s).map(|k| 100 + k % 997).collect();
+        let body = engine.completion_body(&model, PromptInput::Ids(ids), case.max_tokens, true);
+        let body = Bytes::from(serde_json::to_vec(&body).map_err(|e| e.to_string())?);
+        let engine = Arc::clone(&engine);
+        let curl = curl.clone();
+        let stop = stop.clone();
+        // The closed loop of window.rs: a finished request is sent again at once.
+        workers.push(tokio::spawn(async move {
+            let mut done: Vec<Measured> = Vec::new();
+            while !stop.is_cancelled() {
+                let m = measure(
+                    engine.client(),
+                    &curl,
+                    body.clone(),
+                    s,
+                    origin,
+                    counting,
+                    &stop,
+                )
+                .await;
+                let failed = m.record.is_error();
+                done.push(m);
+                if failed {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            done
+        }));
+    }
+    // Readiness by the simulator's gauges, as the driver does: every stream admitted.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(g) = engine.gauges().await
+            && g.running.is_some_and(|r| r >= f64::from(case.streams))
+            && g.waiting.is_some_and(|w| w <= 0.0)
+        {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err("the streams were not all admitted within 60 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs_f64(case.warm_s)).await;
+    let (self_cpu0, sim_cpu0) = (cpu_seconds("self", ticks), cpu_seconds(sim_pid, ticks));
+    let t0 = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(case.window_s)).await;
+    let t1 = tokio::time::Instant::now();
+    let (self_cpu1, sim_cpu1) = (cpu_seconds("self", ticks), cpu_seconds(sim_pid, ticks));
+    stop.cancel();
+    let mut records = Vec::new();
+    for w in workers {
+        records.extend(w.await.map_err(|e| e.to_string())?);
+    }
+    let ns = |t: tokio::time::Instant| t.saturating_duration_since(origin).as_nanos() as u64;
+    let (w0, w1) = (ns(t0), ns(t1));
+    let mut r = ClientResult {
+        window_s: (t1 - t0).as_secs_f64(),
+        client_cpu_s: self_cpu1.zip(self_cpu0).map_or(f64::NAN, |(b, a)| b - a),
+        sim_cpu_s: sim_cpu1.zip(sim_cpu0).map_or(f64::NAN, |(b, a)| b - a),
+        requests: records.len() as u64,
+        ..ClientResult::default()
+    };
+    for m in &records {
+        let rec = &m.record;
+        r.record_bytes +=
+            (rec.chunks.capacity() * std::mem::size_of::<llmib_core::record::Chunk>()) as u64;
+        if rec.is_error() {
+            r.errors += 1;
+            if r.first_error.is_none() {
+                r.first_error = Some(format!("{:?}", rec.outcome));
+            }
+        }
+        let mut last_t = None;
+        for c in rec.chunks.iter().filter(|c| (w0..w1).contains(&c.t_ns)) {
+            r.tokens += u64::from(c.tokens);
+            r.chunks += 1;
+            if last_t != Some(c.t_ns) {
+                r.reads += 1;
+                last_t = Some(c.t_ns);
+            }
+        }
+    }
+    r.rss_peak_kb = status_kb("VmHWM");
+    if let Some(path) = chunks_out {
+        let f = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+        let mut w = BufWriter::new(f);
+        let base = clock.unix_ns(origin.into_std());
+        for m in &records {
+            let p = m.record.prompt_tokens_reported.unwrap_or(0);
+            let mut cum = 0u64;
+            for c in &m.record.chunks {
+                cum += u64::from(c.tokens);
+                if (w0..w1).contains(&c.t_ns) {
+                    writeln!(w, "{p} {cum} {}", base + i128::from(c.t_ns))
+                        .map_err(|e| e.to_string())?;
+                    r.timing_chunks += 1;
+                }
+            }
+        }
+        w.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(r)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The orchestrator.
+
+/// One case's outcome.
+struct Outcome {
+    case: Case,
+    client: ClientResult,
+    /// Timing cases: client instant − simulator stamp, in ns, one per matched chunk.
+    errors_ns: Vec<i64>,
+    unmatched: u64,
+    load_before: String,
+    load_after: String,
+}
+
+fn orchestrate() -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let only = std::env::var("LLMIB_OVERHEAD_ONLY").ok();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("llmib-client overhead vs the simulator ({cpus} CPUs, loopback, separate processes)");
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    for case in cases() {
+        if only.as_deref().is_some_and(|o| !case.label().contains(o)) {
+            continue;
+        }
+        eprintln!("  running {} …", case.label());
+        let o = run_case(&exe, &case)?;
+        eprintln!(
+            "    {:.0} tok/s, client {:.2} cores, sim {:.2} cores, {} errors",
+            o.client.tokens as f64 / o.client.window_s,
+            o.client.client_cpu_s / o.client.window_s,
+            o.client.sim_cpu_s / o.client.window_s,
+            o.client.errors
+        );
+        outcomes.push(o);
+    }
+    print_tables(&outcomes);
+    println!("(all cases: {:.0} s)", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
+    let case_json = serde_json::to_string(case).map_err(|e| e.to_string())?;
+    let tmp = std::env::temp_dir();
+    let tag = format!("llmib-overhead-{}-{}", std::process::id(), case.streams);
+    let stamps_path = tmp.join(format!("{tag}-sim.txt"));
+    let chunks_path = tmp.join(format!("{tag}-client.txt"));
+    let load_before = load_average();
+
+    let mut sim = Command::new(exe);
+    sim.env(ROLE, "sim")
+        .env(CASE, &case_json)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    if case.timing() {
+        sim.env(STAMPS_OUT, &stamps_path);
+    }
+    let mut sim = sim
+        .spawn()
+        .map_err(|e| format!("cannot start the simulator: {e}"))?;
+    let mut line = String::new();
+    if let Some(out) = sim.stdout.take() {
+        BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+    }
+    let port = line
+        .strip_prefix("PORT ")
+        .map(str::trim)
+        .ok_or_else(|| format!("the simulator did not start: {line:?}"))?
+        .to_string();
+
+    let mut client = Command::new(exe);
+    client
+        .env(ROLE, "client")
+        .env(CASE, &case_json)
+        .env(URL, format!("http://127.0.0.1:{port}"))
+        .env(SIM_PID, sim.id().to_string());
+    if case.timing() {
+        client.env(CHUNKS_OUT, &chunks_path);
+    }
+    let out = client
+        .output()
+        .map_err(|e| format!("cannot run the client: {e}"))?;
+    // Closing its stdin tells the simulator to write its stamps and stop.
+    drop(sim.stdin.take());
+    let _ = sim.wait();
+    let load_after = load_average();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .ok_or_else(|| {
+            format!(
+                "{}: the client failed: {}",
+                case.label(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })?;
+    let client: ClientResult = serde_json::from_str(result).map_err(|e| e.to_string())?;
+
+    let (mut errors_ns, mut unmatched) = (Vec::new(), 0);
+    if case.timing() {
+        let read = |p: &std::path::Path| -> Result<Vec<(u64, u64, i128)>, String> {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Ok(text
+                .lines()
+                .filter_map(|l| {
+                    let mut it = l.split(' ');
+                    Some((
+                        it.next()?.parse().ok()?,
+                        it.next()?.parse().ok()?,
+                        it.next()?.parse().ok()?,
+                    ))
+                })
+                .collect())
+        };
+        // A key seen twice (a stream that had to send again) is ambiguous: dropped.
+        let mut sim_at: HashMap<(u64, u64), Option<i128>> = HashMap::new();
+        for (p, c, t) in read(&stamps_path)? {
+            sim_at
+                .entry((p, c))
+                .and_modify(|v| *v = None)
+                .or_insert(Some(t));
+        }
+        for (p, c, t) in read(&chunks_path)? {
+            match sim_at.get(&(p, c)).copied().flatten() {
+                Some(s) => errors_ns.push((t - s) as i64),
+                None => unmatched += 1,
+            }
+        }
+        errors_ns.sort_unstable();
+        let _ = std::fs::remove_file(&stamps_path);
+        let _ = std::fs::remove_file(&chunks_path);
+    }
+    Ok(Outcome {
+        case: case.clone(),
+        client,
+        errors_ns,
+        unmatched,
+        load_before,
+        load_after,
+    })
+}
+
+fn pct(v: &[i64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    v[i] as f64 / 1000.0
+}
+
+fn print_tables(outcomes: &[Outcome]) {
+    println!();
+    println!(
+        "Ingest: closed loop, window {}s; tok/s/core = tokens ÷ client CPU seconds",
+        outcomes.first().map_or(0.0, |o| o.case.window_s)
+    );
+    println!(
+        "{:<34} {:>10} {:>9} {:>6} {:>7} {:>7} {:>11} {:>11} {:>11} {:>9} {:>9} {:>8}",
+        "case",
+        "tok/s",
+        "chunks/s",
+        "ch/rd",
+        "cli cpu",
+        "sim cpu",
+        "cpu s/Mtok",
+        "tok/s/core",
+        "chk/s/core",
+        "RSS MB",
+        "KB/strm",
+        "load"
+    );
+    for o in outcomes {
+        let c = &o.client;
+        let w = c.window_s;
+        let peak_mb = c.rss_peak_kb as f64 / 1024.0;
+        let per_stream =
+            (c.rss_peak_kb.saturating_sub(c.rss_base_kb)) as f64 / f64::from(o.case.streams);
+        println!(
+            "{:<34} {:>10.0} {:>9.0} {:>6.2} {:>7.2} {:>7.2} {:>11.3} {:>11.0} {:>11.0} {:>9.1} {:>9.1} {:>8}",
+            o.case.label(),
+            c.tokens as f64 / w,
+            c.chunks as f64 / w,
+            c.chunks as f64 / c.reads.max(1) as f64,
+            c.client_cpu_s / w,
+            c.sim_cpu_s / w,
+            c.client_cpu_s / (c.tokens as f64 / 1e6),
+            c.tokens as f64 / c.client_cpu_s,
+            c.chunks as f64 / c.client_cpu_s,
+            peak_mb,
+            per_stream,
+            format!("{}→{}", o.load_before, o.load_after),
+        );
+        if c.errors > 0 {
+            println!(
+                "    {} of {} requests failed; first: {}",
+                c.errors,
+                c.requests,
+                c.first_error.as_deref().unwrap_or("?")
+            );
+        }
+    }
+    let timing: Vec<&Outcome> = outcomes.iter().filter(|o| o.case.timing()).collect();
+    if timing.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "Timestamp error: client chunk instant − simulator write instant (µs), matched chunks in the window"
+    );
+    println!(
+        "{:<34} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
+        "case", "chunks", "unmatch", "min", "p50", "p90", "p99", "max", "RSS MB", "load"
+    );
+    for o in timing {
+        let e = &o.errors_ns;
+        println!(
+            "{:<34} {:>8} {:>7} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>8}",
+            o.case.label(),
+            e.len(),
+            o.unmatched,
+            pct(e, 0.0),
+            pct(e, 0.5),
+            pct(e, 0.9),
+            pct(e, 0.99),
+            pct(e, 1.0),
+            o.client.rss_peak_kb as f64 / 1024.0,
+            format!("{}→{}", o.load_before, o.load_after),
+        );
+    }
+}
