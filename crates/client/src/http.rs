@@ -79,6 +79,74 @@ pub fn build_client(opts: &HttpOptions) -> Result<reqwest::Client, HttpError> {
         .map_err(|e| HttpError::Build(error_chain(&e)))
 }
 
+/// Attempts of one request when pooled connections turn out to be closed already (the first
+/// try plus retries). Each stale connection fails at once, and several streams ending together
+/// can leave several of them in the pool, so one retry is not always enough.
+const STALE_ATTEMPTS: usize = 3;
+
+/// Whether a failed request met a pooled keep-alive connection that the server had already
+/// closed: the request was written, and the connection closed or was reset before any byte of
+/// an answer came back, so the server never processed it.
+///
+/// llama.cpp's `llama-server` closes the connection after every streamed response although its
+/// headers say `Keep-Alive: timeout=5, max=100` (its stream handler returns "no more data" after
+/// ending the chunked body, which cpp-httplib treats as a failed write). The client pools the
+/// connection as soon as the body ends, before the server's FIN arrives, so a closed-loop
+/// re-send or a metrics read right after a stream can be written into a dead connection. The
+/// same race exists with any server's keep-alive timeout.
+pub fn is_stale_connection(e: &reqwest::Error) -> bool {
+    if e.is_connect() || e.is_timeout() || e.is_builder() || e.is_status() {
+        return false;
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        // hyper's `IncompleteMessage` (hyper is not a direct dependency; reqwest exposes no
+        // predicate for it): EOF before the response head.
+        if err
+            .to_string()
+            .contains("connection closed before message completed")
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// Sends `req`, and sends it again on another connection when the pooled one was stale (see
+/// [`is_stale_connection`]); any other error is returned as it is. `before_send` runs right
+/// before each attempt, so a caller that times the request can take its send instant from the
+/// attempt that was answered.
+pub async fn send_fresh(
+    req: reqwest::RequestBuilder,
+    mut before_send: impl FnMut(),
+) -> reqwest::Result<reqwest::Response> {
+    let mut req = req;
+    for _ in 1..STALE_ATTEMPTS {
+        let again = req.try_clone();
+        before_send();
+        match req.send().await {
+            Err(e) if is_stale_connection(&e) => match again {
+                Some(r) => req = r,
+                None => return Err(e),
+            },
+            r => return r,
+        }
+    }
+    before_send();
+    req.send().await
+}
+
 /// Installs rustls' `ring` crypto provider as the process default, once. Safe to call many
 /// times and from many threads; a provider installed earlier by someone else is kept.
 #[cfg(feature = "tls")]
@@ -188,6 +256,86 @@ mod tests {
         assert!(m.contains("Invalid API Key"));
         let m = describe_status(StatusCode::BAD_REQUEST, "oops", "http://h");
         assert_eq!(m, "http://h answered HTTP 400: oops");
+    }
+
+    /// A server that answers one request per connection with keep-alive headers, then reads
+    /// the next request written on that connection and closes it unanswered: what a client
+    /// meets after a llama-server stream, made deterministic.
+    async fn one_answer_per_connection() -> (String, tokio::task::JoinHandle<()>) {
+        // Reads whatever the client wrote (one small request), waiting for it.
+        async fn read_some(s: &tokio::net::TcpStream) {
+            let mut buf = [0u8; 4096];
+            loop {
+                if s.readable().await.is_err() {
+                    return;
+                }
+                match s.try_read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    _ => return,
+                }
+            }
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    read_some(&s).await;
+                    let answer: &[u8] =
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nKeep-Alive: timeout=5, max=100\r\n\r\nok";
+                    if s.writable().await.is_ok() {
+                        let _ = s.try_write(answer);
+                    }
+                    // Wait until the client has written its next request here, then close.
+                    read_some(&s).await;
+                });
+            }
+        });
+        (format!("http://{addr}/"), task)
+    }
+
+    #[tokio::test]
+    async fn a_request_on_a_connection_the_server_closed_is_sent_again() {
+        let (url, task) = one_answer_per_connection().await;
+        let client = build_client(&HttpOptions::default()).expect("client");
+        // Without the retry, the second request meets the closed connection.
+        let r = client.get(&url).send().await.expect("first answer");
+        assert_eq!(r.text().await.expect("body"), "ok");
+        let e = client
+            .get(&url)
+            .send()
+            .await
+            .expect_err("the pooled connection is dead");
+        assert!(is_stale_connection(&e), "{}", error_chain(&e));
+        // With it, the request goes out again on a new connection and is answered.
+        let r = send_fresh(client.get(&url), || {}).await.expect("answer");
+        assert_eq!(r.text().await.expect("body"), "ok");
+        let mut sends = 0;
+        let r = send_fresh(client.get(&url), || sends += 1)
+            .await
+            .expect("answer after a retry");
+        assert_eq!(r.text().await.expect("body"), "ok");
+        assert_eq!(sends, 2, "one stale attempt, one answered");
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_not_retried() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let client = build_client(&HttpOptions::default()).expect("client");
+        let mut sends = 0;
+        let e = send_fresh(client.get(format!("http://127.0.0.1:{port}")), || {
+            sends += 1
+        })
+        .await
+        .expect_err("closed port");
+        assert!(!is_stale_connection(&e));
+        assert_eq!(sends, 1);
     }
 
     #[tokio::test]

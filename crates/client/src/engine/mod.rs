@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use thiserror::Error;
 
-use crate::http::{describe_request_error, describe_status};
+use crate::http::{describe_request_error, describe_status, send_fresh};
 use crate::metrics::{Metrics, parse_trtllm_json};
 
 pub use probe::{Probe, ProbeError, ProbeOptions};
@@ -264,10 +264,7 @@ impl Engine {
     /// Used after connection failures to tell "server gone" from "request failed".
     pub async fn alive(&self) -> bool {
         let url = format!("{}/v1/models", self.base_url);
-        self.client
-            .get(&url)
-            .timeout(self.side_timeout)
-            .send()
+        send_fresh(self.client.get(&url).timeout(self.side_timeout), || {})
             .await
             .is_ok()
     }
@@ -347,11 +344,7 @@ impl Engine {
     }
 
     async fn get_text(&self, url: &str, timeout: Duration) -> Result<String, EngineError> {
-        let resp = self
-            .client
-            .get(url)
-            .timeout(timeout)
-            .send()
+        let resp = send_fresh(self.client.get(url).timeout(timeout), || {})
             .await
             .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
         let status = resp.status();
@@ -370,14 +363,12 @@ impl Engine {
         url: &str,
         body: &B,
     ) -> Result<Value, EngineError> {
-        let resp = self
-            .client
-            .post(url)
-            .json(body)
-            .timeout(self.side_timeout)
-            .send()
-            .await
-            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        let resp = send_fresh(
+            self.client.post(url).json(body).timeout(self.side_timeout),
+            || {},
+        )
+        .await
+        .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
         let status = resp.status();
         let text = resp
             .text()
