@@ -127,18 +127,7 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             r.finished_at = Some(now_rfc3339());
             r
         };
-        if end != MatrixEnd::Completed {
-            let mut r = CellResult::empty(
-                key.phase,
-                key.context_tokens,
-                &cell.label,
-                key.concurrency,
-                CellStatus::NotRun,
-            );
-            r.status_reason = Some(not_run_reason(&end));
-            save(&m, r)?;
-            continue;
-        }
+        // Over capacity is a prediction, true whether or not the run goes on.
         if cell.over_capacity {
             let mut r = CellResult::empty(
                 key.phase,
@@ -157,7 +146,9 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             save(&m, r)?;
             continue;
         }
-        if m.cancel.is_cancelled() {
+        if end != MatrixEnd::Completed {
+            // Already stopping: keep the first reason.
+        } else if m.cancel.is_cancelled() {
             end = MatrixEnd::Interrupted;
         } else if s
             .max_time_s

@@ -48,6 +48,14 @@ fn first_line(s: &str) -> String {
     }
 }
 
+/// An error outcome with its first line only.
+fn error(kind: &str, msg: String) -> Outcome {
+    Outcome::Error {
+        kind: kind.to_string(),
+        message: first_line(&msg),
+    }
+}
+
 /// Sends `body` (a JSON completion request with `stream: true`) and measures the stream until it
 /// ends or `cancel` fires. Never fails: every error becomes an [`Outcome::Error`] in the record.
 pub async fn measure(
@@ -59,43 +67,55 @@ pub async fn measure(
     counting: Counting,
     cancel: &CancellationToken,
 ) -> Measured {
-    let mut rec = RequestRecord {
-        stream,
-        sent_ns: 0,
-        headers_ns: None,
-        chunks: Vec::new(),
-        end_ns: 0,
-        outcome: Outcome::Cancelled,
-        prompt_tokens_reported: None,
-        completion_tokens_reported: None,
-        cached_tokens_reported: None,
+    let mut m = Measured {
+        record: RequestRecord {
+            stream,
+            sent_ns: 0,
+            headers_ns: None,
+            chunks: Vec::new(),
+            end_ns: 0,
+            outcome: Outcome::Cancelled,
+            prompt_tokens_reported: None,
+            completion_tokens_reported: None,
+            cached_tokens_reported: None,
+        },
+        texts: (counting == Counting::Deferred).then(Vec::new),
+        saw_usage_per_chunk: false,
     };
-    let mut texts: Option<Vec<String>> = (counting == Counting::Deferred).then(Vec::new);
-    let mut saw_usage_per_chunk = false;
-    let err = |kind: &str, msg: String| Outcome::Error {
-        kind: kind.to_string(),
-        message: first_line(&msg),
-    };
+    let (end_ns, outcome) = drive(client, url, body, origin, counting, cancel, &mut m).await;
+    m.record.end_ns = end_ns;
+    m.record.outcome = outcome;
+    if counting == Counting::UsagePerChunk {
+        reconcile_zero_chunks(&mut m.record.chunks);
+    }
+    m
+}
 
+/// Runs the request, filling `m` as events arrive; returns when and how it ended.
+async fn drive(
+    client: &reqwest::Client,
+    url: &str,
+    body: Bytes,
+    origin: Instant,
+    counting: Counting,
+    cancel: &CancellationToken,
+    m: &mut Measured,
+) -> (u64, Outcome) {
+    let now = || ns(origin, Instant::now());
     let req = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "text/event-stream")
         .body(body);
-    let sent = Instant::now();
-    rec.sent_ns = ns(origin, sent);
+    m.record.sent_ns = now();
     let resp = tokio::select! {
         biased;
-        _ = cancel.cancelled() => {
-            rec.end_ns = ns(origin, Instant::now());
-            return Measured { record: rec, texts, saw_usage_per_chunk };
-        }
+        _ = cancel.cancelled() => return (now(), Outcome::Cancelled),
         r = req.send() => r,
     };
     let resp = match resp {
         Ok(r) => r,
         Err(e) => {
-            rec.end_ns = ns(origin, Instant::now());
             let kind = if e.is_connect() {
                 "connect"
             } else if e.is_timeout() {
@@ -103,30 +123,21 @@ pub async fn measure(
             } else {
                 "http"
             };
-            rec.outcome = err(kind, crate::http::describe_request_error(&e, url));
-            return Measured {
-                record: rec,
-                texts,
-                saw_usage_per_chunk,
-            };
+            return (
+                now(),
+                error(kind, crate::http::describe_request_error(&e, url)),
+            );
         }
     };
-    rec.headers_ns = Some(ns(origin, Instant::now()));
+    m.record.headers_ns = Some(now());
     let status = resp.status();
     if !status.is_success() {
         let text = resp.text().await.unwrap_or_default();
-        rec.end_ns = ns(origin, Instant::now());
-        rec.outcome = err(
-            &format!("http_{}", status.as_u16()),
-            format!("HTTP {}: {}", status.as_u16(), error_body_message(&text)),
-        );
-        return Measured {
-            record: rec,
-            texts,
-            saw_usage_per_chunk,
-        };
+        let msg = format!("HTTP {}: {}", status.as_u16(), error_body_message(&text));
+        return (now(), error(&format!("http_{}", status.as_u16()), msg));
     }
 
+    let rec = &mut m.record;
     let mut body = resp.bytes_stream();
     let mut dec = SseDecoder::new();
     let mut last_completion: u64 = 0;
@@ -135,70 +146,38 @@ pub async fn measure(
     loop {
         let next = tokio::select! {
             biased;
-            _ = cancel.cancelled() => {
-                // Dropping the body closes the connection, so the server aborts the request and
-                // frees its KV cache.
-                rec.end_ns = ns(origin, Instant::now());
-                rec.outcome = Outcome::Cancelled;
-                return Measured { record: rec, texts, saw_usage_per_chunk };
-            }
+            // Dropping the body closes the connection, so the server aborts the request and
+            // frees its KV cache.
+            _ = cancel.cancelled() => return (now(), Outcome::Cancelled),
             n = body.next() => n,
         };
         let bytes = match next {
             Some(Ok(b)) => b,
             Some(Err(e)) => {
-                rec.end_ns = ns(origin, Instant::now());
-                rec.outcome = err(
-                    "stream_broken",
-                    format!("the stream broke after {} chunks: {e}", rec.chunks.len()),
-                );
-                return Measured {
-                    record: rec,
-                    texts,
-                    saw_usage_per_chunk,
-                };
+                let msg = format!("the stream broke after {} chunks: {e}", rec.chunks.len());
+                return (now(), error("stream_broken", msg));
             }
             None => break,
         };
-        let t = ns(origin, Instant::now());
+        let t = now();
         dec.push(&bytes);
         while let Some(ev) = dec.next_event() {
-            let ev = match ev {
-                Ok(ev) => ev,
-                Err(e) => {
-                    rec.end_ns = t;
-                    rec.outcome = err("malformed", e.to_string());
-                    return Measured {
-                        record: rec,
-                        texts,
-                        saw_usage_per_chunk,
-                    };
-                }
-            };
-            let c = match parse_event(&ev) {
+            let c = match ev
+                .map_err(|e| e.to_string())
+                .and_then(|ev| parse_event(&ev).map_err(|e| e.to_string()))
+            {
                 Ok(StreamItem::Done) => {
                     done = true;
                     continue;
                 }
                 Ok(StreamItem::Error(e)) => {
-                    rec.end_ns = t;
-                    rec.outcome = err("stream_error", format!("error inside the stream: {e}"));
-                    return Measured {
-                        record: rec,
-                        texts,
-                        saw_usage_per_chunk,
-                    };
+                    return (
+                        t,
+                        error("stream_error", format!("error inside the stream: {e}")),
+                    );
                 }
                 Ok(StreamItem::Chunk(c)) => c,
-                Err(e) => {
-                    rec.end_ns = t;
-                    rec.outcome = err("malformed", e.to_string());
-                    return Measured {
-                        record: rec,
-                        texts,
-                        saw_usage_per_chunk,
-                    };
-                }
+                Err(e) => return (t, error("malformed", e)),
             };
             let text_len = c.text_len();
             if let Some(u) = &c.usage {
@@ -216,79 +195,67 @@ pub async fn measure(
                 Counting::UsagePerChunk => {
                     // Tokens in this chunk = growth of the cumulative completion count. A chunk
                     // whose count grew carries tokens even if its text is empty (a detokenizer
-                    // holding back a partial character); a chunk with text but no growth
-                    // (usage-less chunk) is counted when the usage next grows.
+                    // holding back a partial character); a chunk with text but no usage is
+                    // counted when the usage next grows (see `reconcile_zero_chunks`).
                     let ct = c.usage.as_ref().and_then(|u| u.completion_tokens);
                     match ct {
                         Some(ct) if ct > last_completion => {
+                            let k = (ct - last_completion) as u32;
                             if text_len > 0 || c.finish_reason.is_none() {
-                                saw_usage_per_chunk = true;
-                                rec.chunks.push(Chunk {
-                                    t_ns: t,
-                                    tokens: (ct - last_completion) as u32,
-                                });
+                                m.saw_usage_per_chunk = true;
+                                rec.chunks.push(Chunk { t_ns: t, tokens: k });
                             } else if let Some(last) = rec.chunks.last_mut() {
                                 // Usage that only grew on the finish chunk belongs to the last
                                 // content chunk (engines that report usage at the end).
-                                last.tokens += (ct - last_completion) as u32;
+                                last.tokens += k;
                             } else {
-                                rec.chunks.push(Chunk {
-                                    t_ns: t,
-                                    tokens: (ct - last_completion) as u32,
-                                });
+                                rec.chunks.push(Chunk { t_ns: t, tokens: k });
                             }
                             last_completion = ct;
                         }
-                        _ if text_len > 0 && ct.is_none() => {
-                            // No usage on this content chunk: counted provisionally as 0 and
-                            // reconciled at the end against the next usage growth.
-                            rec.chunks.push(Chunk { t_ns: t, tokens: 0 });
-                        }
+                        None if text_len > 0 => rec.chunks.push(Chunk { t_ns: t, tokens: 0 }),
                         _ => {}
                     }
                 }
                 Counting::Deferred => {
                     if text_len > 0 {
+                        // Provisional: `counting::count_deferred` sets the real counts.
                         rec.chunks.push(Chunk { t_ns: t, tokens: 1 });
-                        if let (Some(v), Some(s)) = (texts.as_mut(), c.content.as_deref()) {
-                            v.push(s.to_string());
+                        if let Some(v) = m.texts.as_mut() {
+                            // Reasoning text is generated tokens too.
+                            let mut s = c.reasoning.as_deref().unwrap_or("").to_string();
+                            s.push_str(c.content.as_deref().unwrap_or(""));
+                            v.push(s);
                         }
                     }
                 }
             }
-            if c.finish_reason.is_some() {
-                finish = c.finish_reason.map(|s| s.to_string());
+            if let Some(f) = c.finish_reason {
+                finish = Some(f.to_string());
             }
         }
     }
-    rec.end_ns = ns(origin, Instant::now());
+    let end = now();
     if let Some(Ok(ev)) = dec.finish()
         && matches!(parse_event(&ev), Ok(StreamItem::Done))
     {
         done = true;
     }
-    if counting == Counting::UsagePerChunk {
-        reconcile_zero_chunks(&mut rec.chunks);
-    }
-    rec.outcome = match (done, finish) {
+    let n = rec.chunks.len();
+    let outcome = match (done, finish) {
         (true, Some(reason)) => Outcome::Finished { reason },
-        (true, None) => err(
+        (true, None) => error(
             "no_finish_reason",
-            "the stream ended with [DONE] but no finish_reason".to_string(),
+            "the stream ended with [DONE] but no finish_reason".into(),
         ),
-        (false, _) => err(
+        (false, _) => error(
             "no_done",
             format!(
-                "the stream ended without [DONE] after {} chunks (server closed the connection)",
-                rec.chunks.len()
+                "the stream ended without [DONE] after {n} chunks (the server closed the connection)"
             ),
         ),
     };
-    Measured {
-        record: rec,
-        texts,
-        saw_usage_per_chunk,
-    }
+    (end, outcome)
 }
 
 /// Chunks that arrived without usage (count 0) take one token from the next chunk whose usage

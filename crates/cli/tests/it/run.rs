@@ -366,36 +366,44 @@ fn bad_input_fails_fast_with_one_line() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("8Q"));
 }
 
+/// Starts `run` in the background on contexts 512, 1K × concurrency 1, 2 (6 rows), stderr piped.
+fn spawn_small_run(url: &str, dir: &str, duration: &str) -> std::process::Child {
+    std::process::Command::new(bin())
+        .args([
+            "run",
+            "--url",
+            url,
+            "--contexts",
+            "512,1K",
+            "--concurrency",
+            "1,2",
+            "--duration",
+            duration,
+        ])
+        .args(["--max-output", "64", "--output", dir, "--format", "none"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the run")
+}
+
+/// Waits (30 s at most) until `dir` holds `n` rows.
+fn wait_for_rows(dir: &std::path::Path, n: usize) {
+    let t = std::time::Instant::now();
+    while cells(dir).len() < n && t.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_killed_run_leaves_readable_results_and_resume_finishes_it() {
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
     let dir = out_dir("run-kill-resume");
     let d = dir.to_str().unwrap_or_default().to_string();
-    let mut child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "--url",
-            &sim.url,
-            "--contexts",
-            "512,1K",
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "700ms",
-            "--max-output",
-            "64",
-        ])
-        .args(["--output", &d, "--format", "none"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_small_run(&sim.url, &d, "700ms");
     // Kill it (SIGKILL, no chance to clean up) once two rows are saved.
-    let t = std::time::Instant::now();
-    while cells(&dir).len() < 2 && t.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_rows(&dir, 2);
     child.kill().expect("kill");
     let _ = child.wait();
     let before = cells(&dir);
@@ -443,29 +451,8 @@ fn ctrl_c_saves_what_is_done_and_exits_130() {
     let sim = Sim::start(exact_sim());
     let dir = out_dir("run-sigint");
     let d = dir.to_str().unwrap_or_default().to_string();
-    let child = std::process::Command::new(bin())
-        .args([
-            "run",
-            "--url",
-            &sim.url,
-            "--contexts",
-            "512,1K",
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "2s",
-            "--max-output",
-            "64",
-        ])
-        .args(["--output", &d, "--format", "none"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let t = std::time::Instant::now();
-    while cells(&dir).is_empty() && t.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let child = spawn_small_run(&sim.url, &d, "2s");
+    wait_for_rows(&dir, 1);
     let ok = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -694,29 +681,8 @@ fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
         .to_string();
     let dir = out_dir("run-server-dies");
     let d = dir.to_str().unwrap_or_default().to_string();
-    let run = std::process::Command::new(bin())
-        .args([
-            "run",
-            "--url",
-            &url,
-            "--contexts",
-            "512,1K",
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "1s",
-            "--max-output",
-            "64",
-        ])
-        .args(["--output", &d, "--format", "none"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn run");
-    let t = std::time::Instant::now();
-    while cells(&dir).len() < 2 && t.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let run = spawn_small_run(&url, &d, "1s");
+    wait_for_rows(&dir, 2);
     sim.kill().expect("kill the server");
     let _ = sim.wait();
     let out = run.wait_with_output().expect("wait");
