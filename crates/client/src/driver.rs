@@ -298,6 +298,7 @@ async fn prefill_cell(
         origin,
         Counting::Deferred,
         &m.cancel,
+        None,
     )
     .await;
     cp.warmed.insert(0);

@@ -12,6 +12,7 @@ use crate::sse::SseDecoder;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use llmib_core::record::{Chunk, Outcome, RequestRecord};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -58,6 +59,9 @@ fn error(kind: &str, msg: String) -> Outcome {
 
 /// Sends `body` (a JSON completion request with `stream: true`) and measures the stream until it
 /// ends or `cancel` fires. Never fails: every error becomes an [`Outcome::Error`] in the record.
+/// `first_token`, when given, is set as soon as the first content chunk arrives (readiness
+/// without gauges watches it).
+#[allow(clippy::too_many_arguments)]
 pub async fn measure(
     client: &reqwest::Client,
     url: &str,
@@ -66,6 +70,7 @@ pub async fn measure(
     origin: Instant,
     counting: Counting,
     cancel: &CancellationToken,
+    first_token: Option<&AtomicBool>,
 ) -> Measured {
     let mut m = Measured {
         record: RequestRecord {
@@ -82,7 +87,17 @@ pub async fn measure(
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
     };
-    let (end_ns, outcome) = drive(client, url, body, origin, counting, cancel, &mut m).await;
+    let (end_ns, outcome) = drive(
+        client,
+        url,
+        body,
+        origin,
+        counting,
+        cancel,
+        first_token,
+        &mut m,
+    )
+    .await;
     m.record.end_ns = end_ns;
     m.record.outcome = outcome;
     if counting == Counting::UsagePerChunk {
@@ -92,6 +107,7 @@ pub async fn measure(
 }
 
 /// Runs the request, filling `m` as events arrive; returns when and how it ended.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     client: &reqwest::Client,
     url: &str,
@@ -99,6 +115,7 @@ async fn drive(
     origin: Instant,
     counting: Counting,
     cancel: &CancellationToken,
+    first_token: Option<&AtomicBool>,
     m: &mut Measured,
 ) -> (u64, Outcome) {
     let now = || ns(origin, Instant::now());
@@ -108,10 +125,13 @@ async fn drive(
         .header("accept", "text/event-stream")
         .body(body);
     m.record.sent_ns = now();
+    // A pooled connection the server already closed fails at once and is retried on another;
+    // the send instant is the answered attempt's.
+    let sent_ns = &mut m.record.sent_ns;
     let resp = tokio::select! {
         biased;
         _ = cancel.cancelled() => return (now(), Outcome::Cancelled),
-        r = req.send() => r,
+        r = crate::http::send_fresh(req, || *sent_ns = now()) => r,
     };
     let resp = match resp {
         Ok(r) => r,
@@ -160,6 +180,7 @@ async fn drive(
             None => break,
         };
         let t = now();
+        let had_token = !rec.chunks.is_empty();
         dec.push(&bytes);
         while let Some(ev) = dec.next_event() {
             let c = match ev
@@ -233,6 +254,12 @@ async fn drive(
             if let Some(f) = c.finish_reason {
                 finish = Some(f.to_string());
             }
+        }
+        if !had_token
+            && !rec.chunks.is_empty()
+            && let Some(flag) = first_token
+        {
+            flag.store(true, Ordering::Relaxed);
         }
     }
     let end = now();

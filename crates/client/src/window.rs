@@ -10,7 +10,7 @@ use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
 use llmib_core::record::RequestRecord;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -74,6 +74,7 @@ pub async fn warm_up(
                 origin,
                 Counting::Deferred,
                 cancel,
+                None,
             )
             .await
         }
@@ -93,7 +94,9 @@ pub async fn run_window(
     let n = spec.concurrency as usize;
     let origin = Instant::now();
     let stop = CancellationToken::new();
-    let streams_with_token = Arc::new(AtomicU32::new(0));
+    // One flag per stream, set by the stream's first content chunk (readiness without gauges).
+    let first_tokens: Arc<Vec<AtomicBool>> =
+        Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
     let url = engine.completions_url();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Measured>(n.max(1) * 4);
 
@@ -108,10 +111,9 @@ pub async fn run_window(
         let url = url.clone();
         let stop = stop.clone();
         let tx = tx.clone();
-        let seen = streams_with_token.clone();
+        let flags = first_tokens.clone();
         let counting = spec.counting;
         workers.push(tokio::spawn(async move {
-            let first_token = AtomicBool::new(false);
             while !stop.is_cancelled() {
                 let m = measure(
                     engine.client(),
@@ -121,11 +123,9 @@ pub async fn run_window(
                     origin,
                     counting,
                     &stop,
+                    flags.get(i),
                 )
                 .await;
-                if !m.record.chunks.is_empty() && !first_token.swap(true, Ordering::Relaxed) {
-                    seen.fetch_add(1, Ordering::Relaxed);
-                }
                 let failed = m.record.is_error();
                 if tx.send(m).await.is_err() {
                     break;
@@ -157,21 +157,33 @@ pub async fn run_window(
     let ready_deadline = origin + spec.readiness_timeout;
     let mut interrupted = false;
     let mut ready = false;
+    // A queue that stays while the running count stops growing will not drain before requests
+    // finish (a slot or KV limit): waiting out the whole readiness limit would measure nothing
+    // more, so the window opens then, and the cell is marked queued.
+    let stall = (spec.gauge_interval * 8).max(Duration::from_secs(2));
+    let mut running_seen: (f64, Instant) = (-1.0, origin);
     loop {
         if run_cancel.is_cancelled() {
             interrupted = true;
             break;
         }
-        let by_tokens = streams_with_token.load(Ordering::Relaxed) as usize >= n;
+        let by_tokens = first_tokens.iter().all(|f| f.load(Ordering::Relaxed));
         if use_gauges {
             if let Ok(g) = engine.gauges().await
                 && let (Some(run), Some(wait)) = (g.running, g.waiting)
-                && run >= n as f64
-                && wait <= 0.0
             {
-                ready = true;
-                queue.readiness_by = Some("gauges".into());
-                break;
+                if run >= n as f64 && wait <= 0.0 {
+                    ready = true;
+                    queue.readiness_by = Some("gauges".into());
+                    break;
+                }
+                let now = Instant::now();
+                if run > running_seen.0 {
+                    running_seen = (run, now);
+                } else if wait > 0.0 && now.duration_since(running_seen.1) >= stall {
+                    queue.readiness_by = Some("queue_stalled".into());
+                    break;
+                }
             }
         } else if by_tokens {
             ready = true;
@@ -230,13 +242,19 @@ pub async fn run_window(
         }
     }
     let w_end = Instant::now();
-    // Close every open request now: the connection drops and the server frees its KV.
-    stop.cancel();
+    // The counter is read before the open requests are cancelled. llama.cpp adds a request's
+    // tokens to its counter only when the request's slot is released, and a cancellation
+    // releases it: read after the cancel, the delta would count (or, racing with the
+    // cancellation, sometimes not count) whole requests cut at window end, tokens from before
+    // the window included. Read first, it counts exactly the requests that ended inside the
+    // window; engines that count every token lose nothing.
     let gen_after = engine
         .gauges()
         .await
         .ok()
         .and_then(|g| g.generation_tokens_total);
+    // Close every open request now: the connection drops and the server frees its KV.
+    stop.cancel();
     for w in workers {
         let _ = w.await;
     }
