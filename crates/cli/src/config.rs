@@ -102,7 +102,7 @@ pub struct RunArgs {
     /// TOML file with any of these settings; flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Results directory (default: results/<timestamp>).
+    /// Results directory (default: `results/run-TIMESTAMP`).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Continue an interrupted run in DIR: only missing or Not run cells are measured.

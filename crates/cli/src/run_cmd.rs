@@ -51,7 +51,7 @@ pub struct DemoArgs {
     /// Decode window per cell (the default keeps the full matrix within a few minutes).
     #[arg(long, default_value = "3s")]
     pub duration: String,
-    /// Results directory (default: results/demo-<timestamp>).
+    /// Results directory (default: `results/demo-TIMESTAMP`).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Contexts (default: the seed's, at the profile's scale).
