@@ -51,6 +51,8 @@ const PROMPT_BASE: u32 = 16;
 struct Case {
     /// `ingest` (throughput: the client's cost) or `timing` (realistic steps: its timing error).
     kind: String,
+    /// `measure` (the client's real path) or `raw` (a bare socket reader: the host's floor).
+    reader: String,
     /// Concurrent streams.
     streams: u32,
     /// The simulator's decode step, whatever the batch size.
@@ -70,17 +72,26 @@ impl Case {
         self.kind == "timing"
     }
 
+    fn raw(&self) -> bool {
+        self.reader == "raw"
+    }
+
     fn label(&self) -> String {
-        format!(
-            "{} N={} step={}ms spec={}",
-            self.kind, self.streams, self.step_ms, self.spec_tokens
-        )
+        let mut l = format!("{} N={} step={}ms", self.kind, self.streams, self.step_ms);
+        if self.spec_tokens > 1 {
+            l += &format!(" spec={}", self.spec_tokens);
+        }
+        if self.raw() {
+            l += " [raw]";
+        }
+        l
     }
 }
 
 fn cases() -> Vec<Case> {
     let ingest = |streams, step_ms, spec_tokens| Case {
         kind: "ingest".into(),
+        reader: "measure".into(),
         streams,
         step_ms,
         spec_tokens,
@@ -88,10 +99,11 @@ fn cases() -> Vec<Case> {
         warm_s: 0.5,
         window_s: 3.0,
     };
-    // One request per stream that outlasts the run (4096 × 10 ms = 41 s), so chunks match
+    // One request per stream that outlasts the run (4096 × 10 ms = 41 s), so that chunks match
     // unambiguously.
-    let timing = |streams, step_ms| Case {
+    let timing = |streams, step_ms, reader: &str| Case {
         kind: "timing".into(),
+        reader: reader.into(),
         streams,
         step_ms,
         spec_tokens: 1,
@@ -99,17 +111,36 @@ fn cases() -> Vec<Case> {
         warm_s: 0.5,
         window_s: 3.0,
     };
-    vec![
-        ingest(1, 0.05, 1),
-        ingest(64, 0.5, 1),
-        ingest(1024, 8.0, 1),
-        ingest(1, 0.05, 8),
-        ingest(64, 0.5, 8),
-        ingest(1024, 8.0, 8),
-        timing(1, 10.0),
-        timing(64, 10.0),
-        timing(1024, 10.0),
-    ]
+    let mut v = Vec::new();
+    // Steps as short as the simulator can serve for each N, one token per chunk (what most
+    // engines send), then eight (speculative decoding: the same chunks carry 8× the tokens).
+    for spec in [1, 8] {
+        v.extend([
+            ingest(1, 0.05, spec),
+            ingest(64, 0.5, spec),
+            ingest(1024, 8.0, spec),
+        ]);
+    }
+    // 10 ms steps; at 1024 streams that is 100k chunks/s, far above a real engine's batch of
+    // 1024 (tens of ms per step), so 1024 also runs at 20 ms. Each beside the raw floor.
+    for (n, step) in [(1, 10.0), (64, 10.0), (1024, 10.0), (1024, 20.0)] {
+        v.push(timing(n, step, "measure"));
+        v.push(timing(n, step, "raw"));
+    }
+    v
+}
+
+/// One content chunk as a reader saw it.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// `usage.prompt_tokens` of its request (names the stream).
+    prompt_tokens: u64,
+    /// Cumulative `usage.completion_tokens` after it.
+    completion_tokens: u64,
+    /// Arrival, ns from the origin.
+    t_ns: u64,
+    /// Tokens it carried.
+    tokens: u32,
 }
 
 /// What the client child reports.
@@ -119,21 +150,16 @@ struct ClientResult {
     /// Tokens and chunks that arrived inside the window.
     tokens: u64,
     chunks: u64,
-    /// Socket reads that carried at least one content chunk (chunks of one read share its
-    /// instant), inside the window.
-    reads: u64,
     /// CPU seconds (user + system) over the window.
     client_cpu_s: f64,
     sim_cpu_s: f64,
     rss_base_kb: u64,
     rss_peak_kb: u64,
-    /// Capacity of the per-chunk timing records held at the end (16 bytes a chunk).
+    /// Heap held by the per-chunk timing records at the end (capacity × 16 bytes).
     record_bytes: u64,
     requests: u64,
     errors: u64,
     first_error: Option<String>,
-    /// Timing cases: content chunks written for matching.
-    timing_chunks: u64,
 }
 
 fn main() {
@@ -256,8 +282,10 @@ fn sim_role() -> Result<(), String> {
     cfg.per_kv_token_us = 0.0;
     cfg.spec_tokens = case.spec_tokens;
     cfg.stamp_chunks = case.timing();
+    // Named apart from the client's (default-named) workers, for profilers.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_name("llmib-sim-rt")
         .build()
         .map_err(|e| e.to_string())?;
     let sim = rt
@@ -331,6 +359,7 @@ async fn run_client(
         Counting::Deferred
     };
     let curl = engine.completions_url();
+    let addr = url.trim_start_matches("http://").to_string();
     let origin = tokio::time::Instant::now();
     let clock = ClockPair::now();
     let stop = CancellationToken::new();
@@ -340,10 +369,13 @@ async fn run_client(
         let body = engine.completion_body(&model, PromptInput::Ids(ids), case.max_tokens, true);
         let body = Bytes::from(serde_json::to_vec(&body).map_err(|e| e.to_string())?);
         let engine = Arc::clone(&engine);
-        let curl = curl.clone();
-        let stop = stop.clone();
-        // The closed loop of window.rs: a finished request is sent again at once.
+        let (curl, addr, stop) = (curl.clone(), addr.clone(), stop.clone());
+        let raw = case.raw();
         workers.push(tokio::spawn(async move {
+            if raw {
+                return Out::Raw(raw_stream(&addr, &body, origin, &stop).await);
+            }
+            // The closed loop of window.rs: a finished request is sent again at once.
             let mut done: Vec<Measured> = Vec::new();
             while !stop.is_cancelled() {
                 let m = measure(
@@ -354,6 +386,7 @@ async fn run_client(
                     origin,
                     counting,
                     &stop,
+                    None,
                 )
                 .await;
                 let failed = m.record.is_error();
@@ -362,7 +395,7 @@ async fn run_client(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
-            done
+            Out::Measured(done)
         }));
     }
     // Readiness by the simulator's gauges, as the driver does: every stream admitted.
@@ -386,59 +419,171 @@ async fn run_client(
     let t1 = tokio::time::Instant::now();
     let (self_cpu1, sim_cpu1) = (cpu_seconds("self", ticks), cpu_seconds(sim_pid, ticks));
     stop.cancel();
-    let mut records = Vec::new();
+    let mut outs = Vec::with_capacity(workers.len());
     for w in workers {
-        records.extend(w.await.map_err(|e| e.to_string())?);
+        outs.push(w.await.map_err(|e| e.to_string())?);
     }
+    // Peak memory before anything below allocates.
+    let rss_peak_kb = status_kb("VmHWM");
     let ns = |t: tokio::time::Instant| t.saturating_duration_since(origin).as_nanos() as u64;
     let (w0, w1) = (ns(t0), ns(t1));
     let mut r = ClientResult {
         window_s: (t1 - t0).as_secs_f64(),
         client_cpu_s: self_cpu1.zip(self_cpu0).map_or(f64::NAN, |(b, a)| b - a),
         sim_cpu_s: sim_cpu1.zip(sim_cpu0).map_or(f64::NAN, |(b, a)| b - a),
-        requests: records.len() as u64,
+        rss_peak_kb,
         ..ClientResult::default()
     };
-    for m in &records {
-        let rec = &m.record;
-        r.record_bytes +=
-            (rec.chunks.capacity() * std::mem::size_of::<llmib_core::record::Chunk>()) as u64;
-        if rec.is_error() {
-            r.errors += 1;
-            if r.first_error.is_none() {
-                r.first_error = Some(format!("{:?}", rec.outcome));
+    let mut entries = Vec::new();
+    for out in outs {
+        match out {
+            Out::Raw(Ok(e)) => {
+                r.requests += 1;
+                entries.extend(e);
             }
-        }
-        let mut last_t = None;
-        for c in rec.chunks.iter().filter(|c| (w0..w1).contains(&c.t_ns)) {
-            r.tokens += u64::from(c.tokens);
-            r.chunks += 1;
-            if last_t != Some(c.t_ns) {
-                r.reads += 1;
-                last_t = Some(c.t_ns);
+            Out::Raw(Err(e)) => {
+                r.requests += 1;
+                r.errors += 1;
+                r.first_error.get_or_insert(e);
+            }
+            Out::Measured(ms) => {
+                for m in ms {
+                    let rec = &m.record;
+                    r.requests += 1;
+                    r.record_bytes += (rec.chunks.capacity()
+                        * std::mem::size_of::<llmib_core::record::Chunk>())
+                        as u64;
+                    if rec.is_error() {
+                        r.errors += 1;
+                        r.first_error
+                            .get_or_insert_with(|| format!("{:?}", rec.outcome));
+                    }
+                    let p = rec.prompt_tokens_reported.unwrap_or(0);
+                    let mut cum = 0u64;
+                    for c in &rec.chunks {
+                        cum += u64::from(c.tokens);
+                        entries.push(Entry {
+                            prompt_tokens: p,
+                            completion_tokens: cum,
+                            t_ns: c.t_ns,
+                            tokens: c.tokens,
+                        });
+                    }
+                }
             }
         }
     }
-    r.rss_peak_kb = status_kb("VmHWM");
+    entries.retain(|e| (w0..w1).contains(&e.t_ns));
+    r.chunks = entries.len() as u64;
+    r.tokens = entries.iter().map(|e| u64::from(e.tokens)).sum();
     if let Some(path) = chunks_out {
         let f = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
         let mut w = BufWriter::new(f);
         let base = clock.unix_ns(origin.into_std());
-        for m in &records {
-            let p = m.record.prompt_tokens_reported.unwrap_or(0);
-            let mut cum = 0u64;
-            for c in &m.record.chunks {
-                cum += u64::from(c.tokens);
-                if (w0..w1).contains(&c.t_ns) {
-                    writeln!(w, "{p} {cum} {}", base + i128::from(c.t_ns))
-                        .map_err(|e| e.to_string())?;
-                    r.timing_chunks += 1;
-                }
-            }
+        for e in &entries {
+            writeln!(
+                w,
+                "{} {} {}",
+                e.prompt_tokens,
+                e.completion_tokens,
+                base + i128::from(e.t_ns)
+            )
+            .map_err(|e| e.to_string())?;
         }
         w.flush().map_err(|e| e.to_string())?;
     }
     Ok(r)
+}
+
+/// What one stream's worker returns.
+enum Out {
+    /// Every request `measure` ran.
+    Measured(Vec<Measured>),
+    /// The raw reader's chunks, or why it failed.
+    Raw(Result<Vec<Entry>, String>),
+}
+
+/// The floor any tokio client pays on this host: the same request read from a bare socket,
+/// timestamped right after each read returns, chunks found by a substring scan. No HTTP
+/// library, SSE decoder or JSON parser; the same cancellation check per read as `measure`.
+async fn raw_stream(
+    addr: &str,
+    body: &[u8],
+    origin: tokio::time::Instant,
+    stop: &CancellationToken,
+) -> Result<Vec<Entry>, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let s = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
+    s.set_nodelay(true).map_err(io)?;
+    let mut req = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    let mut sent = 0;
+    while sent < req.len() {
+        s.writable().await.map_err(io)?;
+        match s.try_write(&req[sent..]) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let mut buf = vec![0u8; 64 << 10];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut out = Vec::new();
+    let mut last = 0u64;
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            r = s.readable() => r.map_err(io)?,
+        }
+        let n = match s.try_read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        let t = origin.elapsed().as_nanos() as u64;
+        pending.extend_from_slice(&buf[..n]);
+        // An SSE event ends with a blank line; HTTP chunk framing uses CRLF, never "\n\n".
+        let mut start = 0;
+        while let Some(i) = memchr::memmem::find(&pending[start..], b"\n\n") {
+            let ev = &pending[start..start + i];
+            if let (Some(p), Some(c)) = (
+                number_after(ev, b"\"prompt_tokens\":"),
+                number_after(ev, b"\"completion_tokens\":"),
+            ) && c > last
+            {
+                out.push(Entry {
+                    prompt_tokens: p,
+                    completion_tokens: c,
+                    t_ns: t,
+                    tokens: (c - last) as u32,
+                });
+                last = c;
+            }
+            start += i + 2;
+        }
+        pending.drain(..start);
+    }
+    Ok(out)
+}
+
+/// The unsigned integer right after `key` in `hay`.
+fn number_after(hay: &[u8], key: &[u8]) -> Option<u64> {
+    let at = memchr::memmem::find(hay, key)? + key.len();
+    let digits = hay[at..]
+        .iter()
+        .skip_while(|b| **b == b' ')
+        .take_while(|b| b.is_ascii_digit());
+    let mut v = None;
+    for d in digits {
+        v = Some(v.unwrap_or(0u64) * 10 + u64::from(d - b'0'));
+    }
+    v
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -485,7 +630,12 @@ fn orchestrate() -> Result<(), String> {
 fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
     let case_json = serde_json::to_string(case).map_err(|e| e.to_string())?;
     let tmp = std::env::temp_dir();
-    let tag = format!("llmib-overhead-{}-{}", std::process::id(), case.streams);
+    let tag = format!(
+        "llmib-overhead-{}-{}-{}",
+        std::process::id(),
+        case.streams,
+        case.reader
+    );
     let stamps_path = tmp.join(format!("{tag}-sim.txt"));
     let chunks_path = tmp.join(format!("{tag}-client.txt"));
     let load_before = load_average();
@@ -595,45 +745,33 @@ fn pct(v: &[i64], q: f64) -> f64 {
 }
 
 fn print_tables(outcomes: &[Outcome]) {
+    let per_s = |o: &Outcome, x: u64| x as f64 / o.client.window_s;
     println!();
+    println!("Cost: CPU of each process over the window (cores = CPU seconds per second)");
     println!(
-        "Ingest: closed loop, window {}s; tok/s/core = tokens ÷ client CPU seconds",
-        outcomes.first().map_or(0.0, |o| o.case.window_s)
-    );
-    println!(
-        "{:<34} {:>10} {:>9} {:>6} {:>7} {:>7} {:>11} {:>11} {:>11} {:>9} {:>9} {:>8}",
+        "{:<32} {:>9} {:>9} {:>8} {:>8} {:>11} {:>9} {:>11} {:>9}",
         "case",
         "tok/s",
         "chunks/s",
-        "ch/rd",
-        "cli cpu",
-        "sim cpu",
+        "client",
+        "sim",
         "cpu s/Mtok",
+        "µs/chunk",
         "tok/s/core",
-        "chk/s/core",
-        "RSS MB",
-        "KB/strm",
         "load"
     );
     for o in outcomes {
         let c = &o.client;
-        let w = c.window_s;
-        let peak_mb = c.rss_peak_kb as f64 / 1024.0;
-        let per_stream =
-            (c.rss_peak_kb.saturating_sub(c.rss_base_kb)) as f64 / f64::from(o.case.streams);
         println!(
-            "{:<34} {:>10.0} {:>9.0} {:>6.2} {:>7.2} {:>7.2} {:>11.3} {:>11.0} {:>11.0} {:>9.1} {:>9.1} {:>8}",
+            "{:<32} {:>9.0} {:>9.0} {:>8.2} {:>8.2} {:>11.2} {:>9.2} {:>11.0} {:>9}",
             o.case.label(),
-            c.tokens as f64 / w,
-            c.chunks as f64 / w,
-            c.chunks as f64 / c.reads.max(1) as f64,
-            c.client_cpu_s / w,
-            c.sim_cpu_s / w,
+            per_s(o, c.tokens),
+            per_s(o, c.chunks),
+            c.client_cpu_s / c.window_s,
+            c.sim_cpu_s / c.window_s,
             c.client_cpu_s / (c.tokens as f64 / 1e6),
+            c.client_cpu_s * 1e6 / c.chunks as f64,
             c.tokens as f64 / c.client_cpu_s,
-            c.chunks as f64 / c.client_cpu_s,
-            peak_mb,
-            per_stream,
             format!("{}→{}", o.load_before, o.load_after),
         );
         if c.errors > 0 {
@@ -645,22 +783,46 @@ fn print_tables(outcomes: &[Outcome]) {
             );
         }
     }
+    println!();
+    println!(
+        "Memory of the client process: peak RSS, the timing records' share, and the rest per stream"
+    );
+    println!(
+        "{:<32} {:>9} {:>9} {:>11} {:>12} {:>13}",
+        "case", "base MB", "peak MB", "records MB", "KB/stream", "chunks/strm"
+    );
+    for o in outcomes.iter().filter(|o| !o.case.raw()) {
+        let c = &o.client;
+        let mb = |kb: u64| kb as f64 / 1024.0;
+        let rest_kb =
+            c.rss_peak_kb.saturating_sub(c.rss_base_kb) as f64 - c.record_bytes as f64 / 1024.0;
+        println!(
+            "{:<32} {:>9.1} {:>9.1} {:>11.1} {:>12.1} {:>13.0}",
+            o.case.label(),
+            mb(c.rss_base_kb),
+            mb(c.rss_peak_kb),
+            c.record_bytes as f64 / (1 << 20) as f64,
+            rest_kb / f64::from(o.case.streams),
+            // Chunks held per stream over the whole run, not just the window.
+            c.record_bytes as f64 / 16.0 / f64::from(o.case.streams),
+        );
+    }
     let timing: Vec<&Outcome> = outcomes.iter().filter(|o| o.case.timing()).collect();
     if timing.is_empty() {
         return;
     }
     println!();
     println!(
-        "Timestamp error: client chunk instant − simulator write instant (µs), matched chunks in the window"
+        "Timestamp error (µs): the reader's instant for a chunk − the simulator's instant when it handed that chunk to hyper"
     );
     println!(
-        "{:<34} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8}",
-        "case", "chunks", "unmatch", "min", "p50", "p90", "p99", "max", "RSS MB", "load"
+        "{:<32} {:>8} {:>7} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "case", "chunks", "unmatch", "min", "p50", "p90", "p99", "max", "load"
     );
     for o in timing {
         let e = &o.errors_ns;
         println!(
-            "{:<34} {:>8} {:>7} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>8}",
+            "{:<32} {:>8} {:>7} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>9.1} {:>9}",
             o.case.label(),
             e.len(),
             o.unmatched,
@@ -669,8 +831,10 @@ fn print_tables(outcomes: &[Outcome]) {
             pct(e, 0.9),
             pct(e, 0.99),
             pct(e, 1.0),
-            o.client.rss_peak_kb as f64 / 1024.0,
             format!("{}→{}", o.load_before, o.load_after),
         );
     }
+    println!(
+        "[raw]: a bare tokio socket reader of the same streams (no HTTP library, SSE decoder or JSON parser): the host's floor"
+    );
 }
