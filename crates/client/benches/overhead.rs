@@ -30,7 +30,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use llmib_client::chunk::{StreamItem, parse_event};
 use llmib_client::engine::{Engine, ProbeOptions, PromptInput};
+use llmib_client::sse::SseDecoder;
 use llmib_client::stream::{Counting, Measured, measure};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -606,6 +608,12 @@ fn orchestrate() -> Result<(), String> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("llmib-client overhead vs the simulator ({cpus} CPUs, loopback, separate processes)");
     let started = Instant::now();
+    let (us, per_core) = client_code_only();
+    println!(
+        "Client code alone (SSE decode + chunk parse + record, the simulator's chunk, no I/O): \
+         {us:.2} µs CPU per chunk = {:.2}M chunks/s per core",
+        per_core / 1e6
+    );
     let mut outcomes = Vec::new();
     for case in cases() {
         if only.as_deref().is_some_and(|o| !case.label().contains(o)) {
@@ -625,6 +633,36 @@ fn orchestrate() -> Result<(), String> {
     print_tables(&outcomes);
     println!("(all cases: {:.0} s)", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// The per-chunk work `measure` does once a body frame is in hand, on the simulator's exact
+/// chunk (SGLang completion with continuous usage): the instant, the SSE decoder, the chunk
+/// parser and the record push. Returns CPU µs per chunk and chunks per CPU second.
+fn client_code_only() -> (f64, f64) {
+    const CHUNK: &[u8] = b"data: {\"id\":\"cmpl-09f1fd9d03f0a9b4553274161bbf8475\",\"object\":\"text_completion\",\"created\":1796227471,\"model\":\"sim/tiny\",\"choices\":[{\"index\":0,\"text\":\" run\",\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}],\"usage\":{\"prompt_tokens\":1040,\"total_tokens\":1441,\"completion_tokens\":401,\"prompt_tokens_details\":null,\"reasoning_tokens\":0}}\n\n";
+    const N: usize = 500_000;
+    let ticks = ticks_per_second();
+    let origin = Instant::now();
+    let mut dec = SseDecoder::new();
+    let mut chunks: Vec<llmib_core::record::Chunk> = Vec::new();
+    let cpu0 = cpu_seconds("self", ticks).unwrap_or(0.0);
+    for _ in 0..N {
+        let t_ns = origin.elapsed().as_nanos() as u64;
+        dec.push(CHUNK);
+        while let Some(Ok(ev)) = dec.next_event() {
+            if let Ok(StreamItem::Chunk(c)) = parse_event(&ev)
+                && c.usage.and_then(|u| u.completion_tokens).is_some()
+            {
+                chunks.push(llmib_core::record::Chunk { t_ns, tokens: 1 });
+            }
+        }
+        // A window keeps its records; a long one is cleared here to keep memory flat.
+        if chunks.len() == 1 << 16 {
+            chunks.clear();
+        }
+    }
+    let cpu = cpu_seconds("self", ticks).unwrap_or(0.0) - cpu0;
+    (cpu * 1e6 / N as f64, N as f64 / cpu)
 }
 
 fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
@@ -837,4 +875,57 @@ fn print_tables(outcomes: &[Outcome]) {
     println!(
         "[raw]: a bare tokio socket reader of the same streams (no HTTP library, SSE decoder or JSON parser): the host's floor"
     );
+    print_targets(outcomes);
+}
+
+/// The issue's three targets, judged from the cases above.
+fn print_targets(outcomes: &[Outcome]) {
+    let find = |kind: &str, n: u32, step: f64, spec: u32, raw: bool| {
+        outcomes.iter().find(|o| {
+            o.case.kind == kind
+                && o.case.streams == n
+                && o.case.step_ms == step
+                && o.case.spec_tokens == spec
+                && o.case.raw() == raw
+        })
+    };
+    println!();
+    println!("Targets");
+    for spec in [1, 8] {
+        let best = outcomes
+            .iter()
+            .filter(|o| o.case.kind == "ingest" && o.case.spec_tokens == spec)
+            .map(|o| o.client.tokens as f64 / o.client.client_cpu_s)
+            .fold(f64::NAN, f64::max);
+        println!(
+            "  ≥1M tok/s ingested per core, {spec} token(s) per chunk: best {:.2}M → {}",
+            best / 1e6,
+            if best >= 1e6 { "met" } else { "NOT met" }
+        );
+    }
+    for n in [1, 64, 1024] {
+        if let (Some(m), Some(r)) = (
+            find("timing", n, 10.0, 1, false),
+            find("timing", n, 10.0, 1, true),
+        ) {
+            let p99 = pct(&m.errors_ns, 0.99);
+            println!(
+                "  p99 timestamp error < 100 µs, N={n}: {p99:.0} µs (raw floor {:.0} µs) → {}",
+                pct(&r.errors_ns, 0.99),
+                if p99 < 100.0 { "met" } else { "NOT met" }
+            );
+        }
+    }
+    let peak = |n| find("timing", n, 10.0, 1, false).map(|o| o.client.rss_peak_kb as f64);
+    if let (Some(a), Some(b), Some(c)) = (peak(1), peak(64), peak(1024)) {
+        let (s1, s2) = ((b - a) / 63.0, (c - b) / 960.0);
+        println!(
+            "  RSS linear in streams (10 ms steps): {s1:.0} KB per stream from 1 to 64, {s2:.0} KB from 64 to 1024 → {}",
+            if s2 <= 1.5 * s1.max(1.0) {
+                "linear (or better)"
+            } else {
+                "grows faster than linear"
+            }
+        );
+    }
 }
