@@ -2,7 +2,7 @@
 //! tokens ingested, tokens per second per core, peak RSS (and per stream), and the p99 error of
 //! the chunk timestamps, at 1, 64 and 1024 streams.
 //!
-//! Run with `cargo bench -p llmib-client --bench overhead` (about a minute and a half).
+//! Run with `cargo bench -p llmib-client --bench overhead` (about a minute).
 //! `LLMIB_OVERHEAD_ONLY=timing` (or any part of a case's label) runs only the matching cases.
 //! Method and measured figures: `docs/benchmarks.md`.
 //!
