@@ -430,6 +430,12 @@ fn llamacpp_matrix_statuses_prompts_and_token_counts() {
                     // a chunk may carry two tokens (a UTF-8 character split over tokens).
                     assert_eq!(record_tokens(r), M, "{r}");
                     assert!(r["chunks"].as_array().map_or(0, Vec::len) as u64 <= M);
+                    // The warm-up worked: with a slot per stream, each stream's prompt stays
+                    // in its slot, and only the last prompt token is evaluated again. (At
+                    // N = 8 the 4 slots evict each other's prompts.)
+                    if *n <= slots {
+                        assert_eq!(u(&r["cached_tokens_reported"]), c - 1, "{r}");
+                    }
                 }
                 "cancelled" => {}
                 other => panic!("C={c} N={n}: a request ended with {other}: {r}"),
