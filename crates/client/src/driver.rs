@@ -480,10 +480,18 @@ async fn decode_cell(
     // without a gauge, a TTFT far above this context's warm TTFT.
     let mut queued_reason = None;
     if !w.queue.ready {
-        queued_reason = Some(format!(
-            "not all {n} requests were running within the readiness limit of {:.0} s",
-            s.readiness_timeout_s
-        ));
+        queued_reason = Some(
+            if w.queue.readiness_by.as_deref() == Some("queue_stalled") {
+                format!(
+                    "the server would not run all {n} requests at once: requests stayed queued while the running count stopped growing"
+                )
+            } else {
+                format!(
+                    "not all {n} requests were running within the readiness limit of {:.0} s",
+                    s.readiness_timeout_s
+                )
+            },
+        );
     } else if w.queued_samples > 0 {
         queued_reason = Some(format!(
             "the server's queue gauge was above zero (max {})",
