@@ -186,11 +186,19 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
         let Some(cp) = ctx.as_mut() else { continue };
 
         if !hidden_warmup_done {
-            // A hidden C = 1 warm-up: the server's first request pays one-off costs (graph capture,
-            // allocator growth) that belong to no cell.
+            // A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay
+            // one-off costs (graph capture, allocator growth) that belong to no cell. Its prompt
+            // shares no prefix with any measured one.
             m.progress.event(ProgressEvent::Phase("hidden warm-up"));
             let p = builder.throwaway(key.context_tokens.min(512));
-            let _ = warm_up(&m.engine, &m.model, &[(0, p)], &m.cancel).await;
+            let _ = warm_up(
+                &m.engine,
+                &m.model,
+                &[(0, p)],
+                s.max_output.min(32),
+                &m.cancel,
+            )
+            .await;
             hidden_warmup_done = true;
         }
 
@@ -386,7 +394,7 @@ async fn decode_cell(
         .collect();
     if !cold.is_empty() {
         m.progress.event(ProgressEvent::Phase("warm-up"));
-        for w in warm_up(&m.engine, &m.model, &cold, &m.cancel).await {
+        for w in warm_up(&m.engine, &m.model, &cold, 1, &m.cancel).await {
             if let Outcome::Error { kind, message } = &w.record.outcome {
                 *errors.entry(format!("warmup_{kind}")).or_default() += 1;
                 first_error.get_or_insert_with(|| message.clone());

@@ -49,19 +49,20 @@ pub struct WindowSpec {
     pub counting: Counting,
 }
 
-/// Sends each prompt once with `max_tokens = 1`, all at once, so that the window's TTFT mostly
-/// excludes prefill. Returns the warm-up records (not measured figures).
+/// Sends each prompt once with `max_tokens` (1 for the cells' warm-ups), all at once, so that the
+/// window's TTFT mostly excludes prefill. Returns the warm-up records (not measured figures).
 pub async fn warm_up(
     engine: &Engine,
     model: &str,
     prompts: &[(u32, PromptInput)],
+    max_tokens: u32,
     cancel: &CancellationToken,
 ) -> Vec<Measured> {
     let origin = Instant::now();
     let url = engine.completions_url();
     let futs = prompts.iter().map(|(stream, p)| {
         let body = Bytes::from(
-            serde_json::to_vec(&engine.completion_body(model, p.clone(), 1, true))
+            serde_json::to_vec(&engine.completion_body(model, p.clone(), max_tokens, true))
                 .unwrap_or_default(),
         );
         let url = url.clone();
