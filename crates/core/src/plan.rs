@@ -150,11 +150,11 @@ pub fn resolve_contexts(
                 }
             }
             (ContextSpec::Full, Some(l)) => {
-                if l < 2 {
+                if l < 3 {
                     Err("context length too small".to_string())
                 } else {
                     Ok(PlannedContext {
-                        tokens: l - 1,
+                        tokens: l - 2,
                         label: format_tokens(l),
                         decode: false,
                         spec,

@@ -528,8 +528,14 @@ fn demo_reproduces_the_seeds_status_staircase() {
     for n in [4u64, 8, 16, 32, 64, 128] {
         assert_eq!(cell(&rows, "decode", max_ctx, n)["status"], "over_capacity");
     }
-    // Nine prefill rows (the full context among them) and the report.
-    assert_eq!(rows.iter().filter(|r| r["phase"] == "prefill").count(), 9);
+    // Nine prefill rows, the full context among them, all Valid, and the report.
+    let prefill: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["phase"] == "prefill").collect();
+    assert_eq!(prefill.len(), 9);
+    assert!(
+        prefill.iter().all(|r| r["status"] == "valid"),
+        "{prefill:#?}"
+    );
     assert!(dir.join("report.md").is_file());
     let run = run_json(&dir);
     assert_eq!(run["engine"]["name"], "sglang");
