@@ -33,4 +33,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 step "cargo test"
-cargo test --workspace --locked
+# Unit tests of every crate and the one integration-test binary (doc examples carry no tests;
+# benches are run by `cargo bench`, not here). The output is kept to print one total at the end.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked --lib --bins --tests 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
+echo
+echo "tests: ${passed} passed, ${failed} failed"
+exit "$status"

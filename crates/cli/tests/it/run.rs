@@ -19,6 +19,40 @@ fn exact_sim() -> SimConfig {
     c
 }
 
+/// Runs `run` against `url` on a small matrix into `dir`, without a report, plus `extra` flags.
+fn run_small(
+    url: &str,
+    dir: &std::path::Path,
+    contexts: &str,
+    concurrency: &str,
+    duration: &str,
+    max_output: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let d = dir.to_str().unwrap_or_default();
+    let mut args = vec![
+        "run",
+        "--url",
+        url,
+        "--contexts",
+        contexts,
+        "--concurrency",
+        concurrency,
+        "--duration",
+        duration,
+    ];
+    args.extend([
+        "--max-output",
+        max_output,
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    args.extend_from_slice(extra);
+    run_bin(&args)
+}
+
 fn step_ms(n: u32) -> f64 {
     match n {
         1 => 4.0,
@@ -33,23 +67,7 @@ fn figures_match_the_simulators_known_rates() {
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
     let dir = out_dir("run-figures");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "4K",
-        "--concurrency",
-        "1,4",
-        "--duration",
-        "2s",
-        "--max-output",
-        "256",
-        "--output",
-        dir.to_str().unwrap_or_default(),
-        "--format",
-        "none",
-    ]);
+    let o = run_small(&sim.url, &dir, "4K", "1,4", "2s", "256", &[]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     // Prefill: C / (C / rate) within 5%.
@@ -109,23 +127,7 @@ fn statuses_follow_the_kv_capacity_and_queueing_is_detected() {
 
     // The server's own capacity: N = 4 is predicted Over capacity and never sent.
     let dir = out_dir("run-capacity");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "1K",
-        "--concurrency",
-        "1,2,4",
-        "--duration",
-        "600ms",
-        "--max-output",
-        "128",
-        "--output",
-        dir.to_str().unwrap_or_default(),
-        "--format",
-        "none",
-    ]);
+    let o = run_small(&sim.url, &dir, "1K", "1,2,4", "600ms", "128", &[]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     assert_eq!(cell(&rows, "decode", 1024, 1)["status"], "valid");
@@ -139,27 +141,15 @@ fn statuses_follow_the_kv_capacity_and_queueing_is_detected() {
 
     // Told a larger capacity than the server has, N = 4 runs and the server queues two.
     let dir = out_dir("run-queued");
-    let o = run_bin(&[
-        "run",
-        "--url",
+    let o = run_small(
         &sim.url,
-        "--contexts",
+        &dir,
         "1K",
-        "--concurrency",
         "4",
-        "--duration",
         "600ms",
-        "--max-output",
         "128",
-        "--kv-capacity",
-        "100K",
-        "--readiness-timeout",
-        "1s",
-        "--output",
-        dir.to_str().unwrap_or_default(),
-        "--format",
-        "none",
-    ]);
+        &["--kv-capacity", "100K", "--readiness-timeout", "1s"],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     let q = cell(&rows, "decode", 1024, 4);
@@ -182,24 +172,15 @@ fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
         }
         let sim = Sim::start(cfg);
         let dir = out_dir(&format!("run-spec-{profile_flavor}"));
-        let o = run_bin(&[
-            "run",
-            "--url",
+        let o = run_small(
             &sim.url,
-            "--contexts",
+            &dir,
             "1K",
-            "--concurrency",
             "2",
-            "--duration",
             "1500ms",
-            "--max-output",
             "90",
-            "--save-requests",
-            "--output",
-            dir.to_str().unwrap_or_default(),
-            "--format",
-            "none",
-        ]);
+            &["--save-requests"],
+        );
         assert!(o.status.success(), "{}", text(&o));
         let rows = cells(&dir);
         let r = cell(&rows, "decode", 1024, 2);
@@ -258,23 +239,7 @@ fn a_prompt_length_mismatch_is_caught_and_reported() {
     cfg.faults.usage_prompt_tokens_offset = 1;
     let sim = Sim::start(cfg);
     let dir = out_dir("run-mismatch");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "1K",
-        "--concurrency",
-        "1",
-        "--duration",
-        "300ms",
-        "--max-output",
-        "32",
-        "--output",
-        dir.to_str().unwrap_or_default(),
-        "--format",
-        "none",
-    ]);
+    let o = run_small(&sim.url, &dir, "1K", "1", "300ms", "32", &[]);
     // A failed cell is data: the run goes on and ends normally.
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
@@ -632,23 +597,7 @@ fn garbage_from_the_server_fails_the_cell_and_the_run_goes_on() {
     cfg.faults.malformed_chunk_rate = 1.0;
     let sim = Sim::start(cfg);
     let dir = out_dir("run-garbage");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "512,1K",
-        "--concurrency",
-        "1",
-        "--duration",
-        "300ms",
-        "--max-output",
-        "32",
-        "--output",
-        dir.to_str().unwrap_or_default(),
-        "--format",
-        "none",
-    ]);
+    let o = run_small(&sim.url, &dir, "512,1K", "1", "300ms", "32", &[]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     assert_eq!(rows.len(), 4, "every cell has a row: {rows:#?}");

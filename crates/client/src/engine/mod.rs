@@ -344,7 +344,18 @@ impl Engine {
     }
 
     async fn get_text(&self, url: &str, timeout: Duration) -> Result<String, EngineError> {
-        let resp = send_fresh(self.client.get(url).timeout(timeout), || {})
+        self.send_text(self.client.get(url).timeout(timeout), url)
+            .await
+    }
+
+    /// Sends a side request (on a fresh connection if the pooled one was stale) and returns its
+    /// body, or the server's error as one line.
+    async fn send_text(
+        &self,
+        req: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<String, EngineError> {
+        let resp = send_fresh(req, || {})
             .await
             .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
         let status = resp.status();
@@ -363,20 +374,8 @@ impl Engine {
         url: &str,
         body: &B,
     ) -> Result<Value, EngineError> {
-        let resp = send_fresh(
-            self.client.post(url).json(body).timeout(self.side_timeout),
-            || {},
-        )
-        .await
-        .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
-        let status = resp.status();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
-        if !status.is_success() {
-            return Err(EngineError::Status(describe_status(status, &text, url)));
-        }
+        let req = self.client.post(url).json(body).timeout(self.side_timeout);
+        let text = self.send_text(req, url).await?;
         serde_json::from_str(&text).map_err(|e| EngineError::Parse {
             url: url.to_owned(),
             detail: e.to_string(),
