@@ -83,6 +83,23 @@ pub async fn warm_up(
     futures_util::future::join_all(futs).await
 }
 
+/// Waits until the gauges show no running and no waiting request, at most `limit`. Returns the
+/// seconds waited, or `None` when the engine has no gauges (nothing to wait for).
+async fn wait_idle(engine: &Engine, limit: Duration, cancel: &CancellationToken) -> Option<f64> {
+    if engine.info().capabilities.queue_gauge != Some(true) {
+        return None;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < limit && !cancel.is_cancelled() {
+        match engine.gauges().await {
+            Ok(g) if g.running.unwrap_or(0.0) <= 0.0 && g.waiting.unwrap_or(0.0) <= 0.0 => break,
+            Err(_) => break,
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    Some(t0.elapsed().as_secs_f64())
+}
+
 /// Runs the closed loop for one cell and measures its window.
 pub async fn run_window(
     engine: Arc<Engine>,
@@ -93,6 +110,13 @@ pub async fn run_window(
     run_cancel: &CancellationToken,
 ) -> WindowRun {
     let n = spec.concurrency as usize;
+    // Start from an idle server: requests of the previous cell or of the warm-up may still be
+    // finishing (an abort takes time to free KV), and engines that count tokens when a request
+    // is released (llama.cpp) would add them to this window's counter delta.
+    let mut queue = QueueObservation {
+        idle_wait_s: wait_idle(&engine, Duration::from_secs(10), run_cancel).await,
+        ..Default::default()
+    };
     let origin = Instant::now();
     let stop = CancellationToken::new();
     // One flag per stream, set by the stream's first content chunk (readiness without gauges).
@@ -152,7 +176,6 @@ pub async fn run_window(
         v
     });
 
-    let mut queue = QueueObservation::default();
     let use_gauges = engine.info().capabilities.queue_gauge == Some(true);
     // Readiness: N running and 0 queued by the gauges, else all N streams producing tokens.
     let ready_deadline = origin + spec.readiness_timeout;

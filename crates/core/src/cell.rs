@@ -83,6 +83,10 @@ pub struct QueueObservation {
     pub ttft_queue_threshold_ms: Option<f64>,
     /// Requests whose TTFT passed that threshold.
     pub ttft_over_threshold: Option<u64>,
+    /// Seconds spent waiting for the server to be idle (gauges at zero) before the first wave;
+    /// `None` without gauges.
+    #[serde(default)]
+    pub idle_wait_s: Option<f64>,
 }
 
 /// Prompt lengths checked against the server's `usage.prompt_tokens`.

@@ -124,6 +124,9 @@ pub struct SimConfig {
     pub prefix_cache_tokens: u64,
     /// Most requests running at once (`None`: only KV capacity limits admission).
     pub max_running_requests: Option<u32>,
+    /// Serve `/metrics` (SGLang's `--enable-metrics`). Off: 404, as an engine started without
+    /// metrics answers, so clients must work without queue gauges or counters.
+    pub metrics_enabled: bool,
     /// Whether string prompts get a BOS token (counted in `prompt_tokens`).
     pub add_bos: bool,
     /// Per-token probability of a natural EOS after `min_tokens` when `ignore_eos` is off.

@@ -78,8 +78,10 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(info::models))
         .route("/tokenize", post(info::tokenize))
         .route("/detokenize", post(info::detokenize))
-        .route("/metrics", get(metrics::metrics))
         .route("/health", get(info::health));
+    if state.cfg.metrics_enabled {
+        r = r.route("/metrics", get(metrics::metrics));
+    }
     r = match state.cfg.flavor {
         Flavor::Sglang => r
             .route("/get_server_info", get(info::server_info))

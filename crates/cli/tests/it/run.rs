@@ -696,3 +696,47 @@ fn a_spent_time_budget_marks_the_rest_not_run() {
         "format = none from the file"
     );
 }
+
+/// Without gauges (an engine started without metrics) readiness comes from first tokens, and a
+/// request that waited far longer than the warm TTFT marks the cell queued (METHOD's third rule).
+#[test]
+fn without_gauges_queueing_is_detected_from_ttft() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.metrics_enabled = false;
+    cfg.kv_capacity_tokens = 2 * (1024 + 128);
+    cfg.prefix_cache_tokens = 4096;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-no-gauges");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "1K",
+        "1,2,4",
+        "600ms",
+        "128",
+        &["--kv-capacity", "100K", "--readiness-timeout", "10s"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    for n in [1u64, 2] {
+        let r = cell(&rows, "decode", 1024, n);
+        assert_eq!(r["status"], "valid", "{r:#}");
+        assert_eq!(r["queue"]["readiness_by"], "first_tokens", "{r:#}");
+        assert!(
+            r["server_generation_tokens"].is_null(),
+            "no counter, null: {r:#}"
+        );
+    }
+    let q = cell(&rows, "decode", 1024, 4);
+    assert_eq!(q["status"], "requests_queued", "{q:#}");
+    assert!(q["queue"]["max_waiting"].is_null(), "{q:#}");
+    assert!(
+        q["queue"]["ttft_over_threshold"].as_u64().unwrap_or(0) >= 2,
+        "two waited for a slot: {q:#}"
+    );
+    assert!(
+        q["queue"]["ttft_queue_threshold_ms"].as_f64().is_some(),
+        "the threshold is kept: {q:#}"
+    );
+}
