@@ -226,6 +226,7 @@ pub async fn run_window(
     queue.ready = ready;
     queue.readiness_s = Some(w_start.duration_since(origin).as_secs_f64());
 
+    let read_before = Instant::now();
     let gen_before = engine
         .gauges()
         .await
@@ -272,11 +273,16 @@ pub async fn run_window(
     // cancellation, sometimes not count) whole requests cut at window end, tokens from before
     // the window included. Read first, it counts exactly the requests that ended inside the
     // window; engines that count every token lose nothing.
+    let read_after = Instant::now();
     let gen_after = engine
         .gauges()
         .await
         .ok()
         .and_then(|g| g.generation_tokens_total);
+    if gen_before.is_some() && gen_after.is_some() {
+        let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
+        queue.counter_reads_s = Some([secs(read_before), secs(read_after)]);
+    }
     // Close every open request now: the connection drops and the server frees its KV.
     stop.cancel();
     for w in workers {

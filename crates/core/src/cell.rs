@@ -87,6 +87,10 @@ pub struct QueueObservation {
     /// `None` without gauges.
     #[serde(default)]
     pub idle_wait_s: Option<f64>,
+    /// When the two generation-counter reads were sent, seconds from the cell origin, so the
+    /// server's figure can be matched to the requests that ended between them.
+    #[serde(default)]
+    pub counter_reads_s: Option<[f64; 2]>,
 }
 
 /// Prompt lengths checked against the server's `usage.prompt_tokens`.
