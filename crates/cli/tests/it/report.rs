@@ -58,6 +58,8 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless Chromium on `page` with `extra` arguments; returns (stdout, stderr).
 fn run_chromium(chrome: &Path, work: &Path, page: &Path, extra: &[&str]) -> (String, String) {
+    // Chromium loads both cores for a moment: keep it off the timing-sensitive tests.
+    let _serial = crate::common::timing_lock();
     let profile = work.join(format!("profile-{}", extra.len()));
     let out = work.join("chromium.stdout");
     let err = work.join("chromium.stderr");

@@ -67,15 +67,15 @@ fn figures_match_the_simulators_known_rates() {
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
     let dir = out_dir("run-figures");
-    let o = run_small(&sim.url, &dir, "4K", "1,4", "2s", "256", &[]);
+    let o = run_small(&sim.url, &dir, "6K", "1,4", "2s", "256", &[]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     // Prefill: C / (C / rate) within 5%.
-    let p = cell(&rows, "prefill", 4096, 1);
+    let p = cell(&rows, "prefill", 6144, 1);
     assert_eq!(p["status"], "valid", "{p:#}");
     assert_close("prefill tok/s", num(p, "prompt_tok_per_s"), 40_000.0, 5.0);
     for n in [1u32, 4] {
-        let r = cell(&rows, "decode", 4096, u64::from(n));
+        let r = cell(&rows, "decode", 6144, u64::from(n));
         assert_eq!(r["status"], "valid", "{r:#}");
         let step = step_ms(n);
         assert_close(&format!("TBT at N={n}"), num(r, "tbt_ms_p50"), step, 5.0);
