@@ -178,7 +178,11 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
             info.state = RunState::Running;
             info.finished_at = None;
             info.notes.push(format!("resumed at {}", now_rfc3339()));
-            (RunDir::create(dir)?, info.plan.clone(), info, done)
+            // New prompts: the interrupted run may have sent the old ones, and a server that
+            // cached them would make a resumed prefill measure a cache hit.
+            let mut plan = info.plan.clone();
+            plan.settings.prompt_seed = settings.prompt_seed.max(1);
+            (RunDir::create(dir)?, plan, info, done)
         }
         None => {
             if settings.contexts.is_empty() {
