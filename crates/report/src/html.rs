@@ -207,16 +207,7 @@ pub(crate) fn tooltip(c: &CellResult) -> String {
         c.status.label()
     );
     if c.status.has_figures() {
-        for col in [
-            Column::TotalTokPerS,
-            Column::PerRequestTokPerS,
-            Column::Ttft,
-            Column::Tbt,
-            Column::AvgActive,
-            Column::Completed,
-            Column::OutputTokens,
-            Column::MeasuredFor,
-        ] {
+        for col in Column::FIGURES {
             s.push_str(&format!("\n{}: {}", col.title(), col.text(c)));
         }
     }

@@ -63,6 +63,18 @@ impl Column {
         Column::MeasuredFor,
     ];
 
+    /// The measured figures: every column after the row's identity and status.
+    pub const FIGURES: [Column; 8] = [
+        Column::TotalTokPerS,
+        Column::PerRequestTokPerS,
+        Column::Ttft,
+        Column::Tbt,
+        Column::AvgActive,
+        Column::Completed,
+        Column::OutputTokens,
+        Column::MeasuredFor,
+    ];
+
     /// Title as the seed's table prints it.
     pub fn title(self) -> &'static str {
         match self {
@@ -243,4 +255,20 @@ pub fn prefill_row(c: &CellResult) -> [String; 3] {
         rate,
         number::or_null(c.ttft_ms_p50, number::ttft_ms),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tooltip's figures and the tables' columns come from one list.
+    #[test]
+    fn figures_are_the_tail_of_all_columns() {
+        let tail = &Column::ALL[Column::ALL.len() - Column::FIGURES.len()..];
+        assert!(
+            tail.iter()
+                .zip(Column::FIGURES.iter())
+                .all(|(a, b)| a.title() == b.title())
+        );
+    }
 }
