@@ -76,8 +76,20 @@ pub struct QueueObservation {
     pub readiness_s: Option<f64>,
     /// Whether readiness came before the limit (false: measured anyway, marked queued).
     pub ready: bool,
-    /// How readiness was judged: `gauges` or `first_tokens`.
+    /// The rule that opened the window: `gauges_and_first_tokens`, `first_tokens`,
+    /// `queue_stalled` or `timeout` (`llmib_core::readiness::ReadinessBy`).
     pub readiness_by: Option<String>,
+    /// Seconds from the first send until the gauges alone first showed N running and none
+    /// waiting. On an engine that counts a request in prefill as running this comes well before
+    /// `readiness_s`: the difference is the ramp the first-token rule kept out of the window.
+    #[serde(default)]
+    pub gauges_ready_s: Option<f64>,
+    /// Seconds from the first send until every stream had received a token.
+    #[serde(default)]
+    pub all_streams_token_s: Option<f64>,
+    /// Tokens of the measured requests that arrived before the window opened (not counted).
+    #[serde(default)]
+    pub ramp_tokens: Option<u64>,
     /// Without a gauge: the TTFT above which a request counts as queued (ms), kept so the rule
     /// can be checked.
     pub ttft_queue_threshold_ms: Option<f64>,
@@ -137,8 +149,11 @@ pub struct CellResult {
     pub output_tokens: Option<u64>,
     /// The window's measured length, seconds.
     pub measured_s: Option<f64>,
-    /// How tokens per chunk were counted.
+    /// How tokens per chunk were counted (the weakest source any request needed).
     pub token_count_source: Option<TokenCountSource>,
+    /// Why the count is weaker than the engine allows, when it is (a tokenizer call failed).
+    #[serde(default)]
+    pub token_count_note: Option<String>,
     /// The server's generation-token counter delta over the window, or null.
     pub server_generation_tokens: Option<f64>,
     /// Full TTFT distribution, ms.
@@ -193,6 +208,7 @@ impl CellResult {
             output_tokens: None,
             measured_s: None,
             token_count_source: None,
+            token_count_note: None,
             server_generation_tokens: None,
             ttft_ms: None,
             tbt_ms: None,

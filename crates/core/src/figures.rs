@@ -88,22 +88,19 @@ pub fn decode_figures(records: &[RequestRecord], w: Window) -> DecodeFigures {
         let mut first_in: Option<(u64, u32)> = None;
         let mut last_in: Option<u64> = None;
         let mut after_first_tokens = 0u64;
-        let mut prev: Option<u64> = None;
-        for c in &r.chunks {
-            if w.contains(c.t_ns) {
-                output_tokens += u64::from(c.tokens);
-                match first_in {
-                    None => first_in = Some((c.t_ns, c.tokens)),
-                    Some(_) => after_first_tokens += u64::from(c.tokens),
-                }
-                last_in = Some(c.t_ns);
-                // The gap before the request's first token is TTFT, not TBT: `prev` is None then.
-                if let Some(p) = prev {
-                    let k = u64::from(c.tokens.max(1));
-                    gaps.push(((c.t_ns - p) as f64 / NS_PER_MS / k as f64, k));
-                }
+        for c in r.chunks.iter().filter(|c| w.contains(c.t_ns)) {
+            output_tokens += u64::from(c.tokens);
+            match first_in {
+                None => first_in = Some((c.t_ns, c.tokens)),
+                Some(_) => after_first_tokens += u64::from(c.tokens),
             }
-            prev = Some(c.t_ns);
+            // A gap counts only when both its ends are inside the window: the one before the
+            // first chunk inside is either TTFT or began before the window opened.
+            if let Some(p) = last_in {
+                let k = u64::from(c.tokens.max(1));
+                gaps.push(((c.t_ns - p) as f64 / NS_PER_MS / k as f64, k));
+            }
+            last_in = Some(c.t_ns);
         }
         if let (Some((t0, _)), Some(t1)) = (first_in, last_in)
             && t1 > t0
@@ -269,6 +266,32 @@ mod tests {
         assert_eq!(f.completed_requests, 0);
         assert!((f.avg_active_requests - 1.0).abs() < 1e-9);
         assert!((f.measured_s - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_gap_that_began_before_the_window_is_not_counted() {
+        // Chunks at 0, 100 (a 100 ms stall), then every 10 ms; the window opens at 50 ms.
+        let mut r = req(0, 0, 0, 1, 1, 1, false);
+        r.chunks = [0u64, 100, 110, 120]
+            .iter()
+            .map(|&t| Chunk {
+                t_ns: t * MS,
+                tokens: 1,
+            })
+            .collect();
+        r.end_ns = 130 * MS;
+        let f = decode_figures(
+            &[r],
+            Window {
+                start_ns: 50 * MS,
+                end_ns: 130 * MS,
+            },
+        );
+        let tbt = f.tbt_ms.expect("gaps");
+        // Only 100→110 and 110→120: the 0→100 gap straddles the window start.
+        assert_eq!(tbt.n, 2);
+        assert!((tbt.max - 10.0).abs() < 1e-9, "{tbt:?}");
+        assert_eq!(f.output_tokens, 3);
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! everything here is tested without sockets.
 
 pub mod cell;
+pub mod counting;
 pub mod figures;
 pub mod meta;
 pub mod plan;
+pub mod readiness;
 pub mod record;
 pub mod redact;
 pub mod run;
@@ -13,3 +15,4 @@ pub mod size;
 pub mod stats;
 pub mod store;
 pub mod time;
+pub mod verdict;

@@ -83,8 +83,9 @@ pub enum TokenCountSource {
     ServerUsageFinalTokenizerChunks,
     /// Only the tokenizer (the server sent no usage).
     Tokenizer,
-    /// Neither usage nor a tokenizer: one chunk counted as one token. Never used for a Valid
-    /// figure; present so that a degraded run says so instead of hiding it.
+    /// Chunks counted as one token each, for at least one request: the server gave neither
+    /// per-chunk usage nor a usable tokenizer answer. A degraded count says so (the row's
+    /// `token_count_note` tells why) instead of claiming a better source.
     ChunkCount,
 }
 
@@ -98,6 +99,25 @@ impl TokenCountSource {
             }
             TokenCountSource::Tokenizer => "tokenizer",
             TokenCountSource::ChunkCount => "chunk count",
+        }
+    }
+
+    /// How weak the source is: 0 exact per chunk … 3 chunks counted as tokens.
+    fn rank(self) -> u8 {
+        match self {
+            TokenCountSource::ServerUsagePerChunk => 0,
+            TokenCountSource::ServerUsageFinalTokenizerChunks => 1,
+            TokenCountSource::Tokenizer => 2,
+            TokenCountSource::ChunkCount => 3,
+        }
+    }
+
+    /// The weaker of two sources: a cell claims no more than its weakest request.
+    pub fn weaker(self, other: TokenCountSource) -> TokenCountSource {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
         }
     }
 }

@@ -1,0 +1,312 @@
+//! Known answers for the status rules and the rows built from observations.
+
+use super::*;
+use crate::cell::{CellKey, Phase};
+use crate::record::Chunk;
+
+const MS: u64 = 1_000_000;
+
+fn facts<'a>(errors: &'a ErrorTally) -> DecodeFacts<'a> {
+    DecodeFacts {
+        concurrency: 8,
+        fault: None,
+        errors,
+        readiness: ReadinessBy::GaugesAndFirstTokens,
+        readiness_timeout_s: 120.0,
+        queued_samples: 0,
+        max_waiting: Some(0.0),
+        ttft_over: None,
+        output_tokens: 100,
+    }
+}
+
+#[test]
+fn decode_status_known_answers() {
+    let none = ErrorTally::default();
+    let mut http = ErrorTally::default();
+    http.add("http_500", 2, || "HTTP 500: boom".into());
+    let mut mismatch = ErrorTally::default();
+    mismatch.add("prompt_mismatch", 1, || "prompt length mismatch".into());
+    let base = facts(&none);
+    // (name, facts, status, words the reason must contain)
+    let cases: Vec<(&str, DecodeFacts<'_>, CellStatus, &str)> = vec![
+        ("plain valid", base.clone(), CellStatus::Valid, ""),
+        (
+            "a broken collector fails the cell",
+            DecodeFacts {
+                fault: Some("the collector panicked"),
+                ..base.clone()
+            },
+            CellStatus::Failed,
+            "the measurement failed: the collector panicked",
+        ),
+        (
+            "request errors fail it, even when also queued",
+            DecodeFacts {
+                errors: &http,
+                queued_samples: 3,
+                ..base.clone()
+            },
+            CellStatus::Failed,
+            "requests errored",
+        ),
+        (
+            "a prompt mismatch alone says so",
+            DecodeFacts {
+                errors: &mismatch,
+                ..base.clone()
+            },
+            CellStatus::Failed,
+            "usage.prompt_tokens differs",
+        ),
+        (
+            "no token inside the window is never Valid with 0 tok/s",
+            DecodeFacts {
+                output_tokens: 0,
+                ..base.clone()
+            },
+            CellStatus::Failed,
+            "no token arrived",
+        ),
+        (
+            "a stalled queue",
+            DecodeFacts {
+                readiness: ReadinessBy::QueueStalled,
+                ..base.clone()
+            },
+            CellStatus::RequestsQueued,
+            "would not run all 8",
+        ),
+        (
+            "readiness limit",
+            DecodeFacts {
+                readiness: ReadinessBy::Timeout,
+                ..base.clone()
+            },
+            CellStatus::RequestsQueued,
+            "within the readiness limit of 120 s",
+        ),
+        (
+            "queue gauge in the window",
+            DecodeFacts {
+                queued_samples: 1,
+                max_waiting: Some(4.0),
+                ..base.clone()
+            },
+            CellStatus::RequestsQueued,
+            "queue gauge was above zero (max 4)",
+        ),
+        (
+            "no gauge: TTFT over the threshold",
+            DecodeFacts {
+                max_waiting: None,
+                readiness: ReadinessBy::FirstTokens,
+                ttft_over: Some((3, 450.0)),
+                ..base.clone()
+            },
+            CellStatus::RequestsQueued,
+            "3 requests waited over 450 ms",
+        ),
+        (
+            "no gauge, every TTFT under the threshold",
+            DecodeFacts {
+                max_waiting: None,
+                readiness: ReadinessBy::FirstTokens,
+                ttft_over: Some((0, 450.0)),
+                ..base.clone()
+            },
+            CellStatus::Valid,
+            "",
+        ),
+    ];
+    for (name, f, status, words) in cases {
+        let v = decode_verdict(&f);
+        assert_eq!(v.status, status, "{name}");
+        assert!(
+            v.reason.as_deref().unwrap_or("").contains(words),
+            "{name}: {:?}",
+            v.reason
+        );
+        assert_eq!(v.reason.is_none(), status == CellStatus::Valid, "{name}");
+    }
+    assert_eq!(ttft_queue_threshold_ms(Some(100.0), 5.0), 450.0);
+    assert_eq!(ttft_queue_threshold_ms(None, 5.0), 70.0);
+}
+
+fn cell(n: u32) -> PlannedCell {
+    PlannedCell {
+        key: CellKey {
+            phase: Phase::Decode,
+            context_tokens: 1024,
+            concurrency: n,
+        },
+        label: "1K".into(),
+        over_capacity: false,
+    }
+}
+
+/// A request with one-token chunks at `ts` (ms), sent at 0, prompt usage `prompt`.
+fn req(stream: u32, ts: &[u64], prompt: Option<u64>, outcome: Outcome) -> RequestRecord {
+    RequestRecord {
+        stream,
+        sent_ns: 0,
+        headers_ns: None,
+        chunks: ts
+            .iter()
+            .map(|&t| Chunk {
+                t_ns: t * MS,
+                tokens: 1,
+            })
+            .collect(),
+        end_ns: ts.last().copied().unwrap_or(0) * MS,
+        outcome,
+        prompt_tokens_reported: prompt,
+        completion_tokens_reported: None,
+        cached_tokens_reported: None,
+    }
+}
+
+fn observation<'a>(records: &'a [RequestRecord], readiness: ReadinessBy) -> DecodeObservation<'a> {
+    DecodeObservation {
+        records,
+        window: Window {
+            start_ns: 100 * MS,
+            end_ns: 200 * MS,
+        },
+        readiness,
+        queue: QueueObservation {
+            max_waiting: Some(0.0),
+            ..Default::default()
+        },
+        queued_samples: 0,
+        readiness_timeout_s: 120.0,
+        warm_ttft_ms: None,
+        warmup_errors: ErrorTally::default(),
+        expected_prompt_tokens: 1024,
+        count: CountReport {
+            source: Some(TokenCountSource::ServerUsagePerChunk),
+            tokenize_failures: 0,
+            first_failure: None,
+        },
+        nominal_source: TokenCountSource::ServerUsagePerChunk,
+        server_generation_tokens: Some(22.0),
+        fault: None,
+    }
+}
+
+#[test]
+fn a_valid_row_carries_figures_the_ramp_and_its_readiness_rule() {
+    let recs = [
+        req(0, &[50, 90, 110, 150], Some(1024), Outcome::Cancelled),
+        req(1, &[120, 130], Some(1024), Outcome::Cancelled),
+    ];
+    let row = decode_result(
+        &cell(2),
+        observation(&recs, ReadinessBy::GaugesAndFirstTokens),
+    );
+    assert_eq!(row.status, CellStatus::Valid);
+    assert_eq!(row.output_tokens, Some(4));
+    assert_eq!(row.server_generation_tokens, Some(22.0));
+    assert_eq!(
+        row.token_count_source,
+        Some(TokenCountSource::ServerUsagePerChunk)
+    );
+    let q = row.queue.expect("queue");
+    assert!(q.ready);
+    assert_eq!(q.readiness_by.as_deref(), Some("gauges_and_first_tokens"));
+    assert_eq!(q.ramp_tokens, Some(2), "chunks at 50 and 90 ms came before the window");
+    assert_eq!(row.prompt_check.map(|p| p.mismatched), Some(0));
+}
+
+#[test]
+fn a_failed_row_has_null_figures_and_keeps_every_error() {
+    let recs = [
+        req(0, &[110, 150], Some(1025), Outcome::Cancelled),
+        req(
+            1,
+            &[120],
+            Some(1024),
+            Outcome::Error {
+                kind: "stream_error".into(),
+                message: "error inside the stream: boom".into(),
+            },
+        ),
+    ];
+    let mut o = observation(&recs, ReadinessBy::GaugesAndFirstTokens);
+    o.warmup_errors.add("warmup_http_500", 1, || "HTTP 500".into());
+    let row = decode_result(&cell(2), o);
+    assert_eq!(row.status, CellStatus::Failed);
+    assert!(row.total_tok_per_s.is_none() && row.output_tokens.is_none());
+    assert!(row.token_count_source.is_none() && row.server_generation_tokens.is_none());
+    assert_eq!(row.requests_sent, Some(2));
+    assert_eq!(row.errors.get("warmup_http_500"), Some(&1));
+    assert_eq!(row.errors.get("stream_error"), Some(&1));
+    assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
+    assert_eq!(row.first_error.as_deref(), Some("HTTP 500"));
+}
+
+#[test]
+fn a_fault_with_no_records_is_failed_not_valid_with_zero_tokens() {
+    // What a dead collector used to produce: no records at all.
+    let mut o = observation(&[], ReadinessBy::GaugesAndFirstTokens);
+    o.fault = Some("a stream worker panicked".into());
+    let row = decode_result(&cell(4), o);
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(
+        row.first_error.as_deref(),
+        Some("a stream worker panicked")
+    );
+    assert!(row.output_tokens.is_none());
+    // And without the fault, still not Valid: nothing arrived.
+    let row = decode_result(&cell(4), observation(&[], ReadinessBy::FirstTokens));
+    assert_eq!(row.status, CellStatus::Failed);
+}
+
+#[test]
+fn without_a_gauge_the_ttft_rule_is_kept_in_the_row() {
+    // TTFTs 110 and 700 ms; warm TTFT 100 ms: threshold 450 ms, one over.
+    let recs = [
+        req(0, &[110, 150, 190], Some(1024), Outcome::Cancelled),
+        req(1, &[700], Some(1024), Outcome::Cancelled),
+    ];
+    let mut o = observation(&recs, ReadinessBy::FirstTokens);
+    o.queue.max_waiting = None;
+    o.warm_ttft_ms = Some(100.0);
+    o.count.tokenize_failures = 2;
+    o.count.first_failure = Some("HTTP 500".into());
+    o.count.source = Some(TokenCountSource::ChunkCount);
+    let row = decode_result(&cell(2), o);
+    assert_eq!(row.status, CellStatus::RequestsQueued);
+    let q = row.queue.as_ref().expect("queue");
+    assert_eq!(q.ttft_queue_threshold_ms, Some(450.0));
+    assert_eq!(q.ttft_over_threshold, Some(1));
+    assert_eq!(row.token_count_source, Some(TokenCountSource::ChunkCount));
+    assert!(
+        row.token_count_note
+            .as_deref()
+            .is_some_and(|n| n.contains("failed on 2 chunk texts")),
+        "{row:?}"
+    );
+}
+
+#[test]
+fn prefill_rows() {
+    let mut c = cell(1);
+    c.key.phase = Phase::Prefill;
+    let ok = req(0, &[200], Some(1024), Outcome::Finished { reason: "length".into() });
+    let row = prefill_result(&c, &ok, 1024);
+    assert_eq!(row.status, CellStatus::Valid);
+    assert!((row.prompt_tok_per_s.expect("rate") - 1024.0 / 0.2).abs() < 1e-6);
+
+    let off = req(0, &[200], Some(1025), Outcome::Finished { reason: "length".into() });
+    let row = prefill_result(&c, &off, 1024);
+    assert_eq!(row.status, CellStatus::Failed);
+    assert!(row.prompt_tok_per_s.is_none(), "a failed row has no figures");
+    assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
+    assert_eq!(row.prompt_check.and_then(|p| p.max_diff), Some(1));
+
+    let none = req(0, &[], None, Outcome::Finished { reason: "length".into() });
+    assert_eq!(prefill_result(&c, &none, 1024).errors.get("no_token"), Some(&1));
+    let gone = req(0, &[], None, Outcome::Cancelled);
+    assert_eq!(prefill_result(&c, &gone, 1024).status, CellStatus::NotRun);
+}

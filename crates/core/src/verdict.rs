@@ -1,0 +1,352 @@
+//! A cell's status and its row, decided from what the client observed: pure functions, so
+//! every status rule of METHOD.md (and each refinement in docs/method-notes.md) has known-answer
+//! tests that need no socket and no timing. The client only gathers observations; every row of
+//! `cells.jsonl` is built here.
+//!
+//! Decode rules, the first that fires wins:
+//! 1. **Failed**: the measurement itself broke (a worker or the collector died, a request body
+//!    could not be built), any request errored (warm-up included), a prompt-length mismatch, or
+//!    no token arrived inside the window.
+//! 2. **Requests queued**: readiness never came (the queue stalled, or the limit passed); the
+//!    waiting gauge above zero in two consecutive samples inside the window; without a gauge, a
+//!    TTFT over 4 × the warm TTFT + 50 ms.
+//! 3. **Valid**.
+//!
+//! Figures of a Failed row are null: they are not measurements of the design.
+
+use crate::cell::{CellResult, CellStatus, PromptCheck, QueueObservation};
+use crate::counting::CountReport;
+use crate::figures::{Window, decode_figures, prefill_figures};
+use crate::meta::TokenCountSource;
+use crate::plan::PlannedCell;
+use crate::readiness::ReadinessBy;
+use crate::record::{Outcome, RequestRecord};
+use std::collections::BTreeMap;
+
+/// Errors counted by kind, with the first one's text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ErrorTally {
+    /// Count per kind.
+    pub by_kind: BTreeMap<String, u64>,
+    /// The first error's text.
+    pub first: Option<String>,
+}
+
+impl ErrorTally {
+    /// Counts `count` errors of `kind`; keeps `message` if it is the first.
+    pub fn add(&mut self, kind: &str, count: u64, message: impl FnOnce() -> String) {
+        if count == 0 {
+            return;
+        }
+        *self.by_kind.entry(kind.to_string()).or_default() += count;
+        if self.first.is_none() {
+            self.first = Some(message());
+        }
+    }
+
+    /// Counts every errored record, its kind prefixed with `prefix` (`warmup_` for warm-ups).
+    pub fn add_records(&mut self, records: &[RequestRecord], prefix: &str) {
+        for r in records {
+            if let Outcome::Error { kind, message } = &r.outcome {
+                self.add(&format!("{prefix}{kind}"), 1, || message.clone());
+            }
+        }
+    }
+
+    /// No error at all.
+    pub fn is_empty(&self) -> bool {
+        self.by_kind.is_empty()
+    }
+}
+
+/// The status of a row and why, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The status.
+    pub status: CellStatus,
+    /// Why (None for a plain Valid).
+    pub reason: Option<String>,
+}
+
+impl Verdict {
+    fn new(status: CellStatus, reason: impl Into<String>) -> Self {
+        Verdict {
+            status,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+/// Everything a decode cell's status depends on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeFacts<'a> {
+    /// N.
+    pub concurrency: u32,
+    /// The measurement itself broke (not a server error): why.
+    pub fault: Option<&'a str>,
+    /// Request errors (warm-up and window), prompt mismatches included.
+    pub errors: &'a ErrorTally,
+    /// Which rule opened the window.
+    pub readiness: ReadinessBy,
+    /// The readiness limit, seconds (for the reason's words).
+    pub readiness_timeout_s: f64,
+    /// Pairs of consecutive in-window samples with the waiting gauge above zero.
+    pub queued_samples: u64,
+    /// Largest waiting gauge seen in the window (None: no gauge).
+    pub max_waiting: Option<f64>,
+    /// Without a gauge: (requests over the TTFT threshold, the threshold in ms).
+    pub ttft_over: Option<(u64, f64)>,
+    /// Tokens inside the window.
+    pub output_tokens: u64,
+}
+
+/// The decode status rules (module docs), in order.
+pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
+    let n = f.concurrency;
+    if let Some(why) = f.fault {
+        return Verdict::new(CellStatus::Failed, format!("the measurement failed: {why}"));
+    }
+    if !f.errors.is_empty() {
+        let only_mismatch = f.errors.by_kind.keys().all(|k| k == "prompt_mismatch");
+        return Verdict::new(
+            CellStatus::Failed,
+            if only_mismatch {
+                "the server's usage.prompt_tokens differs from the built prompt"
+            } else {
+                "requests errored"
+            },
+        );
+    }
+    if f.output_tokens == 0 {
+        return Verdict::new(CellStatus::Failed, "no token arrived inside the window");
+    }
+    match f.readiness {
+        ReadinessBy::QueueStalled => {
+            return Verdict::new(
+                CellStatus::RequestsQueued,
+                format!(
+                    "the server would not run all {n} requests at once: requests stayed queued while the running count stopped growing"
+                ),
+            );
+        }
+        ReadinessBy::Timeout => {
+            return Verdict::new(
+                CellStatus::RequestsQueued,
+                format!(
+                    "not all {n} requests were running and producing tokens within the readiness limit of {:.0} s",
+                    f.readiness_timeout_s
+                ),
+            );
+        }
+        ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => {}
+    }
+    if f.queued_samples > 0 {
+        return Verdict::new(
+            CellStatus::RequestsQueued,
+            format!(
+                "the server's queue gauge was above zero (max {})",
+                f.max_waiting.unwrap_or(0.0)
+            ),
+        );
+    }
+    if let Some((over, threshold)) = f.ttft_over
+        && over > 0
+    {
+        return Verdict::new(
+            CellStatus::RequestsQueued,
+            format!(
+                "{over} requests waited over {threshold:.0} ms for their first token (no queue gauge)"
+            ),
+        );
+    }
+    Verdict {
+        status: CellStatus::Valid,
+        reason: None,
+    }
+}
+
+/// The gauge-less queueing threshold: a queued request waits at least one whole request of
+/// another stream, so 4 × the warm TTFT plus 50 ms separates it from batching jitter. `warm_ms`
+/// is the median TTFT of the context's N = 1 cell, else `min_ms`, the cell's smallest TTFT.
+pub fn ttft_queue_threshold_ms(warm_ms: Option<f64>, min_ms: f64) -> f64 {
+    warm_ms.unwrap_or(min_ms) * 4.0 + 50.0
+}
+
+/// Prompt lengths of `records` checked against the built length.
+pub fn prompt_check(expected: u64, records: &[RequestRecord]) -> PromptCheck {
+    let mut pc = PromptCheck {
+        expected,
+        ..Default::default()
+    };
+    for n in records.iter().filter_map(|r| r.prompt_tokens_reported) {
+        pc.checked += 1;
+        if n != expected {
+            pc.mismatched += 1;
+            let d = n as i64 - expected as i64;
+            if pc.max_diff.is_none_or(|m| d.abs() > m.abs()) {
+                pc.max_diff = Some(d);
+            }
+        }
+    }
+    pc
+}
+
+fn tally_mismatch(errors: &mut ErrorTally, pc: &PromptCheck) {
+    errors.add("prompt_mismatch", pc.mismatched, || {
+        format!(
+            "prompt length mismatch: built {} tokens, the server counted {:+} more",
+            pc.expected,
+            pc.max_diff.unwrap_or(0)
+        )
+    });
+}
+
+/// A row with its status and reason and no figures (Over capacity, Not run, a failure before
+/// any figure).
+pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String>) -> CellResult {
+    let k = cell.key;
+    let mut r = CellResult::empty(k.phase, k.context_tokens, &cell.label, k.concurrency, status);
+    r.status_reason = reason;
+    r
+}
+
+/// A Failed row with one error of `kind`.
+pub fn failed_result(cell: &PlannedCell, kind: &str, message: String) -> CellResult {
+    let mut r = bare_result(cell, CellStatus::Failed, None);
+    r.errors.insert(kind.to_string(), 1);
+    r.first_error = Some(message);
+    r
+}
+
+/// The row of a prefill measurement: one request with `max_tokens = 1`.
+pub fn prefill_result(cell: &PlannedCell, record: &RequestRecord, expected: u64) -> CellResult {
+    let k = cell.key;
+    let mut row = match (&record.outcome, prefill_figures(k.context_tokens, record)) {
+        (Outcome::Cancelled, _) => {
+            return bare_result(
+                cell,
+                CellStatus::NotRun,
+                Some("the run was interrupted during this cell".into()),
+            );
+        }
+        (Outcome::Error { kind, message }, _) => failed_result(cell, kind, message.clone()),
+        (_, Some(f)) => bare_result(cell, CellStatus::Valid, None).with_prefill(&f),
+        (_, None) => failed_result(
+            cell,
+            "no_token",
+            "the prefill request produced no token".into(),
+        ),
+    };
+    let pc = prompt_check(expected, std::slice::from_ref(record));
+    if pc.mismatched > 0 && row.status == CellStatus::Valid {
+        let mut errors = ErrorTally::default();
+        tally_mismatch(&mut errors, &pc);
+        row = bare_result(
+            cell,
+            CellStatus::Failed,
+            Some("the server's usage.prompt_tokens differs from the built prompt".into()),
+        );
+        row.errors = errors.by_kind;
+        row.first_error = errors.first;
+    }
+    row.prompt_check = Some(pc);
+    row
+}
+
+/// Everything gathered for one decode cell.
+#[derive(Debug, Clone)]
+pub struct DecodeObservation<'a> {
+    /// Every request of the measured phase, token counts final.
+    pub records: &'a [RequestRecord],
+    /// The window, ns from the cell origin.
+    pub window: Window,
+    /// Which rule opened the window.
+    pub readiness: ReadinessBy,
+    /// Queue, readiness and counter-read observations (completed here with the TTFT rule and
+    /// the ramp).
+    pub queue: QueueObservation,
+    /// Pairs of consecutive in-window samples with the waiting gauge above zero.
+    pub queued_samples: u64,
+    /// The readiness limit, seconds.
+    pub readiness_timeout_s: f64,
+    /// The median TTFT of this context's N = 1 cell, ms, if measured.
+    pub warm_ttft_ms: Option<f64>,
+    /// Errors of the warm-up requests (kinds already prefixed).
+    pub warmup_errors: ErrorTally,
+    /// Prompt tokens the tool built (C).
+    pub expected_prompt_tokens: u64,
+    /// How tokens were counted.
+    pub count: CountReport,
+    /// The source claimed when no request had a chunk.
+    pub nominal_source: TokenCountSource,
+    /// The server counter's delta over the window.
+    pub server_generation_tokens: Option<f64>,
+    /// The measurement itself broke: why.
+    pub fault: Option<String>,
+}
+
+/// The row of a decode cell: figures, status and reason, errors, queue and prompt checks.
+pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
+    let n = cell.key.concurrency;
+    let f = decode_figures(o.records, o.window);
+    let mut queue = o.queue;
+    queue.ready = o.readiness.is_ready();
+    queue.readiness_by = Some(o.readiness.as_str().to_string());
+    // The tokens that came before the window opened: the ramp readiness kept out.
+    queue.ramp_tokens = Some(
+        o.records
+            .iter()
+            .flat_map(|r| &r.chunks)
+            .filter(|c| c.t_ns < o.window.start_ns)
+            .map(|c| u64::from(c.tokens))
+            .sum(),
+    );
+    let mut ttft_over = None;
+    if queue.max_waiting.is_none()
+        && let Some(ttft) = &f.ttft_ms
+    {
+        let threshold = ttft_queue_threshold_ms(o.warm_ttft_ms, ttft.min);
+        let over = o
+            .records
+            .iter()
+            .filter_map(|r| r.ttft_ns())
+            .filter(|t| *t as f64 / 1e6 > threshold)
+            .count() as u64;
+        queue.ttft_queue_threshold_ms = Some(threshold);
+        queue.ttft_over_threshold = Some(over);
+        ttft_over = Some((over, threshold));
+    }
+    let pc = prompt_check(o.expected_prompt_tokens, o.records);
+    let mut errors = o.warmup_errors;
+    errors.add_records(o.records, "");
+    tally_mismatch(&mut errors, &pc);
+    let verdict = decode_verdict(&DecodeFacts {
+        concurrency: n,
+        fault: o.fault.as_deref(),
+        errors: &errors,
+        readiness: o.readiness,
+        readiness_timeout_s: o.readiness_timeout_s,
+        queued_samples: o.queued_samples,
+        max_waiting: queue.max_waiting,
+        ttft_over,
+        output_tokens: f.output_tokens,
+    });
+    let mut row = bare_result(cell, verdict.status, verdict.reason);
+    if verdict.status.has_figures() {
+        row = row.with_decode(&f);
+        row.token_count_source = Some(o.count.source_or(o.nominal_source));
+        row.token_count_note = o.count.note();
+        row.server_generation_tokens = o.server_generation_tokens;
+    } else {
+        row.requests_sent = Some(f.requests_sent);
+    }
+    row.errors = errors.by_kind;
+    row.first_error = errors.first.or(o.fault);
+    row.queue = Some(queue);
+    row.prompt_check = Some(pc);
+    row
+}
+
+#[cfg(test)]
+#[path = "tests/verdict.rs"]
+mod tests;
