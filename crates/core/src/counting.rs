@@ -354,11 +354,23 @@ mod tests {
         let mut rep = CountReport::new();
         count_request(&mut rec(0, None), None, false, &tok, &mut rep);
         assert_eq!(rep.source, None);
-        assert_eq!(rep.source_or(S::ServerUsagePerChunk), S::ServerUsagePerChunk);
+        assert_eq!(
+            rep.source_or(S::ServerUsagePerChunk),
+            S::ServerUsagePerChunk
+        );
         count_request(&mut rec(1, Some(1)), None, true, &tok, &mut rep);
-        count_request(&mut rec(1, None), Some(&texts(&["a"])), false, &tok, &mut rep);
+        count_request(
+            &mut rec(1, None),
+            Some(&texts(&["a"])),
+            false,
+            &tok,
+            &mut rep,
+        );
         assert_eq!(rep.source, Some(S::Tokenizer));
         assert!(needs_tokenizer(&rec(2, None), Some(&texts(&["a", "a"]))));
-        assert!(!needs_tokenizer(&rec(2, Some(2)), Some(&texts(&["a", "a"]))));
+        assert!(!needs_tokenizer(
+            &rec(2, Some(2)),
+            Some(&texts(&["a", "a"]))
+        ));
     }
 }

@@ -318,7 +318,10 @@ mod tests {
             assert_eq!(got, want, "{name}");
             if let Some((i, _)) = want {
                 // The decision sticks.
-                assert_eq!(j.observe(obs(99_999, 0, None)).map(|d| d.at_ns), Some(seq[i].t_ns));
+                assert_eq!(
+                    j.observe(obs(99_999, 0, None)).map(|d| d.at_ns),
+                    Some(seq[i].t_ns)
+                );
             }
         }
     }

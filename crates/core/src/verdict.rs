@@ -205,7 +205,13 @@ fn tally_mismatch(errors: &mut ErrorTally, pc: &PromptCheck) {
 /// any figure).
 pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String>) -> CellResult {
     let k = cell.key;
-    let mut r = CellResult::empty(k.phase, k.context_tokens, &cell.label, k.concurrency, status);
+    let mut r = CellResult::empty(
+        k.phase,
+        k.context_tokens,
+        &cell.label,
+        k.concurrency,
+        status,
+    );
     r.status_reason = reason;
     r
 }

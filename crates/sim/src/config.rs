@@ -122,6 +122,11 @@ pub struct SimConfig {
     /// Prefix cache size in tokens (0 disables it). Cached prompts also yield to running
     /// requests: they are evicted, least recently used first, when KV is needed.
     pub prefix_cache_tokens: u64,
+    /// Prefill one admitted request per pass (vLLM-like), instead of packing every admitted
+    /// prompt into the pass up to `chunked_prefill_tokens`. Requests count as running from
+    /// admission either way, so with this on the running gauge reads N long before N streams
+    /// have a token: the ramp a client's readiness rule must wait out.
+    pub serial_prefill: bool,
     /// Most requests running at once (`None`: only KV capacity limits admission).
     pub max_running_requests: Option<u32>,
     /// Serve `/metrics` (SGLang's `--enable-metrics`). Off: 404, as an engine started without

@@ -308,6 +308,7 @@ impl Sse {
                 && let Some(log) = &self.stamps
             {
                 log.push(ChunkStamp {
+                    request: self.guard.id(),
                     prompt_tokens: self.writer.prompt_tokens,
                     completion_tokens: n,
                     at: std::time::Instant::now(),

@@ -35,7 +35,7 @@ use tokio::task::JoinHandle;
 
 pub use config::{FaultConfig, Flavor, SimConfig};
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};
-pub use stamps::ChunkStamp;
+pub use stamps::{ChunkStamp, PassStamp};
 
 /// Everything that can go wrong starting or configuring the simulator.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +73,7 @@ async fn serve_with(
     config.validate()?;
     let addr = listener.local_addr()?;
     let cfg = Arc::new(config);
-    let engine = engine::Engine::start(Arc::clone(&cfg))?;
+    let engine = engine::Engine::start(Arc::clone(&cfg), Arc::clone(&stamps))?;
     let state = Arc::new(http::AppState {
         rng: Mutex::new(rng::Rng::new(cfg.seed)),
         cfg,
@@ -122,6 +122,12 @@ impl SimHandle {
     /// (always empty unless the config has `stamp_chunks` on).
     pub fn take_chunk_stamps(&self) -> Vec<ChunkStamp> {
         self.stamps.take()
+    }
+
+    /// Removes and returns the scheduler's pass log recorded so far (empty unless the config
+    /// has `stamp_chunks` on): what the engine really ran, and when.
+    pub fn take_pass_stamps(&self) -> Vec<PassStamp> {
+        self.stamps.take_passes()
     }
 
     /// Stops the server gracefully and waits until it has: open streams end, the port is

@@ -92,6 +92,7 @@ pub(crate) fn tiny() -> SimConfig {
         per_kv_token_us: 0.0,
         spec_tokens: 1,
         prefix_cache_tokens: 16_384,
+        serial_prefill: false,
         max_running_requests: None,
         metrics_enabled: true,
         add_bos: true,
@@ -179,6 +180,7 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
         per_kv_token_us: 0.7 * 1000.0 / (1_044_479.0 / s as f64),
         spec_tokens: 1,
         prefix_cache_tokens: SEED_KV / s,
+        serial_prefill: false,
         max_running_requests: None,
         metrics_enabled: true,
         add_bos: true,
@@ -192,9 +194,11 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
     }
 }
 
-/// The same engine, speaking vLLM's dialect.
+/// The same engine, speaking vLLM's dialect and scheduling prefills as vLLM does: one admitted
+/// request after another, each counted as running from admission.
 fn as_vllm(mut c: SimConfig) -> SimConfig {
     c.flavor = Flavor::Vllm;
+    c.serial_prefill = true;
     c.version = "0.10.1.1".to_string();
     c
 }

@@ -13,6 +13,9 @@ use std::time::Instant;
 /// When the simulator handed one content chunk to the HTTP server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkStamp {
+    /// The engine's id of the request (unique per server), so a request's chunks can be told
+    /// apart from those of another stream with the same prompt length.
+    pub request: u64,
     /// The request's `usage.prompt_tokens`, as reported (offset fault included).
     pub prompt_tokens: u64,
     /// `usage.completion_tokens` after this chunk (cumulative).
@@ -24,27 +27,58 @@ pub struct ChunkStamp {
     pub at: Instant,
 }
 
+/// One pass of the scheduler as it really ran (not as configured): when it ended and what it
+/// did. A loaded host runs passes late; this log says what the engine actually did when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassStamp {
+    /// When the pass ended (its tokens were emitted then).
+    pub end: Instant,
+    /// Requests in the decode batch (0 for a prefill pass).
+    pub decode_batch: u32,
+    /// Requests whose prompt was (partly) prefilled in this pass (0 for a decode step).
+    pub prefill_requests: u32,
+}
+
 /// The stamps of one server, in the order they were taken.
 #[derive(Debug, Default)]
 pub(crate) struct StampLog {
     stamps: Mutex<Vec<ChunkStamp>>,
+    passes: Mutex<Vec<PassStamp>>,
+}
+
+fn push_locked<T>(m: &Mutex<Vec<T>>, x: T) {
+    match m.lock() {
+        Ok(mut v) => v.push(x),
+        Err(p) => p.into_inner().push(x),
+    }
+}
+
+fn take_locked<T>(m: &Mutex<Vec<T>>) -> Vec<T> {
+    match m.lock() {
+        Ok(mut v) => std::mem::take(&mut *v),
+        Err(p) => std::mem::take(&mut *p.into_inner()),
+    }
 }
 
 impl StampLog {
-    /// Appends one stamp.
+    /// Appends one chunk stamp.
     pub(crate) fn push(&self, s: ChunkStamp) {
-        match self.stamps.lock() {
-            Ok(mut v) => v.push(s),
-            Err(p) => p.into_inner().push(s),
-        }
+        push_locked(&self.stamps, s);
     }
 
-    /// Removes and returns every stamp recorded so far.
+    /// Removes and returns every chunk stamp recorded so far.
     pub(crate) fn take(&self) -> Vec<ChunkStamp> {
-        match self.stamps.lock() {
-            Ok(mut v) => std::mem::take(&mut *v),
-            Err(p) => std::mem::take(&mut *p.into_inner()),
-        }
+        take_locked(&self.stamps)
+    }
+
+    /// Appends one pass stamp.
+    pub(crate) fn push_pass(&self, p: PassStamp) {
+        push_locked(&self.passes, p);
+    }
+
+    /// Removes and returns every pass stamp recorded so far.
+    pub(crate) fn take_passes(&self) -> Vec<PassStamp> {
+        take_locked(&self.passes)
     }
 }
 

@@ -214,7 +214,11 @@ fn a_valid_row_carries_figures_the_ramp_and_its_readiness_rule() {
     let q = row.queue.expect("queue");
     assert!(q.ready);
     assert_eq!(q.readiness_by.as_deref(), Some("gauges_and_first_tokens"));
-    assert_eq!(q.ramp_tokens, Some(2), "chunks at 50 and 90 ms came before the window");
+    assert_eq!(
+        q.ramp_tokens,
+        Some(2),
+        "chunks at 50 and 90 ms came before the window"
+    );
     assert_eq!(row.prompt_check.map(|p| p.mismatched), Some(0));
 }
 
@@ -233,7 +237,8 @@ fn a_failed_row_has_null_figures_and_keeps_every_error() {
         ),
     ];
     let mut o = observation(&recs, ReadinessBy::GaugesAndFirstTokens);
-    o.warmup_errors.add("warmup_http_500", 1, || "HTTP 500".into());
+    o.warmup_errors
+        .add("warmup_http_500", 1, || "HTTP 500".into());
     let row = decode_result(&cell(2), o);
     assert_eq!(row.status, CellStatus::Failed);
     assert!(row.total_tok_per_s.is_none() && row.output_tokens.is_none());
@@ -252,10 +257,7 @@ fn a_fault_with_no_records_is_failed_not_valid_with_zero_tokens() {
     o.fault = Some("a stream worker panicked".into());
     let row = decode_result(&cell(4), o);
     assert_eq!(row.status, CellStatus::Failed);
-    assert_eq!(
-        row.first_error.as_deref(),
-        Some("a stream worker panicked")
-    );
+    assert_eq!(row.first_error.as_deref(), Some("a stream worker panicked"));
     assert!(row.output_tokens.is_none());
     // And without the fault, still not Valid: nothing arrived.
     let row = decode_result(&cell(4), observation(&[], ReadinessBy::FirstTokens));
@@ -293,20 +295,47 @@ fn without_a_gauge_the_ttft_rule_is_kept_in_the_row() {
 fn prefill_rows() {
     let mut c = cell(1);
     c.key.phase = Phase::Prefill;
-    let ok = req(0, &[200], Some(1024), Outcome::Finished { reason: "length".into() });
+    let ok = req(
+        0,
+        &[200],
+        Some(1024),
+        Outcome::Finished {
+            reason: "length".into(),
+        },
+    );
     let row = prefill_result(&c, &ok, 1024);
     assert_eq!(row.status, CellStatus::Valid);
     assert!((row.prompt_tok_per_s.expect("rate") - 1024.0 / 0.2).abs() < 1e-6);
 
-    let off = req(0, &[200], Some(1025), Outcome::Finished { reason: "length".into() });
+    let off = req(
+        0,
+        &[200],
+        Some(1025),
+        Outcome::Finished {
+            reason: "length".into(),
+        },
+    );
     let row = prefill_result(&c, &off, 1024);
     assert_eq!(row.status, CellStatus::Failed);
-    assert!(row.prompt_tok_per_s.is_none(), "a failed row has no figures");
+    assert!(
+        row.prompt_tok_per_s.is_none(),
+        "a failed row has no figures"
+    );
     assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
     assert_eq!(row.prompt_check.and_then(|p| p.max_diff), Some(1));
 
-    let none = req(0, &[], None, Outcome::Finished { reason: "length".into() });
-    assert_eq!(prefill_result(&c, &none, 1024).errors.get("no_token"), Some(&1));
+    let none = req(
+        0,
+        &[],
+        None,
+        Outcome::Finished {
+            reason: "length".into(),
+        },
+    );
+    assert_eq!(
+        prefill_result(&c, &none, 1024).errors.get("no_token"),
+        Some(&1)
+    );
     let gone = req(0, &[], None, Outcome::Cancelled);
     assert_eq!(prefill_result(&c, &gone, 1024).status, CellStatus::NotRun);
 }

@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 use tokio::sync::mpsc as tmpsc;
 
 use crate::config::SimConfig;
+use crate::stamps::StampLog;
 
 /// Why a request stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,11 @@ pub(crate) struct AbortGuard {
 }
 
 impl AbortGuard {
+    /// The engine's id of the request.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// The request finished normally: nothing to abort.
     pub(crate) fn disarm(&mut self) {
         self.armed = false;
@@ -142,8 +148,9 @@ impl Drop for AbortGuard {
 }
 
 impl Engine {
-    /// Starts the scheduler thread for `cfg`.
-    pub(crate) fn start(cfg: Arc<SimConfig>) -> std::io::Result<Engine> {
+    /// Starts the scheduler thread for `cfg`; with `stamp_chunks` on it logs every pass into
+    /// `stamps`.
+    pub(crate) fn start(cfg: Arc<SimConfig>, stamps: Arc<StampLog>) -> std::io::Result<Engine> {
         let (tx, rx) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats {
             capacity: cfg.effective_kv_capacity(),
@@ -152,7 +159,10 @@ impl Engine {
         let thread_stats = Arc::clone(&stats);
         let thread = std::thread::Builder::new()
             .name("llmib-sim-scheduler".into())
-            .spawn(move || scheduler::run(&cfg, &rx, &thread_stats))?;
+            .spawn(move || {
+                let log = cfg.stamp_chunks.then_some(stamps);
+                scheduler::run(&cfg, &rx, &thread_stats, log.as_deref())
+            })?;
         Ok(Engine {
             tx,
             stats,

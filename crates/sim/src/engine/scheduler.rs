@@ -9,6 +9,9 @@
 //! - **Prefill pass**: up to `chunked_prefill_tokens` prompt tokens of admitted requests, in
 //!   order, taking `overhead + tokens / prefill_tok_per_s`. A request whose prompt completes
 //!   gets its first token at the end of the pass. A prefix-cache hit only prefills 1 token.
+//!   With `serial_prefill` a pass takes one request only (cached or not), as vLLM does with
+//!   the cached prompts of a burst: admitted (and counted as running) at once, first tokens one
+//!   pass apart.
 //! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk) after
 //!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`.
 //! - When both kinds of work wait, passes alternate, so a long prompt delays running streams
@@ -29,6 +32,7 @@ use super::prefix_cache::PrefixCache;
 use super::{Cmd, Finish, NewRequest, Stats, TokenEvent};
 use crate::config::SimConfig;
 use crate::rng::Rng;
+use crate::stamps::{PassStamp, StampLog};
 use crate::tokenizer;
 
 /// How far behind schedule the engine may fall before it stops catching up.
@@ -65,6 +69,8 @@ struct Scheduler<'a> {
     reqs: HashMap<u64, Req>,
     cache: PrefixCache,
     pass: Option<Pass>,
+    /// Where passes are logged (`stamp_chunks`).
+    log: Option<&'a StampLog>,
     /// End of the last pass on the engine's clock.
     clock: Option<Instant>,
     last_was_prefill: bool,
@@ -73,8 +79,13 @@ struct Scheduler<'a> {
     stats: Stats,
 }
 
-/// Runs until `Stop` or until every sender is gone.
-pub(super) fn run(cfg: &SimConfig, rx: &Receiver<Cmd>, shared: &Arc<Mutex<Stats>>) {
+/// Runs until `Stop` or until every sender is gone; logs each pass into `log` when given.
+pub(super) fn run(
+    cfg: &SimConfig,
+    rx: &Receiver<Cmd>,
+    shared: &Arc<Mutex<Stats>>,
+    log: Option<&StampLog>,
+) {
     let capacity = cfg.effective_kv_capacity();
     let mut s = Scheduler {
         cfg,
@@ -85,6 +96,7 @@ pub(super) fn run(cfg: &SimConfig, rx: &Receiver<Cmd>, shared: &Arc<Mutex<Stats>
         reqs: HashMap::new(),
         cache: PrefixCache::new(cfg.prefix_cache_tokens.min(capacity)),
         pass: None,
+        log,
         clock: None,
         last_was_prefill: false,
         idle: true,
@@ -236,7 +248,9 @@ impl Scheduler<'_> {
             let mut parts = Vec::new();
             let mut tokens = 0u64;
             for &id in &self.prefilling {
-                if budget == 0 {
+                // Serial prefill (vLLM-like): one admitted request's prompt per pass, however
+                // short, so N admitted requests get their first tokens one pass apart.
+                if budget == 0 || (self.cfg.serial_prefill && !parts.is_empty()) {
                     break;
                 }
                 if let Some(r) = self.reqs.get(&id) {
@@ -273,6 +287,18 @@ impl Scheduler<'_> {
     fn finish_pass(&mut self) {
         let Some(pass) = self.pass.take() else { return };
         self.clock = Some(pass.end);
+        if let Some(log) = self.log {
+            let (decode_batch, prefill_requests) = match &pass.work {
+                Work::Prefill(parts) => (0, parts.len() as u32),
+                Work::Decode(batch) => (batch.len() as u32, 0),
+            };
+            // The real end: the thread may have woken after the planned one on a loaded host.
+            log.push_pass(PassStamp {
+                end: Instant::now(),
+                decode_batch,
+                prefill_requests,
+            });
+        }
         match pass.work {
             Work::Prefill(parts) => {
                 for (id, t) in parts {
