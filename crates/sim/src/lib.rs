@@ -7,12 +7,15 @@
 //! - `tokenizer`: the simulator's own deterministic tokenizer (not one token per character);
 //! - `engine`: the scheduler thread (KV admission, prefix cache, prefill, decode steps);
 //! - `wire`: the exact JSON and SSE bytes each engine writes;
-//! - `faults`: seeded fault decisions.
+//! - `faults`: seeded fault decisions;
+//! - `stamps` and `emitted`: what the engine really emitted and when, and the figures of a
+//!   window computed from that (the oracle of the client's timing tests).
 //!
 //! Start it in-process with [`spawn`] (tests, demos) or [`serve`] (your own listener and
 //! shutdown signal). `docs/simulator.md` describes the model and shows transcripts.
 
 mod config;
+mod emitted;
 mod engine;
 mod faults;
 mod http;
@@ -34,6 +37,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use config::{FaultConfig, Flavor, SimConfig};
+pub use emitted::EmittedFigures;
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};
 pub use stamps::{ChunkStamp, PassStamp};
 

@@ -88,6 +88,7 @@ mod tests {
     use tokio::net::TcpStream;
 
     use crate::SimConfig;
+    use std::time::Instant;
 
     /// Streams one 3-token completion over raw HTTP/1.1 and returns the whole response.
     async fn stream_once(addr: std::net::SocketAddr) -> String {
@@ -142,5 +143,49 @@ mod tests {
         };
         assert_eq!(events(&with).len(), 5, "{with}");
         assert_eq!(events(&with), events(&without));
+    }
+
+    /// Serial prefill (vLLM-like): four requests admitted together get one prefill pass each,
+    /// so their first tokens come one pass apart; without it, one pass prefills them all.
+    #[tokio::test]
+    async fn serial_prefill_gives_each_admitted_request_its_own_pass() {
+        for serial in [true, false] {
+            let cfg = SimConfig {
+                serial_prefill: serial,
+                decode_step_ms: vec![(1, 3.0)],
+                // A long pass, so requests that arrive while one runs wait for the next.
+                prefill_overhead_ms: 20.0,
+                ..config(true)
+            };
+            let sim = crate::spawn(cfg).await.expect("starts");
+            let addr = sim.addr();
+            futures_util::future::join_all((0..4).map(|_| stream_once(addr))).await;
+            let passes = sim.take_pass_stamps();
+            let stamps = sim.take_chunk_stamps();
+            sim.shutdown().await;
+            let prefills: Vec<u32> = passes
+                .iter()
+                .map(|p| p.prefill_requests)
+                .filter(|&k| k > 0)
+                .collect();
+            assert_eq!(prefills.iter().sum::<u32>(), 4, "{passes:?}");
+            let firsts: Vec<Instant> = stamps
+                .iter()
+                .filter(|s| s.completion_tokens == 1)
+                .map(|s| s.at)
+                .collect();
+            assert_eq!(firsts.len(), 4);
+            if serial {
+                assert_eq!(prefills, vec![1, 1, 1, 1], "{passes:?}");
+                // Between two first tokens lies at least one more pass.
+                let ends: Vec<Instant> = passes.iter().map(|p| p.end).collect();
+                let mut f = firsts.clone();
+                f.sort();
+                assert!(f.windows(2).all(|w| w[0] < w[1]), "one pass apart: {f:?}");
+                assert!(ends.len() >= 4 + 3, "{passes:?}");
+            } else {
+                assert!(prefills.iter().any(|&k| k > 1), "{passes:?}");
+            }
+        }
     }
 }

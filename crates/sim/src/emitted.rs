@@ -1,0 +1,161 @@
+//! What the simulator actually emitted inside a window, computed from its chunk stamps: the
+//! oracle a client's figures are judged against (never the nominal step time, which a loaded
+//! host does not keep).
+//!
+//! The figures follow METHOD.md's definitions, written again here on purpose: the simulator
+//! shares no code with the client, so a bug in the client's figures cannot hide in its oracle.
+//! - output tokens: the `completion_tokens` increments of chunks stamped inside `[start, end]`;
+//! - per-request tok/s: per request, tokens after its first in-window chunk over the span from
+//!   that chunk to its last in-window chunk; the median over requests;
+//! - time between tokens: gaps between consecutive in-window chunks of one request, a chunk of
+//!   k tokens counting as k gaps of gap/k; the median over tokens.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::stamps::ChunkStamp;
+
+/// The simulator's own figures for one window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmittedFigures {
+    /// Tokens emitted inside the window.
+    pub output_tokens: u64,
+    /// `output_tokens` over the window's length.
+    pub total_tok_per_s: f64,
+    /// Median per-request decode rate (`None`: no request had two chunks inside).
+    pub per_request_tok_per_s_p50: Option<f64>,
+    /// Median time between tokens, ms (`None`: no gap inside).
+    pub tbt_ms_p50: Option<f64>,
+    /// Distinct requests that emitted inside the window.
+    pub requests: usize,
+}
+
+/// Linear-interpolation percentile over the expansion of sorted `(value, weight)` pairs.
+fn weighted_median(mut v: Vec<(f64, u64)>) -> Option<f64> {
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = v.iter().map(|x| x.1).sum();
+    if total == 0 {
+        return None;
+    }
+    let nth = |i: u64| {
+        let mut acc = 0;
+        v.iter()
+            .find(|x| {
+                acc += x.1;
+                i < acc
+            })
+            .map(|x| x.0)
+    };
+    let rank = (total - 1) as f64 / 2.0;
+    let (lo, hi) = (nth(rank.floor() as u64)?, nth(rank.ceil() as u64)?);
+    Some(lo + (hi - lo) * (rank - rank.floor()))
+}
+
+impl EmittedFigures {
+    /// The figures of the chunks in `stamps` (a server's whole log, in order) stamped inside
+    /// `[start, end]`. Chunks before the window still matter: they set each request's count.
+    pub fn within(stamps: &[ChunkStamp], start: Instant, end: Instant) -> EmittedFigures {
+        // Per request: completion tokens so far, and (first in-window instant, tokens after
+        // it, last in-window instant).
+        let mut so_far: HashMap<u64, u32> = HashMap::new();
+        let mut spans: HashMap<u64, (Instant, u64, Instant)> = HashMap::new();
+        let mut gaps: Vec<(f64, u64)> = Vec::new();
+        let mut output_tokens = 0u64;
+        for s in stamps {
+            let before = so_far.insert(s.request, s.completion_tokens).unwrap_or(0);
+            let k = u64::from(s.completion_tokens.saturating_sub(before));
+            if s.at < start || s.at > end {
+                continue;
+            }
+            output_tokens += k;
+            match spans.get_mut(&s.request) {
+                None => {
+                    spans.insert(s.request, (s.at, 0, s.at));
+                }
+                Some((_, after, last)) => {
+                    let w = k.max(1);
+                    let gap_ms = s.at.duration_since(*last).as_secs_f64() * 1e3;
+                    gaps.push((gap_ms / w as f64, w));
+                    *after += k;
+                    *last = s.at;
+                }
+            }
+        }
+        let secs = end.saturating_duration_since(start).as_secs_f64();
+        let rates: Vec<(f64, u64)> = spans
+            .values()
+            .filter(|(t0, after, t1)| *after > 0 && t1 > t0)
+            .map(|(t0, after, t1)| (*after as f64 / t1.duration_since(*t0).as_secs_f64(), 1))
+            .collect();
+        EmittedFigures {
+            output_tokens,
+            total_tok_per_s: if secs > 0.0 {
+                output_tokens as f64 / secs
+            } else {
+                0.0
+            },
+            per_request_tok_per_s_p50: weighted_median(rates),
+            tbt_ms_p50: weighted_median(gaps),
+            requests: spans.len(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn stamp(request: u64, completion_tokens: u32, at: Instant) -> ChunkStamp {
+        ChunkStamp {
+            request,
+            prompt_tokens: 8,
+            completion_tokens,
+            at,
+        }
+    }
+
+    #[test]
+    fn counts_increments_inside_the_window_only() {
+        let t = Instant::now();
+        let ms = |x: u64| t + Duration::from_millis(x);
+        // Request 1: 1 token per chunk every 10 ms from 0 to 100 ms. Request 2: 3 tokens per
+        // chunk every 30 ms from 5 ms.
+        let mut log = Vec::new();
+        for i in 0..=10u32 {
+            log.push(stamp(1, i + 1, ms(u64::from(i) * 10)));
+        }
+        for i in 0..=3u32 {
+            log.push(stamp(2, 3 * (i + 1), ms(5 + u64::from(i) * 30)));
+        }
+        log.sort_by_key(|s| s.at);
+        // Window [20, 80] ms: request 1 has chunks at 20..=80 (7 chunks), request 2 at 35, 65.
+        let f = EmittedFigures::within(&log, ms(20), ms(80));
+        assert_eq!(f.output_tokens, 7 + 6);
+        assert!((f.total_tok_per_s - 13.0 / 0.060).abs() < 1e-6);
+        assert_eq!(f.requests, 2);
+        // Rates: request 1 has 6 tokens over 60 ms = 100/s; request 2 has 3 over 30 ms = 100/s.
+        let r = f.per_request_tok_per_s_p50.expect("rates");
+        assert!((r - 100.0).abs() < 1e-6, "{r}");
+        // Gaps: six 10 ms gaps (weight 1) and one 30 ms gap of 3 tokens = three of 10 ms.
+        assert!((f.tbt_ms_p50.expect("gaps") - 10.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_lone_chunk_gives_tokens_but_no_rate_or_gap() {
+        let t = Instant::now();
+        let log = vec![stamp(7, 1, t), stamp(7, 2, t + Duration::from_millis(50))];
+        let f = EmittedFigures::within(
+            &log,
+            t + Duration::from_millis(10),
+            t + Duration::from_millis(60),
+        );
+        assert_eq!(
+            f.output_tokens, 1,
+            "the chunk before the window sets the count only"
+        );
+        assert_eq!(f.per_request_tok_per_s_p50, None);
+        assert_eq!(f.tbt_ms_p50, None);
+        assert_eq!(weighted_median(vec![(1.0, 1), (3.0, 1)]), Some(2.0));
+    }
+}
