@@ -134,6 +134,8 @@ impl Progress for TerminalProgress {
                     None => println!("{line}"),
                 }
             }
+            // The window's instants matter to live views, not to the terminal's lines.
+            ProgressEvent::Window { .. } => {}
             ProgressEvent::Note(n) => match &self.bar {
                 Some(b) => b.println(format!("note: {n}")),
                 None => println!("note: {n}"),

@@ -1,23 +1,25 @@
 //! The driver: runs a plan's cells in order (prefill scout, then decode cells with N ascending,
-//! per context), decides each cell's status, and saves every row as soon as it is known.
+//! per context) and saves every row as soon as it is known. It decides nothing about a cell:
+//! each row is built by `llmib_core::verdict` from what the cell's phases observed.
 //!
 //! State per context: stream i has one fixed prompt for every N at that context, and a prompt
 //! that has been sent once is cached by the server, so moving from N to 2N only prefills the N
 //! new prompts in the warm-up (METHOD.md "The matrix").
 
-use crate::engine::{Engine, PromptInput};
+use crate::engine::Engine;
 use crate::prompt::{BuiltPrompt, PromptBuilder};
-use crate::stream::{Counting, Measured, measure};
-use crate::window::{WindowSpec, run_window, warm_up};
-use bytes::Bytes;
-use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase, PromptCheck};
-use llmib_core::figures::{decode_figures, prefill_figures};
-use llmib_core::meta::TokenCountSource;
+use crate::stream::{RequestSpec, measure};
+use crate::window::{WindowSpec, into_records, run_window, warm_up};
+use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::figures::Window;
 use llmib_core::plan::{Plan, PlannedCell};
-use llmib_core::record::{Outcome, RequestRecord};
 use llmib_core::store::{RunDir, StoreError};
 use llmib_core::time::now_rfc3339;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use llmib_core::verdict::{
+    DecodeObservation, ErrorTally, bare_result, decode_result, failed_result, over_capacity_result,
+    prefill_result,
+};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -37,6 +39,14 @@ pub enum ProgressEvent {
     },
     /// The cell moved to a phase (`prompts`, `warm-up`, `readiness`, `window`, `counting`).
     Phase(&'static str),
+    /// A decode window closed: its span on the cell's clock, and that clock's origin on the
+    /// process's monotonic clock (live views and timing tests relate it to other timestamps).
+    Window {
+        /// The cell's origin.
+        origin: std::time::Instant,
+        /// The window, ns from `origin`.
+        window: Window,
+    },
     /// A row was saved.
     CellDone(Box<CellResult>),
     /// Something a user should read.
@@ -106,107 +116,46 @@ struct ContextPrompts {
 
 /// Runs the matrix.
 pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
-    let s = &m.plan.settings;
     let started = Instant::now();
-    let mut builder = PromptBuilder::new(m.engine.clone(), s.prompt_seed);
-    let mut ctx: Option<ContextPrompts> = None;
+    let mut st = RunState {
+        builder: PromptBuilder::new(m.engine.clone(), m.plan.settings.prompt_seed),
+        ctx: None,
+        hidden_warmup_done: false,
+        warm_ttft_ms: HashMap::new(),
+    };
     let mut end = MatrixEnd::Completed;
-    let mut hidden_warmup_done = false;
-    // The TTFT of a lone warm request at each context (the N = 1 cell): the baseline for the
-    // gauge-less queueing rule.
-    let mut warm_ttft_ms: HashMap<u64, f64> = HashMap::new();
     let total = m.plan.cells.len();
 
     for (index, cell) in m.plan.cells.iter().enumerate() {
         if m.done.contains(&cell.key) {
             continue;
         }
-        let key = cell.key;
-        let stamp = |mut r: CellResult, t0: String| {
-            r.started_at = Some(t0);
-            r.finished_at = Some(now_rfc3339());
-            r
-        };
         // Over capacity is a prediction, true whether or not the run goes on.
         if cell.over_capacity {
-            let mut r = CellResult::empty(
-                key.phase,
-                key.context_tokens,
-                &cell.label,
-                key.concurrency,
-                CellStatus::OverCapacity,
-            );
-            r.status_reason = Some(format!(
-                "{} × ({} + {}) tokens exceeds the KV capacity of {}",
-                key.concurrency,
-                key.context_tokens,
-                s.max_output,
-                m.plan.kv_capacity_tokens.unwrap_or(0)
-            ));
-            save(&m, r)?;
+            let s = &m.plan.settings;
+            let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
+            save(&m, over_capacity_result(cell, s.max_output, kv))?;
             continue;
         }
-        if end != MatrixEnd::Completed {
-            // Already stopping: keep the first reason.
-        } else if m.cancel.is_cancelled() {
-            end = MatrixEnd::Interrupted;
-        } else if s
-            .max_time_s
-            .is_some_and(|b| started.elapsed().as_secs_f64() >= b)
-        {
-            end = MatrixEnd::BudgetSpent;
+        if end == MatrixEnd::Completed {
+            end = stop_reason(&m, started);
         }
         if end != MatrixEnd::Completed {
-            let mut r = CellResult::empty(
-                key.phase,
-                key.context_tokens,
-                &cell.label,
-                key.concurrency,
-                CellStatus::NotRun,
-            );
-            r.status_reason = Some(not_run_reason(&end));
-            save(&m, r)?;
+            save(
+                &m,
+                bare_result(cell, CellStatus::NotRun, Some(not_run_reason(&end))),
+            )?;
             continue;
         }
-
         m.progress.event(ProgressEvent::CellStarted {
             index,
             total,
             cell: cell.clone(),
         });
         let t0 = now_rfc3339();
-        if ctx.as_ref().is_none_or(|c| c.context != key.context_tokens) {
-            ctx = Some(ContextPrompts {
-                context: key.context_tokens,
-                prompts: HashMap::new(),
-                warmed: HashSet::new(),
-                error: None,
-            });
-        }
-        let Some(cp) = ctx.as_mut() else { continue };
-
-        if !hidden_warmup_done {
-            // A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay
-            // one-off costs (graph capture, allocator growth) that belong to no cell. Its prompt
-            // shares no prefix with any measured one.
-            m.progress.event(ProgressEvent::Phase("hidden warm-up"));
-            let p = builder.throwaway(key.context_tokens.min(512));
-            let _ = warm_up(
-                &m.engine,
-                &m.model,
-                &[(0, p)],
-                s.max_output.min(32),
-                &m.cancel,
-            )
-            .await;
-            hidden_warmup_done = true;
-        }
-
-        let row = match key.phase {
-            Phase::Prefill => prefill_cell(&m, &mut builder, cp, cell).await,
-            Phase::Decode => decode_cell(&m, &mut builder, cp, cell, &mut warm_ttft_ms).await,
-        };
-        let mut row = stamp(row, t0);
+        let mut row = run_cell(&m, &mut st, cell).await;
+        row.started_at = Some(t0);
+        row.finished_at = Some(now_rfc3339());
         if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
             end = MatrixEnd::Interrupted;
             row.status_reason = Some(not_run_reason(&end));
@@ -223,6 +172,72 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
         }
     }
     Ok(end)
+}
+
+/// What the run carries from cell to cell.
+struct RunState {
+    builder: PromptBuilder,
+    ctx: Option<ContextPrompts>,
+    hidden_warmup_done: bool,
+    /// The TTFT of a lone warm request at each context (the N = 1 cell): the baseline for the
+    /// gauge-less queueing rule.
+    warm_ttft_ms: HashMap<u64, f64>,
+}
+
+/// Why the run stops before the next cell, if it does (Ctrl-C, the time budget).
+fn stop_reason(m: &MatrixRun<'_>, started: Instant) -> MatrixEnd {
+    if m.cancel.is_cancelled() {
+        MatrixEnd::Interrupted
+    } else if m
+        .plan
+        .settings
+        .max_time_s
+        .is_some_and(|b| started.elapsed().as_secs_f64() >= b)
+    {
+        MatrixEnd::BudgetSpent
+    } else {
+        MatrixEnd::Completed
+    }
+}
+
+/// Measures one cell: its context's prompt state, the one-off hidden warm-up, then the cell.
+async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
+    let key = cell.key;
+    if st
+        .ctx
+        .as_ref()
+        .is_none_or(|c| c.context != key.context_tokens)
+    {
+        st.ctx = Some(ContextPrompts {
+            context: key.context_tokens,
+            prompts: HashMap::new(),
+            warmed: HashSet::new(),
+            error: None,
+        });
+    }
+    if !st.hidden_warmup_done {
+        hidden_warm_up(m, &mut st.builder, key.context_tokens).await;
+        st.hidden_warmup_done = true;
+    }
+    let Some(cp) = st.ctx.as_mut() else {
+        return failed_result(cell, "internal", "no prompt state for this context".into());
+    };
+    match key.phase {
+        Phase::Prefill => prefill_cell(m, &mut st.builder, cp, cell).await,
+        Phase::Decode => decode_cell(m, &mut st.builder, cp, cell, &mut st.warm_ttft_ms).await,
+    }
+}
+
+/// A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay one-off
+/// costs (graph capture, allocator growth) that belong to no cell. Its prompt shares no prefix
+/// with any measured one, and nothing of it is measured: a failure shows in the first cell.
+async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context: u64) {
+    m.progress.event(ProgressEvent::Phase("hidden warm-up"));
+    let p = builder.throwaway(context.min(512));
+    let max = m.plan.settings.max_output.min(32);
+    if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true) {
+        warm_up(&m.engine, &[(0, spec)], &m.cancel).await;
+    }
 }
 
 fn not_run_reason(end: &MatrixEnd) -> String {
@@ -265,18 +280,26 @@ async fn ensure_prompts(
     Ok(())
 }
 
-fn failed_row(cell: &PlannedCell, kind: &str, message: String) -> CellResult {
-    let k = cell.key;
-    let mut r = CellResult::empty(
-        k.phase,
-        k.context_tokens,
-        &cell.label,
-        k.concurrency,
-        CellStatus::Failed,
-    );
-    r.errors.insert(kind.to_string(), 1);
-    r.first_error = Some(message);
-    r
+/// Builds the streamed request of each stream in `streams` (once; re-sends reuse it).
+fn requests_for(
+    m: &MatrixRun<'_>,
+    cp: &ContextPrompts,
+    streams: impl Iterator<Item = u32>,
+    max_tokens: u32,
+    deferred: bool,
+) -> Result<Vec<(u32, RequestSpec)>, String> {
+    streams
+        .map(|i| {
+            let p = cp
+                .prompts
+                .get(&i)
+                .ok_or_else(|| format!("no prompt was built for stream {i}"))?;
+            let spec = m
+                .engine
+                .stream_request(&m.model, p.input.clone(), max_tokens, deferred)?;
+            Ok((i, spec))
+        })
+        .collect()
 }
 
 async fn prefill_cell(
@@ -287,88 +310,38 @@ async fn prefill_cell(
 ) -> CellResult {
     m.progress.event(ProgressEvent::Phase("prompt"));
     if let Err(e) = ensure_prompts(builder, cp, 1).await {
-        return failed_row(cell, "prompt", e);
+        return failed_result(cell, "prompt", e);
     }
-    let Some(p) = cp.prompts.get(&0).cloned() else {
-        return failed_row(cell, "prompt", "no prompt".into());
+    let (expected, spec) = match requests_for(m, cp, 0..1, 1, true) {
+        Ok(mut v) if !v.is_empty() => (cp.prompts[&0].tokens, v.remove(0).1),
+        Ok(_) => return failed_result(cell, "prompt", "no prompt".into()),
+        Err(e) => return failed_result(cell, "request_body", e),
     };
     m.progress.event(ProgressEvent::Phase("prefill"));
-    let body = Bytes::from(
-        serde_json::to_vec(&m.engine.completion_body(&m.model, p.input.clone(), 1, true))
-            .unwrap_or_default(),
-    );
-    let origin = Instant::now();
-    let meas = measure(
-        m.engine.client(),
-        &m.engine.completions_url(),
-        body,
-        0,
-        origin,
-        Counting::Deferred,
-        &m.cancel,
-        None,
-    )
-    .await;
+    let meas = measure(m.engine.client(), &spec, 0, Instant::now(), &m.cancel, None).await;
     cp.warmed.insert(0);
-    let k = cell.key;
-    let rec = &meas.record;
-    if matches!(rec.outcome, Outcome::Cancelled) {
-        return CellResult::empty(
-            k.phase,
-            k.context_tokens,
-            &cell.label,
-            1,
-            CellStatus::NotRun,
-        );
-    }
-    let mut row = match (&rec.outcome, prefill_figures(k.context_tokens, rec)) {
-        (Outcome::Error { kind, message }, _) => failed_row(cell, kind, message.clone()),
-        (_, Some(f)) => {
-            CellResult::empty(k.phase, k.context_tokens, &cell.label, 1, CellStatus::Valid)
-                .with_prefill(&f)
-        }
-        (_, None) => failed_row(
-            cell,
-            "no_token",
-            "the prefill request produced no token".into(),
-        ),
-    };
-    row.prompt_check = Some(prompt_check(p.tokens, std::slice::from_ref(rec)));
-    if let Some(pc) = &row.prompt_check
-        && pc.mismatched > 0
-        && row.status == CellStatus::Valid
-    {
-        row.status = CellStatus::Failed;
-        row.first_error = Some(format!(
-            "prompt length mismatch: built {} tokens, the server counted {}",
-            p.tokens,
-            rec.prompt_tokens_reported.unwrap_or(0)
-        ));
-        row.errors.insert("prompt_mismatch".into(), 1);
-        row.status_reason =
-            Some("the server's usage.prompt_tokens differs from the built prompt".into());
-    }
-    row
+    prefill_result(cell, &meas.record, expected)
 }
 
-fn prompt_check(expected: u64, recs: &[RequestRecord]) -> PromptCheck {
-    let mut pc = PromptCheck {
-        expected,
-        ..Default::default()
-    };
-    for r in recs {
-        if let Some(n) = r.prompt_tokens_reported {
-            pc.checked += 1;
-            if n != expected {
-                pc.mismatched += 1;
-                let d = n as i64 - expected as i64;
-                if pc.max_diff.is_none_or(|m| d.abs() > m.abs()) {
-                    pc.max_diff = Some(d);
-                }
-            }
-        }
+/// Sends the prompts the server has not seen yet once (`max_tokens = 1`), so the window's
+/// requests hit the prefix cache; returns the warm-up's errors.
+async fn warm_cold_prompts(
+    m: &MatrixRun<'_>,
+    cp: &mut ContextPrompts,
+    n: u32,
+) -> Result<ErrorTally, String> {
+    let cold: Vec<u32> = (0..n).filter(|i| !cp.warmed.contains(i)).collect();
+    let mut errors = ErrorTally::default();
+    if cold.is_empty() {
+        return Ok(errors);
     }
-    pc
+    m.progress.event(ProgressEvent::Phase("warm-up"));
+    let reqs = requests_for(m, cp, cold.into_iter(), 1, true)?;
+    let done = into_records(warm_up(&m.engine, &reqs, &m.cancel).await);
+    errors.add_records(&done, "warmup_");
+    cp.warmed
+        .extend(done.iter().filter(|r| !r.is_error()).map(|r| r.stream));
+    Ok(errors)
 }
 
 async fn decode_cell(
@@ -383,194 +356,71 @@ async fn decode_cell(
     let n = k.concurrency;
     m.progress.event(ProgressEvent::Phase("prompts"));
     if let Err(e) = ensure_prompts(builder, cp, n).await {
-        return failed_row(cell, "prompt", e);
+        return failed_result(cell, "prompt", e);
     }
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut first_error: Option<String> = None;
-    // Warm-up: only the prompts the server has not seen yet.
-    let cold: Vec<(u32, PromptInput)> = (0..n)
-        .filter(|i| !cp.warmed.contains(i))
-        .filter_map(|i| cp.prompts.get(&i).map(|p| (i, p.input.clone())))
-        .collect();
-    if !cold.is_empty() {
-        m.progress.event(ProgressEvent::Phase("warm-up"));
-        for w in warm_up(&m.engine, &m.model, &cold, 1, &m.cancel).await {
-            if let Outcome::Error { kind, message } = &w.record.outcome {
-                *errors.entry(format!("warmup_{kind}")).or_default() += 1;
-                first_error.get_or_insert_with(|| message.clone());
-            } else {
-                cp.warmed.insert(w.record.stream);
-            }
-        }
-    }
-    if m.cancel.is_cancelled() {
-        return CellResult::empty(
-            k.phase,
-            k.context_tokens,
-            &cell.label,
-            n,
-            CellStatus::NotRun,
-        );
-    }
-    let counting = if m.engine.info().capabilities.continuous_usage_stats == Some(true) {
-        Counting::UsagePerChunk
-    } else {
-        Counting::Deferred
+    let warmup_errors = match warm_cold_prompts(m, cp, n).await {
+        Ok(e) => e,
+        Err(e) => return failed_result(cell, "request_body", e),
     };
-    let prompts: Vec<PromptInput> = (0..n)
-        .filter_map(|i| cp.prompts.get(&i).map(|p| p.input.clone()))
-        .collect();
+    if m.cancel.is_cancelled() {
+        return bare_result(cell, CellStatus::NotRun, None);
+    }
+    let requests: Vec<RequestSpec> = match requests_for(m, cp, 0..n, s.max_output, false) {
+        Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
+        Err(e) => return failed_result(cell, "request_body", e),
+    };
     let spec = WindowSpec {
         concurrency: n,
         duration: Duration::from_secs_f64(s.duration_s),
         readiness_timeout: Duration::from_secs_f64(s.readiness_timeout_s),
         gauge_interval: Duration::from_millis(s.gauge_interval_ms.max(10)),
-        counting,
     };
     m.progress.event(ProgressEvent::Phase("window"));
-    let mut w = run_window(
-        m.engine.clone(),
-        &m.model,
-        &prompts,
-        s.max_output,
-        &spec,
-        &m.cancel,
-    )
-    .await;
+    let mut w = run_window(m.engine.clone(), &requests, &spec, &m.cancel).await;
     if w.interrupted {
-        let mut r = CellResult::empty(
-            k.phase,
-            k.context_tokens,
-            &cell.label,
-            n,
+        return bare_result(
+            cell,
             CellStatus::NotRun,
+            Some("the run was interrupted during this cell".into()),
         );
-        r.status_reason = Some("the run was interrupted during this cell".into());
-        return r;
     }
+    m.progress.event(ProgressEvent::Window {
+        origin: w.origin,
+        window: w.window,
+    });
     m.progress.event(ProgressEvent::Phase("counting"));
-    let source = match counting {
-        Counting::UsagePerChunk
-            if w.records
-                .iter()
-                .all(|r| r.saw_usage_per_chunk || r.record.chunks.is_empty()) =>
-        {
-            TokenCountSource::ServerUsagePerChunk
-        }
-        _ => crate::counting::count_deferred(&m.engine, &mut w.records).await,
-    };
-    let records: Vec<RequestRecord> = w.records.into_iter().map(|x: Measured| x.record).collect();
-    if m.plan.settings.save_requests
+    let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
+    let records = into_records(w.records);
+    if s.save_requests
         && let Err(e) = m.store.append_requests(k, &records)
     {
         m.progress.event(ProgressEvent::Note(format!(
             "could not save request records: {e}"
         )));
     }
-
-    for r in &records {
-        if let Outcome::Error { kind, message } = &r.outcome {
-            *errors.entry(kind.clone()).or_default() += 1;
-            first_error.get_or_insert_with(|| message.clone());
-        }
-    }
-    let f = decode_figures(&records, w.window);
-    let mut row = CellResult::empty(k.phase, k.context_tokens, &cell.label, n, CellStatus::Valid)
-        .with_decode(&f);
-    row.token_count_source = Some(source);
-    row.server_generation_tokens = w.server_generation_tokens;
-    row.prompt_check = Some(prompt_check(
-        cp.prompts.get(&0).map_or(k.context_tokens, |p| p.tokens),
-        &records,
-    ));
-
-    // Queueing: the gauge (two consecutive samples above zero), readiness that never came, or
-    // without a gauge, a TTFT far above this context's warm TTFT.
-    let mut queued_reason = None;
-    if !w.queue.ready {
-        queued_reason = Some(
-            if w.queue.readiness_by.as_deref() == Some("queue_stalled") {
-                format!(
-                    "the server would not run all {n} requests at once: requests stayed queued while the running count stopped growing"
-                )
-            } else {
-                format!(
-                    "not all {n} requests were running within the readiness limit of {:.0} s",
-                    s.readiness_timeout_s
-                )
-            },
-        );
-    } else if w.queued_samples > 0 {
-        queued_reason = Some(format!(
-            "the server's queue gauge was above zero (max {})",
-            w.queue.max_waiting.unwrap_or(0.0)
-        ));
-    } else if w.queue.max_waiting.is_none()
-        && let Some(ttft) = &f.ttft_ms
-    {
-        let base = warm_ttft_ms
-            .get(&k.context_tokens)
-            .copied()
-            .unwrap_or(ttft.min);
-        // A queued request waits at least one whole request of another stream; 4× the warm TTFT
-        // plus 50 ms separates that from ordinary batching jitter.
-        let threshold = base * 4.0 + 50.0;
-        w.queue.ttft_queue_threshold_ms = Some(threshold);
-        let over = records
-            .iter()
-            .filter_map(|r| r.ttft_ns())
-            .filter(|t| *t as f64 / 1e6 > threshold)
-            .count() as u64;
-        w.queue.ttft_over_threshold = Some(over);
-        if over > 0 {
-            queued_reason = Some(format!(
-                "{over} requests waited over {threshold:.0} ms for their first token (no queue gauge)"
-            ));
-        }
-    }
+    let row = decode_result(
+        cell,
+        DecodeObservation {
+            records: &records,
+            window: w.window,
+            readiness: w.readiness,
+            queue: w.queue,
+            queued_samples: w.queued_samples,
+            readiness_timeout_s: s.readiness_timeout_s,
+            warm_ttft_ms: warm_ttft_ms.get(&k.context_tokens).copied(),
+            warmup_errors,
+            expected_prompt_tokens: cp.prompts.get(&0).map_or(k.context_tokens, |p| p.tokens),
+            count,
+            nominal_source: m.engine.counting().nominal_source(),
+            server_generation_tokens: w.server_generation_tokens,
+            fault: w.fault,
+        },
+    );
     if n == 1
-        && let Some(t) = &f.ttft_ms
+        && row.status == CellStatus::Valid
+        && let Some(t) = &row.ttft_ms
     {
         warm_ttft_ms.entry(k.context_tokens).or_insert(t.p50);
     }
-    row.queue = Some(w.queue);
-    if let Some(reason) = queued_reason {
-        row.status = CellStatus::RequestsQueued;
-        row.status_reason = Some(reason);
-    }
-    if let Some(pc) = &row.prompt_check
-        && pc.mismatched > 0
-    {
-        *errors.entry("prompt_mismatch".into()).or_default() += pc.mismatched;
-        first_error.get_or_insert_with(|| {
-            format!(
-                "prompt length mismatch: built {} tokens, the server counted {:+} more",
-                pc.expected,
-                pc.max_diff.unwrap_or(0)
-            )
-        });
-    }
-    if !errors.is_empty() {
-        row = CellResult {
-            status: CellStatus::Failed,
-            status_reason: Some("requests errored".into()),
-            ..row
-        };
-        // Figures of a failed cell are not measurements of the design: null them.
-        let mut clean = CellResult::empty(
-            k.phase,
-            k.context_tokens,
-            &cell.label,
-            n,
-            CellStatus::Failed,
-        );
-        clean.queue = row.queue.take();
-        clean.prompt_check = row.prompt_check.take();
-        clean.requests_sent = row.requests_sent;
-        clean.status_reason = row.status_reason.take();
-        row = clean;
-    }
-    row.errors = errors;
-    row.first_error = first_error;
     row
 }

@@ -11,6 +11,7 @@ use crate::chunk::{StreamItem, error_body_message, parse_event};
 use crate::sse::SseDecoder;
 use bytes::Bytes;
 use futures_util::StreamExt;
+use llmib_core::meta::TokenCountSource;
 use llmib_core::record::{Chunk, Outcome, RequestRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::time::Instant;
@@ -23,6 +24,28 @@ pub enum Counting {
     UsagePerChunk,
     /// Only the final usage (or none): chunk texts are kept to be counted after the request.
     Deferred,
+}
+
+impl Counting {
+    /// The source a row claims when no chunk was counted (nothing arrived to downgrade it).
+    pub fn nominal_source(self) -> TokenCountSource {
+        match self {
+            Counting::UsagePerChunk => TokenCountSource::ServerUsagePerChunk,
+            Counting::Deferred => TokenCountSource::ServerUsageFinalTokenizerChunks,
+        }
+    }
+}
+
+/// One streamed request, built once and sent as many times as the closed loop needs: where it
+/// goes, its bytes, and how its tokens are counted.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    /// The completions endpoint.
+    pub url: String,
+    /// The serialised JSON body (`stream: true`); cloning shares the bytes.
+    pub body: Bytes,
+    /// How the stream tells tokens per chunk.
+    pub counting: Counting,
 }
 
 /// A measured request, with the texts of its content chunks when counting is deferred.
@@ -57,21 +80,18 @@ fn error(kind: &str, msg: String) -> Outcome {
     }
 }
 
-/// Sends `body` (a JSON completion request with `stream: true`) and measures the stream until it
-/// ends or `cancel` fires. Never fails: every error becomes an [`Outcome::Error`] in the record.
+/// Sends `spec` and measures the stream until it ends or `cancel` fires. Never fails: every error becomes an [`Outcome::Error`] in the record.
 /// `first_token`, when given, is set as soon as the first content chunk arrives (readiness
 /// without gauges watches it).
-#[allow(clippy::too_many_arguments)]
 pub async fn measure(
     client: &reqwest::Client,
-    url: &str,
-    body: Bytes,
+    spec: &RequestSpec,
     stream: u32,
     origin: Instant,
-    counting: Counting,
     cancel: &CancellationToken,
     first_token: Option<&AtomicBool>,
 ) -> Measured {
+    let counting = spec.counting;
     let mut m = Measured {
         record: RequestRecord {
             stream,
@@ -87,17 +107,7 @@ pub async fn measure(
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
     };
-    let (end_ns, outcome) = drive(
-        client,
-        url,
-        body,
-        origin,
-        counting,
-        cancel,
-        first_token,
-        &mut m,
-    )
-    .await;
+    let (end_ns, outcome) = drive(client, spec, origin, cancel, first_token, &mut m).await;
     m.record.end_ns = end_ns;
     m.record.outcome = outcome;
     if counting == Counting::UsagePerChunk {
@@ -107,23 +117,21 @@ pub async fn measure(
 }
 
 /// Runs the request, filling `m` as events arrive; returns when and how it ended.
-#[allow(clippy::too_many_arguments)]
 async fn drive(
     client: &reqwest::Client,
-    url: &str,
-    body: Bytes,
+    spec: &RequestSpec,
     origin: Instant,
-    counting: Counting,
     cancel: &CancellationToken,
     first_token: Option<&AtomicBool>,
     m: &mut Measured,
 ) -> (u64, Outcome) {
+    let (url, counting) = (spec.url.as_str(), spec.counting);
     let now = || ns(origin, Instant::now());
     let req = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "text/event-stream")
-        .body(body);
+        .body(spec.body.clone());
     m.record.sent_ns = now();
     // A pooled connection the server already closed fails at once and is retried on another;
     // the send instant is the answered attempt's.
@@ -240,7 +248,7 @@ async fn drive(
                 }
                 Counting::Deferred => {
                     if text_len > 0 {
-                        // Provisional: `counting::count_deferred` sets the real counts.
+                        // Provisional: `counting::count_tokens` sets the real counts.
                         rec.chunks.push(Chunk { t_ns: t, tokens: 1 });
                         if let Some(v) = m.texts.as_mut() {
                             // Reasoning text is generated tokens too.

@@ -1,19 +1,29 @@
-//! One decode cell (C × N): warm-ups, the closed loop, readiness, the window, gauge sampling,
-//! cancellation at window end, and token counting. Produces the cell's records and
-//! observations; the status and figures are decided by [`crate::driver`] with the pure
-//! functions of `llmib_core::figures`.
+//! One decode cell (C × N), the gathering half: warm-ups, the closed loop, readiness, the
+//! window, gauge sampling, cancellation at window end. It only observes: readiness is decided
+//! by `llmib_core::readiness`, and the row (status, figures) by `llmib_core::verdict`.
+//!
+//! The phases of [`run_window`], in order: wait for an idle server, start the N streams, watch
+//! the ramp until the readiness judge opens the window, read the server's token counter, sample
+//! the gauges through the window, read the counter again, stop the streams and collect.
 
-use crate::engine::{Engine, PromptInput};
-use crate::stream::{Counting, Measured, measure};
-use bytes::Bytes;
+use crate::engine::Engine;
+use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
+use llmib_core::readiness::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 use llmib_core::record::RequestRecord;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// How often the ramp is observed (gauges and first-token flags).
+const RAMP_POLL: Duration = Duration::from_millis(20);
+/// Consecutive ramp observations that must agree before the window opens: one sample can
+/// catch a gauge between a request's admission and its first token.
+const STABLE_SAMPLES: u32 = 2;
 
 /// What a decode window measured, before figures.
 #[derive(Debug)]
@@ -22,6 +32,11 @@ pub struct WindowRun {
     pub records: Vec<Measured>,
     /// The window, ns from the cell origin.
     pub window: Window,
+    /// The cell origin on the process's monotonic clock (to relate the window to timestamps
+    /// taken elsewhere, e.g. a simulator's emission log).
+    pub origin: std::time::Instant,
+    /// Which rule opened the window.
+    pub readiness: ReadinessBy,
     /// Queue and readiness observations.
     pub queue: QueueObservation,
     /// Samples inside the window in which the waiting gauge was above zero, counted only when
@@ -30,8 +45,11 @@ pub struct WindowRun {
     pub queued_samples: u64,
     /// Server generation-token counter delta over the window.
     pub server_generation_tokens: Option<f64>,
-    /// Whether the run was cancelled (Ctrl-C) during the window.
+    /// Whether the run was cancelled (Ctrl-C) before the window ended.
     pub interrupted: bool,
+    /// The measurement itself broke (a stream worker or the collector died): why. The records
+    /// are then incomplete, and the cell must fail rather than report them.
+    pub fault: Option<String>,
 }
 
 /// Settings of one window.
@@ -45,41 +63,19 @@ pub struct WindowSpec {
     pub readiness_timeout: Duration,
     /// Gauge sampling interval.
     pub gauge_interval: Duration,
-    /// How tokens are counted.
-    pub counting: Counting,
 }
 
-/// Sends each prompt once with `max_tokens` (1 for the cells' warm-ups), all at once, so that the
-/// window's TTFT mostly excludes prefill. Returns the warm-up records (not measured figures).
+/// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
+/// Returns the warm-up records (not measured figures).
 pub async fn warm_up(
     engine: &Engine,
-    model: &str,
-    prompts: &[(u32, PromptInput)],
-    max_tokens: u32,
+    requests: &[(u32, RequestSpec)],
     cancel: &CancellationToken,
 ) -> Vec<Measured> {
     let origin = Instant::now();
-    let url = engine.completions_url();
-    let futs = prompts.iter().map(|(stream, p)| {
-        let body = Bytes::from(
-            serde_json::to_vec(&engine.completion_body(model, p.clone(), max_tokens, true))
-                .unwrap_or_default(),
-        );
-        let url = url.clone();
-        async move {
-            measure(
-                engine.client(),
-                &url,
-                body,
-                *stream,
-                origin,
-                Counting::Deferred,
-                cancel,
-                None,
-            )
-            .await
-        }
-    });
+    let futs = requests
+        .iter()
+        .map(|(stream, spec)| measure(engine.client(), spec, *stream, origin, cancel, None));
     futures_util::future::join_all(futs).await
 }
 
@@ -100,53 +96,43 @@ async fn wait_idle(engine: &Engine, limit: Duration, cancel: &CancellationToken)
     Some(t0.elapsed().as_secs_f64())
 }
 
-/// Runs the closed loop for one cell and measures its window.
-pub async fn run_window(
-    engine: Arc<Engine>,
-    model: &str,
-    prompts: &[PromptInput],
-    max_output: u32,
-    spec: &WindowSpec,
-    run_cancel: &CancellationToken,
-) -> WindowRun {
-    let n = spec.concurrency as usize;
-    // Start from an idle server: requests of the previous cell or of the warm-up may still be
-    // finishing (an abort takes time to free KV), and engines that count tokens when a request
-    // is released (llama.cpp) would add them to this window's counter delta.
-    let mut queue = QueueObservation {
-        idle_wait_s: wait_idle(&engine, Duration::from_secs(10), run_cancel).await,
-        ..Default::default()
-    };
-    let origin = Instant::now();
+/// The N closed-loop streams of a window.
+struct Streams {
+    workers: Vec<JoinHandle<()>>,
+    collector: JoinHandle<Vec<Measured>>,
+    /// One flag per stream, set by the stream's first content chunk of the measured phase.
+    first_tokens: Arc<Vec<AtomicBool>>,
+    stop: CancellationToken,
+}
+
+impl Streams {
+    /// Streams that have received a token.
+    fn with_token(&self) -> u32 {
+        self.first_tokens
+            .iter()
+            .filter(|f| f.load(Ordering::Relaxed))
+            .count() as u32
+    }
+}
+
+/// Starts one closed-loop worker per request: a finished request is sent again at once.
+fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant) -> Streams {
+    let n = requests.len();
     let stop = CancellationToken::new();
-    // One flag per stream, set by the stream's first content chunk (readiness without gauges).
     let first_tokens: Arc<Vec<AtomicBool>> =
         Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
-    let url = engine.completions_url();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Measured>(n.max(1) * 4);
-
     let mut workers = Vec::with_capacity(n);
-    for (i, p) in prompts.iter().take(n).enumerate() {
-        // The body is serialised once per stream: re-sends reuse the bytes (cheap clone).
-        let body = Bytes::from(
-            serde_json::to_vec(&engine.completion_body(model, p.clone(), max_output, true))
-                .unwrap_or_default(),
-        );
-        let engine = engine.clone();
-        let url = url.clone();
-        let stop = stop.clone();
-        let tx = tx.clone();
+    for (i, spec) in requests.iter().enumerate() {
+        let (engine, spec, stop, tx) = (engine.clone(), spec.clone(), stop.clone(), tx.clone());
         let flags = first_tokens.clone();
-        let counting = spec.counting;
         workers.push(tokio::spawn(async move {
             while !stop.is_cancelled() {
                 let m = measure(
                     engine.client(),
-                    &url,
-                    body.clone(),
+                    &spec,
                     i as u32,
                     origin,
-                    counting,
                     &stop,
                     flags.get(i),
                 )
@@ -165,8 +151,6 @@ pub async fn run_window(
             }
         }));
     }
-    drop(tx);
-
     // Collect records concurrently so workers never block on a full channel.
     let collector = tokio::spawn(async move {
         let mut v = Vec::new();
@@ -175,96 +159,182 @@ pub async fn run_window(
         }
         v
     });
+    Streams {
+        workers,
+        collector,
+        first_tokens,
+        stop,
+    }
+}
 
+/// What the ramp showed: the decision, and when each condition first held.
+struct Ramp {
+    /// `None`: interrupted before the window opened.
+    by: Option<ReadinessBy>,
+    gauges_ready_ns: Option<u64>,
+    all_tokens_ns: Option<u64>,
+}
+
+/// Observes the ramp every [`RAMP_POLL`] and feeds the readiness judge until it opens the
+/// window (or the run is cancelled).
+async fn await_readiness(
+    engine: &Engine,
+    spec: &WindowSpec,
+    streams: &Streams,
+    origin: Instant,
+    cancel: &CancellationToken,
+) -> Ramp {
     let use_gauges = engine.info().capabilities.queue_gauge == Some(true);
-    // Readiness: N running and 0 queued by the gauges, else all N streams producing tokens.
-    let ready_deadline = origin + spec.readiness_timeout;
-    let mut interrupted = false;
-    let mut ready = false;
-    // A queue that stays while the running count stops growing will not drain before requests
-    // finish (a slot or KV limit): waiting out the whole readiness limit would measure nothing
-    // more, so the window opens then, and the cell is marked queued.
-    let stall = (spec.gauge_interval * 8).max(Duration::from_secs(2));
-    let mut running_seen: (f64, Instant) = (-1.0, origin);
-    loop {
-        if run_cancel.is_cancelled() {
-            interrupted = true;
-            break;
+    let rule = ReadinessRule {
+        concurrency: spec.concurrency,
+        stable_samples: STABLE_SAMPLES,
+        // A queue that stays while the running count stops growing will not drain before
+        // requests finish (a slot or KV limit): waiting out the whole limit would measure
+        // nothing more.
+        stall_ns: (spec.gauge_interval * 8)
+            .max(Duration::from_secs(2))
+            .as_nanos() as u64,
+        timeout_ns: spec.readiness_timeout.as_nanos() as u64,
+    };
+    let mut judge = ReadinessJudge::new(rule, use_gauges);
+    let by = loop {
+        if cancel.is_cancelled() {
+            break None;
         }
-        let by_tokens = first_tokens.iter().all(|f| f.load(Ordering::Relaxed));
-        if use_gauges {
-            if let Ok(g) = engine.gauges().await
-                && let (Some(run), Some(wait)) = (g.running, g.waiting)
-            {
-                if run >= n as f64 && wait <= 0.0 {
-                    ready = true;
-                    queue.readiness_by = Some("gauges".into());
-                    break;
-                }
-                let now = Instant::now();
-                if run > running_seen.0 {
-                    running_seen = (run, now);
-                } else if wait > 0.0 && now.duration_since(running_seen.1) >= stall {
-                    queue.readiness_by = Some("queue_stalled".into());
-                    break;
-                }
-            }
-        } else if by_tokens {
-            ready = true;
-            queue.readiness_by = Some("first_tokens".into());
-            break;
-        }
-        if Instant::now() >= ready_deadline {
-            break;
+        let gauges = if use_gauges {
+            // A failed gauge read is no observation of the queue: the judge waits for the next
+            // (or for its limit), never opens on it.
+            engine
+                .gauges()
+                .await
+                .ok()
+                .and_then(|g| g.running.zip(g.waiting))
+        } else {
+            None
+        };
+        let o = RampObservation {
+            t_ns: Instant::now().saturating_duration_since(origin).as_nanos() as u64,
+            streams_with_token: streams.with_token(),
+            gauges,
+        };
+        if let Some(opened) = judge.observe(o) {
+            break Some(opened.by);
         }
         tokio::select! {
-            _ = run_cancel.cancelled() => {}
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            _ = cancel.cancelled() => {}
+            _ = tokio::time::sleep(RAMP_POLL) => {}
         }
+    };
+    Ramp {
+        by,
+        gauges_ready_ns: judge.gauges_ready_at_ns(),
+        all_tokens_ns: judge.all_tokens_at_ns(),
     }
-    let w_start = Instant::now();
-    queue.ready = ready;
-    queue.readiness_s = Some(w_start.duration_since(origin).as_secs_f64());
+}
 
-    let read_before = Instant::now();
-    let gen_before = engine
+/// The server's cumulative generation-token counter, if it has one.
+async fn read_counter(engine: &Engine) -> Option<f64> {
+    engine
         .gauges()
         .await
         .ok()
-        .and_then(|g| g.generation_tokens_total);
-    let w_end_target = w_start + spec.duration;
+        .and_then(|g| g.generation_tokens_total)
+}
+
+/// Samples the gauges every interval until `end`; returns the queued-sample count and whether
+/// the run was cancelled.
+async fn sample_window(
+    engine: &Engine,
+    spec: &WindowSpec,
+    start: Instant,
+    end: Instant,
+    cancel: &CancellationToken,
+    queue: &mut QueueObservation,
+) -> (u64, bool) {
     let mut queued_samples = 0u64;
     let mut prev_waiting = false;
-    if !interrupted {
-        let mut next_sample = w_start;
-        loop {
-            let now = Instant::now();
-            if now >= w_end_target {
-                break;
-            }
-            if now >= next_sample {
-                if let Ok(g) = engine.gauges().await {
-                    queue.samples += 1;
-                    if let Some(w) = g.waiting {
-                        queue.max_waiting = Some(queue.max_waiting.map_or(w, |m: f64| m.max(w)));
-                        let waiting = w > 0.0;
-                        if waiting && prev_waiting {
-                            queued_samples += 1;
-                        }
-                        prev_waiting = waiting;
-                    }
-                    if let Some(r) = g.running {
-                        queue.min_running = Some(queue.min_running.map_or(r, |m: f64| m.min(r)));
-                    }
-                }
-                next_sample += spec.gauge_interval;
-            }
-            let wake = next_sample.min(w_end_target);
-            tokio::select! {
-                _ = run_cancel.cancelled() => { interrupted = true; break; }
-                _ = tokio::time::sleep_until(wake) => {}
-            }
+    let mut next_sample = start;
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            return (queued_samples, false);
         }
+        if now >= next_sample {
+            if let Ok(g) = engine.gauges().await {
+                queue.samples += 1;
+                if let Some(w) = g.waiting {
+                    queue.max_waiting = Some(queue.max_waiting.map_or(w, |m: f64| m.max(w)));
+                    let waiting = w > 0.0;
+                    if waiting && prev_waiting {
+                        queued_samples += 1;
+                    }
+                    prev_waiting = waiting;
+                }
+                if let Some(r) = g.running {
+                    queue.min_running = Some(queue.min_running.map_or(r, |m: f64| m.min(r)));
+                }
+            }
+            next_sample += spec.gauge_interval;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return (queued_samples, true),
+            _ = tokio::time::sleep_until(next_sample.min(end)) => {}
+        }
+    }
+}
+
+/// Closes every open request (the connection drops and the server frees its KV) and collects
+/// the records. A worker or collector that died is a fault, never an empty record list.
+async fn stop_streams(s: Streams) -> (Vec<Measured>, Option<String>) {
+    s.stop.cancel();
+    let mut fault = None;
+    for w in s.workers {
+        if let Err(e) = w.await {
+            fault.get_or_insert_with(|| format!("a stream worker died: {e}"));
+        }
+    }
+    match s.collector.await {
+        Ok(records) => (records, fault),
+        Err(e) => (
+            Vec::new(),
+            Some(fault.unwrap_or_else(|| format!("the record collector died: {e}"))),
+        ),
+    }
+}
+
+/// Runs the closed loop for one cell (one request per stream, `requests.len()` = N) and
+/// measures its window.
+pub async fn run_window(
+    engine: Arc<Engine>,
+    requests: &[RequestSpec],
+    spec: &WindowSpec,
+    run_cancel: &CancellationToken,
+) -> WindowRun {
+    // Start from an idle server: requests of the previous cell or of the warm-up may still be
+    // finishing (an abort takes time to free KV), and engines that count tokens when a request
+    // is released (llama.cpp) would add them to this window's counter delta.
+    let mut queue = QueueObservation {
+        idle_wait_s: wait_idle(&engine, Duration::from_secs(10), run_cancel).await,
+        ..Default::default()
+    };
+    let origin = Instant::now();
+    let streams = start_streams(&engine, requests, origin);
+    let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel).await;
+    let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
+    let ns_s = |ns: u64| ns as f64 / 1e9;
+    let w_start = Instant::now();
+    queue.readiness_s = Some(secs(w_start));
+    queue.gauges_ready_s = ramp.gauges_ready_ns.map(ns_s);
+    queue.all_streams_token_s = ramp.all_tokens_ns.map(ns_s);
+
+    let mut interrupted = ramp.by.is_none();
+    let (read_before, gen_before) = (Instant::now(), read_counter(&engine).await);
+    let mut queued_samples = 0;
+    if !interrupted {
+        let end = w_start + spec.duration;
+        let (q, i) = sample_window(&engine, spec, w_start, end, run_cancel, &mut queue).await;
+        queued_samples = q;
+        interrupted = i;
     }
     let w_end = Instant::now();
     // The counter is read before the open requests are cancelled. llama.cpp adds a request's
@@ -273,22 +343,11 @@ pub async fn run_window(
     // cancellation, sometimes not count) whole requests cut at window end, tokens from before
     // the window included. Read first, it counts exactly the requests that ended inside the
     // window; engines that count every token lose nothing.
-    let read_after = Instant::now();
-    let gen_after = engine
-        .gauges()
-        .await
-        .ok()
-        .and_then(|g| g.generation_tokens_total);
+    let (read_after, gen_after) = (Instant::now(), read_counter(&engine).await);
     if gen_before.is_some() && gen_after.is_some() {
-        let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
         queue.counter_reads_s = Some([secs(read_before), secs(read_after)]);
     }
-    // Close every open request now: the connection drops and the server frees its KV.
-    stop.cancel();
-    for w in workers {
-        let _ = w.await;
-    }
-    let records = collector.await.unwrap_or_default();
+    let (records, fault) = stop_streams(streams).await;
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
     WindowRun {
         records,
@@ -296,6 +355,8 @@ pub async fn run_window(
             start_ns: ns(w_start),
             end_ns: ns(w_end),
         },
+        origin: origin.into_std(),
+        readiness: ramp.by.unwrap_or(ReadinessBy::Timeout),
         queue,
         queued_samples,
         server_generation_tokens: match (gen_before, gen_after) {
@@ -303,6 +364,7 @@ pub async fn run_window(
             _ => None,
         },
         interrupted,
+        fault,
     }
 }
 

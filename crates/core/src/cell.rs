@@ -152,7 +152,7 @@ pub struct CellResult {
     /// How tokens per chunk were counted (the weakest source any request needed).
     pub token_count_source: Option<TokenCountSource>,
     /// Why the count is weaker than the engine allows, when it is (a tokenizer call failed).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_count_note: Option<String>,
     /// The server's generation-token counter delta over the window, or null.
     pub server_generation_tokens: Option<f64>,

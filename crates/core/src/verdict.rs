@@ -216,6 +216,19 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     r
 }
 
+/// The row of a cell the plan predicted over the KV capacity: never run, whatever else happens.
+pub fn over_capacity_result(cell: &PlannedCell, max_output: u32, kv_capacity: u64) -> CellResult {
+    let k = cell.key;
+    bare_result(
+        cell,
+        CellStatus::OverCapacity,
+        Some(format!(
+            "{} × ({} + {max_output}) tokens exceeds the KV capacity of {kv_capacity}",
+            k.concurrency, k.context_tokens
+        )),
+    )
+}
+
 /// A Failed row with one error of `kind`.
 pub fn failed_result(cell: &PlannedCell, kind: &str, message: String) -> CellResult {
     let mut r = bare_result(cell, CellStatus::Failed, None);

@@ -29,11 +29,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use llmib_client::chunk::{StreamItem, parse_event};
 use llmib_client::engine::{Engine, ProbeOptions, PromptInput};
 use llmib_client::sse::SseDecoder;
-use llmib_client::stream::{Counting, Measured, measure};
+use llmib_client::stream::{Measured, measure};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -357,13 +356,6 @@ async fn run_client(
         .map_err(|e| e.to_string())?;
     let engine = Arc::new(probe.engine);
     let model = engine.model().served_model.clone();
-    // The driver's rule: usage on every chunk where the engine streams it.
-    let counting = if engine.info().capabilities.continuous_usage_stats == Some(true) {
-        Counting::UsagePerChunk
-    } else {
-        Counting::Deferred
-    };
-    let curl = engine.completions_url();
     let addr = url.trim_start_matches("http://").to_string();
     let origin = tokio::time::Instant::now();
     let clock = ClockPair::now();
@@ -371,10 +363,11 @@ async fn run_client(
     let mut workers = Vec::with_capacity(case.streams as usize);
     for s in 0..case.streams {
         let ids: Vec<u32> = (0..PROMPT_BASE + s).map(|k| 100 + k % 997).collect();
-        let body = engine.completion_body(&model, PromptInput::Ids(ids), case.max_tokens, true);
-        let body = Bytes::from(serde_json::to_vec(&body).map_err(|e| e.to_string())?);
+        // As the driver builds it: usage on every chunk where the engine streams it.
+        let spec = engine.stream_request(&model, PromptInput::Ids(ids), case.max_tokens, false)?;
+        let body = spec.body.clone();
         let engine = Arc::clone(&engine);
-        let (curl, addr, stop) = (curl.clone(), addr.clone(), stop.clone());
+        let (addr, stop) = (addr.clone(), stop.clone());
         let raw = case.raw();
         workers.push(tokio::spawn(async move {
             if raw {
@@ -383,17 +376,7 @@ async fn run_client(
             // The closed loop of window.rs: a finished request is sent again at once.
             let mut done: Vec<Measured> = Vec::new();
             while !stop.is_cancelled() {
-                let m = measure(
-                    engine.client(),
-                    &curl,
-                    body.clone(),
-                    s,
-                    origin,
-                    counting,
-                    &stop,
-                    None,
-                )
-                .await;
+                let m = measure(engine.client(), &spec, s, origin, &stop, None).await;
                 let failed = m.record.is_error();
                 done.push(m);
                 if failed {

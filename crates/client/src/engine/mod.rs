@@ -34,6 +34,7 @@ use thiserror::Error;
 
 use crate::http::{describe_request_error, describe_status, send_fresh};
 use crate::metrics::{Metrics, parse_trtllm_json};
+use crate::stream::{Counting, RequestSpec};
 
 pub use probe::{Probe, ProbeError, ProbeOptions};
 
@@ -258,6 +259,39 @@ impl Engine {
             }
         }
         body
+    }
+
+    /// How a stream from this engine tells tokens per chunk: cumulative usage on every chunk
+    /// where the server streams it, else counted after the request.
+    pub fn counting(&self) -> Counting {
+        if self.info().capabilities.continuous_usage_stats == Some(true) {
+            Counting::UsagePerChunk
+        } else {
+            Counting::Deferred
+        }
+    }
+
+    /// Builds one streamed completion request, once: the body is serialised here, and a body
+    /// that cannot be serialised is an error (never an empty request). `deferred` forces
+    /// counting after the request (warm-ups and prefill, whose chunks are not figures).
+    pub fn stream_request(
+        &self,
+        model: &str,
+        prompt: PromptInput,
+        max_tokens: u32,
+        deferred: bool,
+    ) -> Result<RequestSpec, String> {
+        let body = serde_json::to_vec(&self.completion_body(model, prompt, max_tokens, true))
+            .map_err(|e| format!("the request body could not be serialised: {e}"))?;
+        Ok(RequestSpec {
+            url: self.completions_url(),
+            body: body.into(),
+            counting: if deferred {
+                Counting::Deferred
+            } else {
+                self.counting()
+            },
+        })
     }
 
     /// Whether the server still answers (any HTTP status counts; only transport errors fail).

@@ -339,3 +339,14 @@ fn prefill_rows() {
     let gone = req(0, &[], None, Outcome::Cancelled);
     assert_eq!(prefill_result(&c, &gone, 1024).status, CellStatus::NotRun);
 }
+
+#[test]
+fn over_capacity_rows_say_the_arithmetic() {
+    let row = over_capacity_result(&cell(128), 256, 100_000);
+    assert_eq!(row.status, CellStatus::OverCapacity);
+    assert_eq!(
+        row.status_reason.as_deref(),
+        Some("128 × (1024 + 256) tokens exceeds the KV capacity of 100000")
+    );
+    assert!(row.total_tok_per_s.is_none());
+}
