@@ -254,15 +254,22 @@ async fn sample_window(
     let mut queued_samples = 0u64;
     let mut prev_waiting = false;
     let mut next_sample = start;
+    let (mut waiting_sum, mut waiting_n) = (0.0, 0u32);
+    let mean = |queue: &mut QueueObservation, sum: f64, n: u32| {
+        queue.mean_waiting = (n > 0).then(|| sum / f64::from(n));
+    };
     loop {
         let now = Instant::now();
         if now >= end {
+            mean(queue, waiting_sum, waiting_n);
             return (queued_samples, false);
         }
         if now >= next_sample {
             if let Ok(g) = engine.gauges().await {
                 queue.samples += 1;
                 if let Some(w) = g.waiting {
+                    waiting_sum += w;
+                    waiting_n += 1;
                     queue.max_waiting = Some(queue.max_waiting.map_or(w, |m: f64| m.max(w)));
                     let waiting = w > 0.0;
                     if waiting && prev_waiting {
@@ -277,7 +284,10 @@ async fn sample_window(
             next_sample += spec.gauge_interval;
         }
         tokio::select! {
-            _ = cancel.cancelled() => return (queued_samples, true),
+            _ = cancel.cancelled() => {
+                mean(queue, waiting_sum, waiting_n);
+                return (queued_samples, true);
+            }
             _ = tokio::time::sleep_until(next_sample.min(end)) => {}
         }
     }

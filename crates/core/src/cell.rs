@@ -72,6 +72,16 @@ pub struct QueueObservation {
     pub max_waiting: Option<f64>,
     /// Smallest running-requests gauge seen inside the window.
     pub min_running: Option<f64>,
+    /// Mean of the waiting-requests gauge over the window's samples.
+    #[serde(default)]
+    pub mean_waiting: Option<f64>,
+    /// The mean time a request waited in the server's queue, ms, by Little's law (mean waiting
+    /// × window / requests sent inside it); null when none was sent or there is no gauge.
+    #[serde(default)]
+    pub queue_wait_ms: Option<f64>,
+    /// The mean wait above which the gauge shows a real queue (4 × TBT p50 + 50 ms).
+    #[serde(default)]
+    pub queue_wait_threshold_ms: Option<f64>,
     /// Seconds from the first send until the window opened (readiness).
     pub readiness_s: Option<f64>,
     /// Whether readiness came before the limit (false: measured anyway, marked queued).

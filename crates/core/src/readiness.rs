@@ -9,9 +9,13 @@
 //! contains the ramp and under-reads total tok/s, more so at high N (see docs/method-notes.md).
 //!
 //! Rules, in order, at each observation:
-//! 1. **Ready** (`gauges_and_first_tokens`): waiting = 0, running ≥ N and every stream has
-//!    received a token of the measured phase, in `stable_samples` consecutive gauge samples.
-//!    Without gauges (`first_tokens`): every stream has received a token.
+//! 1. **Ready** (`gauges_and_first_tokens`): the gauges have shown waiting = 0 and running ≥ N
+//!    in `stable_samples` consecutive samples (the server holds all N), and every stream has
+//!    received a token of the measured phase. The gauge condition is latched once it held: at
+//!    high N with short outputs the first streams finish, and their re-sends wait a scheduler
+//!    step, before the last stream's first token, so "0 waiting" at that very moment would
+//!    rarely come (the in-window queue rule judges those re-sends). Without gauges
+//!    (`first_tokens`): every stream has received a token.
 //! 2. **Queue stalled** (`queue_stalled`, not ready): the waiting gauge has been above zero in
 //!    every sample for `stall_ns`, and the running gauge has not grown in that time: a slot- or
 //!    KV-bound server will not admit more before requests finish.
@@ -23,8 +27,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReadinessBy {
-    /// Gauges showed N running and none waiting, and every stream had a token, for the stable
-    /// period.
+    /// Gauges showed N running and none waiting for the stable period, and every stream had a
+    /// token.
     GaugesAndFirstTokens,
     /// No gauges: every stream had a token.
     FirstTokens,
@@ -95,6 +99,8 @@ pub struct ReadinessJudge {
     rule: ReadinessRule,
     use_gauges: bool,
     consecutive_ready: u32,
+    /// The gauges showed N running and none waiting for the stable period (latched).
+    gauges_held: bool,
     running_max: f64,
     running_grew_at: u64,
     waiting_since: Option<u64>,
@@ -110,6 +116,7 @@ impl ReadinessJudge {
             rule,
             use_gauges,
             consecutive_ready: 0,
+            gauges_held: false,
             running_max: f64::NEG_INFINITY,
             running_grew_at: 0,
             waiting_since: None,
@@ -143,33 +150,36 @@ impl ReadinessJudge {
     }
 
     fn observe_gauges(&mut self, o: RampObservation, all_tokens: bool) -> Option<ReadinessBy> {
-        let (running, waiting) = o.gauges?;
-        let gauges_ready = running >= f64::from(self.rule.concurrency) && waiting <= 0.0;
-        if gauges_ready && self.gauges_ready_at.is_none() {
-            self.gauges_ready_at = Some(o.t_ns);
-        }
-        if gauges_ready && all_tokens {
-            self.consecutive_ready += 1;
-            if self.consecutive_ready >= self.rule.stable_samples.max(1) {
-                return Some(ReadinessBy::GaugesAndFirstTokens);
+        if let Some((running, waiting)) = o.gauges {
+            let gauges_ready = running >= f64::from(self.rule.concurrency) && waiting <= 0.0;
+            if gauges_ready {
+                self.gauges_ready_at.get_or_insert(o.t_ns);
+                self.consecutive_ready += 1;
+                if self.consecutive_ready >= self.rule.stable_samples.max(1) {
+                    self.gauges_held = true;
+                }
+            } else {
+                self.consecutive_ready = 0;
             }
-        } else {
-            self.consecutive_ready = 0;
-        }
-        if running > self.running_max {
-            self.running_max = running;
-            self.running_grew_at = o.t_ns;
-        }
-        if waiting > 0.0 {
-            let since = *self.waiting_since.get_or_insert(o.t_ns);
-            let quiet_from = since.max(self.running_grew_at);
-            if o.t_ns.saturating_sub(quiet_from) >= self.rule.stall_ns {
-                return Some(ReadinessBy::QueueStalled);
+            if running > self.running_max {
+                self.running_max = running;
+                self.running_grew_at = o.t_ns;
             }
-        } else {
-            self.waiting_since = None;
+            if waiting > 0.0 {
+                self.waiting_since.get_or_insert(o.t_ns);
+            } else {
+                self.waiting_since = None;
+            }
         }
-        None
+        if self.gauges_held {
+            // The server has run all N: a queue seen later is re-sends in transit, judged
+            // inside the window, not here.
+            return all_tokens.then_some(ReadinessBy::GaugesAndFirstTokens);
+        }
+        let since = self.waiting_since?;
+        let quiet_from = since.max(self.running_grew_at);
+        (o.gauges.is_some() && o.t_ns.saturating_sub(quiet_from) >= self.rule.stall_ns)
+            .then_some(ReadinessBy::QueueStalled)
     }
 
     /// When the gauges alone first showed N running and none waiting (the rule of earlier
@@ -228,7 +238,7 @@ mod tests {
         let cases: Vec<Case> = vec![
             (
                 // vLLM-like: all admitted at once, gauges ready from the start, tokens later.
-                "gauges ready early wait for every stream's token, then two samples",
+                "gauges ready early wait for every stream's token",
                 4,
                 true,
                 vec![
@@ -238,7 +248,32 @@ mod tests {
                     obs(70, 4, g(4.0, 0.0)),
                     obs(90, 4, g(4.0, 0.0)),
                 ],
-                Some((4, ReadinessBy::GaugesAndFirstTokens)),
+                Some((3, ReadinessBy::GaugesAndFirstTokens)),
+            ),
+            (
+                "every token but the gauges held for one sample only: wait for a second",
+                4,
+                true,
+                vec![
+                    obs(10, 4, g(3.0, 0.0)),
+                    obs(30, 4, g(4.0, 0.0)),
+                    obs(50, 4, g(4.0, 0.0)),
+                ],
+                Some((2, ReadinessBy::GaugesAndFirstTokens)),
+            ),
+            (
+                // Short outputs at high N: the first streams finish and re-send before the last
+                // stream's first token, so the queue is busy when the ramp ends.
+                "re-sends in the queue after the gauges held do not delay the window",
+                4,
+                true,
+                vec![
+                    obs(10, 0, g(4.0, 0.0)),
+                    obs(30, 1, g(4.0, 0.0)),
+                    obs(50, 3, g(3.0, 1.0)),
+                    obs(70, 4, g(3.0, 1.0)),
+                ],
+                Some((3, ReadinessBy::GaugesAndFirstTokens)),
             ),
             (
                 "a waiting blip resets the stable count",

@@ -8,8 +8,9 @@
 //!    could not be built), any request errored (warm-up included), a prompt-length mismatch, or
 //!    no token arrived inside the window.
 //! 2. **Requests queued**: readiness never came (the queue stalled, or the limit passed); the
-//!    waiting gauge above zero in two consecutive samples inside the window; without a gauge, a
-//!    TTFT over 4 × the warm TTFT + 50 ms.
+//!    waiting gauge above zero in two consecutive samples inside the window *and* a mean wait
+//!    (Little's law: mean waiting × window / requests sent in it) over 4 × TBT p50 + 50 ms;
+//!    without a gauge, a TTFT over 4 × the warm TTFT + 50 ms.
 //! 3. **Valid**.
 //!
 //! Figures of a Failed row are null: they are not measurements of the design.
@@ -94,6 +95,10 @@ pub struct DecodeFacts<'a> {
     pub queued_samples: u64,
     /// Largest waiting gauge seen in the window (None: no gauge).
     pub max_waiting: Option<f64>,
+    /// The mean time a request spent in the server's queue, ms, by Little's law, and the
+    /// threshold above which that is a real queue (None: no request was sent inside the window,
+    /// so whatever waited was not a re-send in transit).
+    pub queue_wait: Option<(f64, f64)>,
     /// Without a gauge: (requests over the TTFT threshold, the threshold in ms).
     pub ttft_over: Option<(u64, f64)>,
     /// Tokens inside the window.
@@ -140,11 +145,21 @@ pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
         }
         ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => {}
     }
-    if f.queued_samples > 0 {
+    // At high N a closed loop re-sends many times a second and each re-send waits a scheduler
+    // step for admission, so consecutive samples can each catch a different one: only a mean
+    // wait longer than a few steps is a server that cannot run all N.
+    let real_queue = f
+        .queue_wait
+        .is_none_or(|(wait, threshold)| wait > threshold);
+    if f.queued_samples > 0 && real_queue {
+        let wait = match f.queue_wait {
+            Some((w, _)) => format!("; a request waited {w:.0} ms on average"),
+            None => String::new(),
+        };
         return Verdict::new(
             CellStatus::RequestsQueued,
             format!(
-                "the server's queue gauge was above zero (max {})",
+                "the server's queue gauge was above zero (max {}){wait}",
                 f.max_waiting.unwrap_or(0.0)
             ),
         );
@@ -170,6 +185,20 @@ pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
 /// is the median TTFT of the context's N = 1 cell, else `min_ms`, the cell's smallest TTFT.
 pub fn ttft_queue_threshold_ms(warm_ms: Option<f64>, min_ms: f64) -> f64 {
     warm_ms.unwrap_or(min_ms) * 4.0 + 50.0
+}
+
+/// The mean time a request waited in the server's queue during a window, ms, by Little's law:
+/// the mean waiting gauge × the window's length / the requests that arrived in it. `None` when
+/// nothing arrived (the queue then holds no re-send in transit).
+pub fn queue_wait_ms(mean_waiting: f64, window_s: f64, arrivals: u64) -> Option<f64> {
+    (arrivals > 0).then(|| mean_waiting * window_s * 1e3 / arrivals as f64)
+}
+
+/// The wait above which a queue is real: a request admitted late by a scheduler step (or a few,
+/// behind other re-sends' prefills) waits about one TBT; one that waits for a free slot waits
+/// for a whole request. 4 × TBT p50 + 50 ms separates the two, as the TTFT rule does.
+pub fn queue_wait_threshold_ms(tbt_p50_ms: Option<f64>) -> f64 {
+    tbt_p50_ms.unwrap_or(0.0) * 4.0 + 50.0
 }
 
 /// Prompt lengths of `records` checked against the built length.
@@ -335,6 +364,18 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
         queue.ttft_over_threshold = Some(over);
         ttft_over = Some((over, threshold));
     }
+    let mut queue_wait = None;
+    if let Some(mean) = queue.mean_waiting {
+        let arrivals = o
+            .records
+            .iter()
+            .filter(|r| r.sent_ns > o.window.start_ns && r.sent_ns <= o.window.end_ns)
+            .count() as u64;
+        let threshold = queue_wait_threshold_ms(f.tbt_ms.as_ref().map(|t| t.p50));
+        queue.queue_wait_threshold_ms = Some(threshold);
+        queue.queue_wait_ms = queue_wait_ms(mean, o.window.secs(), arrivals);
+        queue_wait = queue.queue_wait_ms.map(|w| (w, threshold));
+    }
     let pc = prompt_check(o.expected_prompt_tokens, o.records);
     let mut errors = o.warmup_errors;
     errors.add_records(o.records, "");
@@ -347,6 +388,7 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
         readiness_timeout_s: o.readiness_timeout_s,
         queued_samples: o.queued_samples,
         max_waiting: queue.max_waiting,
+        queue_wait,
         ttft_over,
         output_tokens: f.output_tokens,
     });

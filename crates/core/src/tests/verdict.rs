@@ -15,6 +15,7 @@ fn facts<'a>(errors: &'a ErrorTally) -> DecodeFacts<'a> {
         readiness_timeout_s: 120.0,
         queued_samples: 0,
         max_waiting: Some(0.0),
+        queue_wait: None,
         ttft_over: None,
         output_tokens: 100,
     }
@@ -87,7 +88,7 @@ fn decode_status_known_answers() {
             "within the readiness limit of 120 s",
         ),
         (
-            "queue gauge in the window",
+            "queue gauge in the window, nothing sent inside it",
             DecodeFacts {
                 queued_samples: 1,
                 max_waiting: Some(4.0),
@@ -95,6 +96,28 @@ fn decode_status_known_answers() {
             },
             CellStatus::RequestsQueued,
             "queue gauge was above zero (max 4)",
+        ),
+        (
+            "queue gauge in the window, requests waited long",
+            DecodeFacts {
+                queued_samples: 3,
+                max_waiting: Some(4.0),
+                queue_wait: Some((900.0, 114.0)),
+                ..base.clone()
+            },
+            CellStatus::RequestsQueued,
+            "waited 900 ms on average",
+        ),
+        (
+            "queue gauge caught re-sends waiting one step each",
+            DecodeFacts {
+                queued_samples: 3,
+                max_waiting: Some(1.0),
+                queue_wait: Some((16.0, 114.0)),
+                ..base.clone()
+            },
+            CellStatus::Valid,
+            "",
         ),
         (
             "no gauge: TTFT over the threshold",
@@ -349,4 +372,39 @@ fn over_capacity_rows_say_the_arithmetic() {
         Some("128 × (1024 + 256) tokens exceeds the KV capacity of 100000")
     );
     assert!(row.total_tok_per_s.is_none());
+}
+
+#[test]
+fn littles_law_wait_known_answers() {
+    // 0.4 requests waiting on average over 5 s, 128 arrivals: 15.6 ms each.
+    let w = queue_wait_ms(0.4, 5.0, 128).expect("arrivals");
+    assert!((w - 15.625).abs() < 1e-9, "{w}");
+    assert_eq!(queue_wait_ms(2.0, 5.0, 0), None);
+    assert!((queue_wait_threshold_ms(Some(16.0)) - 114.0).abs() < 1e-9);
+    assert!((queue_wait_threshold_ms(None) - 50.0).abs() < 1e-9);
+}
+
+#[test]
+fn decode_rows_keep_the_queue_wait_they_were_judged_by() {
+    // Two streams, re-sent inside the window (sent at 150 ms), a mean of 0.5 waiting.
+    let recs = vec![
+        req(0, &[110, 120, 130, 140], Some(1024), Outcome::Cancelled),
+        RequestRecord {
+            sent_ns: 150 * MS,
+            ..req(1, &[160, 170, 180], Some(1024), Outcome::Cancelled)
+        },
+    ];
+    let mut o = observation(&recs, ReadinessBy::GaugesAndFirstTokens);
+    o.queue.mean_waiting = Some(0.5);
+    o.queue.max_waiting = Some(1.0);
+    o.queued_samples = 2;
+    let row = decode_result(&cell(2), o);
+    let q = row.queue.expect("queue");
+    // 0.5 × 0.1 s / 1 arrival = 50 ms; TBT 10 ms → threshold 90 ms: transient, Valid.
+    assert!(
+        (q.queue_wait_ms.expect("wait") - 50.0).abs() < 1e-6,
+        "{q:?}"
+    );
+    assert!((q.queue_wait_threshold_ms.expect("threshold") - 90.0).abs() < 1e-6);
+    assert_eq!(row.status, CellStatus::Valid);
 }
