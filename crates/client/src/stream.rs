@@ -48,6 +48,24 @@ pub struct RequestSpec {
     pub counting: Counting,
 }
 
+impl RequestSpec {
+    /// Serialises `body` once. A body that cannot be serialised is an error, never an empty
+    /// request: an empty body would be measured as a server's 4xx.
+    pub fn new(
+        url: String,
+        body: &impl serde::Serialize,
+        counting: Counting,
+    ) -> Result<RequestSpec, String> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| format!("the request body could not be serialised: {e}"))?;
+        Ok(RequestSpec {
+            url,
+            body: body.into(),
+            counting,
+        })
+    }
+}
+
 /// A measured request, with the texts of its content chunks when counting is deferred.
 #[derive(Debug, Clone)]
 pub struct Measured {
@@ -318,6 +336,18 @@ fn reconcile_zero_chunks(chunks: &mut [Chunk]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_that_cannot_be_serialised_is_an_error_not_an_empty_request() {
+        // JSON object keys must be strings: a map keyed by pairs cannot be written.
+        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
+        let e = RequestSpec::new("http://x/v1/completions".into(), &bad, Counting::Deferred)
+            .expect_err("not serialisable");
+        assert!(e.contains("could not be serialised"), "{e}");
+        let ok = RequestSpec::new("u".into(), &serde_json::json!({"a": 1}), Counting::Deferred)
+            .expect("serialisable");
+        assert_eq!(&ok.body[..], br#"{"a":1}"#);
+    }
 
     #[test]
     fn zero_chunks_take_tokens_from_the_next_grown_chunk() {

@@ -382,3 +382,50 @@ pub async fn run_window(
 pub fn into_records(ms: Vec<Measured>) -> Vec<RequestRecord> {
     ms.into_iter().map(|m| m.record).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streams(workers: Vec<JoinHandle<()>>, collector: JoinHandle<Vec<Measured>>) -> Streams {
+        Streams {
+            workers,
+            collector,
+            first_tokens: Arc::new(Vec::new()),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_died_is_a_fault_not_an_empty_record_list() {
+        let dead = tokio::spawn(async { panic!("boom") });
+        let fine = tokio::spawn(async {});
+        let (records, fault) = stop_streams(streams(
+            vec![fine, dead],
+            tokio::spawn(async { Vec::new() }),
+        ))
+        .await;
+        assert!(records.is_empty());
+        let fault = fault.expect("a fault");
+        assert!(fault.starts_with("a stream worker died"), "{fault}");
+    }
+
+    #[tokio::test]
+    async fn a_collector_that_died_is_a_fault() {
+        let collector = tokio::spawn(async {
+            if true {
+                panic!("collector boom");
+            }
+            Vec::new()
+        });
+        let (_, fault) = stop_streams(streams(Vec::new(), collector)).await;
+        assert!(
+            fault
+                .expect("a fault")
+                .starts_with("the record collector died")
+        );
+        let (_, fault) =
+            stop_streams(streams(Vec::new(), tokio::spawn(async { Vec::new() }))).await;
+        assert_eq!(fault, None);
+    }
+}

@@ -281,17 +281,16 @@ impl Engine {
         max_tokens: u32,
         deferred: bool,
     ) -> Result<RequestSpec, String> {
-        let body = serde_json::to_vec(&self.completion_body(model, prompt, max_tokens, true))
-            .map_err(|e| format!("the request body could not be serialised: {e}"))?;
-        Ok(RequestSpec {
-            url: self.completions_url(),
-            body: body.into(),
-            counting: if deferred {
-                Counting::Deferred
-            } else {
-                self.counting()
-            },
-        })
+        let counting = if deferred {
+            Counting::Deferred
+        } else {
+            self.counting()
+        };
+        RequestSpec::new(
+            self.completions_url(),
+            &self.completion_body(model, prompt, max_tokens, true),
+            counting,
+        )
     }
 
     /// Whether the server still answers (any HTTP status counts; only transport errors fail).
