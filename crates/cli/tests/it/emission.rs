@@ -1,0 +1,118 @@
+//! Runs the driver in-process against the simulator and pairs each decode row with what the
+//! simulator emitted inside that row's window. Shared by the CI test (`highconc.rs`) and the
+//! `figures` benchmark (`benches/figures.rs` includes this file by path), so both judge the
+//! tool by the same rule.
+//!
+//! In-process on purpose: the window's instants and the simulator's stamps are then on one
+//! monotonic clock, so no clock mapping adds error to the comparison.
+
+use llmib_client::driver::{
+    CancellationToken, MatrixEnd, MatrixRun, Progress, ProgressEvent, run_matrix,
+};
+use llmib_client::engine::{Engine, ProbeOptions};
+use llmib_core::cell::{CellResult, Phase};
+use llmib_core::plan::{Plan, Settings};
+use llmib_core::store::RunDir;
+use llmib_sim::{ChunkStamp, EmittedFigures, SimConfig};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Collects each window's absolute span.
+#[derive(Default)]
+struct Windows(Mutex<Vec<(Instant, Instant)>>);
+
+impl Progress for Windows {
+    fn event(&self, e: ProgressEvent) {
+        if let ProgressEvent::Window { origin, window } = e
+            && let Ok(mut v) = self.0.lock()
+        {
+            let at = |ns: u64| origin + Duration::from_nanos(ns);
+            v.push((at(window.start_ns), at(window.end_ns)));
+        }
+    }
+}
+
+/// One decode cell: the tool's row, its window's origin-relative span in absolute instants,
+/// what the simulator emitted inside it, and what it emitted in the window the gauges alone
+/// would have opened (same length, from `gauges_ready_s`).
+pub struct Judged {
+    /// The tool's row.
+    pub row: CellResult,
+    /// The simulator's own figures inside the row's window.
+    pub emitted: EmittedFigures,
+    /// The simulator's figures inside the gauges-only window, if the row recorded when the
+    /// gauges were ready.
+    pub gauges_only: Option<EmittedFigures>,
+}
+
+/// Runs `settings` (decode cells only are judged) against a simulator started from `cfg` with
+/// chunk stamps on; the results go under `dir`.
+pub async fn run_and_judge(
+    mut cfg: SimConfig,
+    settings: Settings,
+    dir: &std::path::Path,
+) -> Result<Vec<Judged>, String> {
+    cfg.stamp_chunks = true;
+    let kv = cfg.kv_capacity_tokens;
+    let context_length = cfg.context_length;
+    let sim = llmib_sim::spawn(cfg).await.map_err(|e| e.to_string())?;
+    let probe = Engine::probe(&ProbeOptions::new(sim.base_url()))
+        .await
+        .map_err(|e| e.to_string())?;
+    let model = probe.engine.model().served_model.clone();
+    let plan = Plan::build(settings, Some(context_length), Some(kv));
+    let store = RunDir::create(dir).map_err(|e| e.to_string())?;
+    let progress = Windows::default();
+    let end = run_matrix(MatrixRun {
+        engine: Arc::new(probe.engine),
+        model,
+        plan: &plan,
+        store: &store,
+        done: HashSet::new(),
+        progress: &progress,
+        cancel: CancellationToken::new(),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let stamps: Vec<ChunkStamp> = sim.take_chunk_stamps();
+    sim.shutdown().await;
+    if end != MatrixEnd::Completed {
+        return Err(format!("the run ended early: {end:?}"));
+    }
+    let windows = progress.0.lock().map(|v| v.clone()).unwrap_or_default();
+    let (rows, _) = store.load_cells().map_err(|e| e.to_string())?;
+    let decode: Vec<CellResult> = rows
+        .into_iter()
+        .filter(|r| r.phase == Phase::Decode && r.total_tok_per_s.is_some())
+        .collect();
+    if decode.len() != windows.len() {
+        return Err(format!(
+            "{} measured decode rows but {} windows",
+            decode.len(),
+            windows.len()
+        ));
+    }
+    Ok(decode
+        .into_iter()
+        .zip(windows)
+        .map(|(row, (start, end))| {
+            let emitted = EmittedFigures::within(&stamps, start, end);
+            let gauges_only = row.queue.as_ref().and_then(|q| {
+                let (ready, opened) = (q.gauges_ready_s?, q.readiness_s?);
+                let at = start.checked_sub(Duration::from_secs_f64((opened - ready).max(0.0)))?;
+                Some(EmittedFigures::within(&stamps, at, at + (end - start)))
+            });
+            Judged {
+                row,
+                emitted,
+                gauges_only,
+            }
+        })
+        .collect())
+}
+
+/// Signed error of `tool` against `truth`, percent.
+pub fn error_pct(tool: f64, truth: f64) -> f64 {
+    (tool - truth) / truth.abs().max(1e-12) * 100.0
+}
