@@ -7,12 +7,12 @@ use clap::Args;
 use llmib_client::driver::CancellationToken;
 use llmib_client::driver::{MatrixEnd, MatrixRun, run_matrix};
 use llmib_client::engine::{Engine, ProbeOptions};
-use llmib_core::cell::CellStatus;
+use llmib_core::cell::{CellKey, CellStatus};
 use llmib_core::meta::{HardwareInfo, Sourced};
-use llmib_core::plan::Plan;
+use llmib_core::plan::{Plan, Settings};
 use llmib_core::redact::redact_command;
 use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
-use llmib_core::store::RunDir;
+use llmib_core::store::{LoadedRun, RunDir};
 use llmib_core::time::now_rfc3339;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -118,12 +118,11 @@ fn default_output(prefix: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{prefix}-{ts}"))
 }
 
-/// `run`: measure the matrix.
+/// `run`: measure the matrix. Phases: read the flags (and the run to resume), probe the
+/// server, prepare the results directory and plan, drive the matrix, write the reports.
 pub async fn run(args: RunArgs) -> Result<Exit> {
     let args = args.merge_file()?;
     let formats = parse_formats(args.format.as_deref())?;
-
-    // Resume: the plan comes from the interrupted run, the connection from flags or run.json.
     let resumed = match &args.resume {
         Some(dir) => Some(
             RunDir::open(dir.clone())?
@@ -132,145 +131,24 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         ),
         None => None,
     };
-    let url = args
-        .url
-        .clone()
-        .or_else(|| resumed.as_ref().map(|r| r.info.url.clone()))
-        .context("no server URL: pass --url http://host:port (or set OPENAI_BASE_URL)")?;
-    let mut settings = args.settings()?;
-    let kv_override = args.kv_capacity()?;
-    let opts = ProbeOptions {
-        base_url: url.clone(),
-        api_key: args.api_key.clone(),
-        model: args
-            .model
-            .clone()
-            .or_else(|| resumed.as_ref().map(|r| r.info.model.served_model.clone())),
-        engine: args.engine.map(Into::into),
-        kv_capacity: kv_override,
-        dcp_size: args.dcp_size,
-        timeout: Duration::from_secs(10),
-    };
-    let probe = Engine::probe(&opts).await?;
-    let model = probe.engine.model().served_model.clone();
-    let model_info = probe.engine.model().clone();
-    let probed_launch = probe.engine.launch_command().map(str::to_string);
-    let probe_notes = probe.notes.clone();
-    let engine = Arc::new(probe.engine);
-
-    let info_engine = engine.info().clone();
-    let context_length = info_engine
-        .context_length
-        .as_ref()
-        .map(|s: &Sourced<u64>| s.value);
-    let kv = info_engine.kv_capacity_tokens.as_ref().map(|s| s.value);
-
-    let (dir, plan, mut info, done) = match resumed {
-        Some(r) => {
-            let dir = args.resume.clone().context("resume directory")?;
-            let done: HashSet<_> = r
-                .cells
-                .iter()
-                .filter(|c| c.status != CellStatus::NotRun)
-                .map(|c| c.key())
-                .collect();
-            let mut info = r.info;
-            info.state = RunState::Running;
-            info.finished_at = None;
-            info.notes.push(format!("resumed at {}", now_rfc3339()));
-            // New prompts: the interrupted run may have sent the old ones, and a server that
-            // cached them would make a resumed prefill measure a cache hit.
-            let mut plan = info.plan.clone();
-            plan.settings.prompt_seed = settings.prompt_seed.max(1);
-            (RunDir::create(dir)?, plan, info, done)
-        }
-        None => {
-            if settings.contexts.is_empty() {
-                bail!("no contexts to run");
-            }
-            settings.prompt_seed = settings.prompt_seed.max(1);
-            let plan = Plan::build(settings, context_length, kv);
-            if plan.contexts.is_empty() {
-                bail!(
-                    "none of the requested contexts fits the server's context length ({}); pass smaller --contexts",
-                    context_length.map_or("unknown".into(), |c| c.to_string())
-                );
-            }
-            let dir = RunDir::create(args.output.clone().unwrap_or_else(|| default_output("run")))?;
-            let hardware = match &args.hardware {
-                _ if args.hardware_info.is_some() => args.hardware_info.clone().unwrap_or_default(),
-                Some(h) => llmib_client::hardware::parse_hardware_override(h)
-                    .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?,
-                // Local facts describe the server only when it runs on this machine.
-                None if is_loopback(&url) => llmib_client::hardware::detect_local(),
-                None => Default::default(),
-            };
-            let (launch_command, launch_command_source) =
-                match (&args.launch_command, &probed_launch) {
-                    (Some(c), _) => (
-                        Some(redact_command(c)),
-                        Some("--launch-command".to_string()),
-                    ),
-                    (None, Some(c)) => (
-                        Some(redact_command(c)),
-                        Some(format!("{} server info", engine.kind().name())),
-                    ),
-                    (None, None) => (None, None),
-                };
-            let mut notes: Vec<String> = probe_notes.clone();
-            notes.extend(
-                plan.dropped_contexts
-                    .iter()
-                    .map(|d| format!("context {} dropped: {}", d.spec, d.reason)),
-            );
-            if kv.is_none() {
-                notes.push("KV capacity unknown: no cell was predicted Over capacity; queueing is detected instead".into());
-            }
-            let info = RunInfo {
-                schema_version: SCHEMA_VERSION,
-                tool: ToolInfo::current(),
-                state: RunState::Running,
-                started_at: now_rfc3339(),
-                finished_at: None,
-                url: strip_userinfo(&url),
-                engine: info_engine,
-                model: model_info.clone(),
-                hardware,
-                launch_command,
-                launch_command_source,
-                plan: plan.clone(),
-                notes,
-            };
-            (dir, plan, info, HashSet::new())
-        }
+    // Flags are checked before the server is contacted: a typo should not wait for a probe.
+    let settings = args.settings()?;
+    let (url, probe) = probe_server(&args, resumed.as_ref()).await?;
+    let Prepared {
+        dir,
+        plan,
+        mut info,
+        done,
+        engine,
+        model,
+    } = match resumed {
+        Some(r) => prepare_resume(&args, settings, r, probe)?,
+        None => prepare_new(&args, settings, &url, probe)?,
     };
     dir.write_info(&info)?;
     eprintln!("results: {}", dir.path().display());
 
-    let cancel = CancellationToken::new();
-    let c2 = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
-            c2.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
-    let progress = TerminalProgress::new(&plan, &done);
-    let end = run_matrix(MatrixRun {
-        engine,
-        model,
-        plan: &plan,
-        store: &dir,
-        done,
-        progress: &progress,
-        cancel,
-    })
-    .await?;
-    progress.finish();
-
+    let end = drive(engine, model, &plan, &dir, done).await?;
     info.finished_at = Some(now_rfc3339());
     info.state = match &end {
         MatrixEnd::Completed | MatrixEnd::BudgetSpent => RunState::Completed,
@@ -278,24 +156,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         MatrixEnd::ServerGone(_) => RunState::Aborted,
     };
     dir.write_info(&info)?;
-
-    match llmib_report::render(dir.path(), llmib_report::Format::Markdown) {
-        Ok(md) => println!("\n{md}"),
-        Err(e) => eprintln!("warning: cannot print the tables: {e}"),
-    }
-    if !formats.is_empty() {
-        match llmib_report::write_reports(dir.path(), &formats, None) {
-            Ok(paths) => {
-                for p in paths {
-                    eprintln!("wrote {}", p.display());
-                }
-            }
-            Err(e) => eprintln!(
-                "warning: the report could not be written ({e}); the results are saved in {}",
-                dir.path().display()
-            ),
-        }
-    }
+    write_reports(&dir, &formats);
     Ok(match end {
         MatrixEnd::Completed | MatrixEnd::BudgetSpent => Exit::Ok,
         MatrixEnd::Interrupted => Exit::Interrupted,
@@ -307,6 +168,224 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
             Exit::ServerGone
         }
     })
+}
+
+/// A run ready to drive.
+struct Prepared {
+    dir: RunDir,
+    plan: Plan,
+    info: RunInfo,
+    /// Cells already measured (resume).
+    done: HashSet<CellKey>,
+    engine: Arc<Engine>,
+    model: String,
+}
+
+/// Probes the server named by the flags (or by the run being resumed).
+async fn probe_server(
+    args: &RunArgs,
+    resumed: Option<&LoadedRun>,
+) -> Result<(String, llmib_client::engine::Probe)> {
+    let url = args
+        .url
+        .clone()
+        .or_else(|| resumed.map(|r| r.info.url.clone()))
+        .context("no server URL: pass --url http://host:port (or set OPENAI_BASE_URL)")?;
+    let opts = ProbeOptions {
+        base_url: url.clone(),
+        api_key: args.api_key.clone(),
+        model: args
+            .model
+            .clone()
+            .or_else(|| resumed.map(|r| r.info.model.served_model.clone())),
+        engine: args.engine.map(Into::into),
+        kv_capacity: args.kv_capacity()?,
+        dcp_size: args.dcp_size,
+        timeout: Duration::from_secs(10),
+    };
+    Ok((url, Engine::probe(&opts).await?))
+}
+
+/// Resume: the plan comes from the interrupted run; cells it measured are skipped.
+fn prepare_resume(
+    args: &RunArgs,
+    settings: Settings,
+    r: LoadedRun,
+    probe: llmib_client::engine::Probe,
+) -> Result<Prepared> {
+    let dir = args.resume.clone().context("resume directory")?;
+    let done: HashSet<_> = r
+        .cells
+        .iter()
+        .filter(|c| c.status != CellStatus::NotRun)
+        .map(|c| c.key())
+        .collect();
+    let mut info = r.info;
+    info.state = RunState::Running;
+    info.finished_at = None;
+    info.notes.push(format!("resumed at {}", now_rfc3339()));
+    // New prompts: the interrupted run may have sent the old ones, and a server that cached
+    // them would make a resumed prefill measure a cache hit.
+    let mut plan = info.plan.clone();
+    plan.settings.prompt_seed = settings.prompt_seed.max(1);
+    let model = probe.engine.model().served_model.clone();
+    Ok(Prepared {
+        dir: RunDir::create(dir)?,
+        plan,
+        info,
+        done,
+        engine: Arc::new(probe.engine),
+        model,
+    })
+}
+
+/// A new run: the plan from the flags and what the server said, and the run's metadata.
+fn prepare_new(
+    args: &RunArgs,
+    mut settings: Settings,
+    url: &str,
+    probe: llmib_client::engine::Probe,
+) -> Result<Prepared> {
+    let engine = probe.engine;
+    let info_engine = engine.info().clone();
+    let context_length = info_engine
+        .context_length
+        .as_ref()
+        .map(|s: &Sourced<u64>| s.value);
+    let kv = info_engine.kv_capacity_tokens.as_ref().map(|s| s.value);
+    if settings.contexts.is_empty() {
+        bail!("no contexts to run");
+    }
+    settings.prompt_seed = settings.prompt_seed.max(1);
+    let plan = Plan::build(settings, context_length, kv);
+    if plan.contexts.is_empty() {
+        bail!(
+            "none of the requested contexts fits the server's context length ({}); pass smaller --contexts",
+            context_length.map_or("unknown".into(), |c| c.to_string())
+        );
+    }
+    let dir = RunDir::create(args.output.clone().unwrap_or_else(|| default_output("run")))?;
+    let info = run_info(args, url, &engine, &plan, probe.notes)?;
+    let model = engine.model().served_model.clone();
+    Ok(Prepared {
+        dir,
+        plan,
+        info,
+        done: HashSet::new(),
+        engine: Arc::new(engine),
+        model,
+    })
+}
+
+/// What `run.json` says of a new run: server, engine, model, hardware, launch command (secrets
+/// redacted), plan and notes.
+fn run_info(
+    args: &RunArgs,
+    url: &str,
+    engine: &Engine,
+    plan: &Plan,
+    probe_notes: Vec<String>,
+) -> Result<RunInfo> {
+    let probed_launch = engine.launch_command().map(str::to_string);
+    let hardware = match &args.hardware {
+        _ if args.hardware_info.is_some() => args.hardware_info.clone().unwrap_or_default(),
+        Some(h) => llmib_client::hardware::parse_hardware_override(h)
+            .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?,
+        // Local facts describe the server only when it runs on this machine.
+        None if is_loopback(url) => llmib_client::hardware::detect_local(),
+        None => Default::default(),
+    };
+    let (launch_command, launch_command_source) = match (&args.launch_command, &probed_launch) {
+        (Some(c), _) => (
+            Some(redact_command(c)),
+            Some("--launch-command".to_string()),
+        ),
+        (None, Some(c)) => (
+            Some(redact_command(c)),
+            Some(format!("{} server info", engine.kind().name())),
+        ),
+        (None, None) => (None, None),
+    };
+    let mut notes: Vec<String> = probe_notes;
+    notes.extend(
+        plan.dropped_contexts
+            .iter()
+            .map(|d| format!("context {} dropped: {}", d.spec, d.reason)),
+    );
+    if plan.kv_capacity_tokens.is_none() {
+        notes.push("KV capacity unknown: no cell was predicted Over capacity; queueing is detected instead".into());
+    }
+    Ok(RunInfo {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo::current(),
+        state: RunState::Running,
+        started_at: now_rfc3339(),
+        finished_at: None,
+        url: strip_userinfo(url),
+        engine: engine.info().clone(),
+        model: engine.model().clone(),
+        hardware,
+        launch_command,
+        launch_command_source,
+        plan: plan.clone(),
+        notes,
+    })
+}
+
+/// Drives the matrix with a terminal progress view and Ctrl-C handling.
+async fn drive(
+    engine: Arc<Engine>,
+    model: String,
+    plan: &Plan,
+    dir: &RunDir,
+    done: HashSet<CellKey>,
+) -> Result<MatrixEnd> {
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
+            c2.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let progress = TerminalProgress::new(plan, &done);
+    let end = run_matrix(MatrixRun {
+        engine,
+        model,
+        plan,
+        store: dir,
+        done,
+        progress: &progress,
+        cancel,
+    })
+    .await?;
+    progress.finish();
+    Ok(end)
+}
+
+/// Prints the tables and writes the report files; a report that fails is a warning, since
+/// the results are saved.
+fn write_reports(dir: &RunDir, formats: &[llmib_report::Format]) {
+    match llmib_report::render(dir.path(), llmib_report::Format::Markdown) {
+        Ok(md) => println!("\n{md}"),
+        Err(e) => eprintln!("warning: cannot print the tables: {e}"),
+    }
+    if !formats.is_empty() {
+        match llmib_report::write_reports(dir.path(), formats, None) {
+            Ok(paths) => {
+                for p in paths {
+                    eprintln!("wrote {}", p.display());
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: the report could not be written ({e}); the results are saved in {}",
+                dir.path().display()
+            ),
+        }
+    }
 }
 
 /// Report formats from `--format` (`none` for no report; default: all).

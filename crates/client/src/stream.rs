@@ -134,7 +134,9 @@ pub async fn measure(
     m
 }
 
-/// Runs the request, filling `m` as events arrive; returns when and how it ended.
+/// Runs the request, filling `m` as events arrive; returns when and how it ended. Phases: send
+/// and check the status ([`send`]), read events and account each chunk ([`account`]), then
+/// judge how the stream ended ([`end_outcome`]).
 async fn drive(
     client: &reqwest::Client,
     spec: &RequestSpec,
@@ -143,47 +145,11 @@ async fn drive(
     first_token: Option<&AtomicBool>,
     m: &mut Measured,
 ) -> (u64, Outcome) {
-    let (url, counting) = (spec.url.as_str(), spec.counting);
     let now = || ns(origin, Instant::now());
-    let req = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .body(spec.body.clone());
-    m.record.sent_ns = now();
-    // A pooled connection the server already closed fails at once and is retried on another;
-    // the send instant is the answered attempt's.
-    let sent_ns = &mut m.record.sent_ns;
-    let resp = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return (now(), Outcome::Cancelled),
-        r = crate::http::send_fresh(req, || *sent_ns = now()) => r,
-    };
-    let resp = match resp {
+    let resp = match send(client, spec, origin, cancel, &mut m.record).await {
         Ok(r) => r,
-        Err(e) => {
-            let kind = if e.is_connect() {
-                "connect"
-            } else if e.is_timeout() {
-                "timeout"
-            } else {
-                "http"
-            };
-            return (
-                now(),
-                error(kind, crate::http::describe_request_error(&e, url)),
-            );
-        }
+        Err(ended) => return ended,
     };
-    m.record.headers_ns = Some(now());
-    let status = resp.status();
-    if !status.is_success() {
-        let text = resp.text().await.unwrap_or_default();
-        let msg = format!("HTTP {}: {}", status.as_u16(), error_body_message(&text));
-        return (now(), error(&format!("http_{}", status.as_u16()), msg));
-    }
-
-    let rec = &mut m.record;
     let mut body = resp.bytes_stream();
     let mut dec = SseDecoder::new();
     let mut last_completion: u64 = 0;
@@ -200,13 +166,16 @@ async fn drive(
         let bytes = match next {
             Some(Ok(b)) => b,
             Some(Err(e)) => {
-                let msg = format!("the stream broke after {} chunks: {e}", rec.chunks.len());
+                let msg = format!(
+                    "the stream broke after {} chunks: {e}",
+                    m.record.chunks.len()
+                );
                 return (now(), error("stream_broken", msg));
             }
             None => break,
         };
         let t = now();
-        let had_token = !rec.chunks.is_empty();
+        let had_token = !m.record.chunks.is_empty();
         dec.push(&bytes);
         while let Some(ev) = dec.next_event() {
             let c = match ev
@@ -226,63 +195,13 @@ async fn drive(
                 Ok(StreamItem::Chunk(c)) => c,
                 Err(e) => return (t, error("malformed", e)),
             };
-            let text_len = c.text_len();
-            if let Some(u) = &c.usage {
-                if u.prompt_tokens.is_some() {
-                    rec.prompt_tokens_reported = u.prompt_tokens;
-                }
-                if u.cached_tokens.is_some() {
-                    rec.cached_tokens_reported = u.cached_tokens;
-                }
-                if let Some(ct) = u.completion_tokens {
-                    rec.completion_tokens_reported = Some(ct);
-                }
-            }
-            match counting {
-                Counting::UsagePerChunk => {
-                    // Tokens in this chunk = growth of the cumulative completion count. A chunk
-                    // whose count grew carries tokens even if its text is empty (a detokenizer
-                    // holding back a partial character); a chunk with text but no usage is
-                    // counted when the usage next grows (see `reconcile_zero_chunks`).
-                    let ct = c.usage.as_ref().and_then(|u| u.completion_tokens);
-                    match ct {
-                        Some(ct) if ct > last_completion => {
-                            let k = (ct - last_completion) as u32;
-                            if text_len > 0 || c.finish_reason.is_none() {
-                                m.saw_usage_per_chunk = true;
-                                rec.chunks.push(Chunk { t_ns: t, tokens: k });
-                            } else if let Some(last) = rec.chunks.last_mut() {
-                                // Usage that only grew on the finish chunk belongs to the last
-                                // content chunk (engines that report usage at the end).
-                                last.tokens += k;
-                            } else {
-                                rec.chunks.push(Chunk { t_ns: t, tokens: k });
-                            }
-                            last_completion = ct;
-                        }
-                        None if text_len > 0 => rec.chunks.push(Chunk { t_ns: t, tokens: 0 }),
-                        _ => {}
-                    }
-                }
-                Counting::Deferred => {
-                    if text_len > 0 {
-                        // Provisional: `counting::count_tokens` sets the real counts.
-                        rec.chunks.push(Chunk { t_ns: t, tokens: 1 });
-                        if let Some(v) = m.texts.as_mut() {
-                            // Reasoning text is generated tokens too.
-                            let mut s = c.reasoning.as_deref().unwrap_or("").to_string();
-                            s.push_str(c.content.as_deref().unwrap_or(""));
-                            v.push(s);
-                        }
-                    }
-                }
-            }
+            account(m, &c, t, spec.counting, &mut last_completion);
             if let Some(f) = c.finish_reason {
                 finish = Some(f.to_string());
             }
         }
         if !had_token
-            && !rec.chunks.is_empty()
+            && !m.record.chunks.is_empty()
             && let Some(flag) = first_token
         {
             flag.store(true, Ordering::Relaxed);
@@ -294,8 +213,122 @@ async fn drive(
     {
         done = true;
     }
-    let n = rec.chunks.len();
-    let outcome = match (done, finish) {
+    (end, end_outcome(done, finish, m.record.chunks.len()))
+}
+
+/// Sends the request and checks its status; `Err` holds when and how it ended instead.
+async fn send(
+    client: &reqwest::Client,
+    spec: &RequestSpec,
+    origin: Instant,
+    cancel: &CancellationToken,
+    rec: &mut RequestRecord,
+) -> Result<reqwest::Response, (u64, Outcome)> {
+    let url = spec.url.as_str();
+    let now = || ns(origin, Instant::now());
+    let req = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(spec.body.clone());
+    rec.sent_ns = now();
+    // A pooled connection the server already closed fails at once and is retried on another;
+    // the send instant is the answered attempt's.
+    let sent_ns = &mut rec.sent_ns;
+    let resp = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err((now(), Outcome::Cancelled)),
+        r = crate::http::send_fresh(req, || *sent_ns = now()) => r,
+    };
+    let resp = resp.map_err(|e| {
+        let kind = if e.is_connect() {
+            "connect"
+        } else if e.is_timeout() {
+            "timeout"
+        } else {
+            "http"
+        };
+        (
+            now(),
+            error(kind, crate::http::describe_request_error(&e, url)),
+        )
+    })?;
+    rec.headers_ns = Some(now());
+    let status = resp.status();
+    if !status.is_success() {
+        let text = resp.text().await.unwrap_or_default();
+        let msg = format!("HTTP {}: {}", status.as_u16(), error_body_message(&text));
+        return Err((now(), error(&format!("http_{}", status.as_u16()), msg)));
+    }
+    Ok(resp)
+}
+
+/// Records one parsed chunk that arrived at `t`: its usage, and its tokens by `counting`.
+fn account(
+    m: &mut Measured,
+    c: &crate::chunk::Chunk<'_>,
+    t: u64,
+    counting: Counting,
+    last_completion: &mut u64,
+) {
+    let rec = &mut m.record;
+    let text_len = c.text_len();
+    if let Some(u) = &c.usage {
+        if u.prompt_tokens.is_some() {
+            rec.prompt_tokens_reported = u.prompt_tokens;
+        }
+        if u.cached_tokens.is_some() {
+            rec.cached_tokens_reported = u.cached_tokens;
+        }
+        if let Some(ct) = u.completion_tokens {
+            rec.completion_tokens_reported = Some(ct);
+        }
+    }
+    match counting {
+        Counting::UsagePerChunk => {
+            // Tokens in this chunk = growth of the cumulative completion count. A chunk whose
+            // count grew carries tokens even if its text is empty (a detokenizer holding back a
+            // partial character); a chunk with text but no usage is counted when the usage
+            // next grows (see `reconcile_zero_chunks`).
+            let ct = c.usage.as_ref().and_then(|u| u.completion_tokens);
+            match ct {
+                Some(ct) if ct > *last_completion => {
+                    let k = (ct - *last_completion) as u32;
+                    if text_len > 0 || c.finish_reason.is_none() {
+                        m.saw_usage_per_chunk = true;
+                        rec.chunks.push(Chunk { t_ns: t, tokens: k });
+                    } else if let Some(last) = rec.chunks.last_mut() {
+                        // Usage that only grew on the finish chunk belongs to the last content
+                        // chunk (engines that report usage at the end).
+                        last.tokens += k;
+                    } else {
+                        rec.chunks.push(Chunk { t_ns: t, tokens: k });
+                    }
+                    *last_completion = ct;
+                }
+                None if text_len > 0 => rec.chunks.push(Chunk { t_ns: t, tokens: 0 }),
+                _ => {}
+            }
+        }
+        Counting::Deferred => {
+            if text_len > 0 {
+                // Provisional: `counting::count_tokens` sets the real counts.
+                rec.chunks.push(Chunk { t_ns: t, tokens: 1 });
+                if let Some(v) = m.texts.as_mut() {
+                    // Reasoning text is generated tokens too.
+                    let mut s = c.reasoning.as_deref().unwrap_or("").to_string();
+                    s.push_str(c.content.as_deref().unwrap_or(""));
+                    v.push(s);
+                }
+            }
+        }
+    }
+}
+
+/// How a stream that ended on its own ended: `[DONE]` with a finish reason is a finished
+/// request; anything else is an error of the server's.
+fn end_outcome(done: bool, finish: Option<String>, chunks: usize) -> Outcome {
+    match (done, finish) {
         (true, Some(reason)) => Outcome::Finished { reason },
         (true, None) => error(
             "no_finish_reason",
@@ -304,11 +337,10 @@ async fn drive(
         (false, _) => error(
             "no_done",
             format!(
-                "the stream ended without [DONE] after {n} chunks (the server closed the connection)"
+                "the stream ended without [DONE] after {chunks} chunks (the server closed the connection)"
             ),
         ),
-    };
-    (end, outcome)
+    }
 }
 
 /// Chunks that arrived without usage (count 0) take one token from the next chunk whose usage

@@ -13,7 +13,7 @@ use llmib_core::figures::Window;
 use llmib_core::readiness::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 use llmib_core::record::RequestRecord;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -102,6 +102,8 @@ struct Streams {
     collector: JoinHandle<Vec<Measured>>,
     /// One flag per stream, set by the stream's first content chunk of the measured phase.
     first_tokens: Arc<Vec<AtomicBool>>,
+    /// Requests that have errored so far.
+    errors: Arc<AtomicU64>,
     stop: CancellationToken,
 }
 
@@ -121,11 +123,12 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
     let stop = CancellationToken::new();
     let first_tokens: Arc<Vec<AtomicBool>> =
         Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
+    let errors = Arc::new(AtomicU64::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Measured>(n.max(1) * 4);
     let mut workers = Vec::with_capacity(n);
     for (i, spec) in requests.iter().enumerate() {
         let (engine, spec, stop, tx) = (engine.clone(), spec.clone(), stop.clone(), tx.clone());
-        let flags = first_tokens.clone();
+        let (flags, errs) = (first_tokens.clone(), errors.clone());
         workers.push(tokio::spawn(async move {
             while !stop.is_cancelled() {
                 let m = measure(
@@ -138,6 +141,9 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
                 )
                 .await;
                 let failed = m.record.is_error();
+                if failed {
+                    errs.fetch_add(1, Ordering::Relaxed);
+                }
                 if tx.send(m).await.is_err() {
                     break;
                 }
@@ -163,6 +169,7 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
         workers,
         collector,
         first_tokens,
+        errors,
         stop,
     }
 }
@@ -215,6 +222,7 @@ async fn await_readiness(
         let o = RampObservation {
             t_ns: Instant::now().saturating_duration_since(origin).as_nanos() as u64,
             streams_with_token: streams.with_token(),
+            errored_requests: streams.errors.load(Ordering::Relaxed),
             gauges,
         };
         if let Some(opened) = judge.observe(o) {
@@ -338,9 +346,11 @@ pub async fn run_window(
     queue.all_streams_token_s = ramp.all_tokens_ns.map(ns_s);
 
     let mut interrupted = ramp.by.is_none();
+    // A request that errored in the ramp fails the cell: no window is measured.
+    let measure_window = !interrupted && ramp.by != Some(ReadinessBy::RequestsErrored);
     let (read_before, gen_before) = (Instant::now(), read_counter(&engine).await);
     let mut queued_samples = 0;
-    if !interrupted {
+    if measure_window {
         let end = w_start + spec.duration;
         let (q, i) = sample_window(&engine, spec, w_start, end, run_cancel, &mut queue).await;
         queued_samples = q;
@@ -392,6 +402,7 @@ mod tests {
             workers,
             collector,
             first_tokens: Arc::new(Vec::new()),
+            errors: Arc::new(AtomicU64::new(0)),
             stop: CancellationToken::new(),
         }
     }

@@ -20,6 +20,10 @@
 //!    every sample for `stall_ns`, and the running gauge has not grown in that time: a slot- or
 //!    KV-bound server will not admit more before requests finish.
 //! 3. **Timeout** (`timeout`, not ready): `timeout_ns` passed since the first send.
+//!
+//! Before all of them: **a request errored** (`requests_errored`, not ready). Any error fails
+//! the cell, so the ramp stops at once: waiting on a server that died would take the whole
+//! readiness limit and measure nothing.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +40,10 @@ pub enum ReadinessBy {
     QueueStalled,
     /// The readiness limit passed.
     Timeout,
+    /// A request of the measured phase errored before the window opened: the cell fails
+    /// whatever the window would show, and a server that died would otherwise be waited on for
+    /// the whole readiness limit.
+    RequestsErrored,
 }
 
 impl ReadinessBy {
@@ -46,6 +54,7 @@ impl ReadinessBy {
             ReadinessBy::FirstTokens => "first_tokens",
             ReadinessBy::QueueStalled => "queue_stalled",
             ReadinessBy::Timeout => "timeout",
+            ReadinessBy::RequestsErrored => "requests_errored",
         }
     }
 
@@ -79,6 +88,8 @@ pub struct RampObservation {
     pub t_ns: u64,
     /// Streams that have received at least one token of the measured phase.
     pub streams_with_token: u32,
+    /// Requests of the measured phase that have errored so far.
+    pub errored_requests: u64,
     /// The gauges read at `t_ns`: (running, waiting). `None` when this observation has no gauge
     /// sample (an engine without gauges, or a scrape that failed: no information either way).
     pub gauges: Option<(f64, f64)>,
@@ -130,6 +141,13 @@ impl ReadinessJudge {
     /// decision for every later call).
     pub fn observe(&mut self, o: RampObservation) -> Option<Opened> {
         if self.opened.is_some() {
+            return self.opened;
+        }
+        if o.errored_requests > 0 {
+            self.opened = Some(Opened {
+                by: ReadinessBy::RequestsErrored,
+                at_ns: o.t_ns,
+            });
             return self.opened;
         }
         let n = self.rule.concurrency;
@@ -213,6 +231,7 @@ mod tests {
         RampObservation {
             t_ns: t_ms * MS,
             streams_with_token: with_token,
+            errored_requests: 0,
             gauges: g,
         }
     }
@@ -338,6 +357,19 @@ mod tests {
                     obs(4400, 8, g(7.0, 1.0)),
                 ],
                 None,
+            ),
+            (
+                "an errored request ends the ramp at once",
+                4,
+                true,
+                vec![
+                    obs(10, 1, g(4.0, 0.0)),
+                    RampObservation {
+                        errored_requests: 1,
+                        ..obs(30, 1, None)
+                    },
+                ],
+                Some((1, ReadinessBy::RequestsErrored)),
             ),
             (
                 "the limit opens a window that is not ready",

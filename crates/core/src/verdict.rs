@@ -143,6 +143,14 @@ pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
                 ),
             );
         }
+        // Errors are counted from the records, so the error rule above has fired already; this
+        // keeps the cell Failed even if a record were lost.
+        ReadinessBy::RequestsErrored => {
+            return Verdict::new(
+                CellStatus::Failed,
+                "requests errored before the window opened",
+            );
+        }
         ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => {}
     }
     // At high N a closed loop re-sends many times a second and each re-send waits a scheduler

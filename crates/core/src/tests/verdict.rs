@@ -88,6 +88,15 @@ fn decode_status_known_answers() {
             "within the readiness limit of 120 s",
         ),
         (
+            "the ramp stopped on an errored request (its record lost)",
+            DecodeFacts {
+                readiness: ReadinessBy::RequestsErrored,
+                ..base.clone()
+            },
+            CellStatus::Failed,
+            "errored before the window opened",
+        ),
+        (
             "queue gauge in the window, nothing sent inside it",
             DecodeFacts {
                 queued_samples: 1,
