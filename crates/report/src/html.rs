@@ -207,7 +207,7 @@ pub(crate) fn tooltip(c: &CellResult) -> String {
         c.status.label()
     );
     if c.status.has_figures() {
-        for col in Column::FIGURES {
+        for col in Column::FIGURES.iter() {
             s.push_str(&format!("\n{}: {}", col.title(), col.text(c)));
         }
     }
