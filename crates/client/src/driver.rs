@@ -13,6 +13,7 @@ use crate::window::{WindowSpec, into_records, run_window, warm_up};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
 use llmib_core::plan::{Plan, PlannedCell};
+use llmib_core::size::duration_from_secs;
 use llmib_core::store::{RunDir, StoreError};
 use llmib_core::time::now_rfc3339;
 use llmib_core::verdict::{
@@ -371,9 +372,10 @@ async fn decode_cell(
     };
     let spec = WindowSpec {
         concurrency: n,
-        duration: Duration::from_secs_f64(s.duration_s),
-        readiness_timeout: Duration::from_secs_f64(s.readiness_timeout_s),
-        gauge_interval: Duration::from_millis(s.gauge_interval_ms.max(10)),
+        // From run.json when resuming: clamped, never a panic on a hand-edited file.
+        duration: duration_from_secs(s.duration_s),
+        readiness_timeout: duration_from_secs(s.readiness_timeout_s),
+        gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
     };
     m.progress.event(ProgressEvent::Phase("window"));
     let mut w = run_window(m.engine.clone(), &requests, &spec, &m.cancel).await;

@@ -198,7 +198,7 @@ async fn await_readiness(
         // A queue that stays while the running count stops growing will not drain before
         // requests finish (a slot or KV limit): waiting out the whole limit would measure
         // nothing more.
-        stall_ns: (spec.gauge_interval * 8)
+        stall_ns: (spec.gauge_interval.saturating_mul(8))
             .max(Duration::from_secs(2))
             .as_nanos() as u64,
         timeout_ns: spec.readiness_timeout.as_nanos() as u64,

@@ -30,6 +30,24 @@ pub enum SizeError {
     /// Not a duration.
     #[error("`{0}` is not a duration: write 30s, 500ms, 2m or 1h")]
     BadDuration(String),
+    /// Longer than any run can use (and than an instant can be moved by).
+    #[error("`{0}` is too long: durations are limited to 30 days")]
+    TooLong(String),
+}
+
+/// The longest duration any setting accepts, seconds (30 days): longer than any matrix, and
+/// far inside what an instant can be moved by without overflow.
+pub const MAX_DURATION_S: f64 = 30.0 * 86_400.0;
+
+/// Seconds as a `Duration`, clamped to `[0, MAX_DURATION_S]` (NaN is 0), for settings read
+/// back from a results file that this tool did not necessarily write: never panics.
+pub fn duration_from_secs(secs: f64) -> Duration {
+    let s = if secs.is_nan() {
+        0.0
+    } else {
+        secs.clamp(0.0, MAX_DURATION_S)
+    };
+    Duration::from_secs_f64(s)
 }
 
 /// Parses a token count: `8192`, `8K`, `8k`, `1M`, `1019K`, `1.5K` (must be whole tokens).
@@ -93,8 +111,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, SizeError> {
         "h" => n * 3600.0,
         _ => return Err(bad()),
     };
-    if !secs.is_finite() || secs <= 0.0 {
+    if secs.is_nan() || secs <= 0.0 {
         return Err(SizeError::Zero(s.to_string()));
+    }
+    if secs > MAX_DURATION_S {
+        return Err(SizeError::TooLong(s.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -122,6 +143,24 @@ impl fmt::Display for ContextSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_durations_are_refused_and_stored_ones_clamped() {
+        for s in ["99999999999999999999", "1e30", "721h", "inf"] {
+            assert!(
+                matches!(
+                    parse_duration(s),
+                    Err(SizeError::TooLong(_) | SizeError::BadDuration(_))
+                ),
+                "{s}: {:?}",
+                parse_duration(s)
+            );
+        }
+        assert_eq!(parse_duration("720h"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(duration_from_secs(1e300), Duration::from_secs(30 * 86_400));
+        assert_eq!(duration_from_secs(f64::NAN), Duration::ZERO);
+        assert_eq!(duration_from_secs(-1.0), Duration::ZERO);
+    }
 
     #[test]
     fn parses_the_seed_sizes() {

@@ -329,6 +329,18 @@ fn bad_input_fails_fast_with_one_line() {
     let o = run_bin(&["run", "--url", &sim.url, "--contexts", "8Q"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("8Q"));
+
+    // Huge durations are refused at parse time (they used to panic adding to an instant).
+    for flag in ["--duration", "--max-time", "--readiness-timeout"] {
+        let o = run_bin(&["run", "--url", &sim.url, flag, "99999999999999999999"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{flag}: one line: {err}");
+        assert!(
+            err.contains(flag) && err.contains("30 days"),
+            "{flag}: {err}"
+        );
+    }
 }
 
 /// Starts `run` in the background on contexts 512, 1K × concurrency 1, 2 (6 rows), stderr piped.
