@@ -90,6 +90,13 @@ pub struct RunArgs {
     /// Longest wait for all N requests to be running before a window opens anyway.
     #[arg(long)]
     pub readiness_timeout: Option<String>,
+    /// Longest wait from a request's send to its first token (default 10m); a request that
+    /// passes it fails its cell.
+    #[arg(long)]
+    pub first_token_timeout: Option<String>,
+    /// Longest silence between two chunks of a stream (default 2m).
+    #[arg(long)]
+    pub idle_timeout: Option<String>,
     /// Keep per-request records (per-chunk offsets and token counts) in requests.jsonl.
     #[arg(long)]
     pub save_requests: bool,
@@ -132,6 +139,8 @@ pub struct FileConfig {
     dcp_size: Option<u64>,
     max_time: Option<NumOrString>,
     readiness_timeout: Option<NumOrString>,
+    first_token_timeout: Option<NumOrString>,
+    idle_timeout: Option<NumOrString>,
     save_requests: Option<bool>,
     hardware: Option<String>,
     launch_command: Option<String>,
@@ -220,6 +229,14 @@ impl RunArgs {
             &mut self.readiness_timeout,
             f.readiness_timeout.map(NumOrString::into_string),
         );
+        fill(
+            &mut self.first_token_timeout,
+            f.first_token_timeout.map(NumOrString::into_string),
+        );
+        fill(
+            &mut self.idle_timeout,
+            f.idle_timeout.map(NumOrString::into_string),
+        );
         fill(&mut self.hardware, f.hardware);
         fill(&mut self.launch_command, f.launch_command);
         fill(&mut self.output, f.output);
@@ -271,6 +288,14 @@ impl RunArgs {
             s.readiness_timeout_s = parse_duration(t)
                 .context("--readiness-timeout")?
                 .as_secs_f64();
+        }
+        if let Some(t) = &self.first_token_timeout {
+            s.first_token_timeout_s = parse_duration(t)
+                .context("--first-token-timeout")?
+                .as_secs_f64();
+        }
+        if let Some(t) = &self.idle_timeout {
+            s.idle_timeout_s = parse_duration(t).context("--idle-timeout")?.as_secs_f64();
         }
         s.save_requests = self.save_requests;
         s.prompt_seed = fresh_seed();

@@ -8,7 +8,7 @@
 
 use crate::engine::Engine;
 use crate::prompt::{BuiltPrompt, PromptBuilder};
-use crate::stream::{RequestSpec, measure};
+use crate::stream::{RequestSpec, StreamLimits, measure};
 use crate::window::{WindowSpec, into_records, run_window, warm_up};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
@@ -236,8 +236,17 @@ async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context:
     m.progress.event(ProgressEvent::Phase("hidden warm-up"));
     let p = builder.throwaway(context.min(512));
     let max = m.plan.settings.max_output.min(32);
-    if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true) {
+    if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true, limits(m)) {
         warm_up(&m.engine, &[(0, spec)], &m.cancel).await;
+    }
+}
+
+/// The run's silence limits for every request it sends.
+fn limits(m: &MatrixRun<'_>) -> StreamLimits {
+    let s = &m.plan.settings;
+    StreamLimits {
+        first_token: duration_from_secs(s.first_token_timeout_s),
+        idle: duration_from_secs(s.idle_timeout_s),
     }
 }
 
@@ -295,9 +304,13 @@ fn requests_for(
                 .prompts
                 .get(&i)
                 .ok_or_else(|| format!("no prompt was built for stream {i}"))?;
-            let spec = m
-                .engine
-                .stream_request(&m.model, p.input.clone(), max_tokens, deferred)?;
+            let spec = m.engine.stream_request(
+                &m.model,
+                p.input.clone(),
+                max_tokens,
+                deferred,
+                limits(m),
+            )?;
             Ok((i, spec))
         })
         .collect()

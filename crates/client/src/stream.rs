@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use llmib_core::meta::TokenCountSource;
 use llmib_core::record::{Chunk, Outcome, RequestRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +37,25 @@ impl Counting {
     }
 }
 
+/// How long a stream may stay silent before it is given up as a failed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// From the send to the first content chunk (response headers included).
+    pub first_token: Duration,
+    /// Between two chunks once content has arrived.
+    pub idle: Duration,
+}
+
+impl Default for StreamLimits {
+    /// The defaults of `Settings` (10 min to the first token, 2 min between chunks).
+    fn default() -> Self {
+        StreamLimits {
+            first_token: Duration::from_secs(600),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
 /// One streamed request, built once and sent as many times as the closed loop needs: where it
 /// goes, its bytes, and how its tokens are counted.
 #[derive(Debug, Clone)]
@@ -46,6 +66,8 @@ pub struct RequestSpec {
     pub body: Bytes,
     /// How the stream tells tokens per chunk.
     pub counting: Counting,
+    /// How long the stream may stay silent.
+    pub limits: StreamLimits,
 }
 
 impl RequestSpec {
@@ -62,6 +84,7 @@ impl RequestSpec {
             url,
             body: body.into(),
             counting,
+            limits: StreamLimits::default(),
         })
     }
 }
@@ -155,12 +178,22 @@ async fn drive(
     let mut last_completion: u64 = 0;
     let mut finish: Option<String> = None;
     let mut done = false;
+    // Before the first content chunk the send-to-first-token limit runs; after it, the idle
+    // limit restarts with every read. One timer, reset in place, keeps the per-chunk cost low.
+    let silence = tokio::time::sleep_until(
+        origin + Duration::from_nanos(m.record.sent_ns) + spec.limits.first_token,
+    );
+    tokio::pin!(silence);
     loop {
+        if !m.record.chunks.is_empty() {
+            silence.as_mut().reset(Instant::now() + spec.limits.idle);
+        }
         let next = tokio::select! {
             biased;
             // Dropping the body closes the connection, so the server aborts the request and
             // frees its KV cache.
             _ = cancel.cancelled() => return (now(), Outcome::Cancelled),
+            _ = &mut silence => return (now(), silent(spec.limits, m.record.chunks.len())),
             n = body.next() => n,
         };
         let bytes = match next {
@@ -235,9 +268,11 @@ async fn send(
     // A pooled connection the server already closed fails at once and is retried on another;
     // the send instant is the answered attempt's.
     let sent_ns = &mut rec.sent_ns;
+    let limit = tokio::time::sleep(spec.limits.first_token);
     let resp = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err((now(), Outcome::Cancelled)),
+        _ = limit => return Err((now(), silent(spec.limits, 0))),
         r = crate::http::send_fresh(req, || *sent_ns = now()) => r,
     };
     let resp = resp.map_err(|e| {
@@ -322,6 +357,28 @@ fn account(
                 }
             }
         }
+    }
+}
+
+/// The outcome of a stream given up for silence, with what to do about it.
+fn silent(limits: StreamLimits, chunks: usize) -> Outcome {
+    let secs = |d: Duration| format!("{:.0} s", d.as_secs_f64());
+    if chunks == 0 {
+        error(
+            "timeout_first_token",
+            format!(
+                "no token within {} of sending the request: the server accepted it but stayed silent (raise --first-token-timeout if its prefill is that slow)",
+                secs(limits.first_token)
+            ),
+        )
+    } else {
+        error(
+            "timeout_idle",
+            format!(
+                "the stream went silent for {} after {chunks} chunks (raise --idle-timeout if the server stalls that long on purpose)",
+                secs(limits.idle)
+            ),
+        )
     }
 }
 

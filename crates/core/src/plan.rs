@@ -43,6 +43,22 @@ pub struct Settings {
     pub gauge_interval_ms: u64,
     /// Seed for prompt prefixes (a fresh one per run unless given).
     pub prompt_seed: u64,
+    /// Longest wait from a request's send to its first content chunk (response headers
+    /// included), seconds: sized for a 1M-token prefill on a slow deployment. A request that
+    /// passes it fails its cell with the reason, so no warm-up or prefill can hang a run.
+    #[serde(default = "default_first_token_timeout_s")]
+    pub first_token_timeout_s: f64,
+    /// Longest silence between two chunks of a stream once it has produced, seconds.
+    #[serde(default = "default_idle_timeout_s")]
+    pub idle_timeout_s: f64,
+}
+
+fn default_first_token_timeout_s() -> f64 {
+    600.0
+}
+
+fn default_idle_timeout_s() -> f64 {
+    120.0
 }
 
 impl Default for Settings {
@@ -57,6 +73,8 @@ impl Default for Settings {
             save_requests: false,
             gauge_interval_ms: 250,
             prompt_seed: 0,
+            first_token_timeout_s: default_first_token_timeout_s(),
+            idle_timeout_s: default_idle_timeout_s(),
         }
     }
 }

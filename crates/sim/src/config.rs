@@ -59,6 +59,8 @@ pub struct FaultConfig {
     pub disconnect_rate: f64,
     /// Replace one chunk of the stream by truncated, invalid JSON.
     pub malformed_chunk_rate: f64,
+    /// Stream some tokens, then go silent with the connection held open (a hung engine).
+    pub stall_rate: f64,
     /// Hold back the response headers by `slow_first_byte_ms` for this fraction of requests.
     pub slow_first_byte_rate: f64,
     /// The extra delay of a slow first byte, in milliseconds.
@@ -79,6 +81,7 @@ impl Default for FaultConfig {
             stream_error_rate: 0.0,
             disconnect_rate: 0.0,
             malformed_chunk_rate: 0.0,
+            stall_rate: 0.0,
             slow_first_byte_rate: 0.0,
             slow_first_byte_ms: 0,
             max_queue_len: None,
@@ -236,6 +239,7 @@ impl SimConfig {
             ("faults.stream_error_rate", f.stream_error_rate),
             ("faults.disconnect_rate", f.disconnect_rate),
             ("faults.malformed_chunk_rate", f.malformed_chunk_rate),
+            ("faults.stall_rate", f.stall_rate),
             ("faults.slow_first_byte_rate", f.slow_first_byte_rate),
         ] {
             if !(0.0..=1.0).contains(&v) {

@@ -22,14 +22,16 @@ pub(crate) struct FaultPlan {
     pub disconnect_after: Option<u32>,
     /// The chunk that reaches this many output tokens is sent as truncated JSON.
     pub malformed_at: Option<u32>,
+    /// After this many output tokens, send nothing more and keep the connection open.
+    pub stall_after: Option<u32>,
 }
 
 /// Draws the faults of one request that asks for `max_tokens` tokens.
 pub(crate) fn plan(cfg: &FaultConfig, rng: &mut Rng, max_tokens: u32) -> FaultPlan {
     // Fixed draw order and count: see the module comment.
-    let draws: [f64; 5] = std::array::from_fn(|_| rng.next_f64());
+    let draws: [f64; 6] = std::array::from_fn(|_| rng.next_f64());
     let span = u64::from(max_tokens.saturating_sub(1).max(1));
-    let points: [u32; 3] = std::array::from_fn(|_| 1 + rng.below(span) as u32);
+    let points: [u32; 4] = std::array::from_fn(|_| 1 + rng.below(span) as u32);
     FaultPlan {
         http_error: draws[0] < cfg.http_error_rate,
         slow_first_byte: (draws[1] < cfg.slow_first_byte_rate && cfg.slow_first_byte_ms > 0)
@@ -37,6 +39,7 @@ pub(crate) fn plan(cfg: &FaultConfig, rng: &mut Rng, max_tokens: u32) -> FaultPl
         stream_error_after: (draws[2] < cfg.stream_error_rate).then_some(points[0]),
         disconnect_after: (draws[3] < cfg.disconnect_rate).then_some(points[1]),
         malformed_at: (draws[4] < cfg.malformed_chunk_rate).then_some(points[2]),
+        stall_after: (draws[5] < cfg.stall_rate).then_some(points[3]),
     }
 }
 

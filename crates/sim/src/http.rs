@@ -271,6 +271,8 @@ struct Sse {
     pending: VecDeque<Item>,
     first: bool,
     done: bool,
+    /// The `stall` fault fired: the body stays open and silent until the client leaves.
+    stalled: bool,
     /// Where content chunks are stamped (`stamp_chunks`).
     stamps: Option<Arc<StampLog>>,
 }
@@ -328,6 +330,10 @@ impl Sse {
             self.done = true;
             return;
         }
+        if ev.finish.is_none() && crosses(self.plan.stall_after) {
+            self.stalled = true;
+            return;
+        }
         if ev.finish.is_none() && crosses(self.plan.disconnect_after) {
             self.pending.push_back(Err(std::io::Error::new(
                 std::io::ErrorKind::ConnectionAborted,
@@ -357,6 +363,11 @@ impl Sse {
             if self.done {
                 return None;
             }
+            if self.stalled {
+                // Silent forever; the client's disconnect drops this future and the request's
+                // abort guard with it.
+                std::future::pending::<()>().await;
+            }
             match self.rx.recv().await {
                 Some(ev) => self.push_event(ev),
                 // The engine stopped (server shutdown): end the body.
@@ -384,6 +395,7 @@ async fn stream_response(
         pending: VecDeque::new(),
         first: true,
         done: false,
+        stalled: false,
         stamps,
     };
     // SGLang awaits the first chunk before it answers, so its headers arrive with the first

@@ -752,3 +752,58 @@ fn without_gauges_queueing_is_detected_from_ttft() {
         "the threshold is kept: {q:#}"
     );
 }
+
+/// A server that accepts requests and then stays silent (before its headers, or mid-stream)
+/// fails the cells it touches within the silence limits; it never hangs the run.
+#[test]
+fn a_silent_server_fails_its_cells_within_the_limits_and_never_hangs() {
+    let _serial = timing_lock();
+    for (name, fault, kind) in [
+        ("headers", "slow_first_byte", "timeout_first_token"),
+        ("stall", "stall", "timeout_idle"),
+    ] {
+        let mut cfg = exact_sim();
+        if fault == "slow_first_byte" {
+            cfg.faults.slow_first_byte_rate = 1.0;
+            cfg.faults.slow_first_byte_ms = 3_600_000;
+        } else {
+            cfg.faults.stall_rate = 1.0;
+        }
+        let sim = Sim::start(cfg);
+        let dir = out_dir(&format!("run-silent-{name}"));
+        let t = std::time::Instant::now();
+        let o = run_small(
+            &sim.url,
+            &dir,
+            "512",
+            "1,2",
+            "1s",
+            "32",
+            &["--first-token-timeout", "1s", "--idle-timeout", "1s"],
+        );
+        let took = t.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.code().is_some(), "{name}: no crash: {err}");
+        assert!(took.as_secs() < 40, "{name}: took {took:?}");
+        let rows = cells(&dir);
+        assert_eq!(rows.len(), 3, "{name}: every cell has a row: {rows:#?}");
+        // A prefill asks for one token: a stream that stalls after its first token finishes.
+        let hit = rows
+            .iter()
+            .filter(|r| fault == "slow_first_byte" || r["phase"] == "decode");
+        assert_eq!(hit.clone().count(), if name == "stall" { 2 } else { 3 });
+        for r in hit {
+            assert_eq!(r["status"], "failed", "{name}: {r:#}");
+            let errors = r["errors"].as_object().expect("errors");
+            assert!(
+                errors.keys().any(|k| k.ends_with(kind)),
+                "{name}: {kind} in {errors:?}"
+            );
+            let first = r["first_error"].as_str().unwrap_or_default();
+            assert!(
+                first.contains("timeout"),
+                "{name}: says which flag: {first}"
+            );
+        }
+    }
+}

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use llmib_client::chunk::{StreamItem, parse_event};
 use llmib_client::engine::{Engine, ProbeOptions, PromptInput};
 use llmib_client::sse::SseDecoder;
-use llmib_client::stream::{Measured, measure};
+use llmib_client::stream::{Measured, StreamLimits, measure};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -364,7 +364,14 @@ async fn run_client(
     for s in 0..case.streams {
         let ids: Vec<u32> = (0..PROMPT_BASE + s).map(|k| 100 + k % 997).collect();
         // As the driver builds it: usage on every chunk where the engine streams it.
-        let spec = engine.stream_request(&model, PromptInput::Ids(ids), case.max_tokens, false)?;
+        let limits = StreamLimits::default();
+        let spec = engine.stream_request(
+            &model,
+            PromptInput::Ids(ids),
+            case.max_tokens,
+            false,
+            limits,
+        )?;
         let body = spec.body.clone();
         let engine = Arc::clone(&engine);
         let (addr, stop) = (addr.clone(), stop.clone());

@@ -34,7 +34,7 @@ use thiserror::Error;
 
 use crate::http::{describe_request_error, describe_status, send_fresh};
 use crate::metrics::{Metrics, parse_trtllm_json};
-use crate::stream::{Counting, RequestSpec};
+use crate::stream::{Counting, RequestSpec, StreamLimits};
 
 pub use probe::{Probe, ProbeError, ProbeOptions};
 
@@ -280,17 +280,20 @@ impl Engine {
         prompt: PromptInput,
         max_tokens: u32,
         deferred: bool,
+        limits: StreamLimits,
     ) -> Result<RequestSpec, String> {
         let counting = if deferred {
             Counting::Deferred
         } else {
             self.counting()
         };
-        RequestSpec::new(
+        let mut spec = RequestSpec::new(
             self.completions_url(),
             &self.completion_body(model, prompt, max_tokens, true),
             counting,
-        )
+        )?;
+        spec.limits = limits;
+        Ok(spec)
     }
 
     /// Whether the server still answers (any HTTP status counts; only transport errors fail).
