@@ -8,6 +8,7 @@ mod run_cmd;
 mod sim_cmd;
 
 use clap::{Parser, Subcommand};
+use llmib_core::redact::{redact_text, sanitize_terminal};
 use std::process::ExitCode;
 
 /// Measures an LLM inference server: prefill per context and sustained decode per
@@ -58,10 +59,29 @@ fn main() -> ExitCode {
         Ok(exit) => exit.code(),
         Err(e) => {
             // One line: the chain of causes joined, so the user sees what to do next.
-            eprintln!("error: {}", one_line(&e));
+            // A URL's password, the key, or a server's echo of it never reaches the terminal.
+            let secrets = given_secrets();
+            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            let line = redact_text(&one_line(&e), &secrets);
+            eprintln!("error: {}", sanitize_terminal(&line));
             ExitCode::from(1)
         }
     }
+}
+
+/// The API keys this invocation was given (`--api-key`, `OPENAI_API_KEY`), to redact.
+fn given_secrets() -> Vec<String> {
+    let mut v: Vec<String> = std::env::var("OPENAI_API_KEY").into_iter().collect();
+    let args: Vec<String> = std::env::args().collect();
+    for (i, a) in args.iter().enumerate() {
+        if a == "--api-key" {
+            v.extend(args.get(i + 1).cloned());
+        } else if let Some(k) = a.strip_prefix("--api-key=") {
+            v.push(k.to_string());
+        }
+    }
+    v.retain(|k| !k.is_empty());
+    v
 }
 
 /// The error and its causes on one line.

@@ -6,6 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use llmib_client::driver::{Progress, ProgressEvent};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::plan::Plan;
+use llmib_core::redact::sanitize_terminal;
 use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -83,22 +84,26 @@ fn describe(r: &CellResult) -> String {
         Phase::Prefill => format!("prefill {:>6}", r.context_label),
         Phase::Decode => format!("decode  {:>6} × {:<3}", r.context_label, r.concurrency),
     };
+    // A figure the row does not have prints as a dash, never as a made-up 0.
+    let fig =
+        |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |x| format!("{x:.digits$}"));
     let figs = match (r.phase, r.status) {
         (Phase::Prefill, s) if s.has_figures() => format!(
-            "{:>10.1} prompt tok/s  TTFT {:.0} ms",
-            r.prompt_tok_per_s.unwrap_or(0.0),
-            r.ttft_ms_p50.unwrap_or(0.0)
+            "{:>10} prompt tok/s  TTFT {} ms",
+            fig(r.prompt_tok_per_s, 1),
+            fig(r.ttft_ms_p50, 0)
         ),
         (Phase::Decode, s) if s.has_figures() => format!(
-            "{:>10.1} tok/s  TTFT {:.0} ms  TBT {:.1} ms",
-            r.total_tok_per_s.unwrap_or(0.0),
-            r.ttft_ms_p50.unwrap_or(0.0),
-            r.tbt_ms_p50.unwrap_or(0.0)
+            "{:>10} tok/s  TTFT {} ms  TBT {} ms",
+            fig(r.total_tok_per_s, 1),
+            fig(r.ttft_ms_p50, 0),
+            fig(r.tbt_ms_p50, 1)
         ),
         (_, CellStatus::Failed) => r.first_error.clone().unwrap_or_default(),
         _ => String::new(),
     };
-    format!("{what}  {:<15} {figs}", r.status.label())
+    // Labels and errors come from the server: no control character reaches the terminal.
+    sanitize_terminal(&format!("{what}  {:<15} {figs}", r.status.label()))
 }
 
 impl Progress for TerminalProgress {
@@ -136,9 +141,9 @@ impl Progress for TerminalProgress {
             }
             // The window's instants matter to live views, not to the terminal's lines.
             ProgressEvent::Window { .. } => {}
-            ProgressEvent::Note(n) => match &self.bar {
-                Some(b) => b.println(format!("note: {n}")),
-                None => println!("note: {n}"),
+            ProgressEvent::Note(n) => match (&self.bar, sanitize_terminal(&n)) {
+                (Some(b), n) => b.println(format!("note: {n}")),
+                (None, n) => println!("note: {n}"),
             },
         }
     }

@@ -10,7 +10,7 @@ use llmib_client::engine::{Engine, ProbeOptions};
 use llmib_core::cell::{CellKey, CellStatus};
 use llmib_core::meta::{HardwareInfo, Sourced};
 use llmib_core::plan::{Plan, Settings};
-use llmib_core::redact::redact_command;
+use llmib_core::redact::{redact_command, sanitize_terminal};
 use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 use llmib_core::store::{LoadedRun, RunDir};
 use llmib_core::time::now_rfc3339;
@@ -370,7 +370,13 @@ async fn drive(
 /// the results are saved.
 fn write_reports(dir: &RunDir, formats: &[llmib_report::Format]) {
     match llmib_report::render(dir.path(), llmib_report::Format::Markdown) {
-        Ok(md) => println!("\n{md}"),
+        Ok(md) => {
+            // The tables hold the server's model name and errors: one sanitised line each.
+            println!();
+            for line in md.lines() {
+                println!("{}", sanitize_terminal(line));
+            }
+        }
         Err(e) => eprintln!("warning: cannot print the tables: {e}"),
     }
     if !formats.is_empty() {

@@ -13,6 +13,8 @@ use crate::window::{WindowSpec, into_records, run_window, warm_up};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
 use llmib_core::plan::{Plan, PlannedCell};
+use llmib_core::record::Outcome;
+use llmib_core::redact::redact_text;
 use llmib_core::size::duration_from_secs;
 use llmib_core::store::{RunDir, StoreError};
 use llmib_core::time::now_rfc3339;
@@ -259,7 +261,19 @@ fn not_run_reason(end: &MatrixEnd) -> String {
     }
 }
 
-fn save(m: &MatrixRun<'_>, row: CellResult) -> Result<(), DriverError> {
+fn save(m: &MatrixRun<'_>, mut row: CellResult) -> Result<(), DriverError> {
+    // Error texts come from the server, which may echo the key or a URL's password.
+    let secrets = m.engine.secrets();
+    for s in [
+        &mut row.first_error,
+        &mut row.status_reason,
+        &mut row.token_count_note,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        *s = redact_text(s, &secrets);
+    }
     m.store.append_cell(&row)?;
     m.progress.event(ProgressEvent::CellDone(Box::new(row)));
     Ok(())
@@ -405,7 +419,13 @@ async fn decode_cell(
     });
     m.progress.event(ProgressEvent::Phase("counting"));
     let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
-    let records = into_records(w.records);
+    let mut records = into_records(w.records);
+    let secrets = m.engine.secrets();
+    for r in &mut records {
+        if let Outcome::Error { message, .. } = &mut r.outcome {
+            *message = redact_text(message, &secrets);
+        }
+    }
     if s.save_requests
         && let Err(e) = m.store.append_requests(k, &records)
     {

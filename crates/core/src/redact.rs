@@ -8,9 +8,12 @@
 //! while `--max-tokens`, `--max-total-tokens`, `--tokenizer`, `token_capacity` and
 //! `--kv-cache-dtype` are not: a launch command must keep its token limits.
 //!
-//! Forms handled: `--api-key X`, `--api-key=X`, any secret-named flag, `Authorization: Bearer X`
-//! (and `Bearer X` alone), `NAME_TOKEN=X` / `NAME_KEY=X` / `NAME_SECRET=X` environment
-//! assignments, and secret-named JSON fields.
+//! Forms handled: `--api-key X` (also when X starts with a single `-`, or sits on the next line
+//! after `\`), `--api-key=X`, any secret-named flag, `Authorization: Bearer X` (and `Bearer X`
+//! alone), `NAME_TOKEN=X` / `NAME_KEY=X` / `NAME_SECRET=X` / `NAME_PAT=X` environment assignments
+//! (also as a flag's value: `--env=HF_TOKEN=X`), commands nested in quotes (`bash -c "… --api-key
+//! X"`), secret-named JSON fields (parsed, or `"api_key": "X"` inside any text), the password of a
+//! URL (`https://user:X@host`), and any literal value of a key the user gave ([`redact_text`]).
 
 /// What every secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
@@ -27,7 +30,7 @@ pub fn is_secret_name(name: &str) -> bool {
     };
     matches!(
         *last,
-        "key" | "token" | "apikey" | "authorization" | "credential" | "credentials"
+        "key" | "token" | "apikey" | "authorization" | "credential" | "credentials" | "pat"
     ) || words
         .iter()
         .any(|w| matches!(*w, "secret" | "password" | "passwd" | "pass"))
@@ -47,15 +50,23 @@ pub fn redact_command(cmd: &str) -> String {
         let mut replacement: Option<String> = None;
         if redact_next {
             redact_next = false;
-            if !bare.starts_with('-') {
+            // A key may start with `-`; only another long flag means the secret flag had no
+            // value.
+            if !bare.starts_with("--") {
                 replacement = Some(REDACTED.to_owned());
             }
         }
         if replacement.is_none() {
             if bare.starts_with('-') {
-                if let Some((flag, _)) = bare.split_once('=') {
+                if let Some((flag, value)) = bare.split_once('=') {
                     if is_secret_name(flag) {
                         replacement = Some(format!("{flag}={REDACTED}"));
+                    } else if let Some((name, _)) = value.split_once('=')
+                        && is_env_name(name)
+                        && is_secret_name(name)
+                    {
+                        // `--env=HF_TOKEN=X`, `-e=KEY=X`.
+                        replacement = Some(format!("{flag}={name}={REDACTED}"));
                     }
                 } else if is_secret_name(bare) && bare.len() > 1 {
                     redact_next = true;
@@ -65,6 +76,13 @@ pub fn redact_command(cmd: &str) -> String {
                 && is_secret_name(name)
             {
                 replacement = Some(format!("{name}={REDACTED}"));
+            } else if bare.len() < tok.len() && bare.contains(char::is_whitespace) {
+                // A quoted command line (`bash -c "… --api-key X"`): redact inside the quotes.
+                let inner = redact_command(bare);
+                if inner != bare {
+                    let q = &tok[..1];
+                    replacement = Some(format!("{q}{inner}{q}"));
+                }
             }
         }
         out.push_str(&cmd[last..start]);
@@ -75,7 +93,7 @@ pub fn redact_command(cmd: &str) -> String {
         last = end;
     }
     out.push_str(&cmd[last..]);
-    redact_auth(&out)
+    redact_url_passwords(&redact_quoted_fields(&redact_auth(&out)))
 }
 
 /// Redacts every string inside a JSON value: secret-named fields with a non-null value become
@@ -103,8 +121,9 @@ pub fn redact_json(value: &mut serde_json::Value) {
     }
 }
 
-/// Replaces every occurrence of each known secret (an API key the user gave) in free text,
-/// then redacts `Authorization`/`Bearer` credentials. Empty secrets are ignored.
+/// The one redaction of free text that came from outside (a server's error body, a URL, a
+/// hardware string): every occurrence of each known secret (an API key the user gave), then
+/// every form [`redact_command`] knows. Empty secrets are ignored.
 pub fn redact_text(s: &str, secrets: &[&str]) -> String {
     let mut out = s.to_owned();
     for secret in secrets.iter().filter(|x| !x.is_empty()) {
@@ -112,7 +131,86 @@ pub fn redact_text(s: &str, secrets: &[&str]) -> String {
             out = out.replace(secret, REDACTED);
         }
     }
-    redact_auth(&out)
+    redact_command(&out)
+}
+
+/// Text safe to print on a terminal: control characters (ANSI escapes, carriage returns,
+/// bells) from a server-provided string become `?`, so a model name cannot rewrite the screen.
+/// Newlines and tabs become spaces: every message is one line.
+pub fn sanitize_terminal(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\n' | '\t' => ' ',
+            c if c.is_control() => '?',
+            c => c,
+        })
+        .collect()
+}
+
+/// `"secret_name": "value"` inside any text (JSON embedded in a command or an error body):
+/// the value becomes `<redacted>`.
+fn redact_quoted_fields(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find('"') {
+        let after_open = &rest[open + 1..];
+        let Some(close) = after_open.find('"') else {
+            break;
+        };
+        let name = &after_open[..close];
+        let tail = &after_open[close + 1..];
+        let colon = tail.trim_start_matches([' ', '\t']);
+        let value = colon
+            .strip_prefix(':')
+            .map(|v| v.trim_start_matches([' ', '\t']));
+        if let Some(v) = value.filter(|_| is_secret_name(name))
+            && let Some(body) = v.strip_prefix('"')
+            && let Some(end) = body.find('"')
+        {
+            // Everything up to the value's opening quote, then the redacted value.
+            let value_start = rest.len() - body.len();
+            out.push_str(&rest[..value_start]);
+            out.push_str(if &body[..end] == REDACTED {
+                &body[..end]
+            } else {
+                REDACTED
+            });
+            rest = &body[end..];
+            continue;
+        }
+        out.push_str(&rest[..open + 1]);
+        rest = after_open;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `scheme://user:password@host` → `scheme://user:<redacted>@host`.
+fn redact_url_passwords(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(p) = rest.find("://") {
+        let (head, tail) = rest.split_at(p + 3);
+        out.push_str(head);
+        // The authority ends at the first `/`, whitespace or quote; userinfo ends at its `@`.
+        let auth_len = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '"' | '\''))
+            .unwrap_or(tail.len());
+        let auth = &tail[..auth_len];
+        if let Some(at) = auth.rfind('@')
+            && let Some(colon) = auth[..at].find(':')
+            && &auth[colon + 1..at] != REDACTED
+        {
+            out.push_str(&auth[..colon + 1]);
+            out.push_str(REDACTED);
+            out.push_str(&auth[at..]);
+        } else {
+            out.push_str(auth);
+        }
+        rest = &tail[auth_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `NAME` of a `NAME=value` environment assignment: letters, digits, `_`, not starting with a
@@ -146,6 +244,14 @@ fn shell_tokens(s: &str) -> Vec<(usize, usize)> {
                 }
             }
             None => {
+                // `\` before a newline continues the line: it separates words like a space.
+                if c == '\\' && s[i + 1..].starts_with('\n') {
+                    if let Some(st) = start.take() {
+                        spans.push((st, i));
+                    }
+                    escaped = true;
+                    continue;
+                }
                 if c.is_whitespace() {
                     if let Some(st) = start.take() {
                         spans.push((st, i));
@@ -245,151 +351,5 @@ fn cred_len(s: &str) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn secret_names() {
-        for s in [
-            "--api-key",
-            "--admin-api-key",
-            "--hf-token",
-            "HF_TOKEN",
-            "OPENAI_API_KEY",
-            "AWS_SECRET_ACCESS_KEY",
-            "api_key",
-            "password",
-            "--db-password-file",
-            "client_secret",
-            "Authorization",
-        ] {
-            assert!(is_secret_name(s), "{s}");
-        }
-        for s in [
-            "--max-tokens",
-            "--max-total-tokens",
-            "--tokenizer",
-            "--kv-cache-dtype",
-            "token_capacity",
-            "--skip-tokenizer-init",
-            "--ssl-keyfile",
-            "max_num_batched_tokens",
-            "",
-            "--",
-        ] {
-            assert!(!is_secret_name(s), "{s}");
-        }
-    }
-
-    #[test]
-    fn flag_with_separate_value() {
-        assert_eq!(
-            redact_command("sglang serve --model-path m --api-key sk-123 --port 8000"),
-            "sglang serve --model-path m --api-key <redacted> --port 8000"
-        );
-    }
-
-    #[test]
-    fn flag_with_equals() {
-        assert_eq!(
-            redact_command("vllm serve m --api-key=sk-123 --hf-token='hf x' --max-tokens=4096"),
-            "vllm serve m --api-key=<redacted> --hf-token=<redacted> --max-tokens=4096"
-        );
-    }
-
-    #[test]
-    fn any_secret_named_flag_and_quoted_values() {
-        assert_eq!(
-            redact_command(
-                r#"serve --db-password "a b c" --admin-api-key 'q' --max-total-tokens 500000"#
-            ),
-            "serve --db-password <redacted> --admin-api-key <redacted> --max-total-tokens 500000"
-        );
-        // A boolean secret-ish flag followed by another flag redacts nothing.
-        assert_eq!(
-            redact_command("x --api-key --port 1"),
-            "x --api-key --port 1"
-        );
-    }
-
-    #[test]
-    fn env_assignments() {
-        assert_eq!(
-            redact_command(
-                "HF_TOKEN=hf_abc OPENAI_API_KEY=sk-1 MY_SECRET=s VLLM_CPU_KVCACHE_SPACE=2 MAX_TOKENS=9 vllm serve"
-            ),
-            "HF_TOKEN=<redacted> OPENAI_API_KEY=<redacted> MY_SECRET=<redacted> VLLM_CPU_KVCACHE_SPACE=2 MAX_TOKENS=9 vllm serve"
-        );
-        assert_eq!(
-            redact_command("export HF_TOKEN=\"abc def\" && run"),
-            "export HF_TOKEN=<redacted> && run"
-        );
-    }
-
-    #[test]
-    fn authorization_headers() {
-        assert_eq!(
-            redact_command(r#"curl -H "Authorization: Bearer sk-abc.def" http://x"#),
-            r#"curl -H "Authorization: Bearer <redacted>" http://x"#
-        );
-        assert_eq!(
-            redact_text("authorization: basic dXNlcjpwYXNz, next", &[]),
-            "authorization: basic <redacted>, next"
-        );
-        assert_eq!(
-            redact_text("Authorization: sk-raw", &[]),
-            "Authorization: <redacted>"
-        );
-        assert_eq!(redact_text("BEARER tok", &[]), "BEARER <redacted>");
-        assert_eq!(redact_text("no secrets here", &[]), "no secrets here");
-    }
-
-    #[test]
-    fn known_secrets_in_text() {
-        assert_eq!(
-            redact_text(
-                "401: key sk-abc123 rejected; sk-abc123 again",
-                &["sk-abc123", ""]
-            ),
-            "401: key <redacted> rejected; <redacted> again"
-        );
-    }
-
-    #[test]
-    fn json_fields() {
-        let mut v = json!({
-            "api_key": "sk-1",
-            "admin_api_key": null,
-            "hf_token": "hf_x",
-            "max_total_tokens": 1000,
-            "token_capacity": 5,
-            "nested": [{"password": "p", "ok": "fine"}],
-            "enable_secret_mode": true,
-            "cmd": "serve --api-key abc",
-            "headers": {"Authorization": "Bearer zzz"}
-        });
-        redact_json(&mut v);
-        assert_eq!(
-            v,
-            json!({
-                "api_key": "<redacted>",
-                "admin_api_key": null,
-                "hf_token": "<redacted>",
-                "max_total_tokens": 1000,
-                "token_capacity": 5,
-                "nested": [{"password": "<redacted>", "ok": "fine"}],
-                "enable_secret_mode": true,
-                "cmd": "serve --api-key <redacted>",
-                "headers": {"Authorization": "<redacted>"}
-            })
-        );
-    }
-
-    #[test]
-    fn redaction_is_idempotent() {
-        let once = redact_command("x --api-key k Authorization: Bearer t HF_TOKEN=z");
-        assert_eq!(redact_command(&once), once);
-        assert!(!once.contains(" k ") && !once.contains("=z") && !once.contains(" t "));
-    }
-}
+#[path = "tests/redact.rs"]
+mod tests;

@@ -61,6 +61,8 @@ pub struct FaultConfig {
     pub malformed_chunk_rate: f64,
     /// Stream some tokens, then go silent with the connection held open (a hung engine).
     pub stall_rate: f64,
+    /// Error bodies quote the request's API key, as some proxies do: a client must redact it.
+    pub echo_api_key: bool,
     /// Hold back the response headers by `slow_first_byte_ms` for this fraction of requests.
     pub slow_first_byte_rate: f64,
     /// The extra delay of a slow first byte, in milliseconds.
@@ -82,6 +84,7 @@ impl Default for FaultConfig {
             disconnect_rate: 0.0,
             malformed_chunk_rate: 0.0,
             stall_rate: 0.0,
+            echo_api_key: false,
             slow_first_byte_rate: 0.0,
             slow_first_byte_ms: 0,
             max_queue_len: None,

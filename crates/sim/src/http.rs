@@ -192,7 +192,12 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
             &Reject {
                 status: 500,
                 err_type: "InternalServerError",
-                message: "Simulated internal server error (fault injection).".into(),
+                message: match (&cfg.api_key, cfg.faults.echo_api_key) {
+                    (Some(k), true) => {
+                        format!("Simulated internal server error (fault injection) for key {k}.")
+                    }
+                    _ => "Simulated internal server error (fault injection).".into(),
+                },
             },
         );
     }

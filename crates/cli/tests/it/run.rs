@@ -807,3 +807,63 @@ fn a_silent_server_fails_its_cells_within_the_limits_and_never_hangs() {
         }
     }
 }
+
+/// A server whose error bodies quote the API key, and a launch command that nests the key in a
+/// quoted shell line: the key reaches no file of the results and not the terminal.
+#[test]
+fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
+    let _serial = timing_lock();
+    const KEY: &str = "sk-echo-secret-9";
+    let mut cfg = exact_sim();
+    cfg.api_key = Some(KEY.into());
+    cfg.faults.http_error_rate = 1.0;
+    cfg.faults.echo_api_key = true;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-echoed-key");
+    let d = dir.to_str().unwrap_or_default();
+    let launch = format!(r#"bash -c "sglang serve --api-key {KEY} --port 1" GITHUB_PAT={KEY}"#);
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api-key",
+        KEY,
+        "--contexts",
+        "512",
+        "--concurrency",
+        "1",
+        "--duration",
+        "1s",
+        "--max-output",
+        "16",
+        "--save-requests",
+        "--launch-command",
+        &launch,
+        "--output",
+        d,
+    ]);
+    let (out, err) = (text(&o), String::from_utf8_lossy(&o.stderr).to_string());
+    let rows = cells(&dir);
+    assert!(
+        rows.iter().any(|r| r["first_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("<redacted>"))),
+        "the error is kept, redacted: {rows:#?}"
+    );
+    assert!(
+        !out.contains(KEY) && !err.contains(KEY),
+        "terminal: {out}\n{err}"
+    );
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).expect("results dir") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("read");
+        files += 1;
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{} holds the key",
+            path.display()
+        );
+    }
+    assert!(files >= 4, "results and reports were written: {files}");
+}

@@ -154,6 +154,8 @@ pub struct Engine {
     dialect: Dialect,
     /// Timeout of the small side requests (gauges, tokenize).
     side_timeout: Duration,
+    /// The API key the client sends, kept only to redact it from anything written.
+    api_key: Option<String>,
 }
 
 /// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
@@ -184,6 +186,12 @@ impl Engine {
     /// The Engine card.
     pub fn info(&self) -> &EngineInfo {
         &self.info
+    }
+
+    /// The literal secrets of this connection (the API key), to remove from anything the tool
+    /// writes that came from the server (`llmib_core::redact::redact_text`).
+    pub fn secrets(&self) -> Vec<&str> {
+        self.api_key.as_deref().into_iter().collect()
     }
 
     /// The served model.

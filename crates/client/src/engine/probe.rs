@@ -233,6 +233,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             launch_command: launch,
             dialect,
             side_timeout: Duration::from_secs(60),
+            api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
         },
         served_models,
         notes,

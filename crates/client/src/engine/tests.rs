@@ -537,6 +537,7 @@ fn completion_bodies_per_dialect() {
         launch_command: None,
         dialect: Dialect::of(kind),
         side_timeout: Duration::from_secs(1),
+        api_key: None,
     };
     let sg = mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
     assert_eq!(

@@ -1,0 +1,195 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn secret_names() {
+    for s in [
+        "--api-key",
+        "--admin-api-key",
+        "--hf-token",
+        "HF_TOKEN",
+        "OPENAI_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "api_key",
+        "password",
+        "--db-password-file",
+        "client_secret",
+        "Authorization",
+    ] {
+        assert!(is_secret_name(s), "{s}");
+    }
+    for s in [
+        "--max-tokens",
+        "--max-total-tokens",
+        "--tokenizer",
+        "--kv-cache-dtype",
+        "token_capacity",
+        "--skip-tokenizer-init",
+        "--ssl-keyfile",
+        "max_num_batched_tokens",
+        "",
+        "--",
+    ] {
+        assert!(!is_secret_name(s), "{s}");
+    }
+}
+
+#[test]
+fn flag_with_separate_value() {
+    assert_eq!(
+        redact_command("sglang serve --model-path m --api-key sk-123 --port 8000"),
+        "sglang serve --model-path m --api-key <redacted> --port 8000"
+    );
+}
+
+#[test]
+fn flag_with_equals() {
+    assert_eq!(
+        redact_command("vllm serve m --api-key=sk-123 --hf-token='hf x' --max-tokens=4096"),
+        "vllm serve m --api-key=<redacted> --hf-token=<redacted> --max-tokens=4096"
+    );
+}
+
+#[test]
+fn any_secret_named_flag_and_quoted_values() {
+    assert_eq!(
+        redact_command(
+            r#"serve --db-password "a b c" --admin-api-key 'q' --max-total-tokens 500000"#
+        ),
+        "serve --db-password <redacted> --admin-api-key <redacted> --max-total-tokens 500000"
+    );
+    // A boolean secret-ish flag followed by another flag redacts nothing.
+    assert_eq!(
+        redact_command("x --api-key --port 1"),
+        "x --api-key --port 1"
+    );
+}
+
+#[test]
+fn env_assignments() {
+    assert_eq!(
+        redact_command(
+            "HF_TOKEN=hf_abc OPENAI_API_KEY=sk-1 MY_SECRET=s VLLM_CPU_KVCACHE_SPACE=2 MAX_TOKENS=9 vllm serve"
+        ),
+        "HF_TOKEN=<redacted> OPENAI_API_KEY=<redacted> MY_SECRET=<redacted> VLLM_CPU_KVCACHE_SPACE=2 MAX_TOKENS=9 vllm serve"
+    );
+    assert_eq!(
+        redact_command("export HF_TOKEN=\"abc def\" && run"),
+        "export HF_TOKEN=<redacted> && run"
+    );
+}
+
+#[test]
+fn authorization_headers() {
+    assert_eq!(
+        redact_command(r#"curl -H "Authorization: Bearer sk-abc.def" http://x"#),
+        r#"curl -H "Authorization: Bearer <redacted>" http://x"#
+    );
+    assert_eq!(
+        redact_text("authorization: basic dXNlcjpwYXNz, next", &[]),
+        "authorization: basic <redacted>, next"
+    );
+    assert_eq!(
+        redact_text("Authorization: sk-raw", &[]),
+        "Authorization: <redacted>"
+    );
+    assert_eq!(redact_text("BEARER tok", &[]), "BEARER <redacted>");
+    assert_eq!(redact_text("no secrets here", &[]), "no secrets here");
+}
+
+#[test]
+fn known_secrets_in_text() {
+    assert_eq!(
+        redact_text(
+            "401: key sk-abc123 rejected; sk-abc123 again",
+            &["sk-abc123", ""]
+        ),
+        "401: key <redacted> rejected; <redacted> again"
+    );
+}
+
+#[test]
+fn json_fields() {
+    let mut v = json!({
+        "api_key": "sk-1",
+        "admin_api_key": null,
+        "hf_token": "hf_x",
+        "max_total_tokens": 1000,
+        "token_capacity": 5,
+        "nested": [{"password": "p", "ok": "fine"}],
+        "enable_secret_mode": true,
+        "cmd": "serve --api-key abc",
+        "headers": {"Authorization": "Bearer zzz"}
+    });
+    redact_json(&mut v);
+    assert_eq!(
+        v,
+        json!({
+            "api_key": "<redacted>",
+            "admin_api_key": null,
+            "hf_token": "<redacted>",
+            "max_total_tokens": 1000,
+            "token_capacity": 5,
+            "nested": [{"password": "<redacted>", "ok": "fine"}],
+            "enable_secret_mode": true,
+            "cmd": "serve --api-key <redacted>",
+            "headers": {"Authorization": "<redacted>"}
+        })
+    );
+}
+
+#[test]
+fn redaction_is_idempotent() {
+    let once = redact_command("x --api-key k Authorization: Bearer t HF_TOKEN=z");
+    assert_eq!(redact_command(&once), once);
+    assert!(!once.contains(" k ") && !once.contains("=z") && !once.contains(" t "));
+}
+
+/// The forms a fault review found leaking (issue 12): each keeps its shape, loses its secret.
+#[test]
+fn forms_that_used_to_leak() {
+    let cases = [
+        (
+            "docker run --env=HF_TOKEN=hf_abc -e=OPENAI_API_KEY=sk-1 img",
+            "docker run --env=HF_TOKEN=<redacted> -e=OPENAI_API_KEY=<redacted> img",
+        ),
+        (
+            r#"bash -c "vllm serve m --api-key sk-inner --port 1""#,
+            r#"bash -c "vllm serve m --api-key <redacted> --port 1""#,
+        ),
+        (
+            "sglang serve --api-key \\\n  sk-next-line --port 1",
+            "sglang serve --api-key \\\n  <redacted> --port 1",
+        ),
+        (
+            "serve --api-key -dash-key --port 1",
+            "serve --api-key <redacted> --port 1",
+        ),
+        (
+            r#"serve --config '{"api_key": "sk-json", "max_tokens": 5}'"#,
+            r#"serve --config '{"api_key": "<redacted>", "max_tokens": 5}'"#,
+        ),
+        (
+            "proxy https://user:hunter2@host:8000/v1 done",
+            "proxy https://user:<redacted>@host:8000/v1 done",
+        ),
+        ("GITHUB_PAT=ghp_x run", "GITHUB_PAT=<redacted> run"),
+    ];
+    for (input, want) in cases {
+        let got = redact_command(input);
+        assert_eq!(got, want, "{input}");
+        assert_eq!(redact_command(&got), got, "idempotent: {input}");
+    }
+}
+
+#[test]
+fn free_text_from_a_server() {
+    let body =
+        r#"HTTP 401: {"error": "bad key sk-live-123", "api_key": "sk-live-123"} at http://u:pw@h/"#;
+    let r = redact_text(body, &["sk-live-123"]);
+    assert!(!r.contains("sk-live-123") && !r.contains(":pw@"), "{r}");
+    assert_eq!(
+        sanitize_terminal("model\u{1b}[31mred\r\nnext\u{7}"),
+        "model?[31mred? next?"
+    );
+}
