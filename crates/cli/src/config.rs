@@ -112,6 +112,9 @@ pub struct RunArgs {
     /// Results directory (default: `results/run-TIMESTAMP`).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Replace the run already in the --output directory (by default that is refused).
+    #[arg(long)]
+    pub force: bool,
     /// Continue an interrupted run in DIR: only missing or Not run cells are measured.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,

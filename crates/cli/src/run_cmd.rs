@@ -264,7 +264,8 @@ fn prepare_new(
             context_length.map_or("unknown".into(), |c| c.to_string())
         );
     }
-    let dir = RunDir::create(args.output.clone().unwrap_or_else(|| default_output("run")))?;
+    let out = args.output.clone().unwrap_or_else(|| default_output("run"));
+    let dir = RunDir::create_new(out, args.force)?;
     let info = run_info(args, url, &engine, &plan, probe.notes)?;
     let model = engine.model().served_model.clone();
     Ok(Prepared {

@@ -1,13 +1,19 @@
 //! The results directory: `run.json` (replaced atomically: temp file, fsync, rename),
 //! `cells.jsonl` (one row per measurement, appended and fsynced after every cell, so a crash
 //! loses at most the cell in progress), and optionally `requests.jsonl` (per-request records).
+//!
+//! Rows are never lost or mixed: before a line is appended, a torn last line (a crash or a full
+//! disk mid-write) is cut from the file and kept aside in `<file>.torn`, so the new row starts
+//! on a line of its own; a row that does not parse (torn, or invalid UTF-8) is skipped and
+//! counted, never fatal to the whole run; and a new run refuses a directory that already holds
+//! one ([`RunDir::create_new`]).
 
 use crate::cell::{CellKey, CellResult};
 use crate::record::RequestRecord;
 use crate::run::RunInfo;
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// `run.json`.
@@ -28,6 +34,11 @@ pub enum StoreError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A new run was pointed at a directory that holds another run.
+    #[error(
+        "{0} already holds a run: pass --resume {0} to finish it, --force to replace it, or another --output"
+    )]
+    Occupied(PathBuf),
     /// A file is not what this tool writes.
     #[error("{path}: not a results file of this tool ({detail})")]
     Parse {
@@ -64,6 +75,27 @@ pub struct LoadedRun {
 }
 
 impl RunDir {
+    /// Creates the directory of a new run. A directory that already holds a run (`run.json` or
+    /// `cells.jsonl`) is refused, since appending would mix two runs under one header, unless
+    /// `replace`: then that run's files are removed first.
+    pub fn create_new(root: impl Into<PathBuf>, replace: bool) -> Result<Self, StoreError> {
+        let root = root.into();
+        let files = [RUN_FILE, CELLS_FILE, REQUESTS_FILE];
+        let held = files.iter().any(|f| root.join(f).exists());
+        if held && !replace {
+            return Err(StoreError::Occupied(root));
+        }
+        if held {
+            for f in files {
+                let p = root.join(f);
+                if p.exists() {
+                    fs::remove_file(&p).map_err(io(&p))?;
+                }
+            }
+        }
+        Self::create(root)
+    }
+
     /// Creates (or reuses, for resume) the directory.
     pub fn create(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let root = root.into();
@@ -130,6 +162,7 @@ impl RunDir {
             })?;
             buf.push(b'\n');
         }
+        cut_torn_tail(&path)?;
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
@@ -166,12 +199,13 @@ impl RunDir {
         };
         let mut cells: Vec<CellResult> = Vec::new();
         let mut skipped = 0;
-        for line in BufReader::new(f).lines() {
+        // Bytes, not `lines()`: one invalid UTF-8 byte must skip its row, not the whole run.
+        for line in BufReader::new(f).split(b'\n') {
             let line = line.map_err(io(&path))?;
-            if line.trim().is_empty() {
+            if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_str::<CellResult>(&line) {
+            match serde_json::from_slice::<CellResult>(&line) {
                 Ok(c) => {
                     if let Some(old) = cells.iter_mut().find(|o| o.key() == c.key()) {
                         *old = c;
@@ -208,12 +242,64 @@ fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> 
     Ok(())
 }
 
+/// If `path` does not end with a newline (a write torn by a crash or a full disk), moves the
+/// bytes after its last newline to `<path>.torn` and truncates the file there, so the next row
+/// starts on a line of its own. Returns how many bytes were cut.
+pub fn cut_torn_tail(path: &Path) -> Result<u64, StoreError> {
+    let mut f = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io(path)(e)),
+    };
+    let len = f.metadata().map_err(io(path))?.len();
+    if len == 0 {
+        return Ok(0);
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1)).map_err(io(path))?;
+    f.read_exact(&mut last).map_err(io(path))?;
+    if last[0] == b'\n' {
+        return Ok(0);
+    }
+    // Find the last newline, reading back in blocks (rows are a few KB).
+    let mut end = len;
+    let mut keep = 0u64;
+    let mut block = vec![0u8; 64 * 1024];
+    'scan: while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let n = (end - start) as usize;
+        f.seek(SeekFrom::Start(start)).map_err(io(path))?;
+        f.read_exact(&mut block[..n]).map_err(io(path))?;
+        if let Some(i) = block[..n].iter().rposition(|&b| b == b'\n') {
+            keep = start + i as u64 + 1;
+            break 'scan;
+        }
+        end = start;
+    }
+    let mut torn = Vec::new();
+    f.seek(SeekFrom::Start(keep)).map_err(io(path))?;
+    f.read_to_end(&mut torn).map_err(io(path))?;
+    let aside = path.with_extension("jsonl.torn");
+    let mut t = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&aside)
+        .map_err(io(&aside))?;
+    t.write_all(&torn).map_err(io(&aside))?;
+    t.write_all(b"\n").map_err(io(&aside))?;
+    t.sync_data().map_err(io(&aside))?;
+    f.set_len(keep).map_err(io(path))?;
+    f.sync_data().map_err(io(path))?;
+    Ok(len - keep)
+}
+
 fn append_line<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
     let mut line = serde_json::to_vec(value).map_err(|e| StoreError::Parse {
         path: path.to_path_buf(),
         detail: e.to_string(),
     })?;
     line.push(b'\n');
+    cut_torn_tail(path)?;
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)
@@ -250,11 +336,45 @@ mod tests {
         let (cells, skipped) = rd.load_cells().expect("load");
         assert_eq!(skipped, 1);
         assert_eq!(cells.len(), 2);
+        // The next row is not glued to the fragment: the fragment goes aside, the row lands.
+        let d = CellResult::empty(Phase::Decode, 8192, "8K", 2, CellStatus::Valid);
+        rd.append_cell(&d).expect("append after a torn line");
+        let (cells, skipped) = rd.load_cells().expect("load");
+        assert_eq!((cells.len(), skipped), (3, 0));
+        let torn = fs::read_to_string(dir.join("cells.jsonl.torn")).expect("kept aside");
+        assert_eq!(torn, "{\"phase\":\"dec\n");
+        // Invalid UTF-8 in one row skips that row only.
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.join(CELLS_FILE))
+            .expect("open");
+        f.write_all(b"{\"phase\":\"\xff\xfe\"}\n")
+            .expect("bad bytes");
+        let (cells, skipped) = rd.load_cells().expect("a bad byte is not fatal");
+        assert_eq!((cells.len(), skipped), (3, 1));
         assert_eq!(cells[0].status, CellStatus::Valid);
         assert_eq!(cells[0].total_tok_per_s, Some(190.7));
         // Null, not 0, for figures that don't apply.
         let line = serde_json::to_string(&c).expect("json");
         assert!(line.contains("\"total_tok_per_s\":null"), "{line}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_new_run_refuses_a_directory_holding_another() {
+        let dir = std::env::temp_dir().join(format!("llmib-store-new-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let rd = RunDir::create_new(&dir, false).expect("empty is fine");
+        let a = CellResult::empty(Phase::Decode, 8192, "8K", 1, CellStatus::NotRun);
+        rd.append_cell(&a).expect("append");
+        let e = RunDir::create_new(&dir, false).expect_err("occupied");
+        assert!(e.to_string().contains("--resume"), "{e}");
+        let rd = RunDir::create_new(&dir, true).expect("replaced");
+        assert_eq!(
+            rd.load_cells().expect("load").0.len(),
+            0,
+            "the old rows are gone"
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -867,3 +867,32 @@ fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
     }
     assert!(files >= 4, "results and reports were written: {files}");
 }
+
+/// `-o` on a directory that holds another run refuses (appending would mix two runs under one
+/// header) unless `--force`, which replaces it.
+#[test]
+fn a_second_run_into_the_same_directory_is_refused_unless_forced() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-twice");
+    let first = run_small(&sim.url, &dir, "512", "1", "300ms", "16", &[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let rows = cells(&dir).len();
+    let again = run_small(&sim.url, &dir, "512", "1", "300ms", "16", &[]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("--resume") && err.contains("--force"), "{err}");
+    assert_eq!(cells(&dir).len(), rows, "nothing appended");
+    let forced = run_small(&sim.url, &dir, "512", "1", "300ms", "16", &["--force"]);
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    assert_eq!(cells(&dir).len(), rows, "replaced, not appended");
+}
