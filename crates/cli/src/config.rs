@@ -112,6 +112,9 @@ pub struct RunArgs {
     /// Results directory (default: `results/run-TIMESTAMP`).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// With --resume: measure the Failed cells again too (a server that crashed is back).
+    #[arg(long)]
+    pub retry_failed: bool,
     /// Replace the run already in the --output directory (by default that is refused).
     #[arg(long)]
     pub force: bool,

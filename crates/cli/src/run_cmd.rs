@@ -14,6 +14,7 @@ use llmib_core::redact::{redact_command, sanitize_terminal};
 use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 use llmib_core::store::{LoadedRun, RunDir};
 use llmib_core::time::now_rfc3339;
+use llmib_core::verdict::every_measured_cell_failed;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,8 +28,10 @@ pub enum Exit {
     Ok,
     /// The server went away mid-run (3); results so far are saved.
     ServerGone,
-    /// Ctrl-C (130); results so far are saved.
+    /// Ctrl-C or SIGTERM (130); results so far are saved.
     Interrupted,
+    /// The run finished but every cell it measured failed (4).
+    AllFailed,
 }
 
 impl Exit {
@@ -38,6 +41,7 @@ impl Exit {
             Exit::Ok => ExitCode::SUCCESS,
             Exit::ServerGone => ExitCode::from(3),
             Exit::Interrupted => ExitCode::from(130),
+            Exit::AllFailed => ExitCode::from(4),
         }
     }
 }
@@ -158,7 +162,20 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     dir.write_info(&info)?;
     write_reports(&dir, &formats);
     Ok(match end {
-        MatrixEnd::Completed | MatrixEnd::BudgetSpent => Exit::Ok,
+        MatrixEnd::Completed | MatrixEnd::BudgetSpent => {
+            let (rows, _) = dir.load_cells()?;
+            match every_measured_cell_failed(&rows) {
+                Some(first) => {
+                    eprintln!(
+                        "error: every measured cell failed (first error: {}); results are in {}",
+                        sanitize_terminal(&first),
+                        dir.path().display()
+                    );
+                    Exit::AllFailed
+                }
+                None => Exit::Ok,
+            }
+        }
         MatrixEnd::Interrupted => Exit::Interrupted,
         MatrixEnd::ServerGone(why) => {
             eprintln!(
@@ -217,7 +234,10 @@ fn prepare_resume(
     let done: HashSet<_> = r
         .cells
         .iter()
-        .filter(|c| c.status != CellStatus::NotRun)
+        // Failed cells too with --retry-failed (a server that crashed mid-cell is back).
+        .filter(|c| {
+            c.status != CellStatus::NotRun && !(args.retry_failed && c.status == CellStatus::Failed)
+        })
         .map(|c| c.key())
         .collect();
     let mut info = r.info;
@@ -333,6 +353,23 @@ fn run_info(
     })
 }
 
+/// Waits for Ctrl-C or, on Unix, SIGTERM (what `kill`, systemd and container runtimes send):
+/// both stop the run the same way, with what was measured saved. `false` if no signal can be
+/// watched.
+async fn interrupt() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                c = tokio::signal::ctrl_c() => c.is_ok(),
+                t = term.recv() => t.is_some(),
+            };
+        }
+    }
+    tokio::signal::ctrl_c().await.is_ok()
+}
+
 /// Drives the matrix with a terminal progress view and Ctrl-C handling.
 async fn drive(
     engine: Arc<Engine>,
@@ -344,10 +381,10 @@ async fn drive(
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if interrupt().await {
             eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
             c2.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if interrupt().await {
                 std::process::exit(130);
             }
         }

@@ -253,6 +253,25 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     r
 }
 
+/// Whether a finished run failed as a whole: at least one cell was measured (not Over capacity,
+/// not Not run) and every measured cell is Failed. Returns the first failure's text (or a
+/// generic one) so the exit line can say what went wrong.
+pub fn every_measured_cell_failed(rows: &[CellResult]) -> Option<String> {
+    let measured: Vec<&CellResult> = rows
+        .iter()
+        .filter(|r| !matches!(r.status, CellStatus::OverCapacity | CellStatus::NotRun))
+        .collect();
+    if measured.is_empty() || measured.iter().any(|r| r.status != CellStatus::Failed) {
+        return None;
+    }
+    Some(
+        measured
+            .iter()
+            .find_map(|r| r.first_error.clone().or(r.status_reason.clone()))
+            .unwrap_or_else(|| "no reason recorded".into()),
+    )
+}
+
 /// The row of a cell the plan predicted over the KV capacity: never run, whatever else happens.
 pub fn over_capacity_result(cell: &PlannedCell, max_output: u32, kv_capacity: u64) -> CellResult {
     let k = cell.key;

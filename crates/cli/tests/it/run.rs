@@ -240,8 +240,8 @@ fn a_prompt_length_mismatch_is_caught_and_reported() {
     let sim = Sim::start(cfg);
     let dir = out_dir("run-mismatch");
     let o = run_small(&sim.url, &dir, "1K", "1", "300ms", "32", &[]);
-    // A failed cell is data: the run goes on and ends normally.
-    assert!(o.status.success(), "{}", text(&o));
+    // A failed cell is data: the run goes on to the end; since every cell failed, it exits 4.
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let rows = cells(&dir);
     for (phase, n) in [("prefill", 1), ("decode", 1)] {
         let r = cell(&rows, phase, 1024, n);
@@ -426,26 +426,33 @@ fn a_killed_run_leaves_readable_results_and_resume_finishes_it() {
 fn ctrl_c_saves_what_is_done_and_exits_130() {
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
-    let dir = out_dir("run-sigint");
-    let d = dir.to_str().unwrap_or_default().to_string();
-    let child = spawn_small_run(&sim.url, &d, "2s");
-    wait_for_rows(&dir, 1);
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .map(|s| s.success());
-    assert_eq!(ok.ok(), Some(true));
-    let out = child.wait_with_output().expect("wait");
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = cells(&dir);
-    assert_eq!(rows.len(), 6, "every planned cell has a row: {rows:#?}");
-    assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
-    assert_eq!(run_json(&dir)["state"], "interrupted");
+    // SIGTERM (what kill, systemd and container runtimes send) stops the run like Ctrl-C.
+    for signal in ["-INT", "-TERM"] {
+        let dir = out_dir(&format!("run-sig{}", &signal[1..].to_lowercase()));
+        let d = dir.to_str().unwrap_or_default().to_string();
+        let child = spawn_small_run(&sim.url, &d, "2s");
+        wait_for_rows(&dir, 1);
+        let ok = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .map(|s| s.success());
+        assert_eq!(ok.ok(), Some(true));
+        let out = child.wait_with_output().expect("wait");
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{signal}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = cells(&dir);
+        assert_eq!(
+            rows.len(),
+            6,
+            "{signal}: every planned cell has a row: {rows:#?}"
+        );
+        assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
+        assert_eq!(run_json(&dir)["state"], "interrupted", "{signal}");
+    }
 }
 
 #[test]
@@ -610,7 +617,8 @@ fn garbage_from_the_server_fails_the_cell_and_the_run_goes_on() {
     let sim = Sim::start(cfg);
     let dir = out_dir("run-garbage");
     let o = run_small(&sim.url, &dir, "512,1K", "1", "300ms", "32", &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    // Every cell has its row; a run where all failed exits 4, not 0.
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let rows = cells(&dir);
     assert_eq!(rows.len(), 4, "every cell has a row: {rows:#?}");
     for r in &rows {
@@ -667,6 +675,44 @@ fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
     );
     assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
     assert_eq!(run_json(&dir)["state"], "aborted");
+
+    // The server is back (on another port): --resume --retry-failed measures the Failed cell
+    // the crash cut, and the Not run ones, and leaves no failure behind.
+    let back = Sim::start(llmib_sim::builtin_profile("tiny").expect("tiny"));
+    let o = run_bin(&[
+        "run",
+        "--resume",
+        &d,
+        "--url",
+        &back.url,
+        "--retry-failed",
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = latest_rows(&dir);
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert!(
+        rows.iter().all(|r| r["status"] == "valid"),
+        "every cell measured again: {rows:#?}"
+    );
+}
+
+/// The last row of each cell (a resumed run appends rows that replace earlier ones).
+fn latest_rows(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = Vec::new();
+    for r in cells(dir) {
+        let same = |o: &serde_json::Value| {
+            o["phase"] == r["phase"]
+                && o["context_tokens"] == r["context_tokens"]
+                && o["concurrency"] == r["concurrency"]
+        };
+        match out.iter_mut().find(|o| same(o)) {
+            Some(o) => *o = r,
+            None => out.push(r),
+        }
+    }
+    out
 }
 
 #[test]
@@ -843,6 +889,9 @@ fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
         d,
     ]);
     let (out, err) = (text(&o), String::from_utf8_lossy(&o.stderr).to_string());
+    // Every cell failed: the run says so with its own exit code.
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("every measured cell failed"), "{err}");
     let rows = cells(&dir);
     assert!(
         rows.iter().any(|r| r["first_error"]

@@ -417,3 +417,21 @@ fn decode_rows_keep_the_queue_wait_they_were_judged_by() {
     assert!((q.queue_wait_threshold_ms.expect("threshold") - 90.0).abs() < 1e-6);
     assert_eq!(row.status, CellStatus::Valid);
 }
+
+#[test]
+fn a_run_fails_as_a_whole_only_when_every_measured_cell_failed() {
+    let failed = failed_result(&cell(1), "http_500", "HTTP 500: boom".into());
+    let over = bare_result(&cell(8), CellStatus::OverCapacity, None);
+    let valid = bare_result(&cell(2), CellStatus::Valid, None);
+    assert_eq!(
+        every_measured_cell_failed(&[failed.clone(), over.clone()]).as_deref(),
+        Some("HTTP 500: boom")
+    );
+    assert_eq!(every_measured_cell_failed(&[failed, valid]), None);
+    assert_eq!(
+        every_measured_cell_failed(&[over]),
+        None,
+        "nothing measured"
+    );
+    assert_eq!(every_measured_cell_failed(&[]), None);
+}
