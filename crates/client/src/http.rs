@@ -176,6 +176,15 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 pub fn describe_request_error(e: &reqwest::Error, url: &str) -> String {
     let chain = error_chain(e);
     let lower = chain.to_ascii_lowercase();
+    // A resource limit on this machine, not the server: say so, before any connect wording.
+    if lower.contains("too many open files") || lower.contains("os error 24") {
+        return format!(
+            "this machine ran out of file descriptors (too many open files) talking to {url}: raise `ulimit -n` above the concurrency, or lower --concurrency ({chain})"
+        );
+    }
+    if lower.contains("cannot allocate memory") || lower.contains("os error 12") {
+        return format!("this machine ran out of memory talking to {url} ({chain})");
+    }
     if e.is_timeout() {
         if e.is_connect() {
             return format!(

@@ -98,6 +98,9 @@ pub struct Measured {
     pub texts: Option<Vec<String>>,
     /// Whether the stream carried `usage` on content chunks (continuous usage seen).
     pub saw_usage_per_chunk: bool,
+    /// The server's `Retry-After` on a refused request (429, 503), capped at 60 s: how long a
+    /// closed loop should wait before sending again.
+    pub retry_after: Option<Duration>,
 }
 
 fn ns(origin: Instant, t: Instant) -> u64 {
@@ -147,6 +150,7 @@ pub async fn measure(
         },
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
+        retry_after: None,
     };
     let (end_ns, outcome) = drive(client, spec, origin, cancel, first_token, &mut m).await;
     m.record.end_ns = end_ns;
@@ -169,7 +173,7 @@ async fn drive(
     m: &mut Measured,
 ) -> (u64, Outcome) {
     let now = || ns(origin, Instant::now());
-    let resp = match send(client, spec, origin, cancel, &mut m.record).await {
+    let resp = match send(client, spec, origin, cancel, m).await {
         Ok(r) => r,
         Err(ended) => return ended,
     };
@@ -255,8 +259,9 @@ async fn send(
     spec: &RequestSpec,
     origin: Instant,
     cancel: &CancellationToken,
-    rec: &mut RequestRecord,
+    m: &mut Measured,
 ) -> Result<reqwest::Response, (u64, Outcome)> {
+    let rec = &mut m.record;
     let url = spec.url.as_str();
     let now = || ns(origin, Instant::now());
     let req = client
@@ -291,11 +296,25 @@ async fn send(
     rec.headers_ns = Some(now());
     let status = resp.status();
     if !status.is_success() {
+        m.retry_after = retry_after(resp.headers());
         let text = resp.text().await.unwrap_or_default();
         let msg = format!("HTTP {}: {}", status.as_u16(), error_body_message(&text));
         return Err((now(), error(&format!("http_{}", status.as_u16()), msg)));
     }
     Ok(resp)
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is rare from inference servers and ignored),
+/// capped at 60 s so a hostile value cannot park the run.
+fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let secs: f64 = h
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(60.0)))
 }
 
 /// Records one parsed chunk that arrived at `t`: its usage, and its tokens by `counting`.
@@ -425,6 +444,21 @@ fn reconcile_zero_chunks(chunks: &mut [Chunk]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_capped() {
+        let h = |v: &str| {
+            let mut m = reqwest::header::HeaderMap::new();
+            m.insert(reqwest::header::RETRY_AFTER, v.parse().expect("header"));
+            retry_after(&m)
+        };
+        assert_eq!(h("2"), Some(Duration::from_secs(2)));
+        assert_eq!(h(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(h("99999"), Some(Duration::from_secs(60)));
+        assert_eq!(h("Wed, 21 Oct 2026 07:28:00 GMT"), None);
+        assert_eq!(h("-3"), None);
+        assert_eq!(retry_after(&reqwest::header::HeaderMap::new()), None);
+    }
 
     #[test]
     fn a_body_that_cannot_be_serialised_is_an_error_not_an_empty_request() {

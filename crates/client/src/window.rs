@@ -96,6 +96,15 @@ async fn wait_idle(engine: &Engine, limit: Duration, cancel: &CancellationToken)
     Some(t0.elapsed().as_secs_f64())
 }
 
+/// The wait after the `n`-th consecutive failure of a stream: 50 ms doubling, capped at 5 s.
+fn backoff(n: u32) -> Duration {
+    Duration::from_millis(
+        50u64
+            .saturating_mul(1 << n.saturating_sub(1).min(7))
+            .min(5000),
+    )
+}
+
 /// The N closed-loop streams of a window.
 struct Streams {
     workers: Vec<JoinHandle<()>>,
@@ -130,6 +139,7 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
         let (engine, spec, stop, tx) = (engine.clone(), spec.clone(), stop.clone(), tx.clone());
         let (flags, errs) = (first_tokens.clone(), errors.clone());
         workers.push(tokio::spawn(async move {
+            let mut failures = 0u32;
             while !stop.is_cancelled() {
                 let m = measure(
                     engine.client(),
@@ -141,6 +151,7 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
                 )
                 .await;
                 let failed = m.record.is_error();
+                let asked = m.retry_after;
                 if failed {
                     errs.fetch_add(1, Ordering::Relaxed);
                 }
@@ -148,11 +159,16 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
                     break;
                 }
                 if failed {
-                    // Back off briefly so a failing server is not hammered in a tight loop.
+                    // Back off so a failing server is not hammered: what it asked for
+                    // (`Retry-After`), else 50 ms doubling per consecutive failure, up to 5 s.
+                    failures += 1;
+                    let wait = asked.unwrap_or_else(|| backoff(failures));
                     tokio::select! {
                         _ = stop.cancelled() => break,
-                        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                        _ = tokio::time::sleep(wait) => {}
                     }
+                } else {
+                    failures = 0;
                 }
             }
         }));
@@ -405,6 +421,12 @@ mod tests {
             errors: Arc::new(AtomicU64::new(0)),
             stop: CancellationToken::new(),
         }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_five_seconds() {
+        let ms: Vec<u128> = [1, 2, 3, 7, 8, 20].map(|n| backoff(n).as_millis()).to_vec();
+        assert_eq!(ms, vec![50, 100, 200, 3200, 5000, 5000]);
     }
 
     #[tokio::test]
