@@ -945,3 +945,30 @@ fn a_second_run_into_the_same_directory_is_refused_unless_forced() {
     );
     assert_eq!(cells(&dir).len(), rows, "replaced, not appended");
 }
+
+/// Out of file descriptors on this machine is said as such, not as "is the server running?".
+#[test]
+fn running_out_of_file_descriptors_is_named() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-fd-limit");
+    let cmd = format!(
+        "ulimit -n 48 && exec '{}' run --url {} --contexts 512 --concurrency 64 --duration 1s --max-output 16 --format none --output '{}'",
+        bin().display(),
+        sim.url,
+        dir.display()
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", &cmd])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("sh");
+    let rows = cells(&dir);
+    let r = cell(&rows, "decode", 512, 64);
+    assert_eq!(r["status"], "failed", "{r:#}\n{}", text(&o));
+    let first = r["first_error"].as_str().unwrap_or_default();
+    assert!(
+        first.contains("too many open files") && first.contains("ulimit"),
+        "{first}"
+    );
+}
