@@ -13,3 +13,6 @@ pub mod driver;
 pub mod prompt;
 pub mod stream;
 pub mod window;
+
+#[cfg(test)]
+mod props;

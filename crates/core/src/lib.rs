@@ -16,3 +16,7 @@ pub mod stats;
 pub mod store;
 pub mod time;
 pub mod verdict;
+
+#[cfg(test)]
+#[path = "tests/props.rs"]
+mod props;

@@ -1,0 +1,61 @@
+//! Property runs over what a hostile or broken server can send (issue 12): the SSE decoder, the
+//! chunk parser and the metrics parser answer or error on any bytes, however they are split
+//! across reads, and never panic. Each property runs proptest's default 256 cases.
+
+use crate::chunk::parse_event;
+use crate::metrics::Metrics;
+use crate::sse::SseDecoder;
+use proptest::prelude::*;
+
+/// Bytes shaped like an SSE stream of OpenAI chunks, with noise mixed in.
+fn sse_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let line = prop_oneof![
+        Just(b"data: [DONE]\n\n".to_vec()),
+        Just(
+            b"data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n"
+                .to_vec()
+        ),
+        Just(
+            b"data: {\"choices\":[{\"text\":\"\\u00e9\"}],\"usage\":{\"completion_tokens\":3}}\n\n"
+                .to_vec()
+        ),
+        Just(b"event: error\ndata: {\"error\":{\"message\":\"x\"}}\n\n".to_vec()),
+        Just(b": keep-alive\r\n\r\n".to_vec()),
+        Just(b"error: {\"code\":500}\n\n".to_vec()),
+        proptest::collection::vec(any::<u8>(), 0..64),
+    ];
+    proptest::collection::vec(line, 0..12).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #[test]
+    fn sse_and_chunks_never_panic_however_split(
+        bytes in sse_bytes(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        points.sort_unstable();
+        let mut dec = SseDecoder::new();
+        let mut last = 0;
+        for p in points.into_iter().chain([bytes.len()]) {
+            dec.push(&bytes[last..p]);
+            last = p;
+            while let Some(ev) = dec.next_event() {
+                if let Ok(ev) = ev {
+                    let _ = parse_event(&ev);
+                }
+            }
+        }
+        if let Some(Ok(ev)) = dec.finish() {
+            let _ = parse_event(&ev);
+        }
+    }
+
+    #[test]
+    fn metrics_text_never_panics(text in any::<String>(), extra in "[a-z_:{}=\" 0-9.eE+-]{0,80}") {
+        let m = Metrics::parse(&text);
+        let _ = m.skipped_lines();
+        let joined = format!("{text}\n{extra}\n");
+        let _ = Metrics::parse(&joined).skipped_lines();
+    }
+}
