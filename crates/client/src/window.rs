@@ -12,6 +12,7 @@ use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
 use llmib_core::readiness::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 use llmib_core::record::RequestRecord;
+use llmib_core::verdict::failing_window_done;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -274,6 +275,7 @@ async fn sample_window(
     end: Instant,
     cancel: &CancellationToken,
     queue: &mut QueueObservation,
+    errors: &AtomicU64,
 ) -> (u64, bool) {
     let mut queued_samples = 0u64;
     let mut prev_waiting = false;
@@ -282,9 +284,14 @@ async fn sample_window(
     let mean = |queue: &mut QueueObservation, sum: f64, n: u32| {
         queue.mean_waiting = (n > 0).then(|| sum / f64::from(n));
     };
+    let mut first_error: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        if now >= end {
+        if first_error.is_none() && errors.load(Ordering::Relaxed) > 0 {
+            first_error = Some(now);
+        }
+        let error_age = first_error.map(|t| now.duration_since(t).as_secs_f64());
+        if now >= end || failing_window_done(error_age) {
             mean(queue, waiting_sum, waiting_n);
             return (queued_samples, false);
         }
@@ -368,7 +375,16 @@ pub async fn run_window(
     let mut queued_samples = 0;
     if measure_window {
         let end = w_start + spec.duration;
-        let (q, i) = sample_window(&engine, spec, w_start, end, run_cancel, &mut queue).await;
+        let (q, i) = sample_window(
+            &engine,
+            spec,
+            w_start,
+            end,
+            run_cancel,
+            &mut queue,
+            &streams.errors,
+        )
+        .await;
         queued_samples = q;
         interrupted = i;
     }

@@ -253,6 +253,17 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     r
 }
 
+/// How long a window keeps running after its first request error, seconds. Any error fails the
+/// cell, so the rest of the window only counts errors: 10 s of them describe the failure (its
+/// kinds and rate), and a server that fails every request no longer holds the run for the
+/// whole window.
+pub const FAILING_WINDOW_GRACE_S: f64 = 10.0;
+
+/// Whether a window should end now, given how long ago its first request error came.
+pub fn failing_window_done(first_error_age_s: Option<f64>) -> bool {
+    first_error_age_s.is_some_and(|a| a >= FAILING_WINDOW_GRACE_S)
+}
+
 /// Whether a finished run failed as a whole: at least one cell was measured (not Over capacity,
 /// not Not run) and every measured cell is Failed. Returns the first failure's text (or a
 /// generic one) so the exit line can say what went wrong.

@@ -419,6 +419,13 @@ fn decode_rows_keep_the_queue_wait_they_were_judged_by() {
 }
 
 #[test]
+fn a_failing_window_ends_ten_seconds_after_its_first_error() {
+    assert!(!failing_window_done(None));
+    assert!(!failing_window_done(Some(9.99)));
+    assert!(failing_window_done(Some(10.0)));
+}
+
+#[test]
 fn a_run_fails_as_a_whole_only_when_every_measured_cell_failed() {
     let failed = failed_result(&cell(1), "http_500", "HTTP 500: boom".into());
     let over = bare_result(&cell(8), CellStatus::OverCapacity, None);
