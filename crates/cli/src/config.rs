@@ -369,4 +369,66 @@ mod tests {
         };
         assert!(args.settings().is_err());
     }
+
+    /// Any config file text, and any values in its keys, give settings or an error: never a
+    /// panic (issue 12's config-loader property).
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn value() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[0-9.eE+-]{1,24}",
+                "\"[ -~]{0,24}\"",
+                "\\[[0-9, \"a-zK]{0,24}\\]",
+                Just("1e30".to_string()),
+                Just("99999999999999999999".to_string()),
+                Just("true".to_string()),
+            ]
+        }
+
+        fn key() -> impl Strategy<Value = &'static str> {
+            prop_oneof![
+                Just("contexts"),
+                Just("concurrency"),
+                Just("duration"),
+                Just("max_output"),
+                Just("kv_capacity"),
+                Just("max_time"),
+                Just("readiness_timeout"),
+                Just("first_token_timeout"),
+                Just("idle_timeout"),
+                Just("dcp_size"),
+                Just("format"),
+                Just("no_such_key"),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn any_config_file_gives_settings_or_an_error(
+                pairs in proptest::collection::vec((key(), value()), 0..6),
+                // Mostly clean files, so that the settings themselves get exercised.
+                noise in prop_oneof![3 => Just(String::new()), 1 => "[ -~\n]{0,40}"],
+            ) {
+                let mut text: String = pairs.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+                text.push_str(&noise);
+                let dir = std::env::temp_dir().join(format!(
+                    "llmib-cfg-prop-{}-{:?}",
+                    std::process::id(),
+                    std::thread::current().id()
+                ));
+                std::fs::create_dir_all(&dir).expect("dir");
+                let path = dir.join("bench.toml");
+                std::fs::write(&path, &text).expect("write");
+                let args = RunArgs { config: Some(path), ..Default::default() };
+                if let Ok(a) = args.merge_file() {
+                    if let Ok(s) = a.settings() {
+                        prop_assert!(s.duration_s > 0.0 && s.duration_s.is_finite());
+                    }
+                    let _ = a.kv_capacity();
+                }
+            }
+        }
+    }
 }
