@@ -7,14 +7,14 @@ use clap::Args;
 use llmib_client::driver::CancellationToken;
 use llmib_client::driver::{MatrixEnd, MatrixRun, run_matrix};
 use llmib_client::engine::{Engine, ProbeOptions};
-use llmib_core::cell::{CellKey, CellStatus};
+use llmib_core::cell::CellKey;
 use llmib_core::meta::{HardwareInfo, Sourced};
 use llmib_core::plan::{Plan, Settings};
 use llmib_core::redact::{redact_command, sanitize_terminal};
 use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 use llmib_core::store::{LoadedRun, RunDir};
 use llmib_core::time::now_rfc3339;
-use llmib_core::verdict::every_measured_cell_failed;
+use llmib_core::verdict::{every_measured_cell_failed, measure_again_on_resume};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -231,13 +231,11 @@ fn prepare_resume(
     probe: llmib_client::engine::Probe,
 ) -> Result<Prepared> {
     let dir = args.resume.clone().context("resume directory")?;
+    let aborted = r.info.state == RunState::Aborted;
     let done: HashSet<_> = r
         .cells
         .iter()
-        // Failed cells too with --retry-failed (a server that crashed mid-cell is back).
-        .filter(|c| {
-            c.status != CellStatus::NotRun && !(args.retry_failed && c.status == CellStatus::Failed)
-        })
+        .filter(|c| !measure_again_on_resume(c, aborted, args.retry_failed))
         .map(|c| c.key())
         .collect();
     let mut info = r.info;

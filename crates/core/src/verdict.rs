@@ -264,6 +264,36 @@ pub fn failing_window_done(first_error_age_s: Option<f64>) -> bool {
     first_error_age_s.is_some_and(|a| a >= FAILING_WINDOW_GRACE_S)
 }
 
+/// Error kinds of the transport (the connection, not the server's answer), warm-ups included.
+fn is_transport_error(kind: &str) -> bool {
+    matches!(
+        kind.strip_prefix("warmup_").unwrap_or(kind),
+        "connect"
+            | "timeout"
+            | "http"
+            | "stream_broken"
+            | "no_done"
+            | "timeout_first_token"
+            | "timeout_idle"
+    )
+}
+
+/// Whether `--resume` measures a saved row again: Not run always; Failed with `retry_failed`,
+/// and by default when the run was aborted (the server went away) and the cell failed only on
+/// the connection: that cell was cut by the crash, not measured.
+pub fn measure_again_on_resume(row: &CellResult, run_aborted: bool, retry_failed: bool) -> bool {
+    match row.status {
+        CellStatus::NotRun => true,
+        CellStatus::Failed => {
+            retry_failed
+                || (run_aborted
+                    && !row.errors.is_empty()
+                    && row.errors.keys().all(|k| is_transport_error(k)))
+        }
+        _ => false,
+    }
+}
+
 /// Whether a finished run failed as a whole: at least one cell was measured (not Over capacity,
 /// not Not run) and every measured cell is Failed. Returns the first failure's text (or a
 /// generic one) so the exit line can say what went wrong.

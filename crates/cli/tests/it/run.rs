@@ -676,18 +676,12 @@ fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
     assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
     assert_eq!(run_json(&dir)["state"], "aborted");
 
-    // The server is back (on another port): --resume --retry-failed measures the Failed cell
-    // the crash cut, and the Not run ones, and leaves no failure behind.
+    // The server is back (on another port): --resume measures the cell the crash cut (the run
+    // ends as server-gone only after a cell failed on the connection) and the Not run ones, and
+    // leaves no failure behind; no --retry-failed needed for that.
     let back = Sim::start(llmib_sim::builtin_profile("tiny").expect("tiny"));
     let o = run_bin(&[
-        "run",
-        "--resume",
-        &d,
-        "--url",
-        &back.url,
-        "--retry-failed",
-        "--format",
-        "none",
+        "run", "--resume", &d, "--url", &back.url, "--format", "none",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let rows = latest_rows(&dir);

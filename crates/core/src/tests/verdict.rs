@@ -419,6 +419,32 @@ fn decode_rows_keep_the_queue_wait_they_were_judged_by() {
 }
 
 #[test]
+fn resume_measures_again_what_was_not_measured() {
+    let cut = failed_result(&cell(4), "connect", "connection refused".into());
+    let warm_cut = failed_result(&cell(4), "warmup_stream_broken", "broke".into());
+    let bad = failed_result(&cell(4), "http_500", "HTTP 500".into());
+    let not_run = bare_result(&cell(4), CellStatus::NotRun, None);
+    let valid = bare_result(&cell(4), CellStatus::Valid, None);
+    // (row, aborted, --retry-failed, measured again)
+    let cases = [
+        (&not_run, false, false, true),
+        (&valid, true, true, false),
+        (&cut, true, false, true),
+        (&warm_cut, true, false, true),
+        (&cut, false, false, false),
+        (&bad, true, false, false),
+        (&bad, false, true, true),
+    ];
+    for (i, (row, aborted, retry, want)) in cases.into_iter().enumerate() {
+        assert_eq!(
+            measure_again_on_resume(row, aborted, retry),
+            want,
+            "case {i}"
+        );
+    }
+}
+
+#[test]
 fn a_failing_window_ends_ten_seconds_after_its_first_error() {
     assert!(!failing_window_done(None));
     assert!(!failing_window_done(Some(9.99)));
