@@ -30,6 +30,9 @@ pub enum SizeError {
     /// Not a duration.
     #[error("`{0}` is not a duration: write 30s, 500ms, 2m or 1h")]
     BadDuration(String),
+    /// Shorter than anything the clock can measure a window or a limit by.
+    #[error("`{0}` is too short: durations start at 1 ms")]
+    TooShort(String),
     /// Longer than any run can use (and than an instant can be moved by).
     #[error("`{0}` is too long: durations are limited to 30 days")]
     TooLong(String),
@@ -117,6 +120,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, SizeError> {
     if secs > MAX_DURATION_S {
         return Err(SizeError::TooLong(s.to_string()));
     }
+    // Found by fuzzing: `.0000…1` is above zero but rounds to a zero Duration (a window of
+    // no length).
+    if secs < 1e-3 {
+        return Err(SizeError::TooShort(s.to_string()));
+    }
     Ok(Duration::from_secs_f64(secs))
 }
 
@@ -157,6 +165,11 @@ mod tests {
             );
         }
         assert_eq!(parse_duration("720h"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_duration("1ms"), Ok(Duration::from_millis(1)));
+        assert!(matches!(
+            parse_duration(".0000000000000000000001"),
+            Err(SizeError::TooShort(_))
+        ));
         assert_eq!(duration_from_secs(1e300), Duration::from_secs(30 * 86_400));
         assert_eq!(duration_from_secs(f64::NAN), Duration::ZERO);
         assert_eq!(duration_from_secs(-1.0), Duration::ZERO);

@@ -13,7 +13,7 @@ use crate::record::RequestRecord;
 use crate::run::RunInfo;
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// `run.json`.
@@ -197,27 +197,37 @@ impl RunDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
             Err(e) => return Err(io(&path)(e)),
         };
-        let mut cells: Vec<CellResult> = Vec::new();
-        let mut skipped = 0;
-        // Bytes, not `lines()`: one invalid UTF-8 byte must skip its row, not the whole run.
-        for line in BufReader::new(f).split(b'\n') {
-            let line = line.map_err(io(&path))?;
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<CellResult>(&line) {
-                Ok(c) => {
-                    if let Some(old) = cells.iter_mut().find(|o| o.key() == c.key()) {
-                        *old = c;
-                    } else {
-                        cells.push(c);
-                    }
-                }
-                Err(_) => skipped += 1,
-            }
-        }
-        Ok((cells, skipped))
+        let mut bytes = Vec::new();
+        BufReader::new(f)
+            .read_to_end(&mut bytes)
+            .map_err(io(&path))?;
+        Ok(parse_cells(&bytes))
     }
+}
+
+/// Parses the bytes of a `cells.jsonl`: the last row per cell in first-seen order, and how many
+/// non-blank lines did not parse (torn, invalid UTF-8, not a row). Never fails: any bytes give
+/// an answer (a fuzz target holds it to that).
+pub fn parse_cells(bytes: &[u8]) -> (Vec<CellResult>, usize) {
+    let mut cells: Vec<CellResult> = Vec::new();
+    let mut skipped = 0;
+    // Bytes, not `lines()`: one invalid UTF-8 byte must skip its row, not the whole run.
+    for line in bytes.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<CellResult>(line) {
+            Ok(c) => {
+                if let Some(old) = cells.iter_mut().find(|o| o.key() == c.key()) {
+                    *old = c;
+                } else {
+                    cells.push(c);
+                }
+            }
+            Err(_) => skipped += 1,
+        }
+    }
+    (cells, skipped)
 }
 
 fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
