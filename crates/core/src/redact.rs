@@ -39,7 +39,24 @@ pub fn is_secret_name(name: &str) -> bool {
 /// Redacts a shell command line: secret-named flags (`--api-key X`, `--api-key=X`), secret
 /// environment assignments (`HF_TOKEN=X`), and `Authorization`/`Bearer` credentials. Spacing
 /// and quoting of everything else is kept.
+///
+/// One pass is repeated until nothing changes (at most 8): with unbalanced quotes a pass can
+/// leave text that the next pass reads as a secret's value (found by fuzzing), and redacting
+/// twice must never reveal less than redacting once.
 pub fn redact_command(cmd: &str) -> String {
+    let mut cur = redact_command_once(cmd);
+    for _ in 0..8 {
+        let next = redact_command_once(&cur);
+        if next == cur {
+            break;
+        }
+        cur = next;
+    }
+    cur
+}
+
+/// One pass of [`redact_command`].
+fn redact_command_once(cmd: &str) -> String {
     let spans = shell_tokens(cmd);
     let mut out = String::with_capacity(cmd.len());
     let mut last = 0;
@@ -78,7 +95,7 @@ pub fn redact_command(cmd: &str) -> String {
                 replacement = Some(format!("{name}={REDACTED}"));
             } else if bare.len() < tok.len() && bare.contains(char::is_whitespace) {
                 // A quoted command line (`bash -c "… --api-key X"`): redact inside the quotes.
-                let inner = redact_command(bare);
+                let inner = redact_command_once(bare);
                 if inner != bare {
                     let q = &tok[..1];
                     replacement = Some(format!("{q}{inner}{q}"));

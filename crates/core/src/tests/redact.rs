@@ -193,3 +193,12 @@ fn free_text_from_a_server() {
         "model?[31mred? next?"
     );
 }
+
+/// Found by fuzzing: unbalanced quotes after a secret-named flag made a second pass redact what
+/// the first had left.
+#[test]
+fn unbalanced_quotes_still_redact_to_a_fixpoint() {
+    let s = "1?-\n-\":-\":m\u{3}.-password.'  ?-|:\":\"\u{0}\u{0}\u{0}* \" \"\"=\"\"\" '~\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}* \" \"\"=\"";
+    let once = redact_command(s);
+    assert_eq!(redact_command(&once), once);
+}
