@@ -40,12 +40,12 @@ pub fn is_secret_name(name: &str) -> bool {
 /// environment assignments (`HF_TOKEN=X`), and `Authorization`/`Bearer` credentials. Spacing
 /// and quoting of everything else is kept.
 ///
-/// One pass is repeated until nothing changes (at most 8): with unbalanced quotes a pass can
+/// One pass is repeated until nothing changes (at most 64): with unbalanced quotes a pass can
 /// leave text that the next pass reads as a secret's value (found by fuzzing), and redacting
 /// twice must never reveal less than redacting once.
 pub fn redact_command(cmd: &str) -> String {
     let mut cur = redact_command_once(cmd);
-    for _ in 0..8 {
+    for _ in 0..64 {
         let next = redact_command_once(&cur);
         if next == cur {
             break;
