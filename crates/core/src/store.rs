@@ -163,13 +163,7 @@ impl RunDir {
             buf.push(b'\n');
         }
         cut_torn_tail(&path)?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
-        f.write_all(&buf).map_err(io(&path))?;
-        f.sync_data().map_err(io(&path))
+        append_synced(&path, &buf)
     }
 
     /// Reads the run back.
@@ -289,15 +283,8 @@ pub fn cut_torn_tail(path: &Path) -> Result<u64, StoreError> {
     let mut torn = Vec::new();
     f.seek(SeekFrom::Start(keep)).map_err(io(path))?;
     f.read_to_end(&mut torn).map_err(io(path))?;
-    let aside = path.with_extension("jsonl.torn");
-    let mut t = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&aside)
-        .map_err(io(&aside))?;
-    t.write_all(&torn).map_err(io(&aside))?;
-    t.write_all(b"\n").map_err(io(&aside))?;
-    t.sync_data().map_err(io(&aside))?;
+    torn.push(b'\n');
+    append_synced(&path.with_extension("jsonl.torn"), &torn)?;
     f.set_len(keep).map_err(io(path))?;
     f.sync_data().map_err(io(path))?;
     Ok(len - keep)
@@ -310,13 +297,18 @@ fn append_line<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
     })?;
     line.push(b'\n');
     cut_torn_tail(path)?;
+    append_synced(path, &line)
+}
+
+/// Appends `bytes` in one write call (so a crash tears at most this write, which
+/// [`cut_torn_tail`] and `parse_cells` handle) and fsyncs them.
+fn append_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(io(path))?;
-    // One write call per row, so a crash tears at most this row, which `load_cells` skips.
-    f.write_all(&line).map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))?;
     f.sync_data().map_err(io(path))
 }
 
