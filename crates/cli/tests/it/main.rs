@@ -3,6 +3,7 @@
 
 mod common;
 mod emission;
+mod faults;
 mod highconc;
 mod llamacpp;
 mod report;
