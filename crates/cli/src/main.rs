@@ -69,7 +69,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// The API keys this invocation was given (`--api-key`, `OPENAI_API_KEY`), to redact.
+/// The secrets this invocation was given (`--api-key`, `OPENAI_API_KEY`, the password of a URL
+/// in any argument or in `OPENAI_BASE_URL`), to redact.
 fn given_secrets() -> Vec<String> {
     let mut v: Vec<String> = std::env::var("OPENAI_API_KEY").into_iter().collect();
     let args: Vec<String> = std::env::args().collect();
@@ -79,6 +80,10 @@ fn given_secrets() -> Vec<String> {
         } else if let Some(k) = a.strip_prefix("--api-key=") {
             v.push(k.to_string());
         }
+        v.extend(llmib_core::redact::url_password(a).map(str::to_string));
+    }
+    if let Ok(u) = std::env::var("OPENAI_BASE_URL") {
+        v.extend(llmib_core::redact::url_password(&u).map(str::to_string));
     }
     v.retain(|k| !k.is_empty());
     v

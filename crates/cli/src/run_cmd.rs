@@ -334,7 +334,7 @@ fn run_info(
     if plan.kv_capacity_tokens.is_none() {
         notes.push("KV capacity unknown: no cell was predicted Over capacity; queueing is detected instead".into());
     }
-    Ok(RunInfo {
+    let info = RunInfo {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo::current(),
         state: RunState::Running,
@@ -348,7 +348,17 @@ fn run_info(
         launch_command_source,
         plan: plan.clone(),
         notes,
-    })
+    };
+    redacted_info(info, &engine.secrets())
+}
+
+/// The run's header with every string through `redact_text`: hardware names given by flag, the
+/// launch command, the server's version and notes may all hold the key given by flag, env or
+/// URL. A round trip through JSON reaches every field, present or added later.
+fn redacted_info(info: RunInfo, secrets: &[&str]) -> Result<RunInfo> {
+    let mut v = serde_json::to_value(&info).context("run.json header")?;
+    llmib_core::redact::redact_strings(&mut v, secrets);
+    serde_json::from_value(v).context("run.json header after redaction")
 }
 
 /// Waits for Ctrl-C or, on Unix, SIGTERM (what `kill`, systemd and container runtimes send):

@@ -47,7 +47,7 @@ impl Default for HttpOptions {
 pub enum HttpError {
     /// The API key cannot be sent in an HTTP header.
     #[error(
-        "the API key contains characters that cannot be sent in an HTTP header; check --api-key / OPENAI_API_KEY"
+        "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)"
     )]
     InvalidApiKey,
     /// reqwest refused the configuration (for example no TLS backend).
@@ -222,7 +222,7 @@ pub fn describe_status(status: StatusCode, body: &str, url: &str) -> String {
     let code = status.as_u16();
     match code {
         401 | 403 => format!(
-            "{url} rejected the request with HTTP {code} ({server}): check --api-key / OPENAI_API_KEY"
+            "{url} rejected the request with HTTP {code} ({server}): check the key (`--api-key` or `OPENAI_API_KEY`)"
         ),
         404 => format!(
             "{url} answered 404 ({server}): check --url (it should point at the server root or its /v1)"
@@ -261,7 +261,10 @@ mod tests {
             r#"{"error":{"message":"Invalid API Key","type":"authentication_error","code":401}}"#,
             "http://h:8000",
         );
-        assert!(m.contains("check --api-key / OPENAI_API_KEY"), "{m}");
+        assert!(
+            m.contains("check the key (`--api-key` or `OPENAI_API_KEY`)"),
+            "{m}"
+        );
         assert!(m.contains("Invalid API Key"));
         let m = describe_status(StatusCode::BAD_REQUEST, "oops", "http://h");
         assert_eq!(m, "http://h answered HTTP 400: oops");

@@ -151,6 +151,25 @@ pub fn redact_text(s: &str, secrets: &[&str]) -> String {
     redact_command(&out)
 }
 
+/// Every string inside a JSON value through [`redact_text`], field names kept: for a record
+/// the tool built (the run's header) whose strings may hold text from outside (hardware names
+/// given by flag, a server's version or notes). Secret-named fields are [`redact_json`]'s job.
+pub fn redact_strings(value: &mut serde_json::Value, secrets: &[&str]) {
+    match value {
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| redact_strings(v, secrets)),
+        serde_json::Value::Array(items) => {
+            items.iter_mut().for_each(|v| redact_strings(v, secrets))
+        }
+        serde_json::Value::String(s) => {
+            let r = redact_text(s, secrets);
+            if r != *s {
+                *s = r;
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Text safe to print on a terminal: control characters (ANSI escapes, carriage returns,
 /// bells) from a server-provided string become `?`, so a model name cannot rewrite the screen.
 /// Newlines and tabs become spaces: every message is one line.
@@ -202,6 +221,22 @@ fn redact_quoted_fields(s: &str) -> String {
     out
 }
 
+/// The password of a URL's userinfo (`https://user:password@host` → `password`), as written:
+/// a literal secret to remove wherever it appears, URL or not.
+pub fn url_password(url: &str) -> Option<&str> {
+    let tail = &url[url.find("://")? + 3..];
+    let auth = &tail[..authority_len(tail)];
+    let at = auth.rfind('@')?;
+    let colon = auth[..at].find(':')?;
+    Some(&auth[colon + 1..at]).filter(|p| !p.is_empty())
+}
+
+/// Length of a URL's authority (what follows `://`): up to the first `/`, whitespace or quote.
+fn authority_len(tail: &str) -> usize {
+    tail.find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '"' | '\''))
+        .unwrap_or(tail.len())
+}
+
 /// `scheme://user:password@host` → `scheme://user:<redacted>@host`.
 fn redact_url_passwords(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -209,10 +244,8 @@ fn redact_url_passwords(s: &str) -> String {
     while let Some(p) = rest.find("://") {
         let (head, tail) = rest.split_at(p + 3);
         out.push_str(head);
-        // The authority ends at the first `/`, whitespace or quote; userinfo ends at its `@`.
-        let auth_len = tail
-            .find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '"' | '\''))
-            .unwrap_or(tail.len());
+        // Userinfo ends at the authority's last `@`.
+        let auth_len = authority_len(tail);
         let auth = &tail[..auth_len];
         if let Some(at) = auth.rfind('@')
             && let Some(colon) = auth[..at].find(':')

@@ -71,6 +71,12 @@ pub struct FaultConfig {
     pub max_queue_len: Option<usize>,
     /// The HTTP status of a queue-full rejection (429 or 503 are the usual ones).
     pub queue_full_status: u16,
+    /// Refuse every generation request after this many (a hosted quota running out): each
+    /// gets `queue_full_status` with the engine's error body.
+    pub refuse_after_requests: Option<u64>,
+    /// Rejections for load (queue full, refused after the quota) carry `Retry-After: N`
+    /// seconds.
+    pub retry_after_s: Option<u64>,
     /// Added to every reported `usage.prompt_tokens`: a server whose usage disagrees with its
     /// own `/tokenize` (a chat template or special tokens the tokenize endpoint leaves out).
     pub usage_prompt_tokens_offset: i64,
@@ -89,6 +95,8 @@ impl Default for FaultConfig {
             slow_first_byte_ms: 0,
             max_queue_len: None,
             queue_full_status: 503,
+            refuse_after_requests: None,
+            retry_after_s: None,
             usage_prompt_tokens_offset: 0,
         }
     }

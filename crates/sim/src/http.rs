@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -41,6 +42,8 @@ pub(crate) struct AppState {
     pub started: u64,
     /// Chunk stamps, recorded when `cfg.stamp_chunks` is on.
     pub stamps: Arc<StampLog>,
+    /// Generation requests received so far (`faults.refuse_after_requests`).
+    pub generate_requests: AtomicU64,
 }
 
 /// Seconds since the Unix epoch.
@@ -68,6 +71,30 @@ pub(crate) fn reject(cfg: &SimConfig, r: &Reject) -> Response {
         status,
         wire::error_json(cfg.flavor, &r.message, r.err_type, r.status),
     )
+}
+
+/// A rejection for load (queue full, quota spent) with `faults.queue_full_status` and, when
+/// `faults.retry_after_s` is set, the `Retry-After` a client should honour.
+fn refuse_for_load(cfg: &SimConfig, message: &str) -> Response {
+    let status = cfg.faults.queue_full_status;
+    let err_type = if status == 429 {
+        "TooManyRequestsError"
+    } else {
+        "ServiceUnavailableError"
+    };
+    let mut r = reject(
+        cfg,
+        &Reject {
+            status,
+            err_type,
+            message: message.into(),
+        },
+    );
+    if let Some(s) = cfg.faults.retry_after_s {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(s));
+    }
+    r
 }
 
 /// The router for one simulated engine.
@@ -152,21 +179,19 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return reject(&cfg, &e),
     };
-    if let Some(max) = cfg.faults.max_queue_len
-        && st.engine.stats().queued >= max
-    {
-        let status = cfg.faults.queue_full_status;
-        let err_type = if status == 429 {
-            "TooManyRequestsError"
-        } else {
-            "ServiceUnavailableError"
-        };
-        return reject(
+    let seen = st.generate_requests.fetch_add(1, Ordering::Relaxed);
+    let queue_full = cfg
+        .faults
+        .max_queue_len
+        .is_some_and(|max| st.engine.stats().queued >= max);
+    let quota_spent = cfg.faults.refuse_after_requests.is_some_and(|n| seen >= n);
+    if queue_full || quota_spent {
+        return refuse_for_load(
             &cfg,
-            &Reject {
-                status,
-                err_type,
-                message: "The request queue is full.".into(),
+            if queue_full {
+                "The request queue is full."
+            } else {
+                "Rate limit reached for requests (simulated quota)."
             },
         );
     }

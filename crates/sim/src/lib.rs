@@ -85,6 +85,7 @@ async fn serve_with(
         addr,
         started: http::unix_now(),
         stamps,
+        generate_requests: Default::default(),
     });
     let app = http::router(Arc::clone(&state));
     let stopper = Arc::clone(&state);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -122,4 +123,19 @@ pub fn assert_close(what: &str, a: f64, b: f64, pct: f64) {
 pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The records of `requests.jsonl` in `dir`, by (context, concurrency) of their decode cell.
+pub fn requests(dir: &Path) -> BTreeMap<(u64, u64), Vec<Value>> {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
+    let mut by_cell: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let r: Value = serde_json::from_str(line).expect("a requests.jsonl line is JSON");
+        let key = (
+            r["cell"]["context_tokens"].as_u64().expect("context"),
+            r["cell"]["concurrency"].as_u64().expect("concurrency"),
+        );
+        by_cell.entry(key).or_default().push(r);
+    }
+    by_cell
 }

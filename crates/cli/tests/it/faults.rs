@@ -73,6 +73,8 @@ fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
     let dir = out_dir("run-echoed-key");
     let d = dir.to_str().unwrap_or_default();
     let launch = format!(r#"bash -c "sglang serve --api-key {KEY} --port 1" GITHUB_PAT={KEY}"#);
+    // A hardware string given by flag is text from outside too.
+    let hardware = format!("8x H200 {KEY} 141GB");
     let o = run_bin(&[
         "run",
         "--url",
@@ -90,6 +92,8 @@ fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
         "--save-requests",
         "--launch-command",
         &launch,
+        "--hardware",
+        &hardware,
         "--output",
         d,
     ]);
@@ -120,6 +124,100 @@ fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
         );
     }
     assert!(files >= 4, "results and reports were written: {files}");
+}
+
+/// A key from the environment and a URL's password are secrets too: the refused probe says
+/// what to check and names neither.
+#[test]
+fn a_refused_probe_names_neither_the_env_key_nor_the_urls_password() {
+    let mut cfg = exact_sim();
+    cfg.api_key = Some("sk-right-1".into());
+    let sim = Sim::start(cfg);
+    let url = sim.url.replacen("://", "://bob:pw-secret-7@", 1);
+    let dir = out_dir("run-refused-probe");
+    let o = std::process::Command::new(bin())
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--contexts",
+            "512",
+            "--concurrency",
+            "1",
+        ])
+        .args([
+            "--duration",
+            "1s",
+            "--output",
+            dir.to_str().unwrap_or_default(),
+        ])
+        .env("OPENAI_API_KEY", "sk-wrong-2")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("run the binary");
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("HTTP 401") && err.contains("`--api-key`"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("pw-secret-7") && !err.contains("sk-wrong-2"),
+        "{err}"
+    );
+    assert!(!text(&o).contains("pw-secret-7"));
+}
+
+/// A server that starts refusing mid-window (a hosted quota running out, 429): with
+/// `Retry-After` each stream waits what the server asked before it sends again; without it, the
+/// stream backs off from 50 ms, doubling. Either way the cell is Failed with the server's words.
+#[test]
+fn refused_requests_honour_retry_after_or_back_off() {
+    let _serial = timing_lock();
+    for retry_after in [Some(1u64), None] {
+        let mut cfg = exact_sim();
+        cfg.faults.queue_full_status = 429;
+        // The warm-ups and the first requests of the window pass; then every request is refused.
+        cfg.faults.refuse_after_requests = Some(24);
+        cfg.faults.retry_after_s = retry_after;
+        let sim = Sim::start(cfg);
+        let dir = out_dir(&format!("run-retry-after-{}", retry_after.is_some()));
+        let o = run_small(&sim.url, &dir, "512", "2", "3s", "32", &["--save-requests"]);
+        // The prefill cell was measured before the quota ran out: the run is not all-failed.
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let rows = cells(&dir);
+        let decode = cell(&rows, "decode", 512, 2);
+        assert_eq!(decode["status"], "failed", "{decode:#}");
+        assert!(
+            decode["first_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("429") && e.contains("Rate limit")),
+            "{decode:#}"
+        );
+        let reqs = requests(&dir).remove(&(512, 2)).unwrap_or_default();
+        for stream in 0..2u64 {
+            let refused: Vec<f64> = reqs
+                .iter()
+                .filter(|r| r["stream"] == stream && r["outcome"]["end"] == "error")
+                .map(|r| num(r, "sent_ns") / 1e9)
+                .collect();
+            assert!(refused.len() >= 2, "stream {stream}: {refused:?}");
+            let gaps: Vec<f64> = refused.windows(2).map(|w| w[1] - w[0]).collect();
+            match retry_after {
+                Some(s) => assert!(
+                    gaps.iter().all(|g| *g >= s as f64 * 0.95),
+                    "Retry-After {s} s not honoured: {gaps:?}"
+                ),
+                None => {
+                    assert!(gaps[0] < 0.5, "first backoff is short: {gaps:?}");
+                    assert!(
+                        gaps.windows(2).all(|w| w[1] > w[0] * 1.5),
+                        "backoff grows: {gaps:?}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// `-o` on a directory that holds another run refuses (appending would mix two runs under one

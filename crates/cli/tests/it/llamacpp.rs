@@ -10,7 +10,6 @@
 
 use crate::common::*;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -272,21 +271,6 @@ impl Drop for LlamaServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The records of `requests.jsonl` in `dir`, by (context, concurrency) of their decode cell.
-fn requests(dir: &Path) -> BTreeMap<(u64, u64), Vec<Value>> {
-    let text = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
-    let mut by_cell: BTreeMap<(u64, u64), Vec<Value>> = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let r: Value = serde_json::from_str(line).expect("a requests.jsonl line is JSON");
-        let key = (
-            r["cell"]["context_tokens"].as_u64().expect("context"),
-            r["cell"]["concurrency"].as_u64().expect("concurrency"),
-        );
-        by_cell.entry(key).or_default().push(r);
-    }
-    by_cell
 }
 
 fn end(r: &Value) -> &str {

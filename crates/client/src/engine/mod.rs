@@ -188,10 +188,15 @@ impl Engine {
         &self.info
     }
 
-    /// The literal secrets of this connection (the API key), to remove from anything the tool
-    /// writes that came from the server (`llmib_core::redact::redact_text`).
+    /// The literal secrets of this connection (the API key, the URL's password), to remove
+    /// from anything the tool writes that came from the server
+    /// (`llmib_core::redact::redact_text`).
     pub fn secrets(&self) -> Vec<&str> {
-        self.api_key.as_deref().into_iter().collect()
+        self.api_key
+            .as_deref()
+            .into_iter()
+            .chain(llmib_core::redact::url_password(&self.base_url))
+            .collect()
     }
 
     /// The served model.

@@ -446,7 +446,10 @@ async fn failures_are_one_line_and_say_what_to_do() {
     .await;
     let err = Engine::probe(&opts(&url)).await.expect_err("auth");
     assert!(matches!(err, ProbeError::Auth(_)));
-    assert!(err.to_string().contains("check --api-key / OPENAI_API_KEY"));
+    assert!(
+        err.to_string()
+            .contains("check the key (`--api-key` or `OPENAI_API_KEY`)")
+    );
 
     let (url, _) = serve(vec![ok(
         "GET",

@@ -202,3 +202,34 @@ fn unbalanced_quotes_still_redact_to_a_fixpoint() {
     let once = redact_command(s);
     assert_eq!(redact_command(&once), once);
 }
+
+#[test]
+fn a_urls_password_is_a_literal_secret() {
+    assert_eq!(url_password("https://me:pa55@h:1/v1"), Some("pa55"));
+    assert_eq!(url_password("http://me@h/v1"), None);
+    assert_eq!(
+        url_password("http://h:8000/a@b:c"),
+        None,
+        "path, not userinfo"
+    );
+    assert_eq!(url_password("http://me:@h/"), None);
+    assert_eq!(url_password("no url"), None);
+}
+
+#[test]
+fn every_string_of_a_record_is_redacted_and_names_are_kept() {
+    let mut v = json!({
+        "hardware": {"gpu_name": "H200 sk-k1", "count": 8},
+        "notes": ["version sk-k1", "bare --api-key X"],
+        "token_source": "tokenizer",
+    });
+    redact_strings(&mut v, &["sk-k1"]);
+    assert_eq!(
+        v,
+        json!({
+            "hardware": {"gpu_name": "H200 <redacted>", "count": 8},
+            "notes": ["version <redacted>", "bare --api-key <redacted>"],
+            "token_source": "tokenizer",
+        })
+    );
+}
