@@ -195,14 +195,20 @@ impl ListOrString {
 impl RunArgs {
     /// Fills every flag that was not given from the `--config` file (flags win; clap has
     /// already applied the environment, which therefore also wins over the file).
-    pub fn merge_file(mut self) -> Result<Self> {
+    pub fn merge_file(self) -> Result<Self> {
         let Some(path) = self.config.clone() else {
             return Ok(self);
         };
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        let f: FileConfig = toml::from_str(&text)
-            .with_context(|| format!("{} is not a valid config file", path.display()))?;
+        self.merge_text(&text, &path.display().to_string())
+    }
+
+    /// [`RunArgs::merge_file`] on the text of a config file; `origin` names it in errors.
+    /// Apart so the loader can be fuzzed without a file (`fuzz/fuzz_targets/config.rs`).
+    pub fn merge_text(mut self, text: &str, origin: &str) -> Result<Self> {
+        let f: FileConfig =
+            toml::from_str(text).with_context(|| format!("{origin} is not a valid config file"))?;
         fn fill<T>(slot: &mut Option<T>, v: Option<T>) {
             if slot.is_none() {
                 *slot = v;

@@ -5,6 +5,8 @@
 pub mod cell;
 pub mod counting;
 pub mod figures;
+pub mod hw;
+pub mod live;
 pub mod meta;
 pub mod plan;
 pub mod readiness;

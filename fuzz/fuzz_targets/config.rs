@@ -1,0 +1,15 @@
+//! The config-file loader on any text: a file gives settings or an error, never a panic (the
+//! loader is the binary crate's own `config.rs`, included as a module).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../crates/cli/src/config.rs"]
+#[allow(dead_code)]
+mod config;
+
+fuzz_target!(|s: &str| {
+    if let Ok(args) = config::RunArgs::default().merge_text(s, "fuzz.toml") {
+        let _ = args.settings();
+        let _ = args.kv_capacity();
+    }
+});
