@@ -124,9 +124,29 @@ pub struct RunArgs {
     /// Report formats written at the end (html,md,csv,json; `none` to skip).
     #[arg(long)]
     pub format: Option<String>,
+    /// What the terminal shows while the run works: `tui` (a full-screen dashboard; the
+    /// default on a terminal), `plain` (a line per event; the default otherwise) or `json`
+    /// (one JSON event per line, for scripts).
+    #[arg(long, value_enum)]
+    pub display: Option<DisplayMode>,
+    /// Do not read this machine's GPUs and CPU (the dashboard's hardware panel, and each
+    /// row's hardware summary when the server runs here).
+    #[arg(long)]
+    pub no_hw_monitor: bool,
     /// Hardware card set by the caller (the demo's simulator); not a flag.
     #[arg(skip)]
     pub hardware_info: Option<llmib_core::meta::HardwareInfo>,
+}
+
+/// `--display`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DisplayMode {
+    /// Full-screen dashboard.
+    Tui,
+    /// A line per event and per finished cell.
+    Plain,
+    /// One JSON object per event.
+    Json,
 }
 
 /// The same settings as a TOML file (`--config bench.toml`). Sizes may be numbers or strings.

@@ -2,7 +2,8 @@
 //! and maps the outcome to an exit code. Everything else lives in the library crates.
 
 mod config;
-mod output;
+mod display;
+mod drive;
 mod report_cmd;
 mod run_cmd;
 mod sim_cmd;

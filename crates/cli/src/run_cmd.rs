@@ -1,11 +1,9 @@
 //! `run` and `demo`: probe the server, build the plan, drive the matrix, save, report.
 
 use crate::config::RunArgs;
-use crate::output::TerminalProgress;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use llmib_client::driver::CancellationToken;
-use llmib_client::driver::{MatrixEnd, MatrixRun, run_matrix};
+use llmib_client::driver::MatrixEnd;
 use llmib_client::engine::{Engine, ProbeOptions};
 use llmib_core::cell::CellKey;
 use llmib_core::meta::{HardwareInfo, Sourced};
@@ -67,6 +65,12 @@ pub struct DemoArgs {
     /// Report formats written at the end.
     #[arg(long)]
     pub format: Option<String>,
+    /// What the terminal shows (as `run --display`).
+    #[arg(long, value_enum)]
+    pub display: Option<crate::config::DisplayMode>,
+    /// Do not read this machine's GPUs and CPU.
+    #[arg(long)]
+    pub no_hw_monitor: bool,
 }
 
 /// `demo`: the built-in simulator, in-process, with the full default matrix at its scale.
@@ -110,6 +114,8 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
         readiness_timeout: Some("20s".into()),
         output: Some(a.output.unwrap_or_else(|| default_output("demo"))),
         format: a.format,
+        display: a.display,
+        no_hw_monitor: a.no_hw_monitor,
         ..Default::default()
     };
     let result = run(args).await;
@@ -152,7 +158,19 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     dir.write_info(&info)?;
     eprintln!("results: {}", dir.path().display());
 
-    let end = drive(engine, model, &plan, &dir, done).await?;
+    let display = crate::display::resolve(args.display);
+    let end = crate::drive::drive(crate::drive::Drive {
+        engine,
+        model,
+        plan: &plan,
+        dir: &dir,
+        done,
+        info: &info,
+        display,
+        hw_monitor: !args.no_hw_monitor,
+        server_local: is_loopback(&url),
+    })
+    .await?;
     info.finished_at = Some(now_rfc3339());
     info.state = match &end {
         MatrixEnd::Completed | MatrixEnd::BudgetSpent => RunState::Completed,
@@ -160,7 +178,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         MatrixEnd::ServerGone(_) => RunState::Aborted,
     };
     dir.write_info(&info)?;
-    write_reports(&dir, &formats);
+    write_reports(&dir, &formats, display != crate::display::DisplayMode::Json);
     Ok(match end {
         MatrixEnd::Completed | MatrixEnd::BudgetSpent => {
             let (rows, _) = dir.load_cells()?;
@@ -361,61 +379,12 @@ fn redacted_info(info: RunInfo, secrets: &[&str]) -> Result<RunInfo> {
     serde_json::from_value(v).context("run.json header after redaction")
 }
 
-/// Waits for Ctrl-C or, on Unix, SIGTERM (what `kill`, systemd and container runtimes send):
-/// both stop the run the same way, with what was measured saved. `false` if no signal can be
-/// watched.
-async fn interrupt() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            return tokio::select! {
-                c = tokio::signal::ctrl_c() => c.is_ok(),
-                t = term.recv() => t.is_some(),
-            };
-        }
-    }
-    tokio::signal::ctrl_c().await.is_ok()
-}
-
-/// Drives the matrix with a terminal progress view and Ctrl-C handling.
-async fn drive(
-    engine: Arc<Engine>,
-    model: String,
-    plan: &Plan,
-    dir: &RunDir,
-    done: HashSet<CellKey>,
-) -> Result<MatrixEnd> {
-    let cancel = CancellationToken::new();
-    let c2 = cancel.clone();
-    tokio::spawn(async move {
-        if interrupt().await {
-            eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
-            c2.cancel();
-            if interrupt().await {
-                std::process::exit(130);
-            }
-        }
-    });
-    let progress = TerminalProgress::new(plan, &done);
-    let end = run_matrix(MatrixRun {
-        engine,
-        model,
-        plan,
-        store: dir,
-        done,
-        progress: &progress,
-        cancel,
-    })
-    .await?;
-    progress.finish();
-    Ok(end)
-}
-
-/// Prints the tables and writes the report files; a report that fails is a warning, since
-/// the results are saved.
-fn write_reports(dir: &RunDir, formats: &[llmib_report::Format]) {
+/// Prints the tables (unless stdout is for JSON events) and writes the report files; a report
+/// that fails is a warning, since the results are saved.
+fn write_reports(dir: &RunDir, formats: &[llmib_report::Format], tables: bool) {
     match llmib_report::render(dir.path(), llmib_report::Format::Markdown) {
+        // With `--display json` stdout holds only events.
+        Ok(_) if !tables => {}
         Ok(md) => {
             // The tables hold the server's model name and errors: one sanitised line each.
             println!();

@@ -7,8 +7,10 @@
 //! new prompts in the warm-up (METHOD.md "The matrix").
 
 use crate::engine::Engine;
+use crate::hwmon::HwMonitor;
+use crate::live::LiveWindow;
 use crate::prompt::{BuiltPrompt, PromptBuilder};
-use crate::stream::{RequestSpec, StreamLimits, measure};
+use crate::stream::{Counting, RequestSpec, StreamLimits, measure};
 use crate::window::{WindowSpec, into_records, run_window, warm_up};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
@@ -50,6 +52,9 @@ pub enum ProgressEvent {
         /// The window, ns from `origin`.
         window: Window,
     },
+    /// A decode window's streams start: its live state, to poll while it runs (ramp, then the
+    /// window).
+    WindowLive(Arc<LiveWindow>),
     /// A row was saved.
     CellDone(Box<CellResult>),
     /// Something a user should read.
@@ -106,6 +111,9 @@ pub struct MatrixRun<'a> {
     pub progress: &'a dyn Progress,
     /// Run-wide cancellation (Ctrl-C).
     pub cancel: CancellationToken,
+    /// The hardware monitor whose per-cell summary goes into each measured row: only when the
+    /// server runs on this machine (elsewhere this machine's GPUs say nothing of it).
+    pub hardware: Option<&'a HwMonitor>,
 }
 
 /// Per-context prompt state.
@@ -156,9 +164,15 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             cell: cell.clone(),
         });
         let t0 = now_rfc3339();
+        if let Some(hw) = m.hardware {
+            hw.begin_cell();
+        }
         let mut row = run_cell(&m, &mut st, cell).await;
         row.started_at = Some(t0);
         row.finished_at = Some(now_rfc3339());
+        if let Some(hw) = m.hardware {
+            row.hardware = hw.end_cell();
+        }
         if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
             end = MatrixEnd::Interrupted;
             row.status_reason = Some(not_run_reason(&end));
@@ -404,8 +418,14 @@ async fn decode_cell(
         readiness_timeout: duration_from_secs(s.readiness_timeout_s),
         gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
     };
+    let live = Arc::new(LiveWindow::new(
+        n,
+        spec.duration,
+        m.engine.counting() == Counting::UsagePerChunk,
+    ));
     m.progress.event(ProgressEvent::Phase("window"));
-    let mut w = run_window(m.engine.clone(), &requests, &spec, &m.cancel).await;
+    m.progress.event(ProgressEvent::WindowLive(live.clone()));
+    let mut w = run_window(m.engine.clone(), &requests, &spec, &m.cancel, live).await;
     if w.interrupted {
         return bare_result(
             cell,

@@ -5,6 +5,8 @@ pub mod chunk;
 pub mod engine;
 pub mod hardware;
 pub mod http;
+pub mod hwmon;
+pub mod live;
 pub mod metrics;
 pub mod sse;
 

@@ -109,6 +109,13 @@ impl<'a> Metrics<'a> {
         found.then_some(total)
     }
 
+    /// The mean over every label set of `name` (a ratio reported per rank, such as a KV
+    /// usage fraction); `None` when the page has no such metric.
+    pub fn mean(&self, name: &str) -> Option<f64> {
+        let v: Vec<f64> = self.samples_of(name).map(|s| s.value).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+
     /// The first of `names` present on the page, summed over its label sets (engines renamed
     /// metrics across versions; list the newest name first).
     pub fn sum_first(&self, names: &[&str]) -> Option<f64> {
@@ -231,6 +238,12 @@ pub struct TrtLlmStats {
 }
 
 impl TrtLlmStats {
+    /// Used KV blocks as a fraction of all blocks.
+    pub fn kv_usage(&self) -> Option<f64> {
+        let max = self.kv_max_blocks.filter(|m| *m > 0)?;
+        Some(self.kv_used_blocks? as f64 / max as f64)
+    }
+
     /// KV capacity in tokens: `maxNumBlocks × tokensPerBlock`.
     pub fn kv_capacity_tokens(&self) -> Option<u64> {
         self.kv_max_blocks?.checked_mul(self.kv_tokens_per_block?)

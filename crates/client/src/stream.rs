@@ -8,12 +8,13 @@
 //! one read share that read's instant: they did arrive together.
 
 use crate::chunk::{StreamItem, error_body_message, parse_event};
+use crate::live::StreamLive;
 use crate::sse::SseDecoder;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use llmib_core::meta::TokenCountSource;
 use llmib_core::record::{Chunk, Outcome, RequestRecord};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -125,15 +126,15 @@ fn error(kind: &str, msg: String) -> Outcome {
 }
 
 /// Sends `spec` and measures the stream until it ends or `cancel` fires. Never fails: every error becomes an [`Outcome::Error`] in the record.
-/// `first_token`, when given, is set as soon as the first content chunk arrives (readiness
-/// without gauges watches it).
+/// `live`, when given, gets the stream's first-token flag as soon as the first content chunk
+/// arrives (readiness watches it) and its running token count (live views).
 pub async fn measure(
     client: &reqwest::Client,
     spec: &RequestSpec,
     stream: u32,
     origin: Instant,
     cancel: &CancellationToken,
-    first_token: Option<&AtomicBool>,
+    live: Option<&StreamLive>,
 ) -> Measured {
     let counting = spec.counting;
     let mut m = Measured {
@@ -152,7 +153,7 @@ pub async fn measure(
         saw_usage_per_chunk: false,
         retry_after: None,
     };
-    let (end_ns, outcome) = drive(client, spec, origin, cancel, first_token, &mut m).await;
+    let (end_ns, outcome) = drive(client, spec, origin, cancel, live, &mut m).await;
     m.record.end_ns = end_ns;
     m.record.outcome = outcome;
     if counting == Counting::UsagePerChunk {
@@ -169,7 +170,7 @@ async fn drive(
     spec: &RequestSpec,
     origin: Instant,
     cancel: &CancellationToken,
-    first_token: Option<&AtomicBool>,
+    live: Option<&StreamLive>,
     m: &mut Measured,
 ) -> (u64, Outcome) {
     let now = || ns(origin, Instant::now());
@@ -182,6 +183,8 @@ async fn drive(
     let mut last_completion: u64 = 0;
     let mut finish: Option<String> = None;
     let mut done = false;
+    // Tokens of this request already added to the live count.
+    let mut published = 0u64;
     // Before the first content chunk the send-to-first-token limit runs; after it, the idle
     // limit restarts with every read. One timer, reset in place, keeps the per-chunk cost low.
     let silence = tokio::time::sleep_until(
@@ -237,11 +240,8 @@ async fn drive(
                 finish = Some(f.to_string());
             }
         }
-        if !had_token
-            && !m.record.chunks.is_empty()
-            && let Some(flag) = first_token
-        {
-            flag.store(true, Ordering::Relaxed);
+        if let Some(live) = live {
+            publish(live, m, had_token, last_completion, &mut published);
         }
     }
     let end = now();
@@ -251,6 +251,27 @@ async fn drive(
         done = true;
     }
     (end, end_outcome(done, finish, m.record.chunks.len()))
+}
+
+/// After a read: the stream's first-token flag and its live token count (the cumulative
+/// completion count with per-chunk usage, chunks otherwise). One relaxed atomic each, only
+/// when something changed.
+fn publish(live: &StreamLive, m: &Measured, had_token: bool, usage: u64, published: &mut u64) {
+    if m.record.chunks.is_empty() {
+        return;
+    }
+    if !had_token {
+        live.first_token.store(true, Ordering::Relaxed);
+    }
+    let now = if m.saw_usage_per_chunk {
+        usage
+    } else {
+        m.record.chunks.len() as u64
+    };
+    if now > *published {
+        live.tokens.fetch_add(now - *published, Ordering::Relaxed);
+        *published = now;
+    }
 }
 
 /// Sends the request and checks its status; `Err` holds when and how it ended instead.

@@ -7,14 +7,14 @@
 //! the gauges through the window, read the counter again, stop the streams and collect.
 
 use crate::engine::Engine;
+use crate::live::LiveWindow;
 use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
 use llmib_core::readiness::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
-use llmib_core::record::RequestRecord;
+use llmib_core::record::{Outcome, RequestRecord};
 use llmib_core::verdict::failing_window_done;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -110,35 +110,25 @@ fn backoff(n: u32) -> Duration {
 struct Streams {
     workers: Vec<JoinHandle<()>>,
     collector: JoinHandle<Vec<Measured>>,
-    /// One flag per stream, set by the stream's first content chunk of the measured phase.
-    first_tokens: Arc<Vec<AtomicBool>>,
-    /// Requests that have errored so far.
-    errors: Arc<AtomicU64>,
+    /// First-token flags, token and error counts, shared with live views.
+    live: Arc<LiveWindow>,
     stop: CancellationToken,
 }
 
-impl Streams {
-    /// Streams that have received a token.
-    fn with_token(&self) -> u32 {
-        self.first_tokens
-            .iter()
-            .filter(|f| f.load(Ordering::Relaxed))
-            .count() as u32
-    }
-}
-
 /// Starts one closed-loop worker per request: a finished request is sent again at once.
-fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant) -> Streams {
+fn start_streams(
+    engine: &Arc<Engine>,
+    requests: &[RequestSpec],
+    origin: Instant,
+    live: Arc<LiveWindow>,
+) -> Streams {
     let n = requests.len();
     let stop = CancellationToken::new();
-    let first_tokens: Arc<Vec<AtomicBool>> =
-        Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
-    let errors = Arc::new(AtomicU64::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Measured>(n.max(1) * 4);
     let mut workers = Vec::with_capacity(n);
     for (i, spec) in requests.iter().enumerate() {
         let (engine, spec, stop, tx) = (engine.clone(), spec.clone(), stop.clone(), tx.clone());
-        let (flags, errs) = (first_tokens.clone(), errors.clone());
+        let live = live.clone();
         workers.push(tokio::spawn(async move {
             let mut failures = 0u32;
             while !stop.is_cancelled() {
@@ -148,13 +138,13 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
                     i as u32,
                     origin,
                     &stop,
-                    flags.get(i),
+                    live.stream(i),
                 )
                 .await;
                 let failed = m.record.is_error();
                 let asked = m.retry_after;
-                if failed {
-                    errs.fetch_add(1, Ordering::Relaxed);
+                if !matches!(m.record.outcome, Outcome::Cancelled) {
+                    live.request_ended(failed);
                 }
                 if tx.send(m).await.is_err() {
                     break;
@@ -185,8 +175,7 @@ fn start_streams(engine: &Arc<Engine>, requests: &[RequestSpec], origin: Instant
     Streams {
         workers,
         collector,
-        first_tokens,
-        errors,
+        live,
         stop,
     }
 }
@@ -228,21 +217,21 @@ async fn await_readiness(
         let gauges = if use_gauges {
             // A failed gauge read is no observation of the queue: the judge waits for the next
             // (or for its limit), never opens on it.
-            engine
-                .gauges()
-                .await
-                .ok()
-                .and_then(|g| g.running.zip(g.waiting))
+            engine.gauges().await.ok().and_then(|g| {
+                streams.live.set_gauges(g);
+                g.running.zip(g.waiting)
+            })
         } else {
             None
         };
         let o = RampObservation {
             t_ns: Instant::now().saturating_duration_since(origin).as_nanos() as u64,
-            streams_with_token: streams.with_token(),
-            errored_requests: streams.errors.load(Ordering::Relaxed),
+            streams_with_token: streams.live.streams_with_token(),
+            errored_requests: streams.live.errors(),
             gauges,
         };
         if let Some(opened) = judge.observe(o) {
+            streams.live.open(opened.by);
             break Some(opened.by);
         }
         tokio::select! {
@@ -275,7 +264,7 @@ async fn sample_window(
     end: Instant,
     cancel: &CancellationToken,
     queue: &mut QueueObservation,
-    errors: &AtomicU64,
+    live: &LiveWindow,
 ) -> (u64, bool) {
     let mut queued_samples = 0u64;
     let mut prev_waiting = false;
@@ -287,7 +276,7 @@ async fn sample_window(
     let mut first_error: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        if first_error.is_none() && errors.load(Ordering::Relaxed) > 0 {
+        if first_error.is_none() && live.errors() > 0 {
             first_error = Some(now);
         }
         let error_age = first_error.map(|t| now.duration_since(t).as_secs_f64());
@@ -297,6 +286,7 @@ async fn sample_window(
         }
         if now >= next_sample {
             if let Ok(g) = engine.gauges().await {
+                live.set_gauges(g);
                 queue.samples += 1;
                 if let Some(w) = g.waiting {
                     waiting_sum += w;
@@ -350,6 +340,7 @@ pub async fn run_window(
     requests: &[RequestSpec],
     spec: &WindowSpec,
     run_cancel: &CancellationToken,
+    live: Arc<LiveWindow>,
 ) -> WindowRun {
     // Start from an idle server: requests of the previous cell or of the warm-up may still be
     // finishing (an abort takes time to free KV), and engines that count tokens when a request
@@ -359,7 +350,7 @@ pub async fn run_window(
         ..Default::default()
     };
     let origin = Instant::now();
-    let streams = start_streams(&engine, requests, origin);
+    let streams = start_streams(&engine, requests, origin, live);
     let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel).await;
     let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
     let ns_s = |ns: u64| ns as f64 / 1e9;
@@ -382,13 +373,14 @@ pub async fn run_window(
             end,
             run_cancel,
             &mut queue,
-            &streams.errors,
+            &streams.live,
         )
         .await;
         queued_samples = q;
         interrupted = i;
     }
     let w_end = Instant::now();
+    streams.live.close();
     // The counter is read before the open requests are cancelled. llama.cpp adds a request's
     // tokens to its counter only when the request's slot is released, and a cancellation
     // releases it: read after the cancel, the delta would count (or, racing with the
@@ -433,8 +425,7 @@ mod tests {
         Streams {
             workers,
             collector,
-            first_tokens: Arc::new(Vec::new()),
-            errors: Arc::new(AtomicU64::new(0)),
+            live: Arc::new(LiveWindow::new(0, Duration::ZERO, true)),
             stop: CancellationToken::new(),
         }
     }

@@ -191,6 +191,10 @@ pub struct CellResult {
     pub started_at: Option<String>,
     /// Wall-clock end (RFC 3339), metadata only.
     pub finished_at: Option<String>,
+    /// What this machine's GPUs and CPU did during the cell, when the server runs here and the
+    /// hardware monitor was on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<crate::hw::HwSummary>,
 }
 
 impl CellResult {
@@ -232,6 +236,7 @@ impl CellResult {
             status_reason: None,
             started_at: None,
             finished_at: None,
+            hardware: None,
         }
     }
 
@@ -260,6 +265,18 @@ impl CellResult {
         self.completed_requests = Some(1);
         self.requests_sent = Some(1);
         self
+    }
+
+    /// For a decode row marked Requests queued: how many requests the server ran at once, N
+    /// minus the window's mean waiting gauge, rounded (live views print `(X/N)*`). `None` when
+    /// the row is not queued or no gauge was read.
+    pub fn server_ran(&self) -> Option<u32> {
+        if self.phase != Phase::Decode || self.status != CellStatus::RequestsQueued {
+            return None;
+        }
+        let waiting = self.queue.as_ref()?.mean_waiting?;
+        let ran = (f64::from(self.concurrency) - waiting).round();
+        Some(ran.clamp(0.0, f64::from(self.concurrency)) as u32)
     }
 
     /// Identity of the measurement in the matrix, for resume and lookups.

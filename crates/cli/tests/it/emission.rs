@@ -72,6 +72,7 @@ pub async fn run_and_judge(
         done: HashSet::new(),
         progress: &progress,
         cancel: CancellationToken::new(),
+        hardware: None,
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -61,6 +61,41 @@ pub struct Gauges {
     pub prompt_tokens_total: Option<f64>,
     /// Cumulative prompt tokens served from the prefix cache.
     pub cached_prompt_tokens_total: Option<f64>,
+    /// KV cache in use, as a fraction of its capacity (SGLang `token_usage`, vLLM
+    /// `kv_cache_usage_perc`; the mean over ranks).
+    pub kv_usage: Option<f64>,
+    /// Speculative decoding: fraction of draft tokens accepted, as the engine reports it
+    /// (SGLang `spec_accept_rate`).
+    pub spec_accept_rate: Option<f64>,
+    /// Speculative decoding: mean tokens per step (SGLang `spec_accept_length`).
+    pub spec_accept_length: Option<f64>,
+    /// Speculative decoding counters (vLLM): drafts, draft tokens, accepted tokens. A live view
+    /// derives rate and length from their deltas.
+    pub spec_counters: Option<SpecCounters>,
+}
+
+/// vLLM's cumulative speculative-decoding counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpecCounters {
+    /// `spec_decode_num_drafts_total`.
+    pub drafts: f64,
+    /// `spec_decode_num_draft_tokens_total`.
+    pub draft_tokens: f64,
+    /// `spec_decode_num_accepted_tokens_total`.
+    pub accepted_tokens: f64,
+}
+
+impl SpecCounters {
+    /// Acceptance rate and mean tokens per step between two readings (`None` when no draft
+    /// was made in between): rate = accepted / draft tokens, length = 1 + accepted / drafts
+    /// (each step emits the accepted tokens plus the one the target model samples).
+    pub fn since(&self, before: &SpecCounters) -> Option<(f64, f64)> {
+        let drafts = self.drafts - before.drafts;
+        let draft_tokens = self.draft_tokens - before.draft_tokens;
+        let accepted = self.accepted_tokens - before.accepted_tokens;
+        (drafts > 0.0 && draft_tokens > 0.0 && accepted >= 0.0)
+            .then(|| (accepted / draft_tokens, 1.0 + accepted / drafts))
+    }
 }
 
 /// An engine request that failed.

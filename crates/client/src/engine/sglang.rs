@@ -40,6 +40,10 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
         generation_tokens_total: m.sum("sglang:generation_tokens_total"),
         prompt_tokens_total: m.sum("sglang:prompt_tokens_total"),
         cached_prompt_tokens_total: m.sum("sglang:cached_tokens_total"),
+        kv_usage: m.mean("sglang:token_usage"),
+        spec_accept_rate: m.mean("sglang:spec_accept_rate"),
+        spec_accept_length: m.mean("sglang:spec_accept_length"),
+        spec_counters: None,
     }
 }
 

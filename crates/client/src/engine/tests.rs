@@ -599,3 +599,35 @@ async fn probe_live() {
         Err(err) => println!("probe failed: {err}"),
     }
 }
+
+/// KV usage and speculative-decoding figures for the live view, as each engine names them.
+#[test]
+fn live_gauges_kv_usage_and_speculative_decoding() {
+    let sg = "sglang:token_usage{dp_rank=\"0\"} 0.5\nsglang:token_usage{dp_rank=\"1\"} 0.25\n\
+              sglang:spec_accept_rate{tp_rank=\"0\"} 0.55\nsglang:spec_accept_length 1.55\n";
+    let g = gauges_from(EngineKind::Sglang, &Metrics::parse(sg));
+    assert_eq!(g.kv_usage, Some(0.375), "mean over ranks, not the sum");
+    assert_eq!(
+        (g.spec_accept_rate, g.spec_accept_length),
+        (Some(0.55), Some(1.55))
+    );
+    let vl = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.8\nvllm:spec_decode_num_drafts_total 100\n\
+              vllm:spec_decode_num_draft_tokens_total 300\nvllm:spec_decode_num_accepted_tokens_total 150\n";
+    let g = gauges_from(EngineKind::Vllm, &Metrics::parse(vl));
+    assert_eq!(g.kv_usage, Some(0.8));
+    let before = g.spec_counters.expect("counters");
+    let after = SpecCounters {
+        drafts: 200.0,
+        draft_tokens: 600.0,
+        accepted_tokens: 330.0,
+    };
+    // 180 of 300 draft tokens accepted over 100 steps: rate 0.6, 2.8 tokens per step.
+    let (rate, len) = after.since(&before).expect("drafts in between");
+    assert!((rate - 0.6).abs() < 1e-12 && (len - 2.8).abs() < 1e-12);
+    assert_eq!(before.since(&before), None);
+    let no = gauges_from(
+        EngineKind::Vllm,
+        &Metrics::parse("vllm:num_requests_running 1\n"),
+    );
+    assert_eq!((no.kv_usage, no.spec_counters), (None, None));
+}

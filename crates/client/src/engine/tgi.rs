@@ -39,6 +39,7 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
         generation_tokens_total: m.sum("tgi_request_generated_tokens_sum"),
         prompt_tokens_total: m.sum("tgi_request_input_length_sum"),
         cached_prompt_tokens_total: None,
+        ..Default::default()
     }
 }
 

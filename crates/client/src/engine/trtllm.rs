@@ -39,6 +39,8 @@ pub(crate) fn gauges(s: &TrtLlmStats) -> Gauges {
         generation_tokens_total: None,
         prompt_tokens_total: None,
         cached_prompt_tokens_total: None,
+        kv_usage: s.kv_usage(),
+        ..Default::default()
     }
 }
 

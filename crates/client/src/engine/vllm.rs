@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::probe::Discovery;
 use super::util::{as_u64, commit_from_version, quantization_label, sourced, str_at, u64_at};
-use super::{Dialect, Gauges, MetricsKind, TokenizerKind};
+use super::{Dialect, Gauges, MetricsKind, SpecCounters, TokenizerKind};
 use crate::metrics::Metrics;
 
 pub(crate) const DIALECT: Dialect = Dialect {
@@ -33,6 +33,23 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
             "vllm:prefix_cache_hits_total",
             "vllm:gpu_prefix_cache_hits_total",
         ]),
+        kv_usage: m
+            .mean("vllm:kv_cache_usage_perc")
+            .or_else(|| m.mean("vllm:gpu_cache_usage_perc")),
+        spec_accept_rate: None,
+        spec_accept_length: None,
+        spec_counters: match (
+            m.sum("vllm:spec_decode_num_drafts_total"),
+            m.sum("vllm:spec_decode_num_draft_tokens_total"),
+            m.sum("vllm:spec_decode_num_accepted_tokens_total"),
+        ) {
+            (Some(drafts), Some(draft_tokens), Some(accepted_tokens)) => Some(SpecCounters {
+                drafts,
+                draft_tokens,
+                accepted_tokens,
+            }),
+            _ => None,
+        },
     }
 }
 

@@ -75,3 +75,17 @@ fn short_durations() {
     assert_eq!(short_duration(f64::NAN), "–");
     assert_eq!(short_duration(-1.0), "–");
 }
+
+#[test]
+fn a_queued_row_says_how_many_the_server_ran() {
+    use crate::cell::{CellResult, CellStatus, QueueObservation};
+    let mut r = CellResult::empty(Phase::Decode, 1024, "1K", 16, CellStatus::RequestsQueued);
+    assert_eq!(r.server_ran(), None, "no gauge read");
+    r.queue = Some(QueueObservation {
+        mean_waiting: Some(3.6),
+        ..Default::default()
+    });
+    assert_eq!(r.server_ran(), Some(12));
+    r.status = CellStatus::Valid;
+    assert_eq!(r.server_ran(), None, "only queued rows");
+}

@@ -1,0 +1,501 @@
+//! Draws the dashboard ([`Dashboard`]) with ratatui: header, current cell, server gauges,
+//! hardware, the prefill table and decode matrix filling in, the event log and a footer. A
+//! terminal under 100 columns or 30 rows gets the compact layout (no borders, one line per
+//! panel). Everything shown from the server was sanitised when it entered the model.
+
+use super::view::{Dashboard, LiveFigures, cell_name};
+use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::hw::HwSample;
+use llmib_core::live::short_duration;
+use llmib_report::number::{rate, rate_compact, tbt_ms, ttft_ms};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Gauge, Paragraph};
+use std::time::Instant;
+
+/// Below either, the compact layout.
+const WIDE_MIN: (u16, u16) = (100, 30);
+
+/// Draws the whole dashboard at `now`; `hw` is the latest hardware reading (`None`: the
+/// monitor is off or has not read yet).
+pub fn draw(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant) {
+    let area = f.area();
+    if area.width < WIDE_MIN.0 || area.height < WIDE_MIN.1 {
+        draw_compact(f, d, hw, now, area);
+    } else {
+        draw_wide(f, d, hw, now, area);
+    }
+}
+
+fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
+    let contexts = contexts(d).len() as u16;
+    let [head, mid, tables, log, foot] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(7),
+        Constraint::Length((contexts + 3).min(area.height.saturating_sub(16)).max(4)),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    f.render_widget(Paragraph::new(header_lines(d)), head);
+    let [cur, server, hwa] = Layout::horizontal([
+        Constraint::Percentage(38),
+        Constraint::Percentage(24),
+        Constraint::Percentage(38),
+    ])
+    .areas(mid);
+    draw_current(f, d, now, cur, true);
+    f.render_widget(
+        Paragraph::new(server_lines(d)).block(Block::bordered().title(" Server ")),
+        server,
+    );
+    let hw_rows = hwa.height.saturating_sub(2) as usize;
+    f.render_widget(
+        Paragraph::new(hw_lines(d, hw, hw_rows)).block(Block::bordered().title(hw_title(d))),
+        hwa,
+    );
+    let [pre, dec] =
+        Layout::horizontal([Constraint::Length(30), Constraint::Min(20)]).areas(tables);
+    f.render_widget(
+        Paragraph::new(prefill_lines(d)).block(Block::bordered().title(" Prefill ")),
+        pre,
+    );
+    f.render_widget(
+        Paragraph::new(matrix_lines(d, dec.width.saturating_sub(2)))
+            .block(Block::bordered().title(" Sustained decode · total tok/s ")),
+        dec,
+    );
+    let log_rows = log.height.saturating_sub(2) as usize;
+    f.render_widget(
+        Paragraph::new(log_lines(d, log_rows)).block(Block::bordered().title(" Events ")),
+        log,
+    );
+    f.render_widget(Paragraph::new(footer_line(d, now)), foot);
+}
+
+fn draw_compact(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
+    let contexts = contexts(d).len() as u16;
+    let [head, cur, server, hwa, tables, log, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length((contexts + 1).min(area.height.saturating_sub(9)).max(2)),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let h = &d.header;
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(h.model.clone(), bold()),
+            Span::raw(format!(" · {} · {}", h.engine, h.url)),
+        ])),
+        head,
+    );
+    draw_current(f, d, now, cur, false);
+    let server_text: Vec<Span> = server_lines(d)
+        .into_iter()
+        .flat_map(|l| {
+            let mut v = l.spans;
+            v.push(Span::raw("  "));
+            v
+        })
+        .collect();
+    f.render_widget(Paragraph::new(Line::from(server_text)), server);
+    let hw_line = hw_lines(d, hw, 1).into_iter().next().unwrap_or_default();
+    f.render_widget(Paragraph::new(hw_line), hwa);
+    f.render_widget(Paragraph::new(matrix_lines(d, tables.width)), tables);
+    f.render_widget(Paragraph::new(log_lines(d, log.height as usize)), log);
+    f.render_widget(Paragraph::new(footer_line(d, now)), foot);
+}
+
+fn bold() -> Style {
+    Style::new().add_modifier(Modifier::BOLD)
+}
+
+fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+
+fn header_lines(d: &Dashboard) -> Vec<Line<'static>> {
+    let h = &d.header;
+    let kv = match &h.kv {
+        Some((t, src)) => format!("KV {} tokens ({src})", llmib_report::number::count(*t)),
+        None => "KV capacity unknown".into(),
+    };
+    vec![
+        Line::from(vec![
+            Span::styled("llm-inference-bench ", Style::new().fg(Color::Cyan)),
+            Span::styled(h.model.clone(), bold()),
+            Span::raw(format!(" · {}", h.engine)),
+        ]),
+        Line::from(Span::styled(
+            format!(
+                "{} · {kv} · {} cells planned, {} over capacity",
+                h.url, h.planned, h.over_capacity
+            ),
+            dim(),
+        )),
+    ]
+}
+
+/// The current cell: name, phase, the window's progress bar, live figures.
+fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered: bool) {
+    let inner = if bordered {
+        let b = Block::bordered().title(" Current cell ");
+        let i = b.inner(area);
+        f.render_widget(b, area);
+        i
+    } else {
+        area
+    };
+    let Some(c) = &d.current else {
+        f.render_widget(Paragraph::new("between cells"), inner);
+        return;
+    };
+    let [title, bar, rest] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
+    let elapsed = now.saturating_duration_since(c.started).as_secs_f64();
+    let phase = match c.phase {
+        "readiness" => "waiting for readiness",
+        "prefill" => "prefill scout",
+        p => p,
+    };
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(cell_name(&c.cell), bold()),
+            Span::raw(format!(
+                " · {phase} · {}/{} · {}",
+                c.index + 1,
+                c.total,
+                short_duration(elapsed)
+            )),
+        ])),
+        title,
+    );
+    let l = &d.live;
+    let (ratio, label) = match l.window {
+        Some((done, total)) if total > 0.0 => (
+            (done / total).clamp(0.0, 1.0),
+            format!("{done:.1} / {total:.0} s"),
+        ),
+        _ if c.live.is_some() => (0.0, format!("ramp {:.1} s", l.ramp_s)),
+        _ => (0.0, phase.to_string()),
+    };
+    f.render_widget(
+        Gauge::default()
+            .gauge_style(Style::new().fg(Color::Cyan))
+            .ratio(ratio)
+            .label(label),
+        bar,
+    );
+    if c.live.is_some() {
+        f.render_widget(Paragraph::new(live_lines(l)), rest);
+    }
+}
+
+fn live_lines(l: &LiveFigures) -> Vec<Line<'static>> {
+    let rate_text = match l.tok_per_s {
+        Some(r) if l.tokens_exact => format!("{} tok/s", rate(r)),
+        Some(r) => format!("≈{} tok/s (chunks until counted)", rate(r)),
+        None => "– tok/s".into(),
+    };
+    vec![
+        Line::from(vec![Span::raw("live "), Span::styled(rate_text, bold())]),
+        Line::from(format!(
+            "streams with a token {}/{} · requests ended {} · errors {}",
+            l.streams_with_token, l.concurrency, l.ended, l.errors
+        )),
+    ]
+}
+
+fn server_lines(d: &Dashboard) -> Vec<Line<'static>> {
+    let Some(g) = &d.gauges else {
+        return vec![Line::styled("no gauges read yet", dim())];
+    };
+    let num = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.0}"));
+    let mut v = vec![Line::from(format!(
+        "running {} · waiting {}",
+        num(g.running),
+        num(g.waiting)
+    ))];
+    if let Some(r) = d.server_gen_tok_per_s {
+        v.push(Line::from(format!("generation {} tok/s", rate(r))));
+    }
+    if let Some(k) = g.kv_usage {
+        v.push(Line::from(format!("KV usage {:.0}%", k * 100.0)));
+    }
+    if let Some((r, len)) = d.spec {
+        v.push(Line::from(format!(
+            "spec accept {:.0}% · {len:.2} tok/step",
+            r * 100.0
+        )));
+    }
+    v
+}
+
+fn hw_title(d: &Dashboard) -> &'static str {
+    if d.server_local {
+        " Hardware "
+    } else {
+        " Hardware (this machine, not the server's) "
+    }
+}
+
+fn gib(b: u64) -> f64 {
+    b as f64 / f64::from(1u32 << 30)
+}
+
+fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'static>> {
+    if !d.hw_on {
+        return vec![Line::styled(
+            "hardware monitor off (--no-hw-monitor)",
+            dim(),
+        )];
+    }
+    let Some(s) = hw else {
+        return vec![Line::styled("reading…", dim())];
+    };
+    let cpu = s.cpu.as_ref().map(|c| {
+        let mut t = format!(
+            "CPU {}",
+            c.util_pct.map_or("–".into(), |u| format!("{u:.0}%"))
+        );
+        if let Some(f) = c.freq_mhz {
+            t.push_str(&format!(" {:.1} GHz", f as f64 / 1000.0));
+        }
+        if let Some(temp) = c.temp_c {
+            t.push_str(&format!(" {temp:.0}°C"));
+        }
+        t
+    });
+    let mut v: Vec<Line> = Vec::new();
+    if s.gpus.is_empty() {
+        v.push(Line::styled(
+            "no GPU visible",
+            Style::new().fg(Color::Yellow),
+        ));
+    } else {
+        let n = s.gpus.len() as f64;
+        let util: f64 = s.gpus.iter().filter_map(|g| g.util_pct).sum::<f64>() / n;
+        let power: f64 = s.gpus.iter().filter_map(|g| g.power_w).sum();
+        let limit: f64 = s.gpus.iter().filter_map(|g| g.power_limit_w).sum();
+        let used: u64 = s.gpus.iter().filter_map(|g| g.vram_used_bytes).sum();
+        let total: u64 = s.gpus.iter().filter_map(|g| g.vram_total_bytes).sum();
+        let rx: f64 = s.gpus.iter().filter_map(|g| g.pcie_rx_bytes_per_s).sum();
+        let tx: f64 = s.gpus.iter().filter_map(|g| g.pcie_tx_bytes_per_s).sum();
+        let mut all = format!(
+            "{} GPU · {util:.0}% · {:.0}/{:.0} GiB · {power:.0}/{limit:.0} W",
+            s.gpus.len(),
+            gib(used),
+            gib(total)
+        );
+        if s.gpus.iter().any(|g| g.pcie_rx_bytes_per_s.is_some()) {
+            all.push_str(&format!(
+                " · PCIe rx {:.1} tx {:.1} MB/s",
+                rx / 1e6,
+                tx / 1e6
+            ));
+        }
+        v.push(Line::from(all));
+        let per_gpu = rows.saturating_sub(1 + usize::from(cpu.is_some()));
+        for g in s.gpus.iter().take(per_gpu) {
+            let opt =
+                |x: Option<f64>, unit: &str| x.map_or("–".into(), |x| format!("{x:.0}{unit}"));
+            v.push(Line::from(format!(
+                "{} {} mem {} {:.0}/{:.0}G {}/{} {} {}MHz",
+                g.index,
+                opt(g.util_pct, "%"),
+                opt(g.mem_util_pct, "%"),
+                g.vram_used_bytes.map_or(0.0, gib),
+                g.vram_total_bytes.map_or(0.0, gib),
+                opt(g.power_w, ""),
+                opt(g.power_limit_w, "W"),
+                opt(g.temp_c, "°C"),
+                g.sm_clock_mhz.map_or("–".into(), |c| c.to_string()),
+            )));
+        }
+    }
+    if rows <= 1 {
+        // Compact: one line for all.
+        let mut one: Vec<Span> = v.into_iter().take(1).flat_map(|l| l.spans).collect();
+        if let Some(c) = cpu {
+            one.push(Span::raw(format!(" · {c}")));
+        }
+        return vec![Line::from(one)];
+    }
+    v.extend(cpu.map(Line::from));
+    v
+}
+
+/// Contexts of the plan, in run order.
+fn contexts(d: &Dashboard) -> Vec<(u64, String)> {
+    let mut v: Vec<(u64, String)> = Vec::new();
+    for c in &d.plan.cells {
+        if !v.iter().any(|(t, _)| *t == c.key.context_tokens) {
+            v.push((c.key.context_tokens, c.label.clone()));
+        }
+    }
+    v
+}
+
+fn concurrencies(d: &Dashboard) -> Vec<u32> {
+    let mut v: Vec<u32> = d
+        .plan
+        .cells
+        .iter()
+        .filter(|c| c.key.phase == Phase::Decode)
+        .map(|c| c.key.concurrency)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn status_style(s: CellStatus) -> Style {
+    match s {
+        CellStatus::Valid => Style::new().fg(Color::Green),
+        CellStatus::RequestsQueued => Style::new().fg(Color::Yellow),
+        CellStatus::Failed => Style::new().fg(Color::Red),
+        CellStatus::OverCapacity | CellStatus::NotRun => dim(),
+    }
+}
+
+fn running(d: &Dashboard, key: CellKey) -> bool {
+    d.current.as_ref().is_some_and(|c| c.cell.key == key)
+}
+
+fn prefill_lines(d: &Dashboard) -> Vec<Line<'static>> {
+    let mut v = vec![Line::styled(
+        format!("{:>6} {:>9} {:>10}", "ctx", "tok/s", "TTFT"),
+        dim(),
+    )];
+    for (ctx, label) in contexts(d) {
+        let key = CellKey {
+            phase: Phase::Prefill,
+            context_tokens: ctx,
+            concurrency: 1,
+        };
+        let (text, style) = match d.rows.get(&key) {
+            Some(r) if r.status.has_figures() => (
+                format!(
+                    "{:>9} {:>10}",
+                    r.prompt_tok_per_s.map_or("–".into(), rate_compact),
+                    r.ttft_ms_p50.map_or("–".into(), ttft_ms)
+                ),
+                Style::new(),
+            ),
+            Some(r) => (format!("{:>20}", short_status(r)), status_style(r.status)),
+            None if running(d, key) => (format!("{:>9}", "…"), Style::new().fg(Color::Cyan)),
+            None => (format!("{:>9}", "·"), dim()),
+        };
+        v.push(Line::from(vec![
+            Span::raw(format!("{label:>6} ")),
+            Span::styled(text, style),
+        ]));
+    }
+    v
+}
+
+fn short_status(r: &CellResult) -> String {
+    match r.status {
+        CellStatus::Valid => "valid".into(),
+        CellStatus::RequestsQueued => match r.server_ran() {
+            Some(x) => format!("({x}/{})*", r.concurrency),
+            None => "queued".into(),
+        },
+        CellStatus::OverCapacity => "over cap".into(),
+        CellStatus::NotRun => "not run".into(),
+        CellStatus::Failed => "failed".into(),
+    }
+}
+
+/// The decode matrix: contexts down, N across; each cell its total tok/s (with TTFT and TBT
+/// inline when the column is wide enough), or its status in a word.
+fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
+    let ns = concurrencies(d);
+    let label_w = 6usize;
+    let col = ((width as usize).saturating_sub(label_w + 1) / ns.len().max(1)).clamp(7, 26);
+    let inline = col >= 24;
+    let mut head = vec![Span::styled(format!("{:>label_w$} ", "ctx"), dim())];
+    head.extend(
+        ns.iter()
+            .map(|n| Span::styled(format!("{:>col$}", format!("N={n}")), dim())),
+    );
+    let mut v = vec![Line::from(head)];
+    for (ctx, label) in contexts(d) {
+        let mut spans = vec![Span::raw(format!("{label:>label_w$} "))];
+        for &n in &ns {
+            let key = CellKey {
+                phase: Phase::Decode,
+                context_tokens: ctx,
+                concurrency: n,
+            };
+            let (text, style) = match d.rows.get(&key) {
+                Some(r) if r.status.has_figures() => {
+                    let mut t = r.total_tok_per_s.map_or("–".into(), rate);
+                    if r.status == CellStatus::RequestsQueued {
+                        t = match r.server_ran() {
+                            Some(x) => format!("{t} ({x}/{n})*"),
+                            None => format!("{t} q"),
+                        };
+                    } else if inline {
+                        t = format!(
+                            "{t} {}/{}",
+                            r.ttft_ms_p50.map_or("–".into(), ttft_ms),
+                            r.tbt_ms_p50.map_or("–".into(), tbt_ms)
+                        );
+                    }
+                    (t, status_style(r.status))
+                }
+                Some(r) => (short_status(r), status_style(r.status)),
+                None if running(d, key) => ("…".into(), Style::new().fg(Color::Cyan)),
+                None => ("·".into(), dim()),
+            };
+            let text: String = text.chars().take(col.saturating_sub(1)).collect();
+            spans.push(Span::styled(format!("{text:>col$}"), style));
+        }
+        v.push(Line::from(spans));
+    }
+    v
+}
+
+fn log_lines(d: &Dashboard, rows: usize) -> Vec<Line<'static>> {
+    let skip = d.log.len().saturating_sub(rows);
+    d.log
+        .iter()
+        .skip(skip)
+        .map(|l| {
+            let style = if l.text.contains("Failed") || l.text.starts_with("note:") {
+                Style::new().fg(Color::Yellow)
+            } else {
+                Style::new()
+            };
+            Line::from(vec![
+                Span::styled(format!("{:>7} ", short_duration(l.at_s)), dim()),
+                Span::styled(l.text.clone(), style),
+            ])
+        })
+        .collect()
+}
+
+fn footer_line(d: &Dashboard, now: Instant) -> Line<'static> {
+    let (done, planned) = d.progress();
+    let elapsed = now.saturating_duration_since(d.started).as_secs_f64();
+    Line::from(vec![
+        Span::styled(format!(" cells {done}/{planned}"), bold()),
+        Span::raw(format!(
+            " · elapsed {} · ETA {}",
+            short_duration(elapsed),
+            short_duration(d.eta_s())
+        )),
+        Span::styled("   q: stop and save", dim()),
+    ])
+}

@@ -1,0 +1,392 @@
+//! The dashboard's model: what the run has shown so far (rows, the current cell and its phase,
+//! the event log, the live rate, the last gauges), updated by progress events and by a tick a
+//! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
+//! states (`display/tests.rs`).
+
+use llmib_client::driver::ProgressEvent;
+use llmib_client::engine::{Gauges, SpecCounters};
+use llmib_client::live::LiveWindow;
+use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::live::{EtaInputs, RateMeter, eta_s};
+use llmib_core::plan::{Plan, PlannedCell};
+use llmib_core::redact::sanitize_terminal;
+use llmib_core::run::RunInfo;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Event log lines kept (the panel shows the newest that fit).
+const LOG_CAP: usize = 200;
+/// Span of the live token rate, seconds.
+const RATE_SPAN_S: f64 = 3.0;
+
+/// The header's facts, taken from the run's header once.
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    /// Served model.
+    pub model: String,
+    /// Server URL (stored without userinfo).
+    pub url: String,
+    /// Engine name and version.
+    pub engine: String,
+    /// KV capacity in tokens and where it was read.
+    pub kv: Option<(u64, String)>,
+    /// Cells planned, and how many of them are predicted Over capacity.
+    pub planned: usize,
+    /// Over capacity cells.
+    pub over_capacity: usize,
+}
+
+impl Header {
+    /// From the run's header. Server strings are sanitised for the terminal.
+    pub fn from_info(info: &RunInfo) -> Header {
+        let e = &info.engine;
+        let engine = [e.name.as_deref(), e.version.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        Header {
+            model: sanitize_terminal(&info.model.served_model),
+            url: sanitize_terminal(&info.url),
+            engine: sanitize_terminal(&engine),
+            kv: e
+                .kv_capacity_tokens
+                .as_ref()
+                .map(|k| (k.value, sanitize_terminal(&k.source))),
+            planned: info.plan.cells.len(),
+            over_capacity: info.plan.cells.iter().filter(|c| c.over_capacity).count(),
+        }
+    }
+}
+
+/// The cell being measured.
+#[derive(Debug, Clone)]
+pub struct Current {
+    /// The planned cell.
+    pub cell: PlannedCell,
+    /// Its position in run order, 0-based, and the plan's size.
+    pub index: usize,
+    /// Cells in the plan.
+    pub total: usize,
+    /// The phase (`prompts`, `warm-up`, `window`, `counting`, …).
+    pub phase: &'static str,
+    /// When it started.
+    pub started: Instant,
+    /// The decode window's live state, once its streams start.
+    pub live: Option<Arc<LiveWindow>>,
+}
+
+/// One event log line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogLine {
+    /// Seconds since the run started.
+    pub at_s: f64,
+    /// What happened (one sanitised line).
+    pub text: String,
+}
+
+/// What the current window shows right now (computed by [`Dashboard::tick`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveFigures {
+    /// Client token rate over the last seconds.
+    pub tok_per_s: Option<f64>,
+    /// Whether that rate counts server-reported tokens (else chunks until counted).
+    pub tokens_exact: bool,
+    /// Streams with a token, of N.
+    pub streams_with_token: u32,
+    /// N.
+    pub concurrency: u32,
+    /// Requests ended, and how many errored.
+    pub ended: u64,
+    /// Errored requests.
+    pub errors: u64,
+    /// Seconds the window has run, and its planned length; `None` while the ramp runs.
+    pub window: Option<(f64, f64)>,
+    /// Seconds the ramp has run (until readiness).
+    pub ramp_s: f64,
+}
+
+/// The dashboard's whole state.
+#[derive(Debug)]
+pub struct Dashboard {
+    /// Header facts.
+    pub header: Header,
+    /// The plan, in run order.
+    pub plan: Plan,
+    /// When the run (this invocation) started.
+    pub started: Instant,
+    /// Rows saved so far (resumed ones included), by cell.
+    pub rows: BTreeMap<CellKey, CellResult>,
+    /// The cell in progress.
+    pub current: Option<Current>,
+    /// The event log, oldest first.
+    pub log: VecDeque<LogLine>,
+    /// Live figures of the current window.
+    pub live: LiveFigures,
+    /// The last gauge sample a window read, and derived speculative figures.
+    pub gauges: Option<Gauges>,
+    /// Speculative acceptance rate and mean tokens per step (engine gauges, or vLLM counter
+    /// deltas).
+    pub spec: Option<(f64, f64)>,
+    /// Whether the hardware panel is on, and whether the server is on this machine.
+    pub hw_on: bool,
+    /// The server runs on this machine (else the hardware panel describes the client's).
+    pub server_local: bool,
+    meter: RateMeter,
+    announced_open: bool,
+    spec_prev: Option<SpecCounters>,
+    gen_prev: Option<(Instant, f64)>,
+    /// Generation tok/s from the server's counter between the last two samples.
+    pub server_gen_tok_per_s: Option<f64>,
+    prefill_rate: Option<f64>,
+    overheads: Vec<f64>,
+    warmed: HashMap<u64, u32>,
+}
+
+impl Dashboard {
+    /// A dashboard for `info`'s plan, with `rows` already saved (resume).
+    pub fn new(info: &RunInfo, rows: Vec<CellResult>, started: Instant) -> Dashboard {
+        let mut d = Dashboard {
+            header: Header::from_info(info),
+            plan: info.plan.clone(),
+            started,
+            rows: BTreeMap::new(),
+            current: None,
+            log: VecDeque::new(),
+            live: LiveFigures::default(),
+            gauges: None,
+            spec: None,
+            hw_on: true,
+            server_local: true,
+            meter: RateMeter::new(RATE_SPAN_S),
+            announced_open: false,
+            spec_prev: None,
+            gen_prev: None,
+            server_gen_tok_per_s: None,
+            prefill_rate: None,
+            overheads: Vec::new(),
+            warmed: HashMap::new(),
+        };
+        for r in rows {
+            d.learn(&r, None);
+            d.rows.insert(r.key(), r);
+        }
+        d
+    }
+
+    fn say(&mut self, now: Instant, text: String) {
+        if self.log.len() == LOG_CAP {
+            self.log.pop_front();
+        }
+        self.log.push_back(LogLine {
+            at_s: now.saturating_duration_since(self.started).as_secs_f64(),
+            text: sanitize_terminal(&text),
+        });
+    }
+
+    /// Applies one progress event seen at `now`.
+    pub fn apply(&mut self, e: &ProgressEvent, now: Instant) {
+        match e {
+            ProgressEvent::CellStarted { index, total, cell } => {
+                self.current = Some(Current {
+                    cell: cell.clone(),
+                    index: *index,
+                    total: *total,
+                    phase: "starting",
+                    started: now,
+                    live: None,
+                });
+                self.live = LiveFigures::default();
+                self.meter.reset();
+                self.announced_open = false;
+            }
+            ProgressEvent::Phase(p) => {
+                let what = self.current.as_ref().map(|c| cell_name(&c.cell));
+                if let Some(c) = self.current.as_mut() {
+                    c.phase = p;
+                }
+                if matches!(*p, "warm-up" | "hidden warm-up" | "prefill") {
+                    self.say(now, format!("{}: {p}", what.unwrap_or_default()));
+                }
+            }
+            ProgressEvent::WindowLive(live) => {
+                if let Some(c) = self.current.as_mut() {
+                    c.live = Some(live.clone());
+                    c.phase = "readiness";
+                }
+            }
+            ProgressEvent::Window { window, .. } => {
+                let s = window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9;
+                self.say(now, format!("window closed after {s:.1} s"));
+            }
+            ProgressEvent::CellDone(row) => {
+                let started = self
+                    .current
+                    .as_ref()
+                    .filter(|c| c.cell.key == row.key())
+                    .map(|c| c.started);
+                self.learn(
+                    row,
+                    started.map(|s| now.saturating_duration_since(s).as_secs_f64()),
+                );
+                if row.status != CellStatus::OverCapacity {
+                    self.say(now, done_line(row));
+                }
+                self.rows.insert(row.key(), (**row).clone());
+                if started.is_some() {
+                    self.current = None;
+                    self.live = LiveFigures::default();
+                }
+            }
+            ProgressEvent::Note(n) => self.say(now, format!("note: {n}")),
+        }
+    }
+
+    /// What a saved row teaches the ETA: the prefill rate, warmed prompts, decode overhead.
+    fn learn(&mut self, r: &CellResult, wall_s: Option<f64>) {
+        let seen = self.warmed.entry(r.context_tokens).or_insert(0);
+        match r.phase {
+            Phase::Prefill => {
+                *seen = (*seen).max(1);
+                if let Some(rate) = r.prompt_tok_per_s.filter(|v| *v > 0.0) {
+                    self.prefill_rate = Some(rate);
+                }
+            }
+            Phase::Decode if r.status != CellStatus::OverCapacity => {
+                *seen = (*seen).max(r.concurrency);
+                if let (Some(wall), Some(window)) = (wall_s, r.measured_s) {
+                    self.overheads.push((wall - window).max(0.0));
+                }
+            }
+            Phase::Decode => {}
+        }
+    }
+
+    /// Reads the current window's live state at `now` (a few times a second).
+    pub fn tick(&mut self, now: Instant) {
+        let Some(live) = self.current.as_ref().and_then(|c| c.live.clone()) else {
+            return;
+        };
+        let t = now.saturating_duration_since(self.started).as_secs_f64();
+        let (ended, errors) = live.ended();
+        self.meter.push(t, live.tokens());
+        let opened = live.opened();
+        let started = self.current.as_ref().map_or(now, |c| c.started);
+        self.live = LiveFigures {
+            tok_per_s: self.meter.rate(),
+            tokens_exact: live.tokens_exact,
+            streams_with_token: live.streams_with_token(),
+            concurrency: live.concurrency,
+            ended,
+            errors,
+            window: opened.map(|(at, _)| {
+                let end = live.closed().unwrap_or(now);
+                (
+                    end.saturating_duration_since(at).as_secs_f64(),
+                    live.duration.as_secs_f64(),
+                )
+            }),
+            ramp_s: opened
+                .map_or(now, |(at, _)| at)
+                .saturating_duration_since(started)
+                .as_secs_f64(),
+        };
+        if let Some((at, by)) = opened
+            && !self.announced_open
+        {
+            self.announced_open = true;
+            let ramp = at.saturating_duration_since(started).as_secs_f64();
+            if let Some(c) = self.current.as_mut() {
+                c.phase = "window";
+            }
+            self.say(now, format!("readiness: {} after {ramp:.1} s", by.as_str()));
+        }
+        if let Some((at, g)) = live.gauges() {
+            self.observe_gauges(at, g);
+        }
+    }
+
+    /// A gauge sample: the server's generation rate and speculative figures from counter
+    /// deltas.
+    pub fn observe_gauges(&mut self, at: Instant, g: Gauges) {
+        if let Some(total) = g.generation_tokens_total {
+            if let Some((t0, n0)) = self.gen_prev
+                && at > t0
+                && total >= n0
+            {
+                let dt = at.duration_since(t0).as_secs_f64();
+                if dt >= 0.2 {
+                    self.server_gen_tok_per_s = Some((total - n0) / dt);
+                    self.gen_prev = Some((at, total));
+                }
+            } else {
+                self.gen_prev = Some((at, total));
+            }
+        }
+        self.spec = match (g.spec_accept_rate, g.spec_accept_length, g.spec_counters) {
+            (Some(r), Some(l), _) => Some((r, l)),
+            (_, _, Some(c)) => {
+                let d = self.spec_prev.and_then(|p| c.since(&p)).or(self.spec);
+                self.spec_prev = Some(c);
+                d
+            }
+            _ => self.spec,
+        };
+        self.gauges = Some(g);
+    }
+
+    /// Cells with a row, and cells planned.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.rows.len(), self.plan.cells.len())
+    }
+
+    /// Seconds left, from the plan and what was measured so far.
+    pub fn eta_s(&self) -> f64 {
+        let remaining: Vec<PlannedCell> = self
+            .plan
+            .cells
+            .iter()
+            .filter(|c| !self.rows.contains_key(&c.key))
+            .cloned()
+            .collect();
+        let overhead = (!self.overheads.is_empty())
+            .then(|| self.overheads.iter().sum::<f64>() / self.overheads.len() as f64);
+        eta_s(
+            &remaining,
+            &self.warmed,
+            &EtaInputs {
+                window_s: self.plan.settings.duration_s,
+                prefill_tok_per_s: self.prefill_rate,
+                decode_overhead_s: overhead,
+            },
+        )
+    }
+}
+
+/// `decode 32K × 16`, `prefill 8K`.
+pub fn cell_name(c: &PlannedCell) -> String {
+    match c.key.phase {
+        Phase::Prefill => format!("prefill {}", c.label),
+        Phase::Decode => format!("decode {} × {}", c.label, c.key.concurrency),
+    }
+}
+
+/// The log line of a saved row.
+fn done_line(r: &CellResult) -> String {
+    let what = match r.phase {
+        Phase::Prefill => format!("prefill {}", r.context_label),
+        Phase::Decode => format!("decode {} × {}", r.context_label, r.concurrency),
+    };
+    match r.status {
+        CellStatus::Failed => format!(
+            "{what}: Failed: {}",
+            r.first_error.as_deref().unwrap_or("no error text")
+        ),
+        CellStatus::NotRun => format!(
+            "{what}: Not run ({})",
+            r.status_reason.as_deref().unwrap_or("skipped")
+        ),
+        s => format!("{what}: {}", s.label()),
+    }
+}

@@ -1,0 +1,107 @@
+//! Running the matrix with a display: the dashboard, lines or JSON events; the hardware
+//! monitor; and Ctrl-C / SIGTERM handling (the run stops, what was measured is saved).
+
+use crate::display::DisplayMode;
+use crate::display::lines::{JsonLines, PlainLines};
+use crate::display::tui::{Tui, restore_terminal};
+use crate::display::view::Dashboard;
+use anyhow::Result;
+use llmib_client::driver::{CancellationToken, MatrixEnd, MatrixRun, Progress, run_matrix};
+use llmib_client::engine::Engine;
+use llmib_client::hwmon::HwMonitor;
+use llmib_core::cell::CellKey;
+use llmib_core::plan::Plan;
+use llmib_core::run::RunInfo;
+use llmib_core::store::RunDir;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Everything a run needs to be driven.
+pub struct Drive<'a> {
+    /// The probed engine.
+    pub engine: Arc<Engine>,
+    /// Served model.
+    pub model: String,
+    /// The plan.
+    pub plan: &'a Plan,
+    /// The results directory.
+    pub dir: &'a RunDir,
+    /// Cells already measured (resume).
+    pub done: HashSet<CellKey>,
+    /// The run's header (the dashboard's header facts).
+    pub info: &'a RunInfo,
+    /// What the terminal shows.
+    pub display: DisplayMode,
+    /// Whether to read this machine's GPUs and CPU.
+    pub hw_monitor: bool,
+    /// Whether the server runs on this machine (only then does a row get a hardware summary).
+    pub server_local: bool,
+}
+
+/// Waits for Ctrl-C or, on Unix, SIGTERM (what `kill`, systemd and container runtimes send):
+/// both stop the run the same way, with what was measured saved. `false` if no signal can be
+/// watched.
+async fn interrupt() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                c = tokio::signal::ctrl_c() => c.is_ok(),
+                t = term.recv() => t.is_some(),
+            };
+        }
+    }
+    tokio::signal::ctrl_c().await.is_ok()
+}
+
+/// Drives the matrix with the chosen display and signal handling.
+pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if interrupt().await {
+            restore_terminal();
+            eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
+            c2.cancel();
+            if interrupt().await {
+                std::process::exit(130);
+            }
+        }
+    });
+    let hw = d
+        .hw_monitor
+        .then(|| Arc::new(HwMonitor::start(Duration::from_secs(1))));
+    let tui = match d.display {
+        DisplayMode::Tui => {
+            let (rows, _) = d.dir.load_cells()?;
+            let mut dash = Dashboard::new(d.info, rows, Instant::now());
+            dash.hw_on = hw.is_some();
+            dash.server_local = d.server_local;
+            Some(Tui::start(dash, hw.clone(), cancel.clone())?)
+        }
+        _ => None,
+    };
+    let (plain, json) = (PlainLines, JsonLines::new());
+    let progress: &dyn Progress = match (&tui, d.display) {
+        (Some(t), _) => t,
+        (None, DisplayMode::Json) => &json,
+        (None, _) => &plain,
+    };
+    let end = run_matrix(MatrixRun {
+        engine: d.engine,
+        model: d.model,
+        plan: d.plan,
+        store: d.dir,
+        done: d.done,
+        progress,
+        cancel,
+        hardware: hw.as_deref().filter(|_| d.server_local),
+    })
+    .await;
+    if let Some(t) = tui {
+        t.finish();
+    }
+    Ok(end?)
+}

@@ -1,0 +1,260 @@
+//! The hardware monitor: a background thread that reads this machine's GPUs (NVML, loaded at
+//! run time so the binary runs where there is no NVIDIA driver; else `nvidia-smi`; else none)
+//! and CPU (`sysinfo`) about once a second. Live views read the latest sample; the driver
+//! gathers a cell's samples into its row's summary ([`HwSummary`]).
+//!
+//! The thread never touches the measurement: it shares only two mutex-guarded slots, taken
+//! once a second by the thread and on demand by readers.
+
+use llmib_core::hw::{
+    CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERY, NvmlRaw, parse_nvidia_smi,
+};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Where GPU readings come from.
+enum GpuReader {
+    Nvml(Box<Nvml>),
+    Smi,
+    None,
+}
+
+impl GpuReader {
+    /// NVML if the library loads and sees a GPU, else `nvidia-smi` if it answers, else none.
+    fn detect() -> GpuReader {
+        if let Ok(n) = Nvml::init()
+            && n.device_count().is_ok_and(|c| c > 0)
+        {
+            return GpuReader::Nvml(Box::new(n));
+        }
+        match read_smi() {
+            Some(g) if !g.is_empty() => GpuReader::Smi,
+            _ => GpuReader::None,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            GpuReader::Nvml(_) => "nvml",
+            GpuReader::Smi => "nvidia-smi",
+            GpuReader::None => "none",
+        }
+    }
+
+    fn read(&self) -> Vec<GpuReading> {
+        match self {
+            GpuReader::Nvml(n) => read_nvml(n).iter().map(GpuReading::from).collect(),
+            GpuReader::Smi => read_smi().unwrap_or_default(),
+            GpuReader::None => Vec::new(),
+        }
+    }
+}
+
+/// Every GPU's raw NVML values; a call that fails leaves its field empty.
+fn read_nvml(n: &Nvml) -> Vec<NvmlRaw> {
+    let count = n.device_count().unwrap_or(0);
+    (0..count)
+        .filter_map(|i| n.device_by_index(i).ok().map(|d| (i, d)))
+        .map(|(i, d)| {
+            let util = d.utilization_rates().ok();
+            let mem = d.memory_info().ok();
+            NvmlRaw {
+                index: d.index().unwrap_or(i),
+                name: d.name().ok(),
+                util_gpu: util.as_ref().map(|u| u.gpu),
+                util_memory: util.as_ref().map(|u| u.memory),
+                memory_used: mem.as_ref().map(|m| m.used),
+                memory_total: mem.as_ref().map(|m| m.total),
+                power_usage_mw: d.power_usage().ok(),
+                power_limit_mw: d.enforced_power_limit().ok(),
+                temperature_c: d.temperature(TemperatureSensor::Gpu).ok(),
+                clock_sm_mhz: d.clock_info(Clock::SM).ok(),
+                clock_mem_mhz: d.clock_info(Clock::Memory).ok(),
+                pcie_rx_kb_s: d.pcie_throughput(PcieUtilCounter::Receive).ok(),
+                pcie_tx_kb_s: d.pcie_throughput(PcieUtilCounter::Send).ok(),
+            }
+        })
+        .collect()
+}
+
+/// `nvidia-smi`'s readings, or `None` when it is not installed or fails.
+fn read_smi() -> Option<Vec<GpuReading>> {
+    let out = std::process::Command::new("nvidia-smi")
+        .arg(format!("--query-gpu={NVIDIA_SMI_QUERY}"))
+        .arg("--format=csv,noheader,nounits")
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_nvidia_smi(&String::from_utf8_lossy(&out.stdout)).ok()
+}
+
+/// The CPU reader: `None` parts where this OS gives no access (the panel then says so).
+struct CpuReader {
+    sys: Option<sysinfo::System>,
+    components: Option<sysinfo::Components>,
+}
+
+impl CpuReader {
+    fn new() -> Self {
+        let mut sys = sysinfo::System::new().ok();
+        // Usage is a difference between two reads: prime the first.
+        if let Some(s) = sys.as_mut() {
+            s.refresh_cpu_usage();
+        }
+        CpuReader {
+            sys,
+            components: sysinfo::Components::new_with_refreshed_list().ok(),
+        }
+    }
+
+    fn read(&mut self) -> Option<CpuReading> {
+        let sys = self.sys.as_mut()?;
+        sys.refresh_cpu_usage();
+        sys.refresh_cpu_frequency();
+        if let Some(c) = self.components.as_mut() {
+            c.refresh(false);
+        }
+        let sys = self.sys.as_ref()?;
+        let cpus = sys.cpus();
+        let freq = (!cpus.is_empty())
+            .then(|| cpus.iter().map(sysinfo::Cpu::frequency).sum::<u64>() / cpus.len() as u64)
+            .filter(|f| *f > 0);
+        // The package sensor where there is one, else the hottest CPU-like sensor.
+        let temp = self
+            .components
+            .iter()
+            .flat_map(|c| c.iter())
+            .filter(|c| {
+                let l = c.label().to_ascii_lowercase();
+                l.contains("package")
+                    || l.contains("tctl")
+                    || l.contains("cpu")
+                    || l.contains("core")
+            })
+            .filter_map(sysinfo::Component::temperature)
+            .map(f64::from)
+            .reduce(f64::max);
+        Some(CpuReading {
+            util_pct: (!cpus.is_empty()).then(|| f64::from(sys.global_cpu_usage())),
+            freq_mhz: freq,
+            temp_c: temp,
+        })
+    }
+}
+
+/// Shared between the thread and readers.
+#[derive(Default)]
+struct Slots {
+    latest: Option<HwSample>,
+    cell: Vec<HwSample>,
+}
+
+/// The running monitor; dropping it stops the thread.
+pub struct HwMonitor {
+    slots: Arc<Mutex<Slots>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl HwMonitor {
+    /// Starts reading every `interval` (about 1 s is right: NVML's utilisation is itself an
+    /// average over its last sample period).
+    pub fn start(interval: Duration) -> Self {
+        let slots = Arc::new(Mutex::new(Slots::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s2, stop2) = (slots.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("hw-monitor".into())
+            .spawn(move || {
+                let gpu = GpuReader::detect();
+                let mut cpu = CpuReader::new();
+                while !stop2.load(Ordering::Relaxed) {
+                    let sample = HwSample {
+                        gpus: gpu.read(),
+                        cpu: cpu.read(),
+                        gpu_source: gpu.name().into(),
+                    };
+                    if let Ok(mut s) = s2.lock() {
+                        s.cell.push(sample.clone());
+                        s.latest = Some(sample);
+                    }
+                    // Sleep in short steps so a stop is seen quickly.
+                    let mut slept = Duration::ZERO;
+                    while slept < interval && !stop2.load(Ordering::Relaxed) {
+                        let step = Duration::from_millis(50).min(interval - slept);
+                        std::thread::sleep(step);
+                        slept += step;
+                    }
+                }
+            })
+            .ok();
+        HwMonitor {
+            slots,
+            stop,
+            thread,
+        }
+    }
+
+    /// The latest reading (`None` before the first, or if the thread could not start).
+    pub fn latest(&self) -> Option<HwSample> {
+        self.slots.lock().ok().and_then(|s| s.latest.clone())
+    }
+
+    /// A cell starts: its summary covers samples from now.
+    pub fn begin_cell(&self) {
+        if let Ok(mut s) = self.slots.lock() {
+            s.cell.clear();
+        }
+    }
+
+    /// A cell ended: the summary of its samples.
+    pub fn end_cell(&self) -> Option<HwSummary> {
+        let samples = self
+            .slots
+            .lock()
+            .ok()
+            .map(|mut s| std::mem::take(&mut s.cell))?;
+        HwSummary::from_samples(&samples)
+    }
+}
+
+impl Drop for HwMonitor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On any machine (GPU or not) the monitor reads the CPU and summarises a cell.
+    #[test]
+    fn reads_this_machine_and_summarises_a_cell() {
+        let m = HwMonitor::start(Duration::from_millis(100));
+        m.begin_cell();
+        let t0 = std::time::Instant::now();
+        while m.latest().is_none() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let s = m.latest().expect("a sample within 10 s");
+        assert!(s.cpu.is_some());
+        assert!(["nvml", "nvidia-smi", "none"].contains(&s.gpu_source.as_str()));
+        let sum = m.end_cell().expect("a summary");
+        assert!(sum.samples >= 1);
+        assert!(
+            sum.cpu_util_pct_mean
+                .is_some_and(|u| (0.0..=100.0).contains(&u))
+        );
+    }
+}
