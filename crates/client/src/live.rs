@@ -98,9 +98,9 @@ impl LiveWindow {
         self.errors.load(Ordering::Relaxed)
     }
 
-    /// The readiness judge decided (the window opens now, unless `by` is an error).
-    pub fn open(&self, by: ReadinessBy) {
-        let _ = self.opened.set((Instant::now(), by));
+    /// The readiness judge decided at `at` (the window opens then, unless `by` is an error).
+    pub fn open(&self, by: ReadinessBy, at: Instant) {
+        let _ = self.opened.set((at, by));
     }
 
     /// When the ramp ended and why.
@@ -108,9 +108,9 @@ impl LiveWindow {
         self.opened.get().copied()
     }
 
-    /// The window closed (its end or its failure).
-    pub fn close(&self) {
-        let _ = self.closed.set(Instant::now());
+    /// The window closed at `at` (its end or its failure).
+    pub fn close(&self, at: Instant) {
+        let _ = self.closed.set(at);
     }
 
     /// When the window closed.
@@ -118,10 +118,10 @@ impl LiveWindow {
         self.closed.get().copied()
     }
 
-    /// Records a gauge sample (a few per second, never per chunk).
-    pub fn set_gauges(&self, g: Gauges) {
+    /// Records a gauge sample read at `at` (a few per second, never per chunk).
+    pub fn set_gauges(&self, g: Gauges, at: Instant) {
         if let Ok(mut slot) = self.gauges.lock() {
-            *slot = Some((Instant::now(), g));
+            *slot = Some((at, g));
         }
     }
 
@@ -151,13 +151,16 @@ mod tests {
         w.request_ended(true);
         assert_eq!(w.ended(), (2, 1));
         assert_eq!(w.opened(), None);
-        w.open(ReadinessBy::FirstTokens);
-        w.open(ReadinessBy::Timeout);
+        w.open(ReadinessBy::FirstTokens, Instant::now());
+        w.open(ReadinessBy::Timeout, Instant::now());
         assert_eq!(w.opened().map(|o| o.1), Some(ReadinessBy::FirstTokens));
-        w.set_gauges(Gauges {
-            running: Some(3.0),
-            ..Default::default()
-        });
+        w.set_gauges(
+            Gauges {
+                running: Some(3.0),
+                ..Default::default()
+            },
+            Instant::now(),
+        );
         assert_eq!(w.gauges().and_then(|g| g.1.running), Some(3.0));
     }
 }

@@ -218,7 +218,7 @@ async fn await_readiness(
             // A failed gauge read is no observation of the queue: the judge waits for the next
             // (or for its limit), never opens on it.
             engine.gauges().await.ok().and_then(|g| {
-                streams.live.set_gauges(g);
+                streams.live.set_gauges(g, std::time::Instant::now());
                 g.running.zip(g.waiting)
             })
         } else {
@@ -231,7 +231,7 @@ async fn await_readiness(
             gauges,
         };
         if let Some(opened) = judge.observe(o) {
-            streams.live.open(opened.by);
+            streams.live.open(opened.by, std::time::Instant::now());
             break Some(opened.by);
         }
         tokio::select! {
@@ -286,7 +286,7 @@ async fn sample_window(
         }
         if now >= next_sample {
             if let Ok(g) = engine.gauges().await {
-                live.set_gauges(g);
+                live.set_gauges(g, std::time::Instant::now());
                 queue.samples += 1;
                 if let Some(w) = g.waiting {
                     waiting_sum += w;
@@ -380,7 +380,7 @@ pub async fn run_window(
         interrupted = i;
     }
     let w_end = Instant::now();
-    streams.live.close();
+    streams.live.close(w_end.into_std());
     // The counter is read before the open requests are cancelled. llama.cpp adds a request's
     // tokens to its counter only when the request's slot is released, and a cancellation
     // releases it: read after the cancel, the delta would count (or, racing with the

@@ -210,9 +210,10 @@ fn live_lines(l: &LiveFigures) -> Vec<Line<'static>> {
     vec![
         Line::from(vec![Span::raw("live "), Span::styled(rate_text, bold())]),
         Line::from(format!(
-            "streams with a token {}/{} · requests ended {} · errors {}",
-            l.streams_with_token, l.concurrency, l.ended, l.errors
+            "streams with a token {}/{}",
+            l.streams_with_token, l.concurrency
         )),
+        Line::from(format!("requests ended {} · errors {}", l.ended, l.errors)),
     ]
 }
 
@@ -291,21 +292,20 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
         let total: u64 = s.gpus.iter().filter_map(|g| g.vram_total_bytes).sum();
         let rx: f64 = s.gpus.iter().filter_map(|g| g.pcie_rx_bytes_per_s).sum();
         let tx: f64 = s.gpus.iter().filter_map(|g| g.pcie_tx_bytes_per_s).sum();
-        let mut all = format!(
-            "{} GPU · {util:.0}% · {:.0}/{:.0} GiB · {power:.0}/{limit:.0} W",
-            s.gpus.len(),
-            gib(used),
-            gib(total)
-        );
+        v.push(Line::from(format!(
+            "{} GPU · {util:.0}% · {power:.0}/{limit:.0} W",
+            s.gpus.len()
+        )));
+        let mut mem = format!("VRAM {:.0}/{:.0} GiB", gib(used), gib(total));
         if s.gpus.iter().any(|g| g.pcie_rx_bytes_per_s.is_some()) {
-            all.push_str(&format!(
+            mem.push_str(&format!(
                 " · PCIe rx {:.1} tx {:.1} MB/s",
                 rx / 1e6,
                 tx / 1e6
             ));
         }
-        v.push(Line::from(all));
-        let per_gpu = rows.saturating_sub(1 + usize::from(cpu.is_some()));
+        v.push(Line::from(mem));
+        let per_gpu = rows.saturating_sub(2 + usize::from(cpu.is_some()));
         for g in s.gpus.iter().take(per_gpu) {
             let opt =
                 |x: Option<f64>, unit: &str| x.map_or("–".into(), |x| format!("{x:.0}{unit}"));
@@ -325,7 +325,13 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
     }
     if rows <= 1 {
         // Compact: one line for all.
-        let mut one: Vec<Span> = v.into_iter().take(1).flat_map(|l| l.spans).collect();
+        let mut one: Vec<Span> = Vec::new();
+        for (i, l) in v.into_iter().take(2).enumerate() {
+            if i > 0 {
+                one.push(Span::raw(" · "));
+            }
+            one.extend(l.spans);
+        }
         if let Some(c) = cpu {
             one.push(Span::raw(format!(" · {c}")));
         }
@@ -366,6 +372,10 @@ fn status_style(s: CellStatus) -> Style {
         CellStatus::Failed => Style::new().fg(Color::Red),
         CellStatus::OverCapacity | CellStatus::NotRun => dim(),
     }
+}
+
+fn planned_over_capacity(d: &Dashboard, key: CellKey) -> bool {
+    d.plan.cells.iter().any(|c| c.key == key && c.over_capacity)
 }
 
 fn running(d: &Dashboard, key: CellKey) -> bool {
@@ -457,6 +467,8 @@ fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
                 }
                 Some(r) => (short_status(r), status_style(r.status)),
                 None if running(d, key) => ("…".into(), Style::new().fg(Color::Cyan)),
+                // A prediction, known from the plan before the row is written.
+                None if planned_over_capacity(d, key) => ("over cap".into(), dim()),
                 None => ("·".into(), dim()),
             };
             let text: String = text.chars().take(col.saturating_sub(1)).collect();

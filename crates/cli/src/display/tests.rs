@@ -1,1 +1,313 @@
+//! Snapshots of the dashboard at fixed states (ratatui's `TestBackend`, insta): prefill
+//! running, a window half done, a queued cell, a narrow terminal, no GPU, eight GPUs. Every
+//! state is built from the events the driver sends and a fixed clock, so a snapshot changes
+//! only when the drawing does.
 
+use super::draw::draw;
+use super::view::Dashboard;
+use llmib_client::driver::ProgressEvent;
+use llmib_client::engine::Gauges;
+use llmib_client::live::LiveWindow;
+use llmib_core::cell::{CellResult, CellStatus, Phase, QueueObservation};
+use llmib_core::hw::{CpuReading, GpuReading, HwSample};
+use llmib_core::meta::{EngineInfo, HardwareInfo, ModelInfo, Sourced};
+use llmib_core::plan::{Plan, Settings};
+use llmib_core::readiness::ReadinessBy;
+use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
+use llmib_core::size::ContextSpec;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn info() -> RunInfo {
+    let settings = Settings {
+        contexts: [8192u64, 32768, 131072].map(ContextSpec::Tokens).to_vec(),
+        concurrency: vec![1, 4, 16, 64],
+        duration_s: 30.0,
+        ..Settings::default()
+    };
+    let plan = Plan::build(settings, Some(262_144), Some(1_000_000));
+    RunInfo {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo::current(),
+        state: RunState::Running,
+        started_at: "2026-12-03T12:00:00Z".into(),
+        finished_at: None,
+        url: "http://127.0.0.1:8000".into(),
+        engine: EngineInfo {
+            name: Some("sglang".into()),
+            version: Some("0.5.6\u{1b}[31m".into()),
+            kv_capacity_tokens: Some(Sourced {
+                value: 1_000_000,
+                source: "/get_server_info max_total_num_tokens".into(),
+            }),
+            ..Default::default()
+        },
+        model: ModelInfo {
+            served_model: "zai-org/GLM-5.3-Flash".into(),
+            ..Default::default()
+        },
+        hardware: HardwareInfo::default(),
+        launch_command: None,
+        launch_command_source: None,
+        plan,
+        notes: vec![],
+    }
+}
+
+fn row(phase: Phase, ctx: u64, n: u32, status: CellStatus, tok_s: f64) -> CellResult {
+    let label = format!("{}K", ctx / 1024);
+    let mut r = CellResult::empty(phase, ctx, &label, n, status);
+    if status.has_figures() {
+        match phase {
+            Phase::Prefill => {
+                r.prompt_tok_per_s = Some(tok_s);
+                r.ttft_ms_p50 = Some(ctx as f64 / tok_s * 1000.0);
+            }
+            Phase::Decode => {
+                r.total_tok_per_s = Some(tok_s);
+                r.ttft_ms_p50 = Some(120.0);
+                r.tbt_ms_p50 = Some(5.2);
+                r.measured_s = Some(30.0);
+            }
+        }
+    }
+    r
+}
+
+fn gpus(n: u32) -> HwSample {
+    HwSample {
+        gpus: (0..n)
+            .map(|i| GpuReading {
+                index: i,
+                name: Some("NVIDIA H200".into()),
+                util_pct: Some(97.0 - f64::from(i)),
+                mem_util_pct: Some(41.0),
+                vram_used_bytes: Some(128 << 30),
+                vram_total_bytes: Some(140 << 30),
+                power_w: Some(612.0),
+                power_limit_w: Some(700.0),
+                temp_c: Some(61.0),
+                sm_clock_mhz: Some(1980),
+                mem_clock_mhz: Some(3201),
+                pcie_rx_bytes_per_s: Some(2.1e6),
+                pcie_tx_bytes_per_s: Some(1.8e6),
+            })
+            .collect(),
+        cpu: Some(CpuReading {
+            util_pct: Some(12.0),
+            freq_mhz: Some(3100),
+            temp_c: Some(48.0),
+        }),
+        gpu_source: "nvml".into(),
+    }
+}
+
+fn no_gpu() -> HwSample {
+    HwSample {
+        gpus: vec![],
+        cpu: Some(CpuReading {
+            util_pct: Some(35.0),
+            freq_mhz: None,
+            temp_c: None,
+        }),
+        gpu_source: "none".into(),
+    }
+}
+
+fn render(d: &Dashboard, hw: Option<&HwSample>, now: Instant, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    t.draw(|f| draw(f, d, hw, now)).expect("draw");
+    format!("{}", t.backend())
+}
+
+/// The run after its 8K context: prefill and N = 1, 4 done, the 32K prefill running.
+fn after_first_context(t0: Instant) -> Dashboard {
+    let info = info();
+    let mut d = Dashboard::new(&info, vec![], t0);
+    let mut at = t0;
+    for r in [
+        row(Phase::Prefill, 8192, 1, CellStatus::Valid, 9232.0),
+        row(Phase::Decode, 8192, 1, CellStatus::Valid, 190.7),
+        row(Phase::Decode, 8192, 4, CellStatus::Valid, 389.2),
+        row(Phase::Decode, 8192, 16, CellStatus::Valid, 948.2),
+        row(Phase::Decode, 8192, 64, CellStatus::Failed, 0.0),
+    ] {
+        let cell = info
+            .plan
+            .cells
+            .iter()
+            .find(|c| c.key == r.key())
+            .cloned()
+            .expect("planned");
+        d.apply(
+            &ProgressEvent::CellStarted {
+                index: 0,
+                total: info.plan.cells.len(),
+                cell,
+            },
+            at,
+        );
+        at += Duration::from_secs(32);
+        let mut r = r;
+        if r.status == CellStatus::Failed {
+            r.first_error = Some("HTTP 503: The request queue is full.".into());
+        }
+        d.apply(&ProgressEvent::CellDone(Box::new(r)), at);
+    }
+    d
+}
+
+fn start(d: &mut Dashboard, ctx: u64, phase: Phase, n: u32, index: usize, at: Instant) {
+    let cell = d
+        .plan
+        .cells
+        .iter()
+        .find(|c| c.key.context_tokens == ctx && c.key.phase == phase && c.key.concurrency == n)
+        .cloned()
+        .expect("planned");
+    let total = d.plan.cells.len();
+    d.apply(&ProgressEvent::CellStarted { index, total, cell }, at);
+}
+
+#[test]
+fn prefill_running() {
+    let t0 = Instant::now();
+    let mut d = after_first_context(t0);
+    let at = t0 + Duration::from_secs(160);
+    start(&mut d, 32768, Phase::Prefill, 1, 5, at);
+    d.apply(&ProgressEvent::Phase("prefill"), at);
+    insta::assert_snapshot!(render(
+        &d,
+        Some(&gpus(2)),
+        at + Duration::from_secs(3),
+        120,
+        36
+    ));
+}
+
+/// A window half done, with live figures from the window's atomics and gauges.
+fn window_half_done(t0: Instant) -> (Dashboard, Instant) {
+    let mut d = after_first_context(t0);
+    let at = t0 + Duration::from_secs(200);
+    start(&mut d, 32768, Phase::Prefill, 1, 5, at);
+    d.apply(
+        &ProgressEvent::CellDone(Box::new(row(
+            Phase::Prefill,
+            32768,
+            1,
+            CellStatus::Valid,
+            10_700.0,
+        ))),
+        at + Duration::from_secs(3),
+    );
+    start(
+        &mut d,
+        32768,
+        Phase::Decode,
+        4,
+        7,
+        at + Duration::from_secs(3),
+    );
+    let live = Arc::new(LiveWindow::new(4, Duration::from_secs(30), true));
+    d.apply(
+        &ProgressEvent::WindowLive(live.clone()),
+        at + Duration::from_secs(4),
+    );
+    for i in 0..4 {
+        live.stream(i)
+            .expect("stream")
+            .first_token
+            .store(true, Ordering::Relaxed);
+    }
+    let opened = at + Duration::from_millis(5500);
+    live.open(ReadinessBy::GaugesAndFirstTokens, opened);
+    live.set_gauges(
+        Gauges {
+            running: Some(4.0),
+            waiting: Some(0.0),
+            generation_tokens_total: Some(1000.0),
+            kv_usage: Some(0.41),
+            spec_accept_rate: Some(0.55),
+            spec_accept_length: Some(1.55),
+            ..Default::default()
+        },
+        opened,
+    );
+    // Ticks every 250 ms for 15 s at 400 tok/s.
+    for k in 0..=60u32 {
+        let now = opened + Duration::from_millis(250 * u64::from(k));
+        live.stream(0)
+            .expect("stream")
+            .tokens
+            .store(u64::from(k) * 100, Ordering::Relaxed);
+        d.tick(now);
+    }
+    (d, opened + Duration::from_secs(15))
+}
+
+#[test]
+fn window_half_done_wide() {
+    let t0 = Instant::now();
+    let (d, now) = window_half_done(t0);
+    insta::assert_snapshot!(render(&d, Some(&gpus(8)), now, 140, 40));
+}
+
+#[test]
+fn narrow_terminal() {
+    let t0 = Instant::now();
+    let (d, now) = window_half_done(t0);
+    insta::assert_snapshot!(render(&d, Some(&gpus(2)), now, 80, 24));
+}
+
+#[test]
+fn no_gpu_visible() {
+    let t0 = Instant::now();
+    let (d, now) = window_half_done(t0);
+    let s = render(&d, Some(&no_gpu()), now, 120, 36);
+    assert!(s.contains("no GPU visible"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+#[test]
+fn a_queued_cell_shows_what_the_server_ran() {
+    let t0 = Instant::now();
+    let mut d = after_first_context(t0);
+    let mut q = row(Phase::Decode, 32768, 16, CellStatus::RequestsQueued, 412.6);
+    q.queue = Some(QueueObservation {
+        mean_waiting: Some(4.2),
+        ..Default::default()
+    });
+    d.apply(
+        &ProgressEvent::CellDone(Box::new(q)),
+        t0 + Duration::from_secs(300),
+    );
+    let s = render(&d, None, t0 + Duration::from_secs(301), 120, 36);
+    assert!(s.contains("(12/16)*"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+/// Server strings are sanitised on the way in: an escape in the version never reaches the
+/// terminal.
+#[test]
+fn server_strings_are_sanitised() {
+    let d = Dashboard::new(&info(), vec![], Instant::now());
+    assert!(!d.header.engine.contains('\u{1b}'));
+    assert!(d.header.engine.contains("0.5.6?[31m"));
+}
+
+#[test]
+fn the_eta_shrinks_as_cells_finish_and_learns_the_prefill_rate() {
+    let t0 = Instant::now();
+    let fresh = Dashboard::new(&info(), vec![], t0);
+    let later = after_first_context(t0);
+    assert!(
+        later.eta_s() < fresh.eta_s(),
+        "{} !< {}",
+        later.eta_s(),
+        fresh.eta_s()
+    );
+    assert_eq!(later.progress(), (5, fresh.plan.cells.len()));
+}
