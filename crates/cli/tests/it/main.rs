@@ -2,6 +2,7 @@
 //! Each module is one suite; they share helpers from `common`.
 
 mod common;
+mod dashboard;
 mod emission;
 mod faults;
 mod highconc;

@@ -1,0 +1,148 @@
+//! The dashboard end to end, in a real pseudo-terminal: `demo` draws it, the matrix fills in,
+//! `q` stops the run with exit 130 and the results kept, and the terminal is given back
+//! (alternate screen left, cursor shown). Without a terminal (`| cat`) the same run prints
+//! plain lines; `--display json` prints one parseable event per line.
+
+use crate::common::*;
+use expectrl::{Expect, Session};
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+/// Whether `needle` occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Reads the pty into `screen` (and `raw`) until `done` holds for the screen's text, the child
+/// closes the pty, or 60 s pass; returns whether `done` held.
+fn read_until(
+    p: &mut expectrl::session::OsSession,
+    screen: &mut vt100::Parser,
+    raw: &mut Vec<u8>,
+    done: impl Fn(&str) -> bool,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut buf = [0u8; 8192];
+    while Instant::now() < deadline {
+        match p.try_read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                screen.process(&buf[..n]);
+                raw.extend_from_slice(&buf[..n]);
+                if done(&screen.screen().contents()) {
+                    return true;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // EIO: the child exited and the pty closed.
+            Err(_) => return false,
+        }
+    }
+    let _ = p.read(&mut buf);
+    false
+}
+
+#[test]
+fn the_dashboard_fills_in_and_q_stops_with_the_results_kept() {
+    let _serial = timing_lock();
+    let dir = out_dir("dashboard-pty");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["demo", "--contexts", "128,256", "--concurrency", "1,2"])
+        .args(["--duration", "2s", "--format", "none", "--output"])
+        .arg(&dir)
+        .env("TERM", "xterm-256color")
+        .env_remove("OPENAI_API_KEY");
+    let mut p = Session::spawn(cmd).expect("spawn in a pty");
+    p.get_process_mut()
+        .set_window_size(120, 40)
+        .expect("window size");
+    // The screen as a terminal would show it: ratatui writes only what changed, with cursor
+    // moves between, so the raw bytes cannot be searched for text.
+    let size = |n: u16| std::num::NonZeroU16::new(n).expect("non-zero");
+    let mut screen = vt100::Parser::new(size(40), size(120), 0);
+    let mut raw: Vec<u8> = Vec::new();
+    let filled = read_until(&mut p, &mut screen, &mut raw, |s| {
+        s.contains("Sustained decode") && s.contains("decode 128 × 1: Valid")
+    });
+    assert!(
+        filled,
+        "the matrix fills in on screen:\n{}",
+        screen.screen().contents()
+    );
+    assert!(
+        find(&raw, b"\x1b[?1049h"),
+        "the dashboard takes the alternate screen"
+    );
+    let drawn = raw.len();
+    p.send("q").expect("send q");
+    read_until(&mut p, &mut screen, &mut raw, |_| false);
+    let after = &raw[drawn..];
+    assert!(find(after, b"\x1b[?1049l"), "the alternate screen is left");
+    assert!(find(after, b"\x1b[?25h"), "the cursor is shown again");
+    let status = p.get_process().wait().expect("exit status");
+    assert!(
+        format!("{status:?}").contains(", 130)"),
+        "q exits 130: {status:?}"
+    );
+    let rows = cells(&dir);
+    assert!(
+        rows.iter().any(|r| r["status"] == "valid"),
+        "what was measured is kept: {rows:?}"
+    );
+    assert_eq!(run_json(&dir)["state"], "interrupted");
+}
+
+#[test]
+fn without_a_terminal_lines_and_json_events() {
+    let _serial = timing_lock();
+    for display in ["plain", "json"] {
+        let dir = out_dir(&format!("dashboard-{display}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let d = dir.to_str().unwrap_or_default();
+        let mut args = vec![
+            "demo",
+            "--contexts",
+            "128",
+            "--concurrency",
+            "2",
+            "--duration",
+            "1s",
+            "--format",
+            "none",
+            "--output",
+            d,
+        ];
+        if display == "json" {
+            args.extend(["--display", "json"]);
+        }
+        // No --display: stdout is a pipe, so lines.
+        let o = run_bin(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(!out.contains("\u{1b}[?1049h"), "no dashboard on a pipe");
+        if display == "plain" {
+            assert!(out.contains("[2/2] decode 128 × 2"), "{out}");
+            assert!(out.contains("window closed after"), "{out}");
+        } else {
+            let events: Vec<serde_json::Value> = out
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .collect();
+            let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+            for k in [
+                "cell_started",
+                "phase",
+                "streams_started",
+                "window",
+                "cell_done",
+            ] {
+                assert!(kinds.contains(&k), "{k} in {kinds:?}");
+            }
+            let done = events.iter().filter(|e| e["event"] == "cell_done").count();
+            assert_eq!(done, 2, "one cell_done per cell");
+        }
+    }
+}
