@@ -300,6 +300,7 @@ impl Exporter for HtmlExporter {
             matrix => ser(heat_matrix(report)),
             legend => ser(legend(&report.statuses_present())),
             table => ser(Table::measurements(report, &Column::ALL)),
+            hardware => ser(Table::hardware(report)),
             notes => ser(report.notes()),
             generator => ser(generator()),
             css => Value::from_safe_string(CSS.to_string()),

@@ -156,6 +156,20 @@ impl Exporter for MarkdownExporter {
         for line in report.legend() {
             let _ = writeln!(out, "- {}", escape(&line));
         }
+        if let Some(t) = Table::hardware(report) {
+            let _ = writeln!(out, "\n## Hardware during each cell\n");
+            let _ = writeln!(
+                out,
+                "This machine's GPUs and CPU while each cell ran (the server runs here). GPU \
+                 utilisation is the mean over GPUs; power, VRAM and PCIe are summed over GPUs.\n"
+            );
+            let rows: Vec<Vec<String>> = t
+                .rows
+                .iter()
+                .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
+                .collect();
+            pipe_table(&mut out, &t.columns, &t.numeric, &rows);
+        }
         let notes = report.notes();
         if !notes.is_empty() {
             let _ = writeln!(out, "\n### Notes\n");

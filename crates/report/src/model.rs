@@ -426,6 +426,32 @@ mod tests {
     }
 
     #[test]
+    fn a_hardware_summary_gets_its_table_in_markdown_and_html() {
+        let mut run = golden();
+        assert!(crate::table::Table::hardware(&Report::from_loaded(run.clone())).is_none());
+        run.cells[1].hardware = Some(llmib_core::hw::HwSummary {
+            samples: 30,
+            gpus: 8,
+            source: "nvml".into(),
+            gpu_util_pct_mean: Some(93.4),
+            gpu_util_pct_max: Some(99.0),
+            power_w_mean: Some(4321.0),
+            vram_used_bytes_max: Some(3 << 40),
+            ..Default::default()
+        });
+        let r = Report::from_loaded(run);
+        let md = crate::Format::Markdown
+            .exporter()
+            .render(&r)
+            .expect("markdown");
+        assert!(md.contains("## Hardware during each cell"), "{md}");
+        assert!(md.contains("| 93% | 99% | 4321 W |"), "{md}");
+        let html = crate::Format::Html.exporter().render(&r).expect("html");
+        assert!(html.contains("id=\"hardware-table\""));
+        assert!(html.contains("3,072.0 GiB"));
+    }
+
+    #[test]
     fn planned_cells_without_a_row_show_as_not_run() {
         let mut run = golden();
         run.cells.retain(|c| c.context_label != "512K");

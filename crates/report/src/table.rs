@@ -219,6 +219,76 @@ impl Table {
     }
 }
 
+impl Table {
+    /// What this machine's GPUs and CPU did during each cell (rows that have a hardware
+    /// summary); `None` when no row has one (a remote server, or the monitor off).
+    pub fn hardware(report: &Report) -> Option<Table> {
+        let cols = [
+            ("Phase", false),
+            ("Context", false),
+            ("Requests at once", true),
+            ("GPU util mean", true),
+            ("GPU util max", true),
+            ("Power mean", true),
+            ("Power max", true),
+            ("VRAM max", true),
+            ("PCIe rx", true),
+            ("PCIe tx", true),
+            ("CPU util mean", true),
+            ("Samples", true),
+            ("Source", false),
+        ];
+        let pct = |v: Option<f64>| v.map_or(number::NULL.to_string(), |x| format!("{x:.0}%"));
+        let watts = |v: Option<f64>| v.map_or(number::NULL.to_string(), |x| format!("{x:.0} W"));
+        let mbs = |v: Option<f64>| {
+            v.map_or(number::NULL.to_string(), |x| {
+                format!("{} MB/s", number::decimal1(x / 1e6))
+            })
+        };
+        let rows: Vec<TableRow> = report
+            .cells
+            .iter()
+            .filter_map(|c| c.hardware.as_ref().map(|h| (c, h)))
+            .map(|(c, h)| {
+                let texts = [
+                    c.phase.label().to_string(),
+                    Report::context_label(c),
+                    c.concurrency.to_string(),
+                    pct(h.gpu_util_pct_mean),
+                    pct(h.gpu_util_pct_max),
+                    watts(h.power_w_mean),
+                    watts(h.power_w_max),
+                    h.vram_used_bytes_max.map_or(number::NULL.to_string(), |b| {
+                        format!("{} GiB", number::decimal1(b as f64 / f64::from(1u32 << 30)))
+                    }),
+                    mbs(h.pcie_rx_bytes_per_s_mean),
+                    mbs(h.pcie_tx_bytes_per_s_mean),
+                    pct(h.cpu_util_pct_mean),
+                    h.samples.to_string(),
+                    h.source.clone(),
+                ];
+                TableRow {
+                    status: status_key(c),
+                    cells: texts
+                        .into_iter()
+                        .zip(cols)
+                        .map(|(text, (_, numeric))| TableCell {
+                            sort: text.clone(),
+                            text,
+                            numeric,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        (!rows.is_empty()).then(|| Table {
+            columns: cols.iter().map(|(t, _)| t.to_string()).collect(),
+            numeric: cols.iter().map(|(_, n)| *n).collect(),
+            rows,
+        })
+    }
+}
+
 /// The text of one decode matrix cell, as lines: `190.7` / `122 ms TTFT`; a queued cell adds
 /// `Requests queued` between them; a cell without figures is its status in words.
 pub fn matrix_cell_lines(c: &CellResult) -> Vec<String> {

@@ -197,3 +197,22 @@ fn the_schema_catches_broken_documents() {
     doc["run"]["duration_s"] = json!("30 s");
     assert!(!errors(&doc).is_empty(), "a number as text");
 }
+
+/// A row's hardware summary, as the driver writes it, validates; a wrong source does not.
+#[test]
+fn a_hardware_summary_validates() {
+    let mut doc = golden_doc();
+    let summary = llmib_core::hw::HwSummary {
+        samples: 30,
+        gpus: 8,
+        source: "nvml".into(),
+        gpu_util_pct_mean: Some(93.4),
+        vram_used_bytes_max: Some(1 << 40),
+        ..Default::default()
+    };
+    doc["cells"][1]["hardware"] = serde_json::to_value(&summary).expect("summary");
+    let errs = errors(&doc);
+    assert!(errs.is_empty(), "{errs:#?}");
+    doc["cells"][1]["hardware"]["source"] = json!("guess");
+    assert!(!errors(&doc).is_empty(), "unknown source");
+}
