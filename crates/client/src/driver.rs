@@ -121,8 +121,9 @@ struct ContextPrompts {
     context: u64,
     prompts: HashMap<u32, BuiltPrompt>,
     warmed: HashSet<u32>,
-    /// Set when prompts cannot be built at this context: every cell here fails with it.
-    error: Option<String>,
+    /// Set when prompts cannot be built at this context (error kind and text): every cell
+    /// here fails with it.
+    error: Option<(&'static str, String)>,
 }
 
 /// Runs the matrix.
@@ -297,7 +298,7 @@ async fn ensure_prompts(
     builder: &mut PromptBuilder,
     cp: &mut ContextPrompts,
     n: u32,
-) -> Result<(), String> {
+) -> Result<(), (&'static str, String)> {
     if let Some(e) = &cp.error {
         return Err(e.clone());
     }
@@ -309,9 +310,15 @@ async fn ensure_prompts(
             Ok(p) => {
                 cp.prompts.insert(i, p);
             }
+            // A server that could not be reached is not a fact about this context: the next
+            // cell tries again (and the run ends if the server is gone).
+            Err(e) if e.kind() == "prompt_connect" => {
+                return Err((e.kind(), e.to_string()));
+            }
             Err(e) => {
-                cp.error = Some(e.to_string());
-                return Err(e.to_string());
+                let err = (e.kind(), e.to_string());
+                cp.error = Some(err.clone());
+                return Err(err);
             }
         }
     }
@@ -351,8 +358,8 @@ async fn prefill_cell(
     cell: &PlannedCell,
 ) -> CellResult {
     m.progress.event(ProgressEvent::Phase("prompt"));
-    if let Err(e) = ensure_prompts(builder, cp, 1).await {
-        return failed_result(cell, "prompt", e);
+    if let Err((kind, e)) = ensure_prompts(builder, cp, 1).await {
+        return failed_result(cell, kind, e);
     }
     let (expected, spec) = match requests_for(m, cp, 0..1, 1, true) {
         Ok(mut v) if !v.is_empty() => (cp.prompts[&0].tokens, v.remove(0).1),
@@ -397,8 +404,8 @@ async fn decode_cell(
     let k = cell.key;
     let n = k.concurrency;
     m.progress.event(ProgressEvent::Phase("prompts"));
-    if let Err(e) = ensure_prompts(builder, cp, n).await {
-        return failed_result(cell, "prompt", e);
+    if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
+        return failed_result(cell, kind, e);
     }
     let warmup_errors = match warm_cold_prompts(m, cp, n).await {
         Ok(e) => e,

@@ -10,7 +10,7 @@
 //! Cost: one tokenize of ~C tokens, one detokenize, one or two verifying tokenizes. For a
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
-use crate::engine::{Engine, PromptInput};
+use crate::engine::{Engine, EngineError, PromptInput};
 use std::sync::Arc;
 
 /// A prompt ready to send.
@@ -37,6 +37,9 @@ pub enum PromptError {
         context: u64,
         /// The cause.
         detail: String,
+        /// The call got no HTTP answer (the server is down or unreachable), rather than an
+        /// answer the tool could not use.
+        transport: bool,
     },
     /// The text could not be made exactly C tokens long and ids are not accepted.
     #[error(
@@ -48,6 +51,19 @@ pub enum PromptError {
         /// The closest count reached.
         closest: u64,
     },
+}
+
+impl PromptError {
+    /// The error kind a row records: `prompt_connect` when the server could not be reached
+    /// (a crash cut the cell: `--resume` measures it again), `prompt` otherwise.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PromptError::Tokenize {
+                transport: true, ..
+            } => "prompt_connect",
+            _ => "prompt",
+        }
+    }
 }
 
 /// Common English words: varied enough that tokenizers behave as on real text, and each a
@@ -230,6 +246,7 @@ impl PromptBuilder {
             .map_err(|e| PromptError::Tokenize {
                 context,
                 detail: e.to_string(),
+                transport: matches!(e, EngineError::Transport(_)),
             })
     }
 
@@ -247,6 +264,7 @@ impl PromptBuilder {
             .map_err(|e| PromptError::Tokenize {
                 context: 0,
                 detail: e.to_string(),
+                transport: matches!(e, EngineError::Transport(_)),
             })?
             .len() as u64;
         let special = if self.engine.prompt_adds_bos() {
@@ -304,6 +322,7 @@ impl PromptBuilder {
                 PromptError::Tokenize {
                     context,
                     detail: e.to_string(),
+                    transport: matches!(e, EngineError::Transport(_)),
                 }
             })?;
             let n = self.tokenize(context, &text).await?.len() as u64;

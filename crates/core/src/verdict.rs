@@ -275,6 +275,7 @@ fn is_transport_error(kind: &str) -> bool {
             | "no_done"
             | "timeout_first_token"
             | "timeout_idle"
+            | "prompt_connect"
     )
 }
 

@@ -423,6 +423,9 @@ fn resume_measures_again_what_was_not_measured() {
     let cut = failed_result(&cell(4), "connect", "connection refused".into());
     let warm_cut = failed_result(&cell(4), "warmup_stream_broken", "broke".into());
     let bad = failed_result(&cell(4), "http_500", "HTTP 500".into());
+    // The crash came while the cell built its prompts (a tokenize call refused).
+    let prompt_cut = failed_result(&cell(4), "prompt_connect", "refused".into());
+    let prompt_bad = failed_result(&cell(4), "prompt", "inexact".into());
     let not_run = bare_result(&cell(4), CellStatus::NotRun, None);
     let valid = bare_result(&cell(4), CellStatus::Valid, None);
     // (row, aborted, --retry-failed, measured again)
@@ -434,6 +437,8 @@ fn resume_measures_again_what_was_not_measured() {
         (&cut, false, false, false),
         (&bad, true, false, false),
         (&bad, false, true, true),
+        (&prompt_cut, true, false, true),
+        (&prompt_bad, true, false, false),
     ];
     for (i, (row, aborted, retry, want)) in cases.into_iter().enumerate() {
         assert_eq!(
