@@ -124,6 +124,12 @@ pub struct RunArgs {
     /// Report formats written at the end (html,md,csv,json; `none` to skip).
     #[arg(long)]
     pub format: Option<String>,
+    /// The endpoint the requests go to: `completions` (`/v1/completions`), `chat`
+    /// (`/v1/chat/completions`, one user message; the chat template's tokens are measured and
+    /// subtracted so prompts stay exact), or `auto`: completions for a detected engine, chat
+    /// for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub api: ApiArg,
     /// What the terminal shows while the run works: `tui` (a full-screen dashboard; the
     /// default on a terminal), `plain` (a line per event; the default otherwise) or `json`
     /// (one JSON event per line, for scripts).
@@ -136,6 +142,31 @@ pub struct RunArgs {
     /// Hardware card set by the caller (the demo's simulator); not a flag.
     #[arg(skip)]
     pub hardware_info: Option<llmib_core::meta::HardwareInfo>,
+}
+
+/// `--api`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApiArg {
+    /// Completions for a detected engine, chat for an unknown endpoint.
+    #[default]
+    Auto,
+    /// `/v1/completions`.
+    Completions,
+    /// `/v1/chat/completions`.
+    Chat,
+}
+
+impl ApiArg {
+    /// The endpoint for a server detected as `kind`.
+    pub fn resolve(self, kind: EngineKind) -> llmib_core::plan::Api {
+        use llmib_core::plan::Api;
+        match self {
+            ApiArg::Completions => Api::Completions,
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Auto if kind == EngineKind::Generic => Api::Chat,
+            ApiArg::Auto => Api::Completions,
+        }
+    }
 }
 
 /// `--display`.

@@ -265,12 +265,15 @@ fn prepare_resume(
     let mut plan = info.plan.clone();
     plan.settings.prompt_seed = settings.prompt_seed.max(1);
     let model = probe.engine.model().served_model.clone();
+    let mut engine = probe.engine;
+    // The interrupted run's endpoint: its cells and the resumed ones must be comparable.
+    engine.set_api(plan.settings.api);
     Ok(Prepared {
         dir: RunDir::create(dir)?,
         plan,
         info,
         done,
-        engine: Arc::new(probe.engine),
+        engine: Arc::new(engine),
         model,
     })
 }
@@ -282,7 +285,9 @@ fn prepare_new(
     url: &str,
     probe: llmib_client::engine::Probe,
 ) -> Result<Prepared> {
-    let engine = probe.engine;
+    let mut engine = probe.engine;
+    settings.api = args.api.resolve(engine.kind());
+    engine.set_api(settings.api);
     let info_engine = engine.info().clone();
     let context_length = info_engine
         .context_length

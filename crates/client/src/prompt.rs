@@ -11,6 +11,7 @@
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
 use crate::engine::{Engine, EngineError, PromptInput};
+use llmib_core::plan::Api;
 use std::sync::Arc;
 
 /// A prompt ready to send.
@@ -193,6 +194,8 @@ pub struct PromptBuilder {
     tokens_per_word: Option<f64>,
     /// Special tokens the server adds to a string prompt (BOS).
     special: Option<u64>,
+    /// Tokens the chat template adds around the message (chat requests; 0 for completions).
+    template: Option<u64>,
 }
 
 struct Rng(u64);
@@ -216,6 +219,7 @@ impl PromptBuilder {
             seed,
             tokens_per_word: None,
             special: None,
+            template: None,
         }
     }
 
@@ -250,10 +254,29 @@ impl PromptBuilder {
             })
     }
 
-    async fn calibrate(&mut self) -> Result<(f64, u64), PromptError> {
-        if let (Some(r), Some(s)) = (self.tokens_per_word, self.special) {
-            return Ok((r, s));
+    /// Tokens per filler word, special tokens of a string prompt, and the chat template's
+    /// tokens, measured once per run.
+    async fn calibrate(&mut self) -> Result<(f64, u64, u64), PromptError> {
+        if let (Some(r), Some(s), Some(t)) = (self.tokens_per_word, self.special, self.template) {
+            return Ok((r, s, t));
         }
+        let template = match self.engine.api() {
+            Api::Completions => 0,
+            Api::Chat => {
+                // A message that starts as every prompt does (the tag), so the template's
+                // boundary with the message tokenizes as in the real prompts.
+                let mut sample = self.tag(0, u32::MAX, "template-");
+                self.filler(0, u32::MAX, 40, &mut sample);
+                self.engine
+                    .chat_template_tokens(&sample)
+                    .await
+                    .map_err(|e| PromptError::Tokenize {
+                        context: 0,
+                        detail: format!("measuring the chat template: {e}"),
+                        transport: matches!(e, EngineError::Transport(_)),
+                    })?
+            }
+        };
         let mut sample = String::new();
         self.filler(0, u32::MAX, 2000, &mut sample);
         let with = self.tokenize(0, &sample).await?.len() as u64;
@@ -275,7 +298,8 @@ impl PromptBuilder {
         let r = (plain.max(1) as f64) / 2000.0;
         self.tokens_per_word = Some(r);
         self.special = Some(special);
-        Ok((r, special))
+        self.template = Some(template);
+        Ok((r, special, template))
     }
 
     /// Builds the prompt of exactly `context` tokens for `stream`.
@@ -283,9 +307,20 @@ impl PromptBuilder {
         if !self.engine.has_tokenizer() {
             return Err(PromptError::NoTokenizer);
         }
-        let (per_word, special) = self.calibrate().await?;
+        let (per_word, special, template) = self.calibrate().await?;
+        // What the tokenizer must count for the server to count `context`: a chat message is
+        // the context minus the template's tokens.
+        let target = match context.checked_sub(template) {
+            Some(t) if t > 0 => t,
+            _ => {
+                return Err(PromptError::Inexact {
+                    context,
+                    closest: template,
+                });
+            }
+        };
         let tag = self.tag(context, stream, "");
-        let mut words = (((context as f64) / per_word) * 1.03) as usize + 16;
+        let mut words = (((target as f64) / per_word) * 1.03) as usize + 16;
         // Grow the text until it has at least C tokens.
         let mut ids;
         let mut attempts = 0;
@@ -293,8 +328,8 @@ impl PromptBuilder {
             let mut text = tag.clone();
             self.filler(context, stream, words, &mut text);
             ids = self.tokenize(context, &text).await?;
-            if ids.len() as u64 >= context {
-                if ids.len() as u64 == context {
+            if ids.len() as u64 >= target {
+                if ids.len() as u64 == target {
                     return Ok(BuiltPrompt {
                         input: PromptInput::Text(text),
                         tokens: context,
@@ -306,15 +341,15 @@ impl PromptBuilder {
             if attempts > 6 {
                 return Err(PromptError::Inexact {
                     context,
-                    closest: ids.len() as u64,
+                    closest: ids.len() as u64 + template,
                 });
             }
-            let missing = context - ids.len() as u64;
+            let missing = target - ids.len() as u64;
             words += ((missing as f64 / per_word) * 1.1) as usize + 16;
         }
         // Cut at C tokens: detokenize the content ids (after any BOS) and verify.
         let skip = special as usize;
-        let mut content_len = (context as usize).saturating_sub(skip);
+        let mut content_len = (target as usize).saturating_sub(skip);
         let mut closest = u64::MAX;
         for _ in 0..8 {
             let end = (skip + content_len).min(ids.len());
@@ -326,31 +361,34 @@ impl PromptBuilder {
                 }
             })?;
             let n = self.tokenize(context, &text).await?.len() as u64;
-            if n == context {
+            if n == target {
                 return Ok(BuiltPrompt {
                     input: PromptInput::Text(text),
                     tokens: context,
                 });
             }
-            if n.abs_diff(context) < closest.abs_diff(context) {
+            if n.abs_diff(target) < closest.abs_diff(target) {
                 closest = n;
             }
             // Re-tokenizing a cut text can merge or split at the boundary: step the cut by the
             // difference and try again.
-            let diff = n as i64 - context as i64;
+            let diff = n as i64 - target as i64;
             let next = content_len as i64 - diff;
             if next <= 0 || next as usize == content_len {
                 break;
             }
             content_len = next as usize;
         }
-        if self.engine.info().capabilities.token_id_prompts == Some(true) {
+        if self.engine.takes_token_ids() {
             return Ok(BuiltPrompt {
-                input: PromptInput::Ids(ids[..context as usize].to_vec()),
+                input: PromptInput::Ids(ids[..target as usize].to_vec()),
                 tokens: context,
             });
         }
-        Err(PromptError::Inexact { context, closest })
+        Err(PromptError::Inexact {
+            context,
+            closest: closest.saturating_add(template),
+        })
     }
 
     /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured

@@ -51,6 +51,32 @@ pub struct Settings {
     /// Longest silence between two chunks of a stream once it has produced, seconds.
     #[serde(default = "default_idle_timeout_s")]
     pub idle_timeout_s: f64,
+    /// The endpoint generation requests go to (runs saved before it existed used
+    /// completions).
+    #[serde(default)]
+    pub api: Api,
+}
+
+/// Which OpenAI-style endpoint the requests use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `/v1/completions` with a `prompt`: exact token counts, token-id prompts where taken.
+    #[default]
+    Completions,
+    /// `/v1/chat/completions` with one user message: the server's chat template adds its
+    /// tokens, which the prompt builder measures and subtracts.
+    Chat,
+}
+
+impl Api {
+    /// As a report prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::Completions => "completions",
+            Api::Chat => "chat completions",
+        }
+    }
 }
 
 fn default_first_token_timeout_s() -> f64 {
@@ -75,6 +101,7 @@ impl Default for Settings {
             prompt_seed: 0,
             first_token_timeout_s: default_first_token_timeout_s(),
             idle_timeout_s: default_idle_timeout_s(),
+            api: Api::Completions,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The one integration-test binary of the workspace (one binary keeps CI's link time low).
 //! Each module is one suite; they share helpers from `common`.
 
+mod api;
 mod common;
 mod dashboard;
 mod emission;

@@ -28,6 +28,7 @@ mod tests;
 use std::time::Duration;
 
 use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo};
+use llmib_core::plan::Api;
 use serde::Serialize;
 use serde_json::{Value, json};
 use thiserror::Error;
@@ -191,6 +192,8 @@ pub struct Engine {
     side_timeout: Duration,
     /// The API key the client sends, kept only to redact it from anything written.
     api_key: Option<String>,
+    /// The endpoint generation requests go to.
+    pub(crate) api: Api,
 }
 
 /// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
@@ -250,6 +253,61 @@ impl Engine {
         format!("{}/v1/completions", self.base_url)
     }
 
+    /// Sends generation requests to `api` from now on (set once, before the run starts).
+    pub fn set_api(&mut self, api: Api) {
+        self.api = api;
+    }
+
+    /// The endpoint generation requests go to.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    /// `POST` target of generation requests: completions or chat completions.
+    pub fn generate_url(&self) -> String {
+        match self.api {
+            Api::Completions => self.completions_url(),
+            Api::Chat => format!("{}/v1/chat/completions", self.base_url),
+        }
+    }
+
+    /// Whether a prompt may be sent as token ids: the engine takes them and the requests go
+    /// to completions (a chat message is text).
+    pub fn takes_token_ids(&self) -> bool {
+        self.api == Api::Completions && self.info.capabilities.token_id_prompts == Some(true)
+    }
+
+    /// Tokens the chat template adds around one user message (role markers, BOS, the
+    /// generation prompt): a chat request with `content` and `max_tokens = 1`, its
+    /// `usage.prompt_tokens` minus the message's own tokens. The prompt builder subtracts it
+    /// so that a chat prompt is C tokens by the server's own count; it passes a sample that
+    /// begins as its prompts do, since the template's last token and the message's first may
+    /// merge (llama.cpp's ChatML: `\n[` is one token where `\nReply` is two).
+    pub async fn chat_template_tokens(&self, content: &str) -> Result<u64, EngineError> {
+        let url = format!("{}/v1/chat/completions", self.base_url);
+        let body = json!({
+            "model": self.model.served_model,
+            "messages": [{"role": "user", "content": content}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let v = self.post_json(&url, &body).await?;
+        let total = v
+            .pointer("/usage/prompt_tokens")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| EngineError::Parse {
+                url: url.clone(),
+                detail: "no usage.prompt_tokens in the chat answer".into(),
+            })?;
+        let own = self.tokenize(content, false).await?.len() as u64;
+        total.checked_sub(own).ok_or_else(|| EngineError::Parse {
+            url,
+            detail: format!(
+                "usage.prompt_tokens ({total}) is below the message's own {own} tokens"
+            ),
+        })
+    }
+
     /// Whether the engine has a tokenize endpoint.
     pub fn has_tokenizer(&self) -> bool {
         self.dialect.tokenizer != TokenizerKind::None
@@ -267,7 +325,9 @@ impl Engine {
     /// `tokenize(text, true)` is what the prompt costs. This matters for llama.cpp, whose
     /// `/tokenize` adds no BOS by default while its completion endpoint does.
     pub fn prompt_adds_bos(&self) -> bool {
-        self.has_tokenizer()
+        // A chat message is wrapped by the template, whose tokens (BOS included) are measured
+        // apart (`chat_template_tokens`).
+        self.has_tokenizer() && self.api == Api::Completions
     }
 
     /// Builds a completion request body in the engine's dialect: `ignore_eos: true` where
@@ -284,12 +344,21 @@ impl Engine {
             PromptInput::Text(t) => Value::String(t),
             PromptInput::Ids(ids) => json!(ids),
         };
-        let mut body = json!({
-            "model": model,
-            "prompt": prompt,
-            "max_tokens": max_tokens,
-            "stream": stream,
-        });
+        let mut body = match self.api {
+            Api::Completions => json!({
+                "model": model,
+                "prompt": prompt,
+                "max_tokens": max_tokens,
+                "stream": stream,
+            }),
+            // The prompt builder never makes token ids for chat (`takes_token_ids`).
+            Api::Chat => json!({
+                "model": model,
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": max_tokens,
+                "stream": stream,
+            }),
+        };
         if let Value::Object(m) = &mut body {
             let d = &self.dialect;
             if d.ignore_eos {
@@ -336,7 +405,7 @@ impl Engine {
             self.counting()
         };
         let mut spec = RequestSpec::new(
-            self.completions_url(),
+            self.generate_url(),
             &self.completion_body(model, prompt, max_tokens, true),
             counting,
         )?;

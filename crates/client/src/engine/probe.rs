@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo, Sourced};
+use llmib_core::plan::Api;
 use llmib_core::redact::redact_json;
 use serde_json::Value;
 use thiserror::Error;
@@ -234,6 +235,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             dialect,
             side_timeout: Duration::from_secs(60),
             api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
+            api: Api::Completions,
         },
         served_models,
         notes,
