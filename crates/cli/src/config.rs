@@ -130,6 +130,11 @@ pub struct RunArgs {
     /// for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
     #[arg(long, value_enum, default_value = "auto")]
     pub api: ApiArg,
+    /// How prompts are made C tokens long: `exact` (the server's tokenizer), `estimate` (from
+    /// the server's `usage.prompt_tokens` of probe requests, within 0.5%; for endpoints
+    /// without a tokenizer; contexts show as `≈`), or `auto`: exact where a tokenizer exists.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub token_targeting: TargetingArg,
     /// What the terminal shows while the run works: `tui` (a full-screen dashboard; the
     /// default on a terminal), `plain` (a line per event; the default otherwise) or `json`
     /// (one JSON event per line, for scripts).
@@ -165,6 +170,31 @@ impl ApiArg {
             ApiArg::Chat => Api::Chat,
             ApiArg::Auto if kind == EngineKind::Generic => Api::Chat,
             ApiArg::Auto => Api::Completions,
+        }
+    }
+}
+
+/// `--token-targeting`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetingArg {
+    /// Exact where the server has a tokenizer, estimated otherwise.
+    #[default]
+    Auto,
+    /// With the server's tokenizer.
+    Exact,
+    /// From the server's usage.
+    Estimate,
+}
+
+impl TargetingArg {
+    /// The targeting for a server that has (or lacks) a tokenizer.
+    pub fn resolve(self, has_tokenizer: bool) -> llmib_core::plan::Targeting {
+        use llmib_core::plan::Targeting;
+        match self {
+            TargetingArg::Exact => Targeting::Exact,
+            TargetingArg::Estimate => Targeting::Estimate,
+            TargetingArg::Auto if has_tokenizer => Targeting::Exact,
+            TargetingArg::Auto => Targeting::Estimate,
         }
     }
 }

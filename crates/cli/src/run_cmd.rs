@@ -287,6 +287,7 @@ fn prepare_new(
 ) -> Result<Prepared> {
     let mut engine = probe.engine;
     settings.api = args.api.resolve(engine.kind());
+    settings.token_targeting = args.token_targeting.resolve(engine.has_tokenizer());
     engine.set_api(settings.api);
     let info_engine = engine.info().clone();
     let context_length = info_engine

@@ -14,7 +14,7 @@ use crate::stream::{Counting, RequestSpec, StreamLimits, measure};
 use crate::window::{WindowSpec, into_records, run_window, warm_up};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
-use llmib_core::plan::{Plan, PlannedCell};
+use llmib_core::plan::{Plan, PlannedCell, Targeting, estimate_tolerance};
 use llmib_core::record::Outcome;
 use llmib_core::redact::redact_text;
 use llmib_core::size::duration_from_secs;
@@ -130,7 +130,8 @@ struct ContextPrompts {
 pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     let started = Instant::now();
     let mut st = RunState {
-        builder: PromptBuilder::new(m.engine.clone(), m.plan.settings.prompt_seed),
+        builder: PromptBuilder::new(m.engine.clone(), m.plan.settings.prompt_seed)
+            .with_targeting(m.plan.settings.token_targeting),
         ctx: None,
         hidden_warmup_done: false,
         warm_ttft_ms: HashMap::new(),
@@ -369,7 +370,16 @@ async fn prefill_cell(
     m.progress.event(ProgressEvent::Phase("prefill"));
     let meas = measure(m.engine.client(), &spec, 0, Instant::now(), &m.cancel, None).await;
     cp.warmed.insert(0);
-    prefill_result(cell, &meas.record, expected)
+    prefill_result(cell, &meas.record, expected, prompt_tolerance(m, cell))
+}
+
+/// How far a reported prompt length may be from C: 0 for exact prompts, the estimate's
+/// tolerance otherwise.
+fn prompt_tolerance(m: &MatrixRun<'_>, cell: &PlannedCell) -> u64 {
+    match m.plan.settings.token_targeting {
+        Targeting::Exact => 0,
+        Targeting::Estimate => estimate_tolerance(cell.key.context_tokens),
+    }
 }
 
 /// Sends the prompts the server has not seen yet once (`max_tokens = 1`), so the window's
@@ -472,6 +482,7 @@ async fn decode_cell(
             warm_ttft_ms: warm_ttft_ms.get(&k.context_tokens).copied(),
             warmup_errors,
             expected_prompt_tokens: cp.prompts.get(&0).map_or(k.context_tokens, |p| p.tokens),
+            prompt_tolerance: prompt_tolerance(m, cell),
             count,
             nominal_source: m.engine.counting().nominal_source(),
             server_generation_tokens: w.server_generation_tokens,

@@ -11,7 +11,8 @@
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
 use crate::engine::{Engine, EngineError, PromptInput};
-use llmib_core::plan::Api;
+use llmib_core::plan::{Api, Targeting, estimate_tolerance};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A prompt ready to send.
@@ -28,7 +29,7 @@ pub struct BuiltPrompt {
 pub enum PromptError {
     /// The engine has no tokenizer endpoint.
     #[error(
-        "the server exposes no tokenize endpoint, so exact-length prompts cannot be built; use an engine with /tokenize (vLLM, SGLang, llama.cpp, TGI)"
+        "the server exposes no tokenize endpoint, so exact-length prompts cannot be built; pass --token-targeting estimate (lengths from the server's usage, within 0.5%) or use an engine with /tokenize"
     )]
     NoTokenizer,
     /// Tokenize/detokenize failed.
@@ -196,6 +197,11 @@ pub struct PromptBuilder {
     special: Option<u64>,
     /// Tokens the chat template adds around the message (chat requests; 0 for completions).
     template: Option<u64>,
+    /// Exact (tokenizer) or estimated (server usage) lengths.
+    targeting: Targeting,
+    /// Estimated targeting: filler words that make each context's prompt C tokens by the
+    /// server's count, found once per context and reused for every stream.
+    estimated: HashMap<u64, usize>,
 }
 
 struct Rng(u64);
@@ -220,7 +226,94 @@ impl PromptBuilder {
             tokens_per_word: None,
             special: None,
             template: None,
+            targeting: Targeting::Exact,
+            estimated: HashMap::new(),
         }
+    }
+
+    /// Prompts hit their length this way from now on.
+    pub fn with_targeting(mut self, t: Targeting) -> Self {
+        self.targeting = t;
+        self
+    }
+
+    /// An estimated prompt: the tag, then stream 0's filler, so that the streams of a context
+    /// differ only in the tag (a token or two) while no two share a prefix. A `probe` text has
+    /// a tag of the same shape from another seed: the server's prefix cache must not keep a
+    /// probe for the measured prompt (the prefill scout would time a cache hit).
+    fn estimated_text(&self, context: u64, stream: u32, words: usize, probe: bool) -> String {
+        let seed = if probe { !self.seed } else { self.seed };
+        let mut text = format!("[{seed:016x} C{context} S{stream}] ");
+        self.filler(context, 0, words, &mut text);
+        text
+    }
+
+    /// The server's count of `text` (estimated targeting).
+    async fn server_count(&self, context: u64, text: &str) -> Result<u64, PromptError> {
+        self.engine
+            .prompt_tokens_of(text)
+            .await
+            .map_err(|e| PromptError::Tokenize {
+                context,
+                detail: format!("counting a prompt with the server's usage: {e}"),
+                transport: matches!(e, EngineError::Transport(_)),
+            })
+    }
+
+    /// Estimated targeting: probe requests (`max_tokens = 1`) read the server's count; the word
+    /// count is corrected by secant steps until the count is within
+    /// `llmib_core::plan::estimate_tolerance` of C (exact when it lands). At most 8 probes.
+    async fn build_estimated(
+        &mut self,
+        context: u64,
+        stream: u32,
+    ) -> Result<BuiltPrompt, PromptError> {
+        if let Some(&words) = self.estimated.get(&context) {
+            return Ok(BuiltPrompt {
+                input: PromptInput::Text(self.estimated_text(context, stream, words, false)),
+                tokens: context,
+            });
+        }
+        let tol = estimate_tolerance(context);
+        let c = context as f64;
+        // A first guess of 1.3 tokens per word, then the ratio, then secant steps.
+        let mut w0 = ((c / 1.3) as usize).max(1);
+        let mut p0 = self
+            .server_count(context, &self.estimated_text(context, 0, w0, true))
+            .await?;
+        let mut w1 = w0;
+        let mut p1 = p0;
+        for _ in 0..7 {
+            if p1.abs_diff(context) <= tol {
+                break;
+            }
+            let next = if p1 != p0 && w1 != w0 {
+                let slope = (p1 as f64 - p0 as f64) / (w1 as f64 - w0 as f64);
+                w1 as f64 + (c - p1 as f64) / slope.max(1e-3)
+            } else {
+                w1 as f64 * c / (p1.max(1) as f64)
+            };
+            let next = (next.round() as usize).max(1);
+            if next == w1 {
+                break;
+            }
+            (w0, p0) = (w1, p1);
+            w1 = next;
+            p1 = self
+                .server_count(context, &self.estimated_text(context, 0, w1, true))
+                .await?;
+        }
+        if p1.abs_diff(context) > tol {
+            return Err(PromptError::Inexact {
+                context,
+                closest: p1,
+            });
+        }
+        self.estimated.insert(context, w1);
+        Ok(BuiltPrompt {
+            input: PromptInput::Text(self.estimated_text(context, stream, w1, false)),
+            tokens: context,
+        })
     }
 
     fn tag(&self, context: u64, stream: u32, salt: &str) -> String {
@@ -304,6 +397,9 @@ impl PromptBuilder {
 
     /// Builds the prompt of exactly `context` tokens for `stream`.
     pub async fn build(&mut self, context: u64, stream: u32) -> Result<BuiltPrompt, PromptError> {
+        if self.targeting == Targeting::Estimate {
+            return self.build_estimated(context, stream).await;
+        }
         if !self.engine.has_tokenizer() {
             return Err(PromptError::NoTokenizer);
         }

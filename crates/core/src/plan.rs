@@ -55,7 +55,31 @@ pub struct Settings {
     /// completions).
     #[serde(default)]
     pub api: Api,
+    /// How prompt lengths are hit.
+    #[serde(default)]
+    pub token_targeting: Targeting,
 }
+
+/// How prompts are made C tokens long.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Targeting {
+    /// With the server's tokenizer: exactly C.
+    #[default]
+    Exact,
+    /// Without one (hosted APIs): from the server's `usage.prompt_tokens` of probe requests,
+    /// within [`ESTIMATE_TOLERANCE`] of C. Contexts are labelled `≈`.
+    Estimate,
+}
+
+/// How far an estimated prompt may be from C by the server's count: 0.5 %, and never less
+/// than two tokens (prompts of one context differ by their tag's stream number).
+pub fn estimate_tolerance(context: u64) -> u64 {
+    ((context as f64 * ESTIMATE_TOLERANCE).floor() as u64).max(2)
+}
+
+/// The relative tolerance of [`Targeting::Estimate`].
+pub const ESTIMATE_TOLERANCE: f64 = 0.005;
 
 /// Which OpenAI-style endpoint the requests use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +126,7 @@ impl Default for Settings {
             first_token_timeout_s: default_first_token_timeout_s(),
             idle_timeout_s: default_idle_timeout_s(),
             api: Api::Completions,
+            token_targeting: Targeting::Exact,
         }
     }
 }
@@ -299,8 +324,14 @@ impl Plan {
         context_length: Option<u64>,
         kv_capacity: Option<u64>,
     ) -> Plan {
-        let (contexts, dropped_contexts) =
+        let (mut contexts, dropped_contexts) =
             resolve_contexts(&settings.contexts, context_length, settings.max_output);
+        if settings.token_targeting == Targeting::Estimate {
+            // Every table says the context is approximate.
+            for c in &mut contexts {
+                c.label = format!("≈{}", c.label);
+            }
+        }
         let cells = matrix(
             &contexts,
             &settings.concurrency,

@@ -209,20 +209,22 @@ pub fn queue_wait_threshold_ms(tbt_p50_ms: Option<f64>) -> f64 {
     tbt_p50_ms.unwrap_or(0.0) * 4.0 + 50.0
 }
 
-/// Prompt lengths of `records` checked against the built length.
-pub fn prompt_check(expected: u64, records: &[RequestRecord]) -> PromptCheck {
+/// Prompt lengths of `records` checked against the built length: a request mismatches when
+/// its reported count is more than `tolerance` tokens away (0 for exact prompts; estimated
+/// prompts get `plan::estimate_tolerance`). The largest difference is kept either way.
+pub fn prompt_check(expected: u64, tolerance: u64, records: &[RequestRecord]) -> PromptCheck {
     let mut pc = PromptCheck {
         expected,
         ..Default::default()
     };
     for n in records.iter().filter_map(|r| r.prompt_tokens_reported) {
         pc.checked += 1;
-        if n != expected {
+        let d = n as i64 - expected as i64;
+        if d != 0 && pc.max_diff.is_none_or(|m| d.abs() > m.abs()) {
+            pc.max_diff = Some(d);
+        }
+        if d.unsigned_abs() > tolerance {
             pc.mismatched += 1;
-            let d = n as i64 - expected as i64;
-            if pc.max_diff.is_none_or(|m| d.abs() > m.abs()) {
-                pc.max_diff = Some(d);
-            }
         }
     }
     pc
@@ -336,7 +338,12 @@ pub fn failed_result(cell: &PlannedCell, kind: &str, message: String) -> CellRes
 }
 
 /// The row of a prefill measurement: one request with `max_tokens = 1`.
-pub fn prefill_result(cell: &PlannedCell, record: &RequestRecord, expected: u64) -> CellResult {
+pub fn prefill_result(
+    cell: &PlannedCell,
+    record: &RequestRecord,
+    expected: u64,
+    tolerance: u64,
+) -> CellResult {
     let k = cell.key;
     let mut row = match (&record.outcome, prefill_figures(k.context_tokens, record)) {
         (Outcome::Cancelled, _) => {
@@ -354,7 +361,7 @@ pub fn prefill_result(cell: &PlannedCell, record: &RequestRecord, expected: u64)
             "the prefill request produced no token".into(),
         ),
     };
-    let pc = prompt_check(expected, std::slice::from_ref(record));
+    let pc = prompt_check(expected, tolerance, std::slice::from_ref(record));
     if pc.mismatched > 0 && row.status == CellStatus::Valid {
         let mut errors = ErrorTally::default();
         tally_mismatch(&mut errors, &pc);
@@ -392,6 +399,8 @@ pub struct DecodeObservation<'a> {
     pub warmup_errors: ErrorTally,
     /// Prompt tokens the tool built (C).
     pub expected_prompt_tokens: u64,
+    /// Tokens a reported prompt length may differ by (0: exact prompts).
+    pub prompt_tolerance: u64,
     /// How tokens were counted.
     pub count: CountReport,
     /// The source claimed when no request had a chunk.
@@ -445,7 +454,7 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
         queue.queue_wait_ms = queue_wait_ms(mean, o.window.secs(), arrivals);
         queue_wait = queue.queue_wait_ms.map(|w| (w, threshold));
     }
-    let pc = prompt_check(o.expected_prompt_tokens, o.records);
+    let pc = prompt_check(o.expected_prompt_tokens, o.prompt_tolerance, o.records);
     let mut errors = o.warmup_errors;
     errors.add_records(o.records, "");
     tally_mismatch(&mut errors, &pc);

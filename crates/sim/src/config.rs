@@ -146,6 +146,13 @@ pub struct SimConfig {
     /// Serve `/metrics` (SGLang's `--enable-metrics`). Off: 404, as an engine started without
     /// metrics answers, so clients must work without queue gauges or counters.
     pub metrics_enabled: bool,
+    /// Imitate a hosted API in front of the engine (OpenRouter-, Together-like): only
+    /// `/v1/chat/completions`, `/v1/models` and `/health` are served (no completions, no
+    /// tokenize, no engine info, no metrics), and usage comes only at the end of a stream
+    /// (`continuous_usage_stats` is ignored). A client must target prompt lengths from the
+    /// server's `usage.prompt_tokens` alone.
+    #[serde(default)]
+    pub hosted: bool,
     /// Whether string prompts get a BOS token (counted in `prompt_tokens`).
     pub add_bos: bool,
     /// Per-token probability of a natural EOS after `min_tokens` when `ignore_eos` is off.

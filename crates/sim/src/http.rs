@@ -99,6 +99,14 @@ fn refuse_for_load(cfg: &SimConfig, message: &str) -> Response {
 
 /// The router for one simulated engine.
 pub(crate) fn router(state: Arc<AppState>) -> Router {
+    if state.cfg.hosted {
+        // A gateway exposes the OpenAI surface only.
+        let r = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1/models", get(info::models))
+            .route("/health", get(info::health));
+        return finish_router(r, state);
+    }
     let mut r = Router::new()
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
@@ -125,6 +133,11 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             .route("/ping", get(info::health))
             .route("/reset_prefix_cache", post(info::flush_cache)),
     };
+    finish_router(r, state)
+}
+
+/// The layers every router gets: the API key check and a body limit.
+fn finish_router(r: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
     r.layer(middleware::from_fn_with_state(Arc::clone(&state), auth))
         // A 1M-token prompt is several MB of JSON; real engines accept it, axum's default
         // 2 MB limit would not.

@@ -14,7 +14,7 @@ use crate::SimError;
 use crate::config::{FaultConfig, Flavor, SimConfig, from_table, merge_tables};
 
 /// Names accepted by [`builtin_profile`] (plus `seed:N` for another scale).
-const NAMES: &[&str] = &["tiny", "tiny-vllm", "seed", "seed-vllm"];
+const NAMES: &[&str] = &["tiny", "tiny-vllm", "seed", "seed-vllm", "hosted"];
 
 /// The seed's real context length (1M tokens) and KV capacity placed for its staircase:
 /// 33152 tokens at 1/64 scale, inside the window [33024, 33280) where N×(C+M) > KV flips
@@ -34,6 +34,7 @@ pub fn builtin_profile(name: &str) -> Option<SimConfig> {
         "tiny-vllm" => Some(as_vllm(tiny())),
         "seed" => Some(seed(64)),
         "seed-vllm" => Some(as_vllm(seed(64))),
+        "hosted" => Some(hosted()),
         _ => {
             let scale = name.strip_prefix("seed:")?.parse::<u32>().ok()?;
             (1..=1024).contains(&scale).then(|| seed(scale))
@@ -77,6 +78,18 @@ pub fn profile_from_toml(text: &str) -> Result<SimConfig, SimError> {
 }
 
 /// The `tiny` profile: a 4K-context engine with 1-3 ms steps, for fast tests.
+/// A hosted chat API (the `tiny` engine behind a gateway): chat only, no tokenizer, no engine
+/// info, no metrics, final usage only, and an API key.
+pub(crate) fn hosted() -> SimConfig {
+    SimConfig {
+        model: "sim/hosted".to_string(),
+        hosted: true,
+        metrics_enabled: false,
+        api_key: Some("sk-sim-hosted".to_string()),
+        ..tiny()
+    }
+}
+
 pub(crate) fn tiny() -> SimConfig {
     SimConfig {
         flavor: Flavor::Sglang,
@@ -95,6 +108,7 @@ pub(crate) fn tiny() -> SimConfig {
         serial_prefill: false,
         max_running_requests: None,
         metrics_enabled: true,
+        hosted: false,
         add_bos: true,
         eos_rate: 0.0,
         api_key: None,
@@ -183,6 +197,7 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
         serial_prefill: false,
         max_running_requests: None,
         metrics_enabled: true,
+        hosted: false,
         add_bos: true,
         eos_rate: 0.0,
         api_key: Some("sk-sim-seed".to_string()),

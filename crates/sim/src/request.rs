@@ -232,6 +232,8 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
             so.continuous_usage_stats.unwrap_or(false),
         ),
     };
+    // A hosted gateway reports usage once, at the end.
+    let continuous_usage = continuous_usage && !cfg.hosted;
     Ok(GenRequest {
         kind,
         model,

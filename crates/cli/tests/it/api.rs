@@ -30,3 +30,67 @@ fn chat_completions_are_exact_and_measure_like_completions() {
     }
     assert_close("chat vs completions tok/s", rates[0], rates[1], 5.0);
 }
+
+/// A hosted chat API (simulator profile `hosted`: chat only, no tokenizer, no engine info, no
+/// gauges, final usage only, an API key). A default run picks chat and estimated targeting on
+/// its own, completes, holds every context within 0.5 % by the server's own count, labels the
+/// contexts `≈`, names each row's token-count source, and times a cold prefill (the probes that
+/// found the length share no prefix with the measured prompt).
+#[test]
+fn a_hosted_chat_api_without_a_tokenizer_runs_with_estimated_lengths() {
+    let _serial = timing_lock();
+    let cfg = llmib_sim::builtin_profile("hosted").expect("hosted profile");
+    let (key, prefill_rate) = (
+        cfg.api_key.clone().unwrap_or_default(),
+        cfg.prefill_tok_per_s,
+    );
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-hosted");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "512,2K",
+        "1,4",
+        "1s",
+        "32",
+        &["--api-key", &key],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let settings = &run_json(&dir)["plan"]["settings"];
+    assert_eq!(settings["api"], "chat", "{settings:#}");
+    assert_eq!(settings["token_targeting"], "estimate", "{settings:#}");
+    let rows = cells(&dir);
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    for r in &rows {
+        assert_eq!(r["status"], "valid", "{r:#}");
+        let c = r["context_tokens"].as_u64().unwrap_or(0);
+        assert!(
+            r["context_label"]
+                .as_str()
+                .is_some_and(|l| l.starts_with('≈')),
+            "{r:#}"
+        );
+        let pc = &r["prompt_check"];
+        assert!(pc["checked"].as_u64().unwrap_or(0) >= 1, "{r:#}");
+        assert_eq!(pc["mismatched"], 0, "{r:#}");
+        let off = pc["max_diff"].as_i64().unwrap_or(0).unsigned_abs();
+        assert!(
+            off as f64 <= (c as f64 * 0.005).max(2.0),
+            "{c}: off by {off}"
+        );
+        if r["phase"] == "decode" {
+            assert!(r["token_count_source"].is_string(), "{r:#}");
+        } else {
+            // A cache hit would be several times the simulator's prefill rate.
+            let rate = num(r, "prompt_tok_per_s");
+            assert!(
+                rate < prefill_rate * 1.25,
+                "prefill {c}: {rate} tok/s is not cold"
+            );
+        }
+    }
+    for f in ["run.json", "cells.jsonl"] {
+        let body = std::fs::read_to_string(dir.join(f)).expect("results");
+        assert!(!body.contains(&key), "{f} holds the key");
+    }
+}

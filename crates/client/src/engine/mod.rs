@@ -277,6 +277,36 @@ impl Engine {
         self.api == Api::Completions && self.info.capabilities.token_id_prompts == Some(true)
     }
 
+    /// The server's own count of `text` as a prompt (or as one chat message, template
+    /// included): `usage.prompt_tokens` of a non-streamed request with `max_tokens = 1`. For
+    /// endpoints without a tokenizer; its limit is the first-token default (a long prefill on a
+    /// hosted API takes minutes).
+    pub async fn prompt_tokens_of(&self, text: &str) -> Result<u64, EngineError> {
+        let url = self.generate_url();
+        let body = self.completion_body(
+            &self.model.served_model,
+            PromptInput::Text(text.to_owned()),
+            1,
+            false,
+        );
+        let req = self
+            .client
+            .post(&url)
+            .json(&body)
+            .timeout(Duration::from_secs(600));
+        let text = self.send_text(req, &url).await?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| EngineError::Parse {
+            url: url.clone(),
+            detail: e.to_string(),
+        })?;
+        v.pointer("/usage/prompt_tokens")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| EngineError::Parse {
+                url,
+                detail: "no usage.prompt_tokens in the answer".into(),
+            })
+    }
+
     /// Tokens the chat template adds around one user message (role markers, BOS, the
     /// generation prompt): a chat request with `content` and `max_tokens = 1`, its
     /// `usage.prompt_tokens` minus the message's own tokens. The prompt builder subtracts it

@@ -215,6 +215,7 @@ fn observation<'a>(records: &'a [RequestRecord], readiness: ReadinessBy) -> Deco
         warm_ttft_ms: None,
         warmup_errors: ErrorTally::default(),
         expected_prompt_tokens: 1024,
+        prompt_tolerance: 0,
         count: CountReport {
             source: Some(TokenCountSource::ServerUsagePerChunk),
             tokenize_failures: 0,
@@ -335,7 +336,7 @@ fn prefill_rows() {
             reason: "length".into(),
         },
     );
-    let row = prefill_result(&c, &ok, 1024);
+    let row = prefill_result(&c, &ok, 1024, 0);
     assert_eq!(row.status, CellStatus::Valid);
     assert!((row.prompt_tok_per_s.expect("rate") - 1024.0 / 0.2).abs() < 1e-6);
 
@@ -347,7 +348,7 @@ fn prefill_rows() {
             reason: "length".into(),
         },
     );
-    let row = prefill_result(&c, &off, 1024);
+    let row = prefill_result(&c, &off, 1024, 0);
     assert_eq!(row.status, CellStatus::Failed);
     assert!(
         row.prompt_tok_per_s.is_none(),
@@ -355,6 +356,17 @@ fn prefill_rows() {
     );
     assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
     assert_eq!(row.prompt_check.and_then(|p| p.max_diff), Some(1));
+    // An estimated prompt may be off by the tolerance: Valid, with the difference kept.
+    let row = prefill_result(&c, &off, 1024, 2);
+    assert_eq!(row.status, CellStatus::Valid);
+    let pc = row.prompt_check.expect("check");
+    assert_eq!((pc.mismatched, pc.max_diff), (0, Some(1)));
+    assert_eq!(crate::plan::estimate_tolerance(1024), 5);
+    assert_eq!(
+        crate::plan::estimate_tolerance(100),
+        2,
+        "never under two tokens"
+    );
 
     let none = req(
         0,
@@ -365,11 +377,14 @@ fn prefill_rows() {
         },
     );
     assert_eq!(
-        prefill_result(&c, &none, 1024).errors.get("no_token"),
+        prefill_result(&c, &none, 1024, 0).errors.get("no_token"),
         Some(&1)
     );
     let gone = req(0, &[], None, Outcome::Cancelled);
-    assert_eq!(prefill_result(&c, &gone, 1024).status, CellStatus::NotRun);
+    assert_eq!(
+        prefill_result(&c, &gone, 1024, 0).status,
+        CellStatus::NotRun
+    );
 }
 
 #[test]
