@@ -130,6 +130,10 @@ pub struct RunArgs {
     /// for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
     #[arg(long, value_enum, default_value = "auto")]
     pub api: ApiArg,
+    /// Let requests end at the model's EOS (by default `ignore_eos` keeps every request to
+    /// max-output tokens): the report says so, and rows count the requests that stopped early.
+    #[arg(long)]
+    pub respect_eos: bool,
     /// How prompts are made C tokens long: `exact` (the server's tokenizer), `estimate` (from
     /// the server's `usage.prompt_tokens` of probe requests, within 0.5%; for endpoints
     /// without a tokenizer; contexts show as `≈`), or `auto`: exact where a tokenizer exists.
@@ -340,7 +344,10 @@ impl RunArgs {
 
     /// Validates the matrix settings.
     pub fn settings(&self) -> Result<Settings> {
-        let mut s = Settings::default();
+        let mut s = Settings {
+            respect_eos: self.respect_eos,
+            ..Settings::default()
+        };
         if let Some(c) = &self.contexts {
             s.contexts = parse_context_list(c).context("--contexts")?;
             if s.contexts.is_empty() {

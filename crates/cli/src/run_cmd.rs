@@ -268,6 +268,7 @@ fn prepare_resume(
     let mut engine = probe.engine;
     // The interrupted run's endpoint: its cells and the resumed ones must be comparable.
     engine.set_api(plan.settings.api);
+    engine.set_respect_eos(plan.settings.respect_eos);
     Ok(Prepared {
         dir: RunDir::create(dir)?,
         plan,
@@ -289,6 +290,7 @@ fn prepare_new(
     settings.api = args.api.resolve(engine.kind());
     settings.token_targeting = args.token_targeting.resolve(engine.has_tokenizer());
     engine.set_api(settings.api);
+    engine.set_respect_eos(settings.respect_eos);
     let info_engine = engine.info().clone();
     let context_length = info_engine
         .context_length

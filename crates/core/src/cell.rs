@@ -191,6 +191,10 @@ pub struct CellResult {
     pub started_at: Option<String>,
     /// Wall-clock end (RFC 3339), metadata only.
     pub finished_at: Option<String>,
+    /// Requests of the window that the server finished before `max_tokens` (EOS or a stop
+    /// string; only possible with `--respect-eos`, or a server that ignores `ignore_eos`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_stopped_early: Option<u64>,
     /// What this machine's GPUs and CPU did during the cell, when the server runs here and the
     /// hardware monitor was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,6 +240,7 @@ impl CellResult {
             status_reason: None,
             started_at: None,
             finished_at: None,
+            requests_stopped_early: None,
             hardware: None,
         }
     }

@@ -58,6 +58,10 @@ pub struct Settings {
     /// How prompt lengths are hit.
     #[serde(default)]
     pub token_targeting: Targeting,
+    /// Let requests end at the model's EOS (no `ignore_eos` / `min_tokens`): outputs are as
+    /// long as the model makes them, so the window measures a mix of lengths.
+    #[serde(default)]
+    pub respect_eos: bool,
 }
 
 /// How prompts are made C tokens long.
@@ -127,6 +131,7 @@ impl Default for Settings {
             idle_timeout_s: default_idle_timeout_s(),
             api: Api::Completions,
             token_targeting: Targeting::Exact,
+            respect_eos: false,
         }
     }
 }

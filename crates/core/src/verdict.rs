@@ -483,7 +483,18 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
     row.first_error = errors.first.or(o.fault);
     row.queue = Some(queue);
     row.prompt_check = Some(pc);
+    row.requests_stopped_early = stopped_early(o.records);
     row
+}
+
+/// Requests the server finished for a reason other than the length limit (`stop`: EOS or a
+/// stop string); `None` when there were none.
+pub fn stopped_early(records: &[RequestRecord]) -> Option<u64> {
+    let n = records
+        .iter()
+        .filter(|r| matches!(&r.outcome, Outcome::Finished { reason } if reason != "length"))
+        .count() as u64;
+    (n > 0).then_some(n)
 }
 
 #[cfg(test)]

@@ -408,6 +408,18 @@ impl Report {
                 self.skipped_lines
             ));
         }
+        if self.info.plan.settings.respect_eos {
+            let early = self
+                .cells
+                .iter()
+                .filter(|c| c.requests_stopped_early.is_some())
+                .count();
+            out.push(format!(
+                "Requests could end at the model's EOS (--respect-eos), so outputs are shorter \
+                 than the max output where the model stopped: {early} cell(s) had requests that \
+                 stopped early."
+            ));
+        }
         out.extend(self.info.notes.iter().cloned());
         out
     }

@@ -94,3 +94,35 @@ fn a_hosted_chat_api_without_a_tokenizer_runs_with_estimated_lengths() {
         assert!(!body.contains(&key), "{f} holds the key");
     }
 }
+
+/// `--respect-eos`: no `ignore_eos` is sent, a model that stops early (simulator `eos_rate`)
+/// ends requests before max-output, the rows count them and the report says so. Without the
+/// flag the same server runs every request to the limit.
+#[test]
+fn respect_eos_lets_requests_stop_and_says_so() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.eos_rate = 0.05;
+    let sim = Sim::start(cfg);
+    for respect in [true, false] {
+        let dir = out_dir(&format!("run-eos-{respect}"));
+        let extra: &[&str] = if respect { &["--respect-eos"] } else { &[] };
+        let o = run_small(&sim.url, &dir, "512", "4", "1s", "128", extra);
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(run_json(&dir)["plan"]["settings"]["respect_eos"], respect);
+        let rows = cells(&dir);
+        let d = cell(&rows, "decode", 512, 4);
+        assert_eq!(d["status"], "valid", "{d:#}");
+        let early = d["requests_stopped_early"].as_u64().unwrap_or(0);
+        if respect {
+            assert!(early >= 2, "requests stopped at EOS: {d:#}");
+            let md = llmib_report::render(&dir, llmib_report::Format::Markdown).expect("md");
+            assert!(md.contains("--respect-eos"), "the report says so");
+        } else {
+            assert_eq!(
+                early, 0,
+                "ignore_eos holds every request to max-output: {d:#}"
+            );
+        }
+    }
+}

@@ -194,6 +194,8 @@ pub struct Engine {
     api_key: Option<String>,
     /// The endpoint generation requests go to.
     pub(crate) api: Api,
+    /// Let requests end at EOS (no `ignore_eos` / `min_tokens`).
+    pub(crate) respect_eos: bool,
 }
 
 /// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
@@ -256,6 +258,11 @@ impl Engine {
     /// Sends generation requests to `api` from now on (set once, before the run starts).
     pub fn set_api(&mut self, api: Api) {
         self.api = api;
+    }
+
+    /// Lets requests end at the model's EOS from now on (`--respect-eos`).
+    pub fn set_respect_eos(&mut self, on: bool) {
+        self.respect_eos = on;
     }
 
     /// The endpoint generation requests go to.
@@ -391,7 +398,9 @@ impl Engine {
         };
         if let Value::Object(m) = &mut body {
             let d = &self.dialect;
-            if d.ignore_eos {
+            if self.respect_eos {
+                // The model decides the length; `max_tokens` only caps it.
+            } else if d.ignore_eos {
                 m.insert("ignore_eos".into(), Value::Bool(true));
             } else if d.min_tokens {
                 m.insert("min_tokens".into(), json!(max_tokens));

@@ -236,6 +236,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             side_timeout: Duration::from_secs(60),
             api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
             api: Api::Completions,
+            respect_eos: false,
         },
         served_models,
         notes,

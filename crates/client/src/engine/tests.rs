@@ -542,6 +542,7 @@ fn completion_bodies_per_dialect() {
         side_timeout: Duration::from_secs(1),
         api_key: None,
         api: llmib_core::plan::Api::Completions,
+        respect_eos: false,
     };
     let sg = mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
     assert_eq!(
