@@ -130,6 +130,20 @@ pub struct RunArgs {
     /// for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
     #[arg(long, value_enum, default_value = "auto")]
     pub api: ApiArg,
+    /// Make every decode cell a Burst / E2E cell: R measured requests, at most N in flight,
+    /// timed from the first send to the last end (the sustained matrix is not run).
+    #[arg(long, value_name = "R")]
+    pub request_count: Option<u32>,
+    /// Requests sent before each burst and left out of its figures.
+    #[arg(long, value_name = "W")]
+    pub warmup_request_count: Option<u32>,
+    /// Add a Burst / E2E matrix after the sustained one (N × `--burst-requests-per-concurrency`
+    /// requests per cell, or `--request-count`).
+    #[arg(long)]
+    pub run_burst: bool,
+    /// Measured requests per unit of N in a burst (default 5).
+    #[arg(long, value_name = "K")]
+    pub burst_requests_per_concurrency: Option<u32>,
     /// Let requests end at the model's EOS (by default `ignore_eos` keeps every request to
     /// max-output tokens): the report says so, and rows count the requests that stopped early.
     #[arg(long)]
@@ -348,6 +362,24 @@ impl RunArgs {
             respect_eos: self.respect_eos,
             ..Settings::default()
         };
+        if self.request_count.is_some() || self.run_burst {
+            let positive = |v: Option<u32>, flag: &str| -> Result<Option<u32>> {
+                match v {
+                    Some(0) => bail!("{flag} must be at least 1"),
+                    v => Ok(v),
+                }
+            };
+            s.burst = Some(llmib_core::plan::BurstSettings {
+                request_count: positive(self.request_count, "--request-count")?,
+                requests_per_concurrency: positive(
+                    self.burst_requests_per_concurrency,
+                    "--burst-requests-per-concurrency",
+                )?
+                .unwrap_or(5),
+                warmup_request_count: self.warmup_request_count.unwrap_or(0),
+                replace_sustained: !self.run_burst,
+            });
+        }
         if let Some(c) = &self.contexts {
             s.contexts = parse_context_list(c).context("--contexts")?;
             if s.contexts.is_empty() {

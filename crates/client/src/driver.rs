@@ -6,16 +6,18 @@
 //! that has been sent once is cached by the server, so moving from N to 2N only prefills the N
 //! new prompts in the warm-up (METHOD.md "The matrix").
 
+use crate::burst::send_burst;
 use crate::engine::Engine;
 use crate::hwmon::HwMonitor;
 use crate::live::LiveWindow;
 use crate::prompt::{BuiltPrompt, PromptBuilder};
-use crate::stream::{Counting, RequestSpec, StreamLimits, measure};
+use crate::stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
 use crate::window::{WindowSpec, into_records, run_window, warm_up};
+use llmib_core::burst::burst_result;
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
 use llmib_core::plan::{Plan, PlannedCell, Targeting, estimate_tolerance};
-use llmib_core::record::Outcome;
+use llmib_core::record::{Outcome, RequestRecord};
 use llmib_core::redact::redact_text;
 use llmib_core::size::duration_from_secs;
 use llmib_core::store::{RunDir, StoreError};
@@ -244,7 +246,100 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     match key.phase {
         Phase::Prefill => prefill_cell(m, &mut st.builder, cp, cell).await,
         Phase::Decode => decode_cell(m, &mut st.builder, cp, cell, &mut st.warm_ttft_ms).await,
+        Phase::Burst => burst_cell(m, &mut st.builder, cp, cell).await,
     }
+}
+
+/// A Burst / E2E cell: the context's prompts warmed, W warm-up requests, then R measured ones
+/// with at most N in flight, counted and judged by `llmib_core::burst`.
+async fn burst_cell(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    cp: &mut ContextPrompts,
+    cell: &PlannedCell,
+) -> CellResult {
+    let s = &m.plan.settings;
+    let Some(b) = s.burst else {
+        return failed_result(
+            cell,
+            "internal",
+            "a burst cell without burst settings".into(),
+        );
+    };
+    let n = cell.key.concurrency;
+    m.progress.event(ProgressEvent::Phase("prompts"));
+    if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
+        return failed_result(cell, kind, e);
+    }
+    let mut warmup_errors = match warm_cold_prompts(m, cp, n).await {
+        Ok(e) => e,
+        Err(e) => return failed_result(cell, "request_body", e),
+    };
+    let requests: Vec<RequestSpec> = match requests_for(m, cp, 0..n, s.max_output, false) {
+        Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
+        Err(e) => return failed_result(cell, "request_body", e),
+    };
+    let interrupted = || {
+        bare_result(
+            cell,
+            CellStatus::NotRun,
+            Some("the run was interrupted during this cell".into()),
+        )
+    };
+    if b.warmup_request_count > 0 {
+        m.progress.event(ProgressEvent::Phase("burst warm-up"));
+        match send_burst(&m.engine, &requests, b.warmup_request_count, &m.cancel).await {
+            Ok(w) => warmup_errors.add_records(&into_records(w), "warmup_"),
+            Err(e) => return failed_result(cell, "fault", e),
+        }
+    }
+    if m.cancel.is_cancelled() {
+        return interrupted();
+    }
+    m.progress.event(ProgressEvent::Phase("burst"));
+    let mut measured = match send_burst(&m.engine, &requests, b.requests(n), &m.cancel).await {
+        Ok(v) => v,
+        Err(e) => return failed_result(cell, "fault", e),
+    };
+    if m.cancel.is_cancelled() {
+        return interrupted();
+    }
+    m.progress.event(ProgressEvent::Phase("counting"));
+    crate::counting::count_tokens(&m.engine, &mut measured).await;
+    let records = finished_records(m, cell.key, measured);
+    burst_result(
+        cell,
+        &records,
+        warmup_errors,
+        cp.prompts
+            .get(&0)
+            .map_or(cell.key.context_tokens, |p| p.tokens),
+        prompt_tolerance(m, cell),
+    )
+}
+
+/// The records of a cell's measured requests, error texts redacted, saved to
+/// `requests.jsonl` when asked.
+fn finished_records(
+    m: &MatrixRun<'_>,
+    key: CellKey,
+    measured: Vec<Measured>,
+) -> Vec<RequestRecord> {
+    let mut records = into_records(measured);
+    let secrets = m.engine.secrets();
+    for r in &mut records {
+        if let Outcome::Error { message, .. } = &mut r.outcome {
+            *message = redact_text(message, &secrets);
+        }
+    }
+    if m.plan.settings.save_requests
+        && let Err(e) = m.store.append_requests(key, &records)
+    {
+        m.progress.event(ProgressEvent::Note(format!(
+            "could not save request records: {e}"
+        )));
+    }
+    records
 }
 
 /// A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay one-off
@@ -456,20 +551,7 @@ async fn decode_cell(
     });
     m.progress.event(ProgressEvent::Phase("counting"));
     let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
-    let mut records = into_records(w.records);
-    let secrets = m.engine.secrets();
-    for r in &mut records {
-        if let Outcome::Error { message, .. } = &mut r.outcome {
-            *message = redact_text(message, &secrets);
-        }
-    }
-    if s.save_requests
-        && let Err(e) = m.store.append_requests(k, &records)
-    {
-        m.progress.event(ProgressEvent::Note(format!(
-            "could not save request records: {e}"
-        )));
-    }
+    let records = finished_records(m, k, std::mem::take(&mut w.records));
     let row = decode_result(
         cell,
         DecodeObservation {

@@ -10,6 +10,7 @@ pub mod live;
 pub mod metrics;
 pub mod sse;
 
+pub mod burst;
 pub mod counting;
 pub mod driver;
 pub mod prompt;

@@ -17,6 +17,8 @@ pub enum Phase {
     Prefill,
     /// Sustained decode, N streams for a fixed window.
     Decode,
+    /// Burst / E2E: a finite batch of requests, at most N in flight, timed end to end.
+    Burst,
 }
 
 impl Phase {
@@ -25,6 +27,7 @@ impl Phase {
         match self {
             Phase::Prefill => "Prefill",
             Phase::Decode => "Sustained decode",
+            Phase::Burst => "Burst / E2E",
         }
     }
 }
@@ -195,6 +198,9 @@ pub struct CellResult {
     /// string; only possible with `--respect-eos`, or a server that ignores `ignore_eos`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_stopped_early: Option<u64>,
+    /// A Burst / E2E cell's own figures (requests/s, E2E latency, TTST, max-token hits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<crate::burst::BurstFigures>,
     /// What this machine's GPUs and CPU did during the cell, when the server runs here and the
     /// hardware monitor was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -241,6 +247,7 @@ impl CellResult {
             started_at: None,
             finished_at: None,
             requests_stopped_early: None,
+            burst: None,
             hardware: None,
         }
     }

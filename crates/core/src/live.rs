@@ -98,7 +98,8 @@ pub fn eta_s(remaining: &[PlannedCell], warmed: &HashMap<u64, u32>, inp: &EtaInp
                 total += ctx / rate;
                 *seen = (*seen).max(1);
             }
-            Phase::Decode => {
+            // A burst's length is not known before it runs: a window's worth is the guess.
+            Phase::Decode | Phase::Burst => {
                 let cold = c.key.concurrency.saturating_sub(*seen);
                 total += f64::from(cold) * ctx / rate + inp.window_s + overhead;
                 *seen = (*seen).max(c.key.concurrency);

@@ -62,6 +62,33 @@ pub struct Settings {
     /// long as the model makes them, so the window measures a mix of lengths.
     #[serde(default)]
     pub respect_eos: bool,
+    /// Burst / E2E cells, when asked for.
+    #[serde(default)]
+    pub burst: Option<BurstSettings>,
+}
+
+/// Burst / E2E cells (`--request-count`, `--run-burst`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BurstSettings {
+    /// Measured requests per cell, whatever N (`--request-count R`); `None`: N ×
+    /// `requests_per_concurrency`.
+    pub request_count: Option<u32>,
+    /// Measured requests per unit of N (`--burst-requests-per-concurrency`, default 5).
+    pub requests_per_concurrency: u32,
+    /// Requests sent first and left out of the figures (`--warmup-request-count`).
+    pub warmup_request_count: u32,
+    /// Bursts replace the sustained decode cells (`--request-count`) instead of following
+    /// them as a second matrix (`--run-burst`).
+    pub replace_sustained: bool,
+}
+
+impl BurstSettings {
+    /// Measured requests of a cell at concurrency `n` (at least `n`, so every slot runs).
+    pub fn requests(&self, n: u32) -> u32 {
+        self.request_count
+            .unwrap_or_else(|| n.saturating_mul(self.requests_per_concurrency))
+            .max(1)
+    }
 }
 
 /// How prompts are made C tokens long.
@@ -132,6 +159,7 @@ impl Default for Settings {
             api: Api::Completions,
             token_targeting: Targeting::Exact,
             respect_eos: false,
+            burst: None,
         }
     }
 }
@@ -263,6 +291,36 @@ pub struct PlannedCell {
     pub over_capacity: bool,
 }
 
+/// Burst cells for the decode cells of `cells` (same contexts, N and capacity prediction):
+/// in their place (`replace`), or as a second matrix after the whole sustained one.
+pub fn with_bursts(cells: Vec<PlannedCell>, replace: bool) -> Vec<PlannedCell> {
+    let burst = |c: &PlannedCell| PlannedCell {
+        key: CellKey {
+            phase: Phase::Burst,
+            ..c.key
+        },
+        ..c.clone()
+    };
+    if replace {
+        return cells
+            .iter()
+            .map(|c| {
+                if c.key.phase == Phase::Decode {
+                    burst(c)
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+    }
+    let extra: Vec<PlannedCell> = cells
+        .iter()
+        .filter(|c| c.key.phase == Phase::Decode)
+        .map(burst)
+        .collect();
+    cells.into_iter().chain(extra).collect()
+}
+
 /// The matrix in run order: contexts ascending; per context its prefill, then decode cells with
 /// N ascending (METHOD.md, "The matrix").
 pub fn matrix(
@@ -337,12 +395,15 @@ impl Plan {
                 c.label = format!("≈{}", c.label);
             }
         }
-        let cells = matrix(
+        let mut cells = matrix(
             &contexts,
             &settings.concurrency,
             kv_capacity,
             settings.max_output,
         );
+        if let Some(b) = settings.burst {
+            cells = with_bursts(cells, b.replace_sustained);
+        }
         Plan {
             settings,
             contexts,

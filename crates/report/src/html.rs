@@ -301,6 +301,7 @@ impl Exporter for HtmlExporter {
             legend => ser(legend(&report.statuses_present())),
             table => ser(Table::measurements(report, &Column::ALL)),
             hardware => ser(Table::hardware(report)),
+            bursts => ser(Table::bursts(report)),
             notes => ser(report.notes()),
             generator => ser(generator()),
             css => Value::from_safe_string(CSS.to_string()),

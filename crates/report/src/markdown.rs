@@ -156,6 +156,21 @@ impl Exporter for MarkdownExporter {
         for line in report.legend() {
             let _ = writeln!(out, "- {}", escape(&line));
         }
+        if let Some(t) = Table::bursts(report) {
+            let _ = writeln!(out, "\n## Burst / E2E\n");
+            let _ = writeln!(
+                out,
+                "A finite batch of requests per cell, at most N in flight, timed from the first \
+                 send to the last end: what a client sending a batch experiences (not sustained \
+                 decode). Throughput is the sum of completion tokens over that wall time.\n"
+            );
+            let rows: Vec<Vec<String>> = t
+                .rows
+                .iter()
+                .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
+                .collect();
+            pipe_table(&mut out, &t.columns, &t.numeric, &rows);
+        }
         if let Some(t) = Table::hardware(report) {
             let _ = writeln!(out, "\n## Hardware during each cell\n");
             let _ = writeln!(

@@ -144,7 +144,7 @@ impl Column {
 pub fn total(c: &CellResult) -> Option<f64> {
     match c.phase {
         Phase::Prefill => c.prompt_tok_per_s.or(c.total_tok_per_s),
-        Phase::Decode => c.total_tok_per_s,
+        Phase::Decode | Phase::Burst => c.total_tok_per_s,
     }
 }
 
@@ -220,6 +220,71 @@ impl Table {
 }
 
 impl Table {
+    /// The Burst / E2E cells (a finite batch of requests, at most N in flight, timed from the
+    /// first send to the last end); `None` when the run had none.
+    pub fn bursts(report: &Report) -> Option<Table> {
+        let cols = [
+            ("Context", false),
+            ("Requests at once", true),
+            ("Requests", true),
+            ("Status", false),
+            ("Throughput tok/s", true),
+            ("Requests/s", true),
+            ("E2E p50", true),
+            ("E2E p90", true),
+            ("TTFT p50", true),
+            ("TTST p50", true),
+            ("TBT p50", true),
+            ("Max-token hits", true),
+            ("Wall time", true),
+        ];
+        let null = || number::NULL.to_string();
+        let ms = |s: Option<&llmib_core::stats::Summary>, p90: bool| {
+            s.map_or_else(null, |s| number::ttft_ms(if p90 { s.p90 } else { s.p50 }))
+        };
+        let rows: Vec<TableRow> = report
+            .cells
+            .iter()
+            .filter(|c| c.phase == Phase::Burst)
+            .map(|c| {
+                let b = c.burst.as_ref();
+                let texts = [
+                    Report::context_label(c),
+                    c.concurrency.to_string(),
+                    c.requests_sent.map_or_else(null, number::count),
+                    c.status.label().to_string(),
+                    b.map_or_else(null, |b| number::rate(b.tok_per_s)),
+                    b.map_or_else(null, |b| number::decimal1(b.requests_per_s)),
+                    ms(b.and_then(|b| b.e2e_ms.as_ref()), false),
+                    ms(b.and_then(|b| b.e2e_ms.as_ref()), true),
+                    ms(b.and_then(|b| b.ttft_ms.as_ref()), false),
+                    ms(b.and_then(|b| b.ttst_ms.as_ref()), false),
+                    b.and_then(|b| b.tbt_ms.as_ref())
+                        .map_or_else(null, |s| number::tbt_ms(s.p50)),
+                    b.map_or_else(null, |b| number::count(b.max_token_hits)),
+                    b.map_or_else(null, |b| number::seconds(b.wall_s)),
+                ];
+                TableRow {
+                    status: status_key(c),
+                    cells: texts
+                        .into_iter()
+                        .zip(cols)
+                        .map(|(text, (_, numeric))| TableCell {
+                            sort: text.clone(),
+                            text,
+                            numeric,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        (!rows.is_empty()).then(|| Table {
+            columns: cols.iter().map(|(t, _)| t.to_string()).collect(),
+            numeric: cols.iter().map(|(_, n)| *n).collect(),
+            rows,
+        })
+    }
+
     /// What this machine's GPUs and CPU did during each cell (rows that have a hardware
     /// summary); `None` when no row has one (a remote server, or the monitor off).
     pub fn hardware(report: &Report) -> Option<Table> {

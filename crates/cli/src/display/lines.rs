@@ -1,7 +1,7 @@
 //! The line displays: `plain` (a line per event, a summary line per finished cell; logs, CI,
 //! pipes) and `json` (one JSON object per event, for scripts). Both write to stdout.
 
-use super::view::cell_name;
+use super::view::{cell_name, what};
 use llmib_client::driver::{Progress, ProgressEvent};
 use llmib_core::cell::{CellResult, CellStatus, Phase};
 use llmib_core::redact::sanitize_terminal;
@@ -12,10 +12,7 @@ use std::time::Instant;
 /// A finished cell in one line: what, status, and its figures (a dash for a figure the row
 /// does not have, never a made-up 0).
 pub fn describe(r: &CellResult) -> String {
-    let what = match r.phase {
-        Phase::Prefill => format!("prefill {:>6}", r.context_label),
-        Phase::Decode => format!("decode  {:>6} × {:<3}", r.context_label, r.concurrency),
-    };
+    let what = what(r.phase, &r.context_label, r.concurrency, 6);
     let fig =
         |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |x| format!("{x:.digits$}"));
     let figs = match (r.phase, r.status) {
@@ -24,7 +21,7 @@ pub fn describe(r: &CellResult) -> String {
             fig(r.prompt_tok_per_s, 1),
             fig(r.ttft_ms_p50, 0)
         ),
-        (Phase::Decode, s) if s.has_figures() => format!(
+        (Phase::Decode | Phase::Burst, s) if s.has_figures() => format!(
             "{:>10} tok/s  TTFT {} ms  TBT {} ms",
             fig(r.total_tok_per_s, 1),
             fig(r.ttft_ms_p50, 0),

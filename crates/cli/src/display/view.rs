@@ -253,13 +253,13 @@ impl Dashboard {
                     self.prefill_rate = Some(rate);
                 }
             }
-            Phase::Decode if r.status != CellStatus::OverCapacity => {
+            Phase::Decode | Phase::Burst if r.status != CellStatus::OverCapacity => {
                 *seen = (*seen).max(r.concurrency);
                 if let (Some(wall), Some(window)) = (wall_s, r.measured_s) {
                     self.overheads.push((wall - window).max(0.0));
                 }
             }
-            Phase::Decode => {}
+            Phase::Decode | Phase::Burst => {}
         }
     }
 
@@ -364,20 +364,23 @@ impl Dashboard {
     }
 }
 
-/// `decode 32K × 16`, `prefill 8K`.
-pub fn cell_name(c: &PlannedCell) -> String {
-    match c.key.phase {
-        Phase::Prefill => format!("prefill {}", c.label),
-        Phase::Decode => format!("decode {} × {}", c.label, c.key.concurrency),
+/// `decode 32K × 16`, `prefill 8K`, `burst 8K × 4`; `width` right-aligns the context.
+pub fn what(phase: Phase, label: &str, n: u32, width: usize) -> String {
+    match phase {
+        Phase::Prefill => format!("prefill {label:>width$}"),
+        Phase::Decode => format!("decode {label:>width$} × {n}"),
+        Phase::Burst => format!("burst {label:>width$} × {n}"),
     }
+}
+
+/// [`what`] of a planned cell.
+pub fn cell_name(c: &PlannedCell) -> String {
+    what(c.key.phase, &c.label, c.key.concurrency, 0)
 }
 
 /// The log line of a saved row.
 fn done_line(r: &CellResult) -> String {
-    let what = match r.phase {
-        Phase::Prefill => format!("prefill {}", r.context_label),
-        Phase::Decode => format!("decode {} × {}", r.context_label, r.concurrency),
-    };
+    let what = what(r.phase, &r.context_label, r.concurrency, 0);
     match r.status {
         CellStatus::Failed => format!(
             "{what}: Failed: {}",

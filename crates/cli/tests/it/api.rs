@@ -126,3 +126,74 @@ fn respect_eos_lets_requests_stop_and_says_so() {
         }
     }
 }
+
+/// Burst / E2E: `--run-burst` adds a burst per decode cell after the sustained matrix;
+/// `--request-count` makes the decode cells bursts. R requests each (N × K, or R), all to
+/// max-output (ignore_eos: every one a max-token hit), timed end to end: at N = 1 the
+/// throughput is the sustained rate, E2E ≈ TTFT + (M − 1) × TBT. Every format carries them.
+#[test]
+fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-burst-after");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "512",
+        "--concurrency",
+        "1,4",
+        "--duration",
+        "1s",
+        "--max-output",
+        "64",
+        "--run-burst",
+        "--burst-requests-per-concurrency",
+        "3",
+        "--format",
+        "html,md,csv,json",
+        "--output",
+        dir.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let phases: Vec<&str> = rows.iter().filter_map(|r| r["phase"].as_str()).collect();
+    assert_eq!(phases, ["prefill", "decode", "decode", "burst", "burst"]);
+    for n in [1u64, 4] {
+        let b = cell(&rows, "burst", 512, n);
+        assert_eq!(b["status"], "valid", "{b:#}");
+        let f = &b["burst"];
+        assert_eq!(f["requests"], 3 * n, "{b:#}");
+        assert_eq!(f["max_token_hits"], 3 * n, "{b:#}");
+        assert_eq!(f["output_tokens"], 3 * n * 64, "{b:#}");
+    }
+    let (b1, d1) = (cell(&rows, "burst", 512, 1), cell(&rows, "decode", 512, 1));
+    assert_close(
+        "burst vs sustained tok/s at N = 1",
+        num(b1, "total_tok_per_s"),
+        num(d1, "total_tok_per_s"),
+        10.0,
+    );
+    let e2e = num(&b1["burst"]["e2e_ms"], "p50");
+    let want = num(b1, "ttft_ms_p50") + 63.0 * num(b1, "tbt_ms_p50");
+    assert_close("E2E p50 at N = 1", e2e, want, 10.0);
+    for (file, needle) in [
+        ("report.md", "## Burst / E2E"),
+        ("report.html", "id=\"burst-table\""),
+        ("cells.csv", "Burst / E2E"),
+        ("results.json", "\"tok_per_s\""),
+    ] {
+        let body = std::fs::read_to_string(dir.join(file)).expect("report file");
+        assert!(body.contains(needle), "{file} lacks {needle}");
+    }
+
+    let dir = out_dir("run-burst-only");
+    let args = ["--request-count", "6", "--warmup-request-count", "2"];
+    let o = run_small(&sim.url, &dir, "512", "2", "1s", "32", &args);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let phases: Vec<&str> = rows.iter().filter_map(|r| r["phase"].as_str()).collect();
+    assert_eq!(phases, ["prefill", "burst"], "no sustained decode");
+    assert_eq!(cell(&rows, "burst", 512, 2)["burst"]["requests"], 6);
+}

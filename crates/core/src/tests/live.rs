@@ -89,3 +89,22 @@ fn a_queued_row_says_how_many_the_server_ran() {
     r.status = CellStatus::Valid;
     assert_eq!(r.server_ran(), None, "only queued rows");
 }
+
+#[test]
+fn bursts_follow_the_sustained_matrix_or_replace_it() {
+    use crate::plan::with_bursts;
+    let cells = vec![
+        cell(Phase::Prefill, 8, 1, false),
+        cell(Phase::Decode, 8, 1, false),
+        cell(Phase::Decode, 8, 4, true),
+        cell(Phase::Prefill, 16, 1, false),
+        cell(Phase::Decode, 16, 1, false),
+    ];
+    let phases = |v: &[PlannedCell]| v.iter().map(|c| c.key.phase).collect::<Vec<_>>();
+    let after = with_bursts(cells.clone(), false);
+    use Phase::{Burst as B, Decode as D, Prefill as P};
+    assert_eq!(phases(&after), vec![P, D, D, P, D, B, B, B]);
+    assert!(after[6].over_capacity, "the prediction carries over");
+    let instead = with_bursts(cells, true);
+    assert_eq!(phases(&instead), vec![P, B, B, P, B]);
+}

@@ -1,0 +1,42 @@
+//! Burst / E2E cells, the gathering half: W warm-up requests, then R measured ones, at most N
+//! in flight (slot i always sends stream i's prompt, so the prefix cache serves them as in
+//! sustained decode). Every request runs to its end; nothing is cut. The row is built by
+//! `llmib_core::burst`.
+
+use crate::engine::Engine;
+use crate::stream::{Measured, RequestSpec, measure};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Sends `total` requests over `requests.len()` slots (N in flight), each slot taking the next
+/// request as soon as its last one ends. Records share one clock, `origin`. Returns `None`
+/// when the run was cancelled (the cell is then Not run), or when a slot's task died (a fault,
+/// never a short burst reported as whole).
+pub async fn send_burst(
+    engine: &Arc<Engine>,
+    requests: &[RequestSpec],
+    total: u32,
+    cancel: &CancellationToken,
+) -> Result<Vec<Measured>, String> {
+    let origin = Instant::now();
+    let next = Arc::new(AtomicU32::new(0));
+    let mut slots = Vec::with_capacity(requests.len());
+    for (i, spec) in requests.iter().enumerate() {
+        let (engine, spec, next, cancel) =
+            (engine.clone(), spec.clone(), next.clone(), cancel.clone());
+        slots.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total && !cancel.is_cancelled() {
+                out.push(measure(engine.client(), &spec, i as u32, origin, &cancel, None).await);
+            }
+            out
+        }));
+    }
+    let mut all = Vec::with_capacity(total as usize);
+    for s in slots {
+        all.extend(s.await.map_err(|e| format!("a burst slot died: {e}"))?);
+    }
+    Ok(all)
+}
