@@ -144,6 +144,10 @@ pub struct RunArgs {
     /// Measured requests per unit of N in a burst (default 5).
     #[arg(long, value_name = "K")]
     pub burst_requests_per_concurrency: Option<u32>,
+    /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
+    /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
+    #[arg(long)]
+    pub serial_server: bool,
     /// Let requests end at the model's EOS (by default `ignore_eos` keeps every request to
     /// max-output tokens): the report says so, and rows count the requests that stopped early.
     #[arg(long)]
@@ -360,6 +364,7 @@ impl RunArgs {
     pub fn settings(&self) -> Result<Settings> {
         let mut s = Settings {
             respect_eos: self.respect_eos,
+            serial_server: self.serial_server,
             ..Settings::default()
         };
         if self.request_count.is_some() || self.run_burst {

@@ -529,6 +529,7 @@ async fn decode_cell(
         duration: duration_from_secs(s.duration_s),
         readiness_timeout: duration_from_secs(s.readiness_timeout_s),
         gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
+        serial_server: s.serial_server,
     };
     let live = Arc::new(LiveWindow::new(
         n,

@@ -64,6 +64,8 @@ pub struct WindowSpec {
     pub readiness_timeout: Duration,
     /// Gauge sampling interval.
     pub gauge_interval: Duration,
+    /// A single-flight server: the window opens once tokens flow on one stream.
+    pub serial_server: bool,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -208,6 +210,7 @@ async fn await_readiness(
             .max(Duration::from_secs(2))
             .as_nanos() as u64,
         timeout_ns: spec.readiness_timeout.as_nanos() as u64,
+        serial: spec.serial_server,
     };
     let mut judge = ReadinessJudge::new(rule, use_gauges);
     let by = loop {

@@ -65,6 +65,9 @@ pub struct Settings {
     /// Burst / E2E cells, when asked for.
     #[serde(default)]
     pub burst: Option<BurstSettings>,
+    /// A single-flight server (mlx-lm style): readiness is tokens flowing on one stream.
+    #[serde(default)]
+    pub serial_server: bool,
 }
 
 /// Burst / E2E cells (`--request-count`, `--run-burst`).
@@ -160,6 +163,7 @@ impl Default for Settings {
             token_targeting: Targeting::Exact,
             respect_eos: false,
             burst: None,
+            serial_server: false,
         }
     }
 }

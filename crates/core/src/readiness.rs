@@ -44,6 +44,9 @@ pub enum ReadinessBy {
     /// whatever the window would show, and a server that died would otherwise be waited on for
     /// the whole readiness limit.
     RequestsErrored,
+    /// `--serial-server`: tokens flow on at least one stream. A single-flight server never
+    /// runs N at once, so above N = 1 the window measures a queue (and is marked so).
+    TokensFlowing,
 }
 
 impl ReadinessBy {
@@ -55,6 +58,7 @@ impl ReadinessBy {
             ReadinessBy::QueueStalled => "queue_stalled",
             ReadinessBy::Timeout => "timeout",
             ReadinessBy::RequestsErrored => "requests_errored",
+            ReadinessBy::TokensFlowing => "tokens_flowing",
         }
     }
 
@@ -79,6 +83,8 @@ pub struct ReadinessRule {
     pub stall_ns: u64,
     /// The readiness limit, from the first send.
     pub timeout_ns: u64,
+    /// A single-flight server (`--serial-server`): open once tokens flow on one stream.
+    pub serial: bool,
 }
 
 /// One observation of the ramp.
@@ -155,7 +161,13 @@ impl ReadinessJudge {
         if all_tokens && self.all_tokens_at.is_none() {
             self.all_tokens_at = Some(o.t_ns);
         }
-        let by = if self.use_gauges {
+        let by = if self.rule.serial && o.streams_with_token >= 1 {
+            Some(if all_tokens {
+                ReadinessBy::FirstTokens
+            } else {
+                ReadinessBy::TokensFlowing
+            })
+        } else if self.use_gauges {
             self.observe_gauges(o, all_tokens)
         } else if all_tokens {
             Some(ReadinessBy::FirstTokens)
@@ -224,7 +236,34 @@ mod tests {
             stable_samples: 2,
             stall_ns: 2000 * MS,
             timeout_ns: 10_000 * MS,
+            serial: false,
         }
+    }
+
+    #[test]
+    fn a_serial_server_opens_once_tokens_flow() {
+        let mut j = ReadinessJudge::new(
+            ReadinessRule {
+                serial: true,
+                ..rule(4)
+            },
+            true,
+        );
+        assert_eq!(j.observe(obs(10, 0, Some((1.0, 3.0)))), None);
+        let o = j.observe(obs(20, 1, Some((1.0, 3.0)))).expect("open");
+        assert_eq!(o.by, ReadinessBy::TokensFlowing);
+        assert!(!o.by.is_ready(), "above N = 1 it measures a queue");
+        let mut one = ReadinessJudge::new(
+            ReadinessRule {
+                serial: true,
+                ..rule(1)
+            },
+            false,
+        );
+        assert_eq!(
+            one.observe(obs(5, 1, None)).map(|o| o.by),
+            Some(ReadinessBy::FirstTokens)
+        );
     }
 
     fn obs(t_ms: u64, with_token: u32, g: Option<(f64, f64)>) -> RampObservation {

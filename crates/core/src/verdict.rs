@@ -151,6 +151,15 @@ pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
                 "requests errored before the window opened",
             );
         }
+        ReadinessBy::TokensFlowing => {
+            return Verdict::new(
+                CellStatus::RequestsQueued,
+                format!(
+                    "the server runs one request at a time (--serial-server): the other {} waited",
+                    n.saturating_sub(1)
+                ),
+            );
+        }
         ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => {}
     }
     // At high N a closed loop re-sends many times a second and each re-send waits a scheduler

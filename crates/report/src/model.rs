@@ -408,6 +408,13 @@ impl Report {
                 self.skipped_lines
             ));
         }
+        if self.info.plan.settings.serial_server {
+            out.push(
+                "The server runs one request at a time (--serial-server): above 1 request at \
+                 once, aggregate tok/s measures a queue, not concurrent decoding."
+                    .to_string(),
+            );
+        }
         if self.info.plan.settings.respect_eos {
             let early = self
                 .cells

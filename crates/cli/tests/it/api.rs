@@ -197,3 +197,32 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     assert_eq!(phases, ["prefill", "burst"], "no sustained decode");
     assert_eq!(cell(&rows, "burst", 512, 2)["burst"]["requests"], 6);
 }
+
+/// `--serial-server` against a single-flight simulator (`max_running_requests = 1`): the window
+/// opens once tokens flow, N = 1 is Valid, N = 2 is marked Requests queued by that rule, and
+/// the report says aggregate tok/s above N = 1 measures a queue.
+#[test]
+fn a_serial_server_opens_on_flowing_tokens_and_is_marked_a_queue() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.max_running_requests = Some(1);
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-serial");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "512",
+        "1,2",
+        "1s",
+        "32",
+        &["--serial-server"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    assert_eq!(cell(&rows, "decode", 512, 1)["status"], "valid");
+    let two = cell(&rows, "decode", 512, 2);
+    assert_eq!(two["status"], "requests_queued", "{two:#}");
+    assert_eq!(two["queue"]["readiness_by"], "tokens_flowing", "{two:#}");
+    let md = llmib_report::render(&dir, llmib_report::Format::Markdown).expect("md");
+    assert!(md.contains("--serial-server"), "the report says so");
+}
