@@ -144,6 +144,19 @@ pub struct RunArgs {
     /// Measured requests per unit of N in a burst (default 5).
     #[arg(long, value_name = "K")]
     pub burst_requests_per_concurrency: Option<u32>,
+    /// Run no prefill cells (decode cells still warm their prompts first).
+    #[arg(long, conflicts_with = "prefill_only")]
+    pub skip_prefill: bool,
+    /// Run only the prefill cells: the prefill table alone.
+    #[arg(long)]
+    pub prefill_only: bool,
+    /// Extra contexts measured by a prefill cell only, comma-separated (e.g. 2K,4K).
+    #[arg(long, value_name = "LIST")]
+    pub prefill_contexts: Option<String>,
+    /// Measure each prefill K times cold (a prompt of its own each time): the median and the
+    /// spread (default K = 3 when the flag is given alone).
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "3")]
+    pub standalone_prefill: Option<u32>,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -365,6 +378,13 @@ impl RunArgs {
         let mut s = Settings {
             respect_eos: self.respect_eos,
             serial_server: self.serial_server,
+            skip_prefill: self.skip_prefill,
+            prefill_only: self.prefill_only,
+            prefill_repeats: match self.standalone_prefill {
+                Some(0) => bail!("--standalone-prefill takes at least 1 prefill per context"),
+                Some(k) => k,
+                None => 1,
+            },
             ..Settings::default()
         };
         if self.request_count.is_some() || self.run_burst {
@@ -384,6 +404,9 @@ impl RunArgs {
                 warmup_request_count: self.warmup_request_count.unwrap_or(0),
                 replace_sustained: !self.run_burst,
             });
+        }
+        if let Some(c) = &self.prefill_contexts {
+            s.prefill_contexts = parse_context_list(c).context("--prefill-contexts")?;
         }
         if let Some(c) = &self.contexts {
             s.contexts = parse_context_list(c).context("--contexts")?;

@@ -24,7 +24,7 @@ use llmib_core::store::{RunDir, StoreError};
 use llmib_core::time::now_rfc3339;
 use llmib_core::verdict::{
     DecodeObservation, ErrorTally, bare_result, decode_result, failed_result, over_capacity_result,
-    prefill_result,
+    prefill_result, prefill_series_result,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -465,7 +465,38 @@ async fn prefill_cell(
     m.progress.event(ProgressEvent::Phase("prefill"));
     let meas = measure(m.engine.client(), &spec, 0, Instant::now(), &m.cancel, None).await;
     cp.warmed.insert(0);
-    prefill_result(cell, &meas.record, expected, prompt_tolerance(m, cell))
+    let tolerance = prompt_tolerance(m, cell);
+    let repeats = m.plan.settings.prefill_repeats.max(1);
+    if repeats == 1 || matches!(meas.record.outcome, Outcome::Cancelled) {
+        return prefill_result(cell, &meas.record, expected, tolerance);
+    }
+    // Standalone prefill: more cold prefills, each with a prompt of its own (a stream index
+    // no decode cell uses), so none is served from the prefix cache.
+    let mut records = vec![meas.record];
+    for r in 1..repeats {
+        if m.cancel.is_cancelled() {
+            return bare_result(
+                cell,
+                CellStatus::NotRun,
+                Some("the run was interrupted during this cell".into()),
+            );
+        }
+        let stream = u32::MAX - r;
+        let prompt = match builder.build(cell.key.context_tokens, stream).await {
+            Ok(p) => p,
+            Err(e) => return failed_result(cell, e.kind(), e.to_string()),
+        };
+        let spec = match m
+            .engine
+            .stream_request(&m.model, prompt.input, 1, true, limits(m))
+        {
+            Ok(s) => s,
+            Err(e) => return failed_result(cell, "request_body", e),
+        };
+        let meas = measure(m.engine.client(), &spec, r, Instant::now(), &m.cancel, None).await;
+        records.push(meas.record);
+    }
+    prefill_series_result(cell, &records, expected, tolerance)
 }
 
 /// How far a reported prompt length may be from C: 0 for exact prompts, the estimate's

@@ -68,6 +68,23 @@ pub struct Settings {
     /// A single-flight server (mlx-lm style): readiness is tokens flowing on one stream.
     #[serde(default)]
     pub serial_server: bool,
+    /// No prefill cells (`--skip-prefill`).
+    #[serde(default)]
+    pub skip_prefill: bool,
+    /// Only prefill cells (`--prefill-only`).
+    #[serde(default)]
+    pub prefill_only: bool,
+    /// Extra contexts measured by a prefill cell only (`--prefill-contexts`).
+    #[serde(default)]
+    pub prefill_contexts: Vec<ContextSpec>,
+    /// Cold prefills per prefill cell, each with a prefix of its own (`--standalone-prefill`;
+    /// 1: the one scout). The row gives the median and the spread.
+    #[serde(default = "one")]
+    pub prefill_repeats: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Burst / E2E cells (`--request-count`, `--run-burst`).
@@ -164,6 +181,10 @@ impl Default for Settings {
             respect_eos: false,
             burst: None,
             serial_server: false,
+            skip_prefill: false,
+            prefill_only: false,
+            prefill_contexts: Vec::new(),
+            prefill_repeats: 1,
         }
     }
 }
@@ -391,8 +412,26 @@ impl Plan {
         context_length: Option<u64>,
         kv_capacity: Option<u64>,
     ) -> Plan {
-        let (mut contexts, dropped_contexts) =
+        let (mut contexts, mut dropped_contexts) =
             resolve_contexts(&settings.contexts, context_length, settings.max_output);
+        // Prefill-only contexts join the others in size order (a size asked for both keeps
+        // its decode cells).
+        let (extra, dropped) = resolve_contexts(
+            &settings.prefill_contexts,
+            context_length,
+            settings.max_output,
+        );
+        dropped_contexts.extend(dropped);
+        for mut e in extra {
+            if !contexts.iter().any(|c| c.tokens == e.tokens) {
+                e.decode = false;
+                contexts.push(e);
+            }
+        }
+        contexts.sort_by_key(|c| c.tokens);
+        if settings.prefill_only {
+            contexts.iter_mut().for_each(|c| c.decode = false);
+        }
         if settings.token_targeting == Targeting::Estimate {
             // Every table says the context is approximate.
             for c in &mut contexts {
@@ -407,6 +446,9 @@ impl Plan {
         );
         if let Some(b) = settings.burst {
             cells = with_bursts(cells, b.replace_sustained);
+        }
+        if settings.skip_prefill {
+            cells.retain(|c| c.key.phase != Phase::Prefill);
         }
         Plan {
             settings,

@@ -22,6 +22,7 @@ use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::readiness::ReadinessBy;
 use crate::record::{Outcome, RequestRecord};
+use crate::stats::Summary;
 use std::collections::BTreeMap;
 
 /// Errors counted by kind, with the first one's text.
@@ -262,6 +263,37 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     );
     r.status_reason = reason;
     r
+}
+
+/// The row of a standalone prefill cell: `records` are cold prefills of C tokens, each with a
+/// prefix of its own. Any one that is not Valid makes the row (its failure is the cell's);
+/// otherwise the row gives the median prompt tok/s and TTFT, and the TTFT distribution
+/// (`ttft_ms`: min, median, max) as the spread.
+pub fn prefill_series_result(
+    cell: &PlannedCell,
+    records: &[RequestRecord],
+    expected: u64,
+    tolerance: u64,
+) -> CellResult {
+    let rows: Vec<CellResult> = records
+        .iter()
+        .map(|r| prefill_result(cell, r, expected, tolerance))
+        .collect();
+    if let Some(bad) = rows.iter().find(|r| r.status != CellStatus::Valid) {
+        return bad.clone();
+    }
+    let Some(mut row) = rows.first().cloned() else {
+        return failed_result(cell, "no_token", "no prefill was measured".into());
+    };
+    let mut rates: Vec<f64> = rows.iter().filter_map(|r| r.prompt_tok_per_s).collect();
+    let mut ttft: Vec<f64> = rows.iter().filter_map(|r| r.ttft_ms_p50).collect();
+    row.prompt_tok_per_s = Summary::of_vec(&mut rates).map(|s| s.p50);
+    row.ttft_ms = Summary::of_vec(&mut ttft);
+    row.ttft_ms_p50 = row.ttft_ms.as_ref().map(|s| s.p50);
+    row.requests_sent = Some(records.len() as u64);
+    row.completed_requests = Some(records.len() as u64);
+    row.prompt_check = Some(prompt_check(expected, tolerance, records));
+    row
 }
 
 /// How long a window keeps running after its first request error, seconds. Any error fails the

@@ -377,10 +377,20 @@ pub fn prefill_row(c: &CellResult) -> [String; 3] {
     } else {
         c.status.label().to_string()
     };
+    // A standalone prefill (several cold prefills) shows its spread beside the median.
+    let spread = c
+        .ttft_ms
+        .as_ref()
+        .filter(|s| c.phase == Phase::Prefill && s.n > 1)
+        .map(|s| format!(" ({}–{})", number::ttft_ms(s.min), number::ttft_ms(s.max)))
+        .unwrap_or_default();
     [
         Report::context_label(c),
         rate,
-        number::or_null(c.ttft_ms_p50, number::ttft_ms),
+        format!(
+            "{}{spread}",
+            number::or_null(c.ttft_ms_p50, number::ttft_ms)
+        ),
     ]
 }
 

@@ -226,3 +226,57 @@ fn a_serial_server_opens_on_flowing_tokens_and_is_marked_a_queue() {
     let md = llmib_report::render(&dir, llmib_report::Format::Markdown).expect("md");
     assert!(md.contains("--serial-server"), "the report says so");
 }
+
+/// Prefill profiles: `--prefill-only` with `--standalone-prefill` and an extra
+/// `--prefill-contexts` size gives the prefill table alone, each row the median of three cold
+/// prefills (none a cache hit) with its spread; `--skip-prefill` runs decode cells only.
+#[test]
+fn prefill_profiles_alone_with_spread_or_skipped() {
+    let _serial = timing_lock();
+    let cfg = exact_sim();
+    let nominal = cfg.prefill_tok_per_s;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-prefill-only");
+    let args = [
+        "--prefill-only",
+        "--standalone-prefill",
+        "--prefill-contexts",
+        "1K",
+    ];
+    let o = run_small(&sim.url, &dir, "512,2K", "1,4", "1s", "32", &args);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let ctx: Vec<u64> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r["phase"], "prefill", "{r:#}");
+            assert_eq!(r["status"], "valid", "{r:#}");
+            assert_eq!(r["ttft_ms"]["n"], 3, "three cold prefills: {r:#}");
+            assert!(num(r, "prompt_tok_per_s") < nominal * 1.25, "cold: {r:#}");
+            r["context_tokens"].as_u64().unwrap_or(0)
+        })
+        .collect();
+    assert_eq!(ctx, [512, 1024, 2048]);
+    let md = llmib_report::render(&dir, llmib_report::Format::Markdown).expect("md");
+    assert!(md.contains("ms–"), "the spread is shown: {md}");
+    assert!(!md.contains("## Sustained decode"), "{md}");
+
+    let dir = out_dir("run-skip-prefill");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "512",
+        "1,2",
+        "1s",
+        "32",
+        &["--skip-prefill"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    assert!(
+        rows.iter()
+            .all(|r| r["phase"] == "decode" && r["status"] == "valid"),
+        "{rows:#?}"
+    );
+    assert_eq!(rows.len(), 2);
+}

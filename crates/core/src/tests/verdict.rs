@@ -488,3 +488,31 @@ fn a_run_fails_as_a_whole_only_when_every_measured_cell_failed() {
     );
     assert_eq!(every_measured_cell_failed(&[]), None);
 }
+
+#[test]
+fn a_standalone_prefill_row_is_the_median_with_its_spread() {
+    let mut c = cell(1);
+    c.key.phase = Phase::Prefill;
+    let fin = || Outcome::Finished {
+        reason: "length".into(),
+    };
+    // TTFT 100, 200 and 400 ms for 1024 tokens.
+    let rs = [
+        req(0, &[100], Some(1024), fin()),
+        req(0, &[400], Some(1024), fin()),
+        req(0, &[200], Some(1024), fin()),
+    ];
+    let row = prefill_series_result(&c, &rs, 1024, 0);
+    assert_eq!(row.status, CellStatus::Valid);
+    let t = row.ttft_ms.expect("spread");
+    assert_eq!((t.n, t.min, t.p50, t.max), (3, 100.0, 200.0, 400.0));
+    assert_eq!(row.ttft_ms_p50, Some(200.0));
+    assert!((row.prompt_tok_per_s.expect("rate") - 1024.0 / 0.2).abs() < 1e-6);
+    assert_eq!(row.requests_sent, Some(3));
+    // One bad prefill fails the cell with its own reason.
+    let mut bad = rs.to_vec();
+    bad[1].prompt_tokens_reported = Some(1030);
+    let row = prefill_series_result(&c, &bad, 1024, 0);
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
+}
