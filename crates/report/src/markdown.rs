@@ -54,6 +54,17 @@ fn pipe_table(out: &mut String, header: &[String], numeric: &[bool], rows: &[Vec
     }
 }
 
+/// A `##` section: title, one paragraph, and the table.
+fn text_section(out: &mut String, title: &str, caption: &str, t: &Table) {
+    let _ = writeln!(out, "\n## {title}\n\n{caption}\n");
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
+        .collect();
+    pipe_table(out, &t.columns, &t.numeric, &rows);
+}
+
 /// The All-measurements table as Markdown (the seed's table, row for row).
 pub fn measurements_table(report: &Report) -> String {
     let t = Table::measurements(report, &Column::ALL);
@@ -157,33 +168,23 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(out, "- {}", escape(&line));
         }
         if let Some(t) = Table::bursts(report) {
-            let _ = writeln!(out, "\n## Burst / E2E\n");
-            let _ = writeln!(
-                out,
+            text_section(
+                &mut out,
+                "Burst / E2E",
                 "A finite batch of requests per cell, at most N in flight, timed from the first \
                  send to the last end: what a client sending a batch experiences (not sustained \
-                 decode). Throughput is the sum of completion tokens over that wall time.\n"
+                 decode). Throughput is the sum of completion tokens over that wall time.",
+                &t,
             );
-            let rows: Vec<Vec<String>> = t
-                .rows
-                .iter()
-                .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
-                .collect();
-            pipe_table(&mut out, &t.columns, &t.numeric, &rows);
         }
         if let Some(t) = Table::hardware(report) {
-            let _ = writeln!(out, "\n## Hardware during each cell\n");
-            let _ = writeln!(
-                out,
+            text_section(
+                &mut out,
+                "Hardware during each cell",
                 "This machine's GPUs and CPU while each cell ran (the server runs here). GPU \
-                 utilisation is the mean over GPUs; power, VRAM and PCIe are summed over GPUs.\n"
+                 utilisation is the mean over GPUs; power, VRAM and PCIe are summed over GPUs.",
+                &t,
             );
-            let rows: Vec<Vec<String>> = t
-                .rows
-                .iter()
-                .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
-                .collect();
-            pipe_table(&mut out, &t.columns, &t.numeric, &rows);
         }
         let notes = report.notes();
         if !notes.is_empty() {

@@ -220,6 +220,31 @@ impl Table {
 }
 
 impl Table {
+    /// A table of printed texts, one row per cell (styled by its status), with `cols` as
+    /// (title, numeric); `None` when there are no rows (the section is left out).
+    fn of_texts(cols: &[(&str, bool)], rows: Vec<(&CellResult, Vec<String>)>) -> Option<Table> {
+        let rows: Vec<TableRow> = rows
+            .into_iter()
+            .map(|(c, texts)| TableRow {
+                status: status_key(c),
+                cells: texts
+                    .into_iter()
+                    .zip(cols)
+                    .map(|(text, (_, numeric))| TableCell {
+                        sort: text.clone(),
+                        text,
+                        numeric: *numeric,
+                    })
+                    .collect(),
+            })
+            .collect();
+        (!rows.is_empty()).then(|| Table {
+            columns: cols.iter().map(|(t, _)| t.to_string()).collect(),
+            numeric: cols.iter().map(|(_, n)| *n).collect(),
+            rows,
+        })
+    }
+
     /// The Burst / E2E cells (a finite batch of requests, at most N in flight, timed from the
     /// first send to the last end); `None` when the run had none.
     pub fn bursts(report: &Report) -> Option<Table> {
@@ -242,7 +267,7 @@ impl Table {
         let ms = |s: Option<&llmib_core::stats::Summary>, p90: bool| {
             s.map_or_else(null, |s| number::ttft_ms(if p90 { s.p90 } else { s.p50 }))
         };
-        let rows: Vec<TableRow> = report
+        let rows: Vec<(&CellResult, Vec<String>)> = report
             .cells
             .iter()
             .filter(|c| c.phase == Phase::Burst)
@@ -264,25 +289,10 @@ impl Table {
                     b.map_or_else(null, |b| number::count(b.max_token_hits)),
                     b.map_or_else(null, |b| number::seconds(b.wall_s)),
                 ];
-                TableRow {
-                    status: status_key(c),
-                    cells: texts
-                        .into_iter()
-                        .zip(cols)
-                        .map(|(text, (_, numeric))| TableCell {
-                            sort: text.clone(),
-                            text,
-                            numeric,
-                        })
-                        .collect(),
-                }
+                (c, texts.to_vec())
             })
             .collect();
-        (!rows.is_empty()).then(|| Table {
-            columns: cols.iter().map(|(t, _)| t.to_string()).collect(),
-            numeric: cols.iter().map(|(_, n)| *n).collect(),
-            rows,
-        })
+        Table::of_texts(&cols, rows)
     }
 
     /// What this machine's GPUs and CPU did during each cell (rows that have a hardware
@@ -310,7 +320,7 @@ impl Table {
                 format!("{} MB/s", number::decimal1(x / 1e6))
             })
         };
-        let rows: Vec<TableRow> = report
+        let rows: Vec<(&CellResult, Vec<String>)> = report
             .cells
             .iter()
             .filter_map(|c| c.hardware.as_ref().map(|h| (c, h)))
@@ -332,25 +342,10 @@ impl Table {
                     h.samples.to_string(),
                     h.source.clone(),
                 ];
-                TableRow {
-                    status: status_key(c),
-                    cells: texts
-                        .into_iter()
-                        .zip(cols)
-                        .map(|(text, (_, numeric))| TableCell {
-                            sort: text.clone(),
-                            text,
-                            numeric,
-                        })
-                        .collect(),
-                }
+                (c, texts.to_vec())
             })
             .collect();
-        (!rows.is_empty()).then(|| Table {
-            columns: cols.iter().map(|(t, _)| t.to_string()).collect(),
-            numeric: cols.iter().map(|(_, n)| *n).collect(),
-            rows,
-        })
+        Table::of_texts(&cols, rows)
     }
 }
 
