@@ -194,8 +194,8 @@ pub struct CellResult {
     pub started_at: Option<String>,
     /// Wall-clock end (RFC 3339), metadata only.
     pub finished_at: Option<String>,
-    /// Requests of the window that the server finished before `max_tokens` (EOS or a stop
-    /// string; only possible with `--respect-eos`, or a server that ignores `ignore_eos`).
+    /// Requests that ended inside the window before `max_tokens` (EOS or a stop string; only
+    /// with `--respect-eos`, or a server that ignores `ignore_eos`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_stopped_early: Option<u64>,
     /// A Burst / E2E cell's own figures (requests/s, E2E latency, TTST, max-token hits).

@@ -32,7 +32,8 @@ impl Window {
         self.end_ns.saturating_sub(self.start_ns) as f64 / NS_PER_S
     }
 
-    fn contains(&self, t: u64) -> bool {
+    /// Whether instant `t` (ns from the cell origin) is inside the window, both ends included.
+    pub fn contains(&self, t: u64) -> bool {
         t >= self.start_ns && t <= self.end_ns
     }
 }

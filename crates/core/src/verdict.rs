@@ -524,15 +524,16 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
     row.first_error = errors.first.or(o.fault);
     row.queue = Some(queue);
     row.prompt_check = Some(pc);
-    row.requests_stopped_early = stopped_early(o.records);
+    row.requests_stopped_early = stopped_early(o.records, o.window);
     row
 }
 
-/// Requests the server finished for a reason other than the length limit (`stop`: EOS or a
-/// stop string); `None` when there were none.
-pub fn stopped_early(records: &[RequestRecord]) -> Option<u64> {
+/// Requests that ended inside the window for a reason other than the length limit (`stop`:
+/// EOS or a stop string); `None` when there were none.
+pub fn stopped_early(records: &[RequestRecord], w: Window) -> Option<u64> {
     let n = records
         .iter()
+        .filter(|r| w.contains(r.end_ns))
         .filter(|r| matches!(&r.outcome, Outcome::Finished { reason } if reason != "length"))
         .count() as u64;
     (n > 0).then_some(n)

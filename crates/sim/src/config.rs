@@ -59,6 +59,10 @@ pub struct FaultConfig {
     pub disconnect_rate: f64,
     /// Replace one chunk of the stream by truncated, invalid JSON.
     pub malformed_chunk_rate: f64,
+    /// A `disconnect_rate` drop happens in the middle of an event (half of its bytes sent,
+    /// then the connection closes), not between two events.
+    #[serde(default)]
+    pub disconnect_mid_event: bool,
     /// Stream some tokens, then go silent with the connection held open (a hung engine).
     pub stall_rate: f64,
     /// Error bodies quote the request's API key, as some proxies do: a client must redact it.
@@ -89,6 +93,7 @@ impl Default for FaultConfig {
             stream_error_rate: 0.0,
             disconnect_rate: 0.0,
             malformed_chunk_rate: 0.0,
+            disconnect_mid_event: false,
             stall_rate: 0.0,
             echo_api_key: false,
             slow_first_byte_rate: 0.0,

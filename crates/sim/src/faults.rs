@@ -20,6 +20,8 @@ pub(crate) struct FaultPlan {
     pub stream_error_after: Option<u32>,
     /// After this many output tokens, drop the connection (no `[DONE]`).
     pub disconnect_after: Option<u32>,
+    /// The drop comes half-way through an event's bytes.
+    pub disconnect_mid_event: bool,
     /// The chunk that reaches this many output tokens is sent as truncated JSON.
     pub malformed_at: Option<u32>,
     /// After this many output tokens, send nothing more and keep the connection open.
@@ -38,6 +40,7 @@ pub(crate) fn plan(cfg: &FaultConfig, rng: &mut Rng, max_tokens: u32) -> FaultPl
             .then(|| Duration::from_millis(cfg.slow_first_byte_ms)),
         stream_error_after: (draws[2] < cfg.stream_error_rate).then_some(points[0]),
         disconnect_after: (draws[3] < cfg.disconnect_rate).then_some(points[1]),
+        disconnect_mid_event: cfg.disconnect_mid_event,
         malformed_at: (draws[4] < cfg.malformed_chunk_rate).then_some(points[2]),
         stall_after: (draws[5] < cfg.stall_rate).then_some(points[3]),
     }

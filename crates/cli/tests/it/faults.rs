@@ -220,6 +220,36 @@ fn refused_requests_honour_retry_after_or_back_off() {
     }
 }
 
+/// A connection that closes in the middle of an event (half its JSON sent): the request fails
+/// as a broken stream, the cell is Failed with that reason, the run goes on and nothing panics.
+#[test]
+fn a_stream_cut_mid_event_fails_its_cell_cleanly() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.faults.disconnect_rate = 1.0;
+    cfg.faults.disconnect_mid_event = true;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-cut-mid-event");
+    let o = run_small(&sim.url, &dir, "512", "2", "1s", "32", &[]);
+    // The one-token prefill finishes before any cut: the run as a whole is not all-failed.
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    let rows = cells(&dir);
+    assert_eq!(cell(&rows, "prefill", 512, 1)["status"], "valid");
+    let d = cell(&rows, "decode", 512, 2);
+    assert_eq!(d["status"], "failed", "{d:#}");
+    let kinds: Vec<&String> = d["errors"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert!(
+        kinds.iter().any(|k| k.contains("stream_broken")
+            || k.contains("malformed")
+            || k.contains("no_done")),
+        "{d:#}"
+    );
+}
+
 /// `-o` on a directory that holds another run refuses (appending would mix two runs under one
 /// header) unless `--force`, which replaces it.
 #[test]
