@@ -79,7 +79,14 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
             let mut dash = Dashboard::new(d.info, rows, Instant::now());
             dash.hw_on = hw.is_some();
             dash.server_local = d.server_local;
-            Some(Tui::start(dash, hw.clone(), cancel.clone())?)
+            match Tui::start(dash, hw.clone(), cancel.clone()) {
+                Ok(t) => Some(t),
+                // A terminal that cannot be put in raw mode still gets the run, as lines.
+                Err(e) => {
+                    eprintln!("note: the dashboard cannot start ({e}); printing lines instead");
+                    None
+                }
+            }
         }
         _ => None,
     };
