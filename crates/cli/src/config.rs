@@ -144,6 +144,10 @@ pub struct RunArgs {
     /// Measured requests per unit of N in a burst (default 5).
     #[arg(long, value_name = "K")]
     pub burst_requests_per_concurrency: Option<u32>,
+    /// A `tokenizer.json` (Hugging Face format) to count chunk texts with when the server has
+    /// no tokenize endpoint (hosted APIs), instead of one token per chunk.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<String>,
     /// Run no prefill cells (decode cells still warm their prompts first).
     #[arg(long, conflicts_with = "prefill_only")]
     pub skip_prefill: bool,
@@ -379,6 +383,7 @@ impl RunArgs {
             respect_eos: self.respect_eos,
             serial_server: self.serial_server,
             skip_prefill: self.skip_prefill,
+            tokenizer_file: self.tokenizer.clone(),
             prefill_only: self.prefill_only,
             prefill_repeats: match self.standalone_prefill {
                 Some(0) => bail!("--standalone-prefill takes at least 1 prefill per context"),

@@ -5,6 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use llmib_client::driver::MatrixEnd;
 use llmib_client::engine::{Engine, ProbeOptions};
+use llmib_client::local_tokenizer::LocalTokenizer;
 use llmib_core::cell::CellKey;
 use llmib_core::meta::{HardwareInfo, Sourced};
 use llmib_core::plan::{Plan, Settings};
@@ -269,6 +270,15 @@ fn prepare_resume(
     // The interrupted run's endpoint: its cells and the resumed ones must be comparable.
     engine.set_api(plan.settings.api);
     engine.set_respect_eos(plan.settings.respect_eos);
+    let tokenizer = args
+        .tokenizer
+        .as_ref()
+        .or(plan.settings.tokenizer_file.as_ref());
+    if let Some(path) = tokenizer {
+        engine.set_local_tokenizer(Arc::new(
+            LocalTokenizer::load(path).map_err(anyhow::Error::msg)?,
+        ));
+    }
     Ok(Prepared {
         dir: RunDir::create(dir)?,
         plan,
@@ -291,6 +301,11 @@ fn prepare_new(
     settings.token_targeting = args.token_targeting.resolve(engine.has_tokenizer());
     engine.set_api(settings.api);
     engine.set_respect_eos(settings.respect_eos);
+    if let Some(path) = &settings.tokenizer_file {
+        engine.set_local_tokenizer(Arc::new(
+            LocalTokenizer::load(path).map_err(anyhow::Error::msg)?,
+        ));
+    }
     let info_engine = engine.info().clone();
     let context_length = info_engine
         .context_length

@@ -24,12 +24,14 @@ async fn tokenize_len(engine: &Engine, text: &str) -> Result<u32, String> {
     }
 }
 
-/// Tokenizes every distinct text that a record needs counted. Without a tokenizer endpoint the
-/// map stays empty, and the rules count those chunks by chunk count, saying so.
-async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> Tokenized {
+/// Tokenizes every distinct text that a record needs counted: with the server's tokenizer, or
+/// else with the local tokenizer file (`--tokenizer`; the flag in the answer says so). With
+/// neither the map stays empty, and the rules count those chunks by chunk count, saying so.
+async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> (Tokenized, bool) {
     let mut out = Tokenized::new();
-    if !engine.has_tokenizer() {
-        return out;
+    let local = engine.local_tokenizer().filter(|_| !engine.has_tokenizer());
+    if !engine.has_tokenizer() && local.is_none() {
+        return (out, false);
     }
     let mut wanted: HashSet<&str> = HashSet::new();
     for m in records {
@@ -39,16 +41,22 @@ async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> Tokenized {
             wanted.extend(texts.iter().map(String::as_str));
         }
     }
+    let used_local = local.is_some() && !wanted.is_empty();
     for t in wanted {
-        out.insert(t.to_string(), tokenize_len(engine, t).await);
+        let n = match local {
+            Some(l) => l.count(t),
+            None => tokenize_len(engine, t).await,
+        };
+        out.insert(t.to_string(), n);
     }
-    out
+    (out, used_local)
 }
 
 /// Sets the token count of every chunk of every record and reports the weakest source used.
 pub async fn count_tokens(engine: &Engine, records: &mut [Measured]) -> CountReport {
-    let tokenized = tokenize_needed(engine, records).await;
+    let (tokenized, local) = tokenize_needed(engine, records).await;
     let mut report = CountReport::new();
+    report.local_tokenizer = local;
     for m in records.iter_mut() {
         let texts = m.texts.take();
         count_request(

@@ -7,6 +7,7 @@ pub mod hardware;
 pub mod http;
 pub mod hwmon;
 pub mod live;
+pub mod local_tokenizer;
 pub mod metrics;
 pub mod sse;
 

@@ -32,6 +32,9 @@ pub struct CountReport {
     pub tokenize_failures: u64,
     /// The first tokenizer error.
     pub first_failure: Option<String>,
+    /// Chunk texts were counted with a local tokenizer file (`--tokenizer`), the server having
+    /// none.
+    pub local_tokenizer: bool,
 }
 
 impl CountReport {
@@ -41,6 +44,7 @@ impl CountReport {
             source: None,
             tokenize_failures: 0,
             first_failure: None,
+            local_tokenizer: false,
         }
     }
 
@@ -58,13 +62,20 @@ impl CountReport {
 
     /// A note for the row when the count is degraded, in words.
     pub fn note(&self) -> Option<String> {
-        (self.tokenize_failures > 0).then(|| {
+        let local = self
+            .local_tokenizer
+            .then_some("chunk texts counted with the local tokenizer file (--tokenizer), the server having none");
+        let failed = (self.tokenize_failures > 0).then(|| {
             format!(
                 "the tokenizer failed on {} chunk texts (first: {}); those chunks count as one token each",
                 self.tokenize_failures,
                 self.first_failure.as_deref().unwrap_or("unknown error")
             )
-        })
+        });
+        match (local, failed) {
+            (Some(l), Some(f)) => Some(format!("{l}; {f}")),
+            (l, f) => f.or(l.map(str::to_string)),
+        }
     }
 }
 

@@ -77,6 +77,10 @@ pub struct Settings {
     /// Extra contexts measured by a prefill cell only (`--prefill-contexts`).
     #[serde(default)]
     pub prefill_contexts: Vec<ContextSpec>,
+    /// A local `tokenizer.json` that counts chunk texts where the server has no tokenizer
+    /// (`--tokenizer`).
+    #[serde(default)]
+    pub tokenizer_file: Option<String>,
     /// Cold prefills per prefill cell, each with a prefix of its own (`--standalone-prefill`;
     /// 1: the one scout). The row gives the median and the spread.
     #[serde(default = "one")]
@@ -185,6 +189,7 @@ impl Default for Settings {
             prefill_only: false,
             prefill_contexts: Vec::new(),
             prefill_repeats: 1,
+            tokenizer_file: None,
         }
     }
 }

@@ -289,3 +289,63 @@ fn prefill_profiles_alone_with_spread_or_skipped() {
     );
     assert_eq!(rows.len(), 2);
 }
+
+/// `--tokenizer FILE` against the hosted profile (no tokenize endpoint): chunk texts the
+/// server's usage does not cover (requests cut at window end) are counted with the local file,
+/// so no row falls back to one token per chunk, and the row says which tokenizer counted. A
+/// file that is not a tokenizer is a one-line error before anything runs.
+#[test]
+fn a_local_tokenizer_file_counts_what_a_hosted_api_does_not() {
+    let _serial = timing_lock();
+    let cfg = llmib_sim::builtin_profile("hosted").expect("hosted profile");
+    let key = cfg.api_key.clone().unwrap_or_default();
+    let sim = Sim::start(cfg);
+    let base = out_dir("run-local-tokenizer");
+    std::fs::create_dir_all(&base).expect("dir");
+    let tok = base.join("tokenizer.json");
+    std::fs::write(
+        &tok,
+        r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,
+            "decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#,
+    )
+    .expect("write the tokenizer");
+    let tok = tok.to_str().unwrap_or_default().to_string();
+    let dir = base.join("run");
+    let extra = ["--api-key", key.as_str(), "--tokenizer", tok.as_str()];
+    let o = run_small(&sim.url, &dir, "512", "2", "1s", "32", &extra);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let d = cell(&rows, "decode", 512, 2);
+    assert_ne!(d["token_count_source"], "chunk_count", "{d:#}");
+    assert!(
+        d["token_count_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("local tokenizer")),
+        "{d:#}"
+    );
+
+    std::fs::write(base.join("bad.json"), "{not a tokenizer").expect("write");
+    let bad = base.join("bad.json");
+    let extra = [
+        "--api-key",
+        key.as_str(),
+        "--tokenizer",
+        bad.to_str().unwrap_or_default(),
+    ];
+    let o = run_small(
+        &sim.url,
+        &base.join("run-bad"),
+        "512",
+        "2",
+        "1s",
+        "32",
+        &extra,
+    );
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--tokenizer") && err.lines().count() <= 2,
+        "{err}"
+    );
+}

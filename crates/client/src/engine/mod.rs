@@ -27,10 +27,12 @@ mod tests;
 
 use std::time::Duration;
 
+use crate::local_tokenizer::LocalTokenizer;
 use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo};
 use llmib_core::plan::Api;
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use thiserror::Error;
 
 use crate::http::{describe_request_error, describe_status, send_fresh};
@@ -196,6 +198,8 @@ pub struct Engine {
     pub(crate) api: Api,
     /// Let requests end at EOS (no `ignore_eos` / `min_tokens`).
     pub(crate) respect_eos: bool,
+    /// A tokenizer file for counting when the server has no tokenize endpoint.
+    pub(crate) local_tokenizer: Option<Arc<LocalTokenizer>>,
 }
 
 /// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
@@ -258,6 +262,16 @@ impl Engine {
     /// Sends generation requests to `api` from now on (set once, before the run starts).
     pub fn set_api(&mut self, api: Api) {
         self.api = api;
+    }
+
+    /// Counts chunk texts with `t` where the server has no tokenize endpoint (`--tokenizer`).
+    pub fn set_local_tokenizer(&mut self, t: Arc<LocalTokenizer>) {
+        self.local_tokenizer = Some(t);
+    }
+
+    /// The local tokenizer file, if one was given.
+    pub fn local_tokenizer(&self) -> Option<&LocalTokenizer> {
+        self.local_tokenizer.as_deref()
     }
 
     /// Lets requests end at the model's EOS from now on (`--respect-eos`).

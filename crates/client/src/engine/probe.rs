@@ -237,6 +237,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
             api: Api::Completions,
             respect_eos: false,
+            local_tokenizer: None,
         },
         served_models,
         notes,

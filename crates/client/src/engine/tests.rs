@@ -543,6 +543,7 @@ fn completion_bodies_per_dialect() {
         api_key: None,
         api: llmib_core::plan::Api::Completions,
         respect_eos: false,
+        local_tokenizer: None,
     };
     let sg = mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
     assert_eq!(
