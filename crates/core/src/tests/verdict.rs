@@ -220,6 +220,7 @@ fn observation<'a>(records: &'a [RequestRecord], readiness: ReadinessBy) -> Deco
             source: Some(TokenCountSource::ServerUsagePerChunk),
             tokenize_failures: 0,
             first_failure: None,
+            local_tokenizer: false,
         },
         nominal_source: TokenCountSource::ServerUsagePerChunk,
         server_generation_tokens: Some(22.0),
