@@ -2,6 +2,7 @@
 //! from them (pure functions), cell statuses and the results store. No HTTP, no terminal, so
 //! everything here is tested without sockets.
 
+pub mod accuracy;
 pub mod burst;
 pub mod cell;
 pub mod counting;
