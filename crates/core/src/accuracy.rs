@@ -78,8 +78,7 @@ pub fn parse_number(output: &str) -> Option<f64> {
 pub fn parse_letter(output: &str) -> Option<char> {
     let lower = output.to_ascii_lowercase();
     if let Some(i) = lower.rfind("answer") {
-        let rest = output[i + "answer".len()..]
-            .trim_start_matches(|c: char| c == ':' || c == '*' || c == ' ' || c == '(' || c == '"');
+        let rest = output[i + "answer".len()..].trim_start_matches([':', '*', ' ', '(', '"']);
         if let Some(c) = rest.chars().next()
             && ('A'..='J').contains(&c.to_ascii_uppercase())
             && rest
