@@ -158,6 +158,15 @@ pub struct SimConfig {
     /// server's `usage.prompt_tokens` alone.
     #[serde(default)]
     pub hosted: bool,
+    /// Answer fixture questions (a `⟦sim:ID:ANSWER⟧` marker in the prompt, as this project's
+    /// fixture datasets write it): correctly with this probability, decided from the item id
+    /// alone, so two simulators at 0.80 and 0.74 disagree on a known set of items. `None`:
+    /// outputs are filler words, as always.
+    #[serde(default)]
+    pub answer_accuracy: Option<f64>,
+    /// Filler words before the answer line of a fixture answer.
+    #[serde(default = "default_answer_words")]
+    pub answer_words: u32,
     /// Whether string prompts get a BOS token (counted in `prompt_tokens`).
     pub add_bos: bool,
     /// Per-token probability of a natural EOS after `min_tokens` when `ignore_eos` is off.
@@ -179,6 +188,10 @@ pub struct SimConfig {
     /// shown as `cache_config_info` labels where they apply). TOML has no null: leave a key
     /// out to report it as `null`.
     pub server_args: BTreeMap<String, serde_json::Value>,
+}
+
+fn default_answer_words() -> u32 {
+    24
 }
 
 impl Default for SimConfig {

@@ -248,12 +248,16 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         prompt_tokens: (req.prompt.len() as i64 + cfg.faults.usage_prompt_tokens_offset).max(0)
             as u64,
     };
+    let script = cfg
+        .answer_accuracy
+        .and_then(|p| crate::answers::script(&body, p, cfg.answer_words));
     let (rx, guard) = st.engine.submit(NewRequest {
         prompt_len: req.prompt.len() as u64,
         prompt_hash: hash_tokens(&req.prompt),
         max_tokens: req.max_tokens,
         min_tokens: req.min_tokens,
         ignore_eos: req.ignore_eos,
+        script,
     });
     if req.stream {
         let stamps = cfg.stamp_chunks.then(|| Arc::clone(&st.stamps));

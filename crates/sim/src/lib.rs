@@ -14,6 +14,7 @@
 //! Start it in-process with [`spawn`] (tests, demos) or [`serve`] (your own listener and
 //! shutdown signal). `docs/simulator.md` describes the model and shows transcripts.
 
+pub mod answers;
 mod config;
 mod emitted;
 mod engine;

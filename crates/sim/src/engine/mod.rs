@@ -65,6 +65,9 @@ pub(crate) struct NewRequest {
     pub min_tokens: u32,
     /// Never stop before `max_tokens`.
     pub ignore_eos: bool,
+    /// A fixed answer (`answer_accuracy`): these words are the output, then a natural stop
+    /// (the length limit still cuts it).
+    pub script: Option<Vec<String>>,
 }
 
 /// A snapshot of the engine's state, published after every scheduler iteration.

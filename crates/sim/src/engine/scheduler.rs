@@ -346,13 +346,25 @@ impl Scheduler<'_> {
         let mut n = 0;
         let mut finish = None;
         while n < k && r.generated < r.spec.max_tokens {
-            let (_, word) = tokenizer::output_token(&mut r.rng);
+            let scripted = r.spec.script.as_ref().map(|s| s.get(r.generated as usize));
+            let word = match scripted {
+                Some(Some(w)) => w.as_str(),
+                _ => tokenizer::output_token(&mut r.rng).1,
+            };
             text.push(' ');
             text.push_str(word);
             n += 1;
             r.generated += 1;
+            let script_done = r
+                .spec
+                .script
+                .as_ref()
+                .is_some_and(|s| r.generated as usize >= s.len());
             if r.generated >= r.spec.max_tokens {
                 finish = Some(Finish::Length);
+            } else if script_done {
+                finish = Some(Finish::Stop);
+                break;
             } else if !r.spec.ignore_eos
                 && r.generated >= r.spec.min_tokens
                 && r.rng.chance(eos_rate)
