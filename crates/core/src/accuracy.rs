@@ -159,3 +159,141 @@ pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
 #[cfg(test)]
 #[path = "tests/accuracy.rs"]
 mod tests;
+
+/// One scored item, as an eval run saves it (`items.jsonl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemScore {
+    /// The dataset's item id.
+    pub id: String,
+    /// The expected answer.
+    pub expected: String,
+    /// What was read from the output (`None`: nothing).
+    pub parsed: Option<String>,
+    /// How it scored.
+    pub category: Category,
+    /// The item's subject (MMLU-Pro's category), if the dataset has one.
+    pub subject: Option<String>,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: Option<u64>,
+    /// `finish_reason`.
+    pub finish_reason: Option<String>,
+    /// The request's error, when it failed (scored Unparseable).
+    pub error: Option<String>,
+}
+
+/// Accuracy of a set of items: correct / all, with its Wilson interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Accuracy {
+    /// Items.
+    pub n: u64,
+    /// Correct ones.
+    pub correct: u64,
+    /// `correct / n`.
+    pub accuracy: f64,
+    /// Wilson 95 % interval.
+    pub wilson_95: Option<(f64, f64)>,
+}
+
+impl Accuracy {
+    /// Of `items`.
+    pub fn of<'a>(items: impl IntoIterator<Item = &'a ItemScore>) -> Accuracy {
+        let (mut n, mut k) = (0u64, 0u64);
+        for i in items {
+            n += 1;
+            k += u64::from(i.category == Category::Correct);
+        }
+        Accuracy {
+            n,
+            correct: k,
+            accuracy: if n > 0 { k as f64 / n as f64 } else { 0.0 },
+            wilson_95: wilson_95(k, n),
+        }
+    }
+}
+
+/// Two eval runs of the same items, paired by id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// Items in both runs.
+    pub n: u64,
+    /// Accuracy of A and of B over the paired items.
+    pub a: Accuracy,
+    /// B's.
+    pub b: Accuracy,
+    /// B − A, in accuracy points (fraction).
+    pub delta: f64,
+    /// Items right in A only.
+    pub a_only: Vec<String>,
+    /// Items right in B only.
+    pub b_only: Vec<String>,
+    /// Exact two-sided McNemar p-value over the discordant pairs.
+    pub p_value: f64,
+    /// Per subject: (subject, A, B, B − A), worst delta first.
+    pub by_subject: Vec<(String, f64, f64, f64)>,
+    /// Mean completion tokens of B over A's (1.0: no inflation), where both reported them.
+    pub token_inflation: Option<f64>,
+    /// Truncated items in A and in B.
+    pub truncated: (u64, u64),
+}
+
+/// Pairs `a` and `b` by item id (items in only one run are left out).
+pub fn pair(a: &[ItemScore], b: &[ItemScore]) -> Paired {
+    use std::collections::BTreeMap;
+    let bmap: BTreeMap<&str, &ItemScore> = b.iter().map(|i| (i.id.as_str(), i)).collect();
+    let pairs: Vec<(&ItemScore, &ItemScore)> = a
+        .iter()
+        .filter_map(|x| bmap.get(x.id.as_str()).map(|y| (x, *y)))
+        .collect();
+    let right = |i: &ItemScore| i.category == Category::Correct;
+    let a_only: Vec<String> = pairs
+        .iter()
+        .filter(|(x, y)| right(x) && !right(y))
+        .map(|(x, _)| x.id.clone())
+        .collect();
+    let b_only: Vec<String> = pairs
+        .iter()
+        .filter(|(x, y)| !right(x) && right(y))
+        .map(|(x, _)| x.id.clone())
+        .collect();
+    let acc_a = Accuracy::of(pairs.iter().map(|(x, _)| *x));
+    let acc_b = Accuracy::of(pairs.iter().map(|(_, y)| *y));
+    let mut subjects: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for (x, y) in &pairs {
+        let s = subjects
+            .entry(x.subject.clone().unwrap_or_else(|| "all".into()))
+            .or_default();
+        s.0 += 1;
+        s.1 += u64::from(right(x));
+        s.2 += u64::from(right(y));
+    }
+    let mut by_subject: Vec<(String, f64, f64, f64)> = subjects
+        .into_iter()
+        .map(|(s, (n, ka, kb))| {
+            let (fa, fb) = (ka as f64 / n as f64, kb as f64 / n as f64);
+            (s, fa, fb, fb - fa)
+        })
+        .collect();
+    by_subject.sort_by(|x, y| x.3.total_cmp(&y.3));
+    let tokens: Vec<(u64, u64)> = pairs
+        .iter()
+        .filter_map(|(x, y)| Some((x.completion_tokens?, y.completion_tokens?)))
+        .collect();
+    let (ta, tb) = tokens
+        .iter()
+        .fold((0u64, 0u64), |(a, b), (x, y)| (a + x, b + y));
+    let trunc = |i: &ItemScore| u64::from(i.category == Category::Truncated);
+    let truncated_a: u64 = pairs.iter().map(|(x, _)| trunc(x)).sum();
+    let truncated_b: u64 = pairs.iter().map(|(_, y)| trunc(y)).sum();
+    Paired {
+        n: pairs.len() as u64,
+        delta: acc_b.accuracy - acc_a.accuracy,
+        p_value: mcnemar_exact(a_only.len() as u64, b_only.len() as u64),
+        a: acc_a,
+        b: acc_b,
+        a_only,
+        b_only,
+        by_subject,
+        token_inflation: (ta > 0).then(|| tb as f64 / ta as f64),
+        truncated: (truncated_a, truncated_b),
+    }
+}

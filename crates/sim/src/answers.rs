@@ -68,7 +68,10 @@ mod tests {
         let wrong = script(body.as_bytes(), 0.0, 0).expect("marker");
         assert_eq!(wrong, ["####", "43"]);
         let mc = "\u{27e6}sim:m1:J\u{27e7}";
-        assert_eq!(script(mc.as_bytes(), 0.0, 0).expect("marker"), ["Answer:", "A"]);
+        assert_eq!(
+            script(mc.as_bytes(), 0.0, 0).expect("marker"),
+            ["Answer:", "A"]
+        );
         assert_eq!(script(b"no marker", 1.0, 2), None);
         // Nested: right at 0.74 implies right at 0.80.
         for i in 0..200 {

@@ -70,3 +70,51 @@ fn mcnemar_exact_known_answers() {
     let p = mcnemar_exact(400, 600);
     assert!(p > 0.0 && p < 1e-9, "{p}");
 }
+
+fn item(id: &str, cat: Category, subject: &str, tokens: u64) -> ItemScore {
+    ItemScore {
+        id: id.into(),
+        expected: "1".into(),
+        parsed: None,
+        category: cat,
+        subject: Some(subject.into()),
+        completion_tokens: Some(tokens),
+        finish_reason: None,
+        error: None,
+    }
+}
+
+#[test]
+fn pairing_known_answers() {
+    use Category::{Correct as C, Truncated as T, Wrong as W};
+    let a = [
+        item("1", C, "math", 10),
+        item("2", C, "math", 10),
+        item("3", W, "law", 10),
+        item("4", C, "law", 10),
+        item("5", T, "law", 10),
+        item("only-a", C, "law", 10),
+    ];
+    let b = [
+        item("1", C, "math", 20),
+        item("2", W, "math", 20),
+        item("3", C, "law", 20),
+        item("4", C, "law", 20),
+        item("5", T, "law", 20),
+    ];
+    let p = pair(&a, &b);
+    assert_eq!(p.n, 5, "unpaired items are left out");
+    assert_eq!((p.a.correct, p.b.correct), (3, 3));
+    assert_eq!(
+        (p.a_only.clone(), p.b_only.clone()),
+        (vec!["2".to_string()], vec!["3".to_string()])
+    );
+    assert_eq!(p.p_value, 1.0);
+    assert_eq!(p.token_inflation, Some(2.0));
+    assert_eq!(p.truncated, (1, 1));
+    // math: 1.0 → 0.5 (−0.5) is worse than law: 1/3 → 2/3.
+    assert_eq!(p.by_subject[0].0, "math");
+    assert!((p.by_subject[0].3 + 0.5).abs() < 1e-12);
+    let acc = Accuracy::of(&a);
+    assert_eq!((acc.n, acc.correct), (6, 4));
+}
