@@ -4,6 +4,7 @@
 mod config;
 mod display;
 mod drive;
+mod eval_cmd;
 mod report_cmd;
 mod run_cmd;
 mod sim_cmd;
@@ -31,8 +32,11 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Render a results directory as HTML, Markdown, CSV or JSON.
     Report(report_cmd::ReportArgs),
-    /// Set two or more runs side by side, with per-cell ratios to the first.
+    /// Set two or more runs side by side, with per-cell ratios to the first (two eval runs:
+    /// paired by item, with the McNemar test).
     Compare(report_cmd::CompareArgs),
+    /// Score an accuracy profile (GSM8K, MMLU-Pro, GPQA Diamond) against a server.
+    Eval(Box<eval_cmd::EvalArgs>),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
             Command::Demo(a) => run_cmd::demo(a).await,
             Command::Sim(a) => sim_cmd::run(a).await.map(|_| run_cmd::Exit::Ok),
             Command::Report(a) => report_cmd::run(a).map(|_| run_cmd::Exit::Ok),
+            Command::Eval(a) => eval_cmd::run(*a).await.map(|_| run_cmd::Exit::Ok),
             Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
         }
     });

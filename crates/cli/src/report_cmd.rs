@@ -66,6 +66,13 @@ pub struct CompareArgs {
 /// Prints the comparison table, and writes the HTML page when asked.
 pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
     let dirs: Vec<&Path> = args.runs.iter().map(PathBuf::as_path).collect();
+    if dirs.iter().all(|d| crate::eval_cmd::is_eval_dir(d)) {
+        let [a, b] = dirs.as_slice() else {
+            bail!("eval runs are compared in pairs: give two directories");
+        };
+        let text = crate::eval_cmd::compare(a, b)?;
+        return quiet_broken_pipe(std::io::stdout().lock().write_all(text.as_bytes()));
+    }
     let cmp = Comparison::load(&dirs)?;
     // Write the page first: a closed pipe on the table must not lose the file.
     let mut text = cmp.to_text();

@@ -3,6 +3,7 @@
 
 pub mod chunk;
 pub mod engine;
+pub mod eval;
 pub mod hardware;
 pub mod http;
 pub mod hwmon;

@@ -12,6 +12,13 @@ pub fn item_draw(id: &str) -> f64 {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
+    // FNV's high bits barely move between ids that differ in their last characters: mix them
+    // (splitmix64's finaliser) so the draws spread over [0, 1).
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -73,6 +80,11 @@ mod tests {
             ["Answer:", "A"]
         );
         assert_eq!(script(b"no marker", 1.0, 2), None);
+        // Spread: about 80 % of 1000 ids are right at 0.80.
+        let right = (0..1000)
+            .filter(|i| answers_correctly(&format!("item-{i}"), 0.8))
+            .count();
+        assert!((740..860).contains(&right), "{right}");
         // Nested: right at 0.74 implies right at 0.80.
         for i in 0..200 {
             let id = format!("item-{i}");

@@ -5,6 +5,7 @@ mod api;
 mod common;
 mod dashboard;
 mod emission;
+mod eval;
 mod faults;
 mod highconc;
 mod llamacpp;

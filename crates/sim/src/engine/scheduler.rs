@@ -362,12 +362,12 @@ impl Scheduler<'_> {
                 .is_some_and(|s| r.generated as usize >= s.len());
             if r.generated >= r.spec.max_tokens {
                 finish = Some(Finish::Length);
-            } else if script_done {
-                finish = Some(Finish::Stop);
-                break;
-            } else if !r.spec.ignore_eos
-                && r.generated >= r.spec.min_tokens
-                && r.rng.chance(eos_rate)
+            } else if script_done
+                // A scripted answer ends with its script, never at a random EOS.
+                || (r.spec.script.is_none()
+                    && !r.spec.ignore_eos
+                    && r.generated >= r.spec.min_tokens
+                    && r.rng.chance(eos_rate))
             {
                 finish = Some(Finish::Stop);
                 break;

@@ -1,0 +1,347 @@
+//! `eval`: an accuracy profile (GSM8K, MMLU-Pro, GPQA Diamond) against a server. Every request
+//! is a different item, temperature 0, at a fixed concurrency; answers are scored by
+//! `llmib_core::accuracy`. Writes `items.jsonl` (one scored item per line) and `eval.json`
+//! (accuracy with its Wilson interval, per subject and category, and the run's throughput).
+//! `compare A B` on two eval directories pairs them by item id.
+//!
+//! Datasets are read from `--dataset-dir` as `<profile>.jsonl` lines: `{"id", "question",
+//! "answer"}`, plus `"options": [...]` and `"category"` for multiple choice. Downloading the
+//! official files is not built yet.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use futures_util::StreamExt;
+use llmib_client::engine::{Engine, ProbeOptions};
+use llmib_client::eval::generate;
+use llmib_core::accuracy::{
+    Accuracy, AnswerFormat, Category, ItemScore, pair, parse_letter, parse_number, score,
+};
+use llmib_core::redact::sanitize_terminal;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// `eval` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// Base URL of the server.
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    pub url: String,
+    /// API key (also read from OPENAI_API_KEY). Never written to any output.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Model to request (default: the one the server lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Dataset profile: gsm8k, mmlu-pro or gpqa-diamond.
+    #[arg(long)]
+    pub profile: String,
+    /// Folder holding `<profile>.jsonl`.
+    #[arg(long)]
+    pub dataset_dir: PathBuf,
+    /// Score only N items, evenly spread over the dataset (deterministic).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// `max_tokens` of each answer.
+    #[arg(long, default_value_t = 2048)]
+    pub max_output: u32,
+    /// Results directory.
+    #[arg(long, short)]
+    pub output: PathBuf,
+}
+
+/// A dataset line.
+#[derive(Debug, Clone, Deserialize)]
+struct Item {
+    id: String,
+    question: String,
+    answer: String,
+    #[serde(default)]
+    options: Vec<String>,
+    #[serde(default)]
+    category: Option<String>,
+}
+
+/// `eval.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EvalSummary {
+    /// The profile.
+    pub profile: String,
+    /// Served model.
+    pub model: String,
+    /// Server URL.
+    pub url: String,
+    /// Accuracy over every item.
+    pub accuracy: Accuracy,
+    /// Items per category (correct, wrong, truncated, unparseable).
+    pub categories: BTreeMap<String, u64>,
+    /// Accuracy per subject.
+    pub by_subject: BTreeMap<String, Accuracy>,
+    /// Σ completion tokens / wall time.
+    pub tok_per_s: f64,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Requests in flight.
+    pub concurrency: usize,
+}
+
+fn format_of(profile: &str) -> Result<AnswerFormat> {
+    Ok(match profile {
+        "gsm8k" => AnswerFormat::Number,
+        "mmlu-pro" | "gpqa-diamond" => AnswerFormat::Letter,
+        other => bail!("unknown --profile `{other}`: use gsm8k, mmlu-pro or gpqa-diamond"),
+    })
+}
+
+/// The prompt of an item.
+fn prompt(item: &Item, format: AnswerFormat) -> String {
+    match format {
+        AnswerFormat::Number => format!(
+            "Solve the problem step by step, then give the final answer on its own line as \
+             '#### <number>'.\n\nQuestion: {}\n",
+            item.question
+        ),
+        AnswerFormat::Letter => {
+            let options: String = item
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}. {o}\n", (b'A' + i as u8) as char))
+                .collect();
+            format!(
+                "Answer the multiple-choice question. Think briefly, then end with 'Answer: X' \
+                 where X is the letter of the choice.\n\nQuestion: {}\n{options}",
+                item.question
+            )
+        }
+    }
+}
+
+/// N items evenly spread over `all` (every item when N ≥ its length).
+fn spread<T: Clone>(all: &[T], n: Option<usize>) -> Vec<T> {
+    match n {
+        Some(n) if n < all.len() => (0..n).map(|i| all[i * all.len() / n].clone()).collect(),
+        _ => all.to_vec(),
+    }
+}
+
+fn load(path: &Path) -> Result<Vec<Item>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {} (pass --dataset-dir)", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{} line {}: not a dataset item", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Runs the profile and writes the results.
+pub async fn run(a: EvalArgs) -> Result<()> {
+    let format = format_of(&a.profile)?;
+    let items = spread(
+        &load(&a.dataset_dir.join(format!("{}.jsonl", a.profile)))?,
+        a.limit,
+    );
+    if items.is_empty() {
+        bail!("the dataset has no items");
+    }
+    let probe = Engine::probe(&ProbeOptions {
+        base_url: a.url.clone(),
+        api_key: a.api_key.clone(),
+        model: a.model.clone(),
+        engine: None,
+        kv_capacity: None,
+        dcp_size: None,
+        timeout: Duration::from_secs(10),
+    })
+    .await?;
+    let mut engine = probe.engine;
+    // An answer ends where the model stops; chat is what instruction models are served for.
+    engine.set_respect_eos(true);
+    engine.set_api(llmib_core::plan::Api::Chat);
+    let model = engine.model().served_model.clone();
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    let t0 = Instant::now();
+    let secrets: Vec<&str> = engine.secrets();
+    let engine_ref = &engine;
+    let mut scored: Vec<ItemScore> = futures_util::stream::iter(items.iter())
+        .map(|item| async move {
+            let g = generate(engine_ref, &prompt(item, format), a.max_output).await;
+            (item, g)
+        })
+        .buffer_unordered(a.concurrency.max(1))
+        .map(|(item, g)| match g {
+            Ok(g) => {
+                let hit = g.finish_reason.as_deref() == Some("length");
+                let parsed = match format {
+                    AnswerFormat::Number => parse_number(&g.text).map(|v| v.to_string()),
+                    AnswerFormat::Letter => parse_letter(&g.text).map(|c| c.to_string()),
+                };
+                ItemScore {
+                    id: item.id.clone(),
+                    expected: item.answer.clone(),
+                    parsed,
+                    category: score(&g.text, &item.answer, format, hit),
+                    subject: item.category.clone(),
+                    completion_tokens: g.completion_tokens,
+                    finish_reason: g.finish_reason,
+                    error: None,
+                }
+            }
+            Err(e) => ItemScore {
+                id: item.id.clone(),
+                expected: item.answer.clone(),
+                parsed: None,
+                category: Category::Unparseable,
+                subject: item.category.clone(),
+                completion_tokens: None,
+                finish_reason: None,
+                error: Some(llmib_core::redact::redact_text(&e, &secrets)),
+            },
+        })
+        .collect()
+        .await;
+    let wall_s = t0.elapsed().as_secs_f64();
+    scored.sort_by(|x, y| x.id.cmp(&y.id));
+    let errors = scored.iter().filter(|s| s.error.is_some()).count();
+    if errors == scored.len() {
+        bail!(
+            "every request failed (first: {})",
+            scored[0].error.as_deref().unwrap_or("unknown")
+        );
+    }
+    let mut lines = String::new();
+    for s in &scored {
+        lines.push_str(&serde_json::to_string(s)?);
+        lines.push('\n');
+    }
+    std::fs::write(a.output.join("items.jsonl"), lines)?;
+    let mut categories: BTreeMap<String, u64> = BTreeMap::new();
+    let mut subjects: BTreeMap<String, Vec<ItemScore>> = BTreeMap::new();
+    for s in &scored {
+        let c = serde_json::to_value(s.category)?;
+        *categories
+            .entry(c.as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
+        if let Some(sub) = &s.subject {
+            subjects.entry(sub.clone()).or_default().push(s.clone());
+        }
+    }
+    let tokens: u64 = scored.iter().filter_map(|s| s.completion_tokens).sum();
+    let summary = EvalSummary {
+        profile: a.profile.clone(),
+        model,
+        url: a.url.clone(),
+        accuracy: Accuracy::of(&scored),
+        categories,
+        by_subject: subjects
+            .iter()
+            .map(|(k, v)| (k.clone(), Accuracy::of(v)))
+            .collect(),
+        tok_per_s: if wall_s > 0.0 {
+            tokens as f64 / wall_s
+        } else {
+            0.0
+        },
+        wall_s,
+        concurrency: a.concurrency,
+    };
+    std::fs::write(
+        a.output.join("eval.json"),
+        serde_json::to_string_pretty(&summary)?,
+    )?;
+    let acc = &summary.accuracy;
+    let (lo, hi) = acc.wilson_95.unwrap_or((0.0, 0.0));
+    println!(
+        "{}: {}/{} correct, accuracy {:.1}% (95% CI {:.1}–{:.1}%), {:?}, {:.0} tok/s; results in {}",
+        a.profile,
+        acc.correct,
+        acc.n,
+        acc.accuracy * 100.0,
+        lo * 100.0,
+        hi * 100.0,
+        summary.categories,
+        summary.tok_per_s,
+        a.output.display()
+    );
+    if errors > 0 {
+        eprintln!(
+            "note: {errors} request(s) failed; they score as unparseable (items.jsonl has each error)"
+        );
+    }
+    Ok(())
+}
+
+/// Whether `dir` holds an eval run.
+pub fn is_eval_dir(dir: &Path) -> bool {
+    dir.join("eval.json").is_file()
+}
+
+fn load_items(dir: &Path) -> Result<Vec<ItemScore>> {
+    let p = dir.join("items.jsonl");
+    let text =
+        std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).with_context(|| format!("{}: a bad line", p.display())))
+        .collect()
+}
+
+/// The paired A/B comparison of two eval runs, as text.
+pub fn compare(a: &Path, b: &Path) -> Result<String> {
+    let p = pair(&load_items(a)?, &load_items(b)?);
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let mut out = format!(
+        "Paired A/B over {} items: A {} ({}/{}), B {} ({}/{}), delta {:+.1} points\n",
+        p.n,
+        pct(p.a.accuracy),
+        p.a.correct,
+        p.a.n,
+        pct(p.b.accuracy),
+        p.b.correct,
+        p.b.n,
+        p.delta * 100.0
+    );
+    out.push_str(&format!(
+        "Flips: {} right in A only, {} right in B only; exact McNemar p = {:.4}\n",
+        p.a_only.len(),
+        p.b_only.len(),
+        p.p_value
+    ));
+    if !p.a_only.is_empty() {
+        out.push_str(&format!("  right in A only: {}\n", p.a_only.join(", ")));
+    }
+    if !p.b_only.is_empty() {
+        out.push_str(&format!("  right in B only: {}\n", p.b_only.join(", ")));
+    }
+    out.push_str(&format!(
+        "Truncated: A {}, B {}; completion tokens B/A: {}\n",
+        p.truncated.0,
+        p.truncated.1,
+        p.token_inflation.map_or("–".into(), |r| format!("×{r:.2}"))
+    ));
+    out.push_str("Per subject (worst first):\n");
+    for (s, fa, fb, d) in &p.by_subject {
+        out.push_str(&format!(
+            "  {s}: {} → {} ({:+.1})\n",
+            pct(*fa),
+            pct(*fb),
+            d * 100.0
+        ));
+    }
+    // Item ids and subjects come from the dataset: no control character reaches the terminal.
+    Ok(out
+        .lines()
+        .map(sanitize_terminal)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n")
+}

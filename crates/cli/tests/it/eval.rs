@@ -1,0 +1,120 @@
+//! `eval` end to end against simulators that answer this project's fixture questions with a
+//! set accuracy (`answer_accuracy`, decided from each item id), then `compare` of two runs:
+//! accuracies, the flipped items and the McNemar p-value are what the item ids decide.
+
+use crate::common::*;
+use crate::run::exact_sim;
+use llmib_sim::answers::answers_correctly;
+use std::path::Path;
+
+/// Fixture datasets: GSM8K-style numbers and MMLU-Pro-style letters, each question carrying the
+/// simulator's `⟦sim:ID:ANSWER⟧` marker.
+fn write_fixtures(dir: &Path) -> (Vec<String>, Vec<String>) {
+    std::fs::create_dir_all(dir).expect("dataset dir");
+    let mut gsm = String::new();
+    let mut gsm_ids = Vec::new();
+    for i in 0..40u32 {
+        let id = format!("gsm-{i}");
+        let answer = 10 + i;
+        gsm.push_str(&format!(
+            "{{\"id\":\"{id}\",\"question\":\"Tom has {i} apples and buys 10 more. How many? \u{27e6}sim:{id}:{answer}\u{27e7}\",\"answer\":\"{answer}\"}}\n"
+        ));
+        gsm_ids.push(id);
+    }
+    std::fs::write(dir.join("gsm8k.jsonl"), gsm).expect("gsm8k.jsonl");
+    let mut mc = String::new();
+    let mut mc_ids = Vec::new();
+    for i in 0..12u32 {
+        let id = format!("mmlu-{i}");
+        let letter = (b'A' + (i % 4) as u8) as char;
+        let subject = if i % 2 == 0 { "law" } else { "physics" };
+        mc.push_str(&format!(
+            "{{\"id\":\"{id}\",\"question\":\"Which one? \u{27e6}sim:{id}:{letter}\u{27e7}\",\"options\":[\"w\",\"x\",\"y\",\"z\"],\"answer\":\"{letter}\",\"category\":\"{subject}\"}}\n"
+        ));
+        mc_ids.push(id);
+    }
+    std::fs::write(dir.join("mmlu-pro.jsonl"), mc).expect("mmlu-pro.jsonl");
+    (gsm_ids, mc_ids)
+}
+
+fn eval(url: &str, data: &Path, profile: &str, out: &Path, max_output: &str) -> serde_json::Value {
+    let o = run_bin(&[
+        "eval",
+        "--url",
+        url,
+        "--profile",
+        profile,
+        "--dataset-dir",
+        data.to_str().unwrap_or_default(),
+        "--concurrency",
+        "4",
+        "--max-output",
+        max_output,
+        "--output",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = std::fs::read_to_string(out.join("eval.json")).expect("eval.json");
+    serde_json::from_str(&s).expect("eval.json is JSON")
+}
+
+#[test]
+fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
+    let _serial = timing_lock();
+    let base = out_dir("eval");
+    let _ = std::fs::remove_dir_all(&base);
+    let data = base.join("data");
+    let (gsm_ids, mc_ids) = write_fixtures(&data);
+    let sim_at = |p: f64| {
+        let mut cfg = exact_sim();
+        cfg.answer_accuracy = Some(p);
+        Sim::start(cfg)
+    };
+    let (a, b) = (sim_at(0.80), sim_at(0.74));
+    let want = |ids: &[String], p: f64| ids.iter().filter(|id| answers_correctly(id, p)).count();
+
+    let ea = eval(&a.url, &data, "gsm8k", &base.join("a"), "64");
+    let eb = eval(&b.url, &data, "gsm8k", &base.join("b"), "64");
+    assert_eq!(ea["accuracy"]["n"], 40);
+    assert_eq!(ea["accuracy"]["correct"], want(&gsm_ids, 0.80), "{ea:#}");
+    assert_eq!(eb["accuracy"]["correct"], want(&gsm_ids, 0.74), "{eb:#}");
+    let w = &ea["accuracy"]["wilson_95"];
+    let (lo, hi) = (w[0].as_f64().unwrap_or(-1.0), w[1].as_f64().unwrap_or(-1.0));
+    let acc = num(&ea["accuracy"], "accuracy");
+    assert!(lo < acc && acc < hi, "{lo} < {acc} < {hi}");
+    let k = want(&gsm_ids, 0.80) as u64;
+    let (wl, wh) = llmib_core::accuracy::wilson_95(k, 40).expect("interval");
+    assert!((lo - wl).abs() < 1e-12 && (hi - wh).abs() < 1e-12);
+    assert!(k > 20 && k < 40, "the fixture ids spread: {k}");
+    // Every wrong answer is a wrong number, not an unparseable one.
+    assert_eq!(
+        ea["categories"]["unparseable"],
+        serde_json::Value::Null,
+        "{ea:#}"
+    );
+
+    let o = run_bin(&[
+        "compare",
+        base.join("a").to_str().unwrap_or_default(),
+        base.join("b").to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let flips = gsm_ids
+        .iter()
+        .filter(|id| answers_correctly(id, 0.80) && !answers_correctly(id, 0.74))
+        .count() as u64;
+    let p = llmib_core::accuracy::mcnemar_exact(flips, 0);
+    assert!(
+        out.contains(&format!("{flips} right in A only, 0 right in B only")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("p = {p:.4}")), "{out}");
+
+    // Letters, per subject; and a limit too short for the answer line: truncated, not wrong.
+    let em = eval(&a.url, &data, "mmlu-pro", &base.join("mc"), "64");
+    assert_eq!(em["accuracy"]["correct"], want(&mc_ids, 0.80), "{em:#}");
+    assert_eq!(em["by_subject"]["law"]["n"], 6, "{em:#}");
+    let et = eval(&a.url, &data, "mmlu-pro", &base.join("cut"), "8");
+    assert_eq!(et["categories"]["truncated"], 12, "{et:#}");
+}
