@@ -582,6 +582,62 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
     );
 }
 
+/// A tiny eval against llama.cpp: the generated tiny model answers nonsense, so this checks the
+/// plumbing (chat requests, temperature 0, natural stops, usage) and that every item lands in
+/// one scoring category, with the limit's cuts counted as truncated.
+#[test]
+fn llamacpp_tiny_eval_scores_every_item() {
+    let Some(paths) = llama() else { return };
+    let _serial = timing_lock();
+    let server = LlamaServer::start(paths, "eval", 2, 1024, None);
+    let base = out_dir("llamacpp-eval");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("dir");
+    let lines: String = (0..4)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"q{i}\",\"question\":\"What is {i} + 1?\",\"answer\":\"{}\"}}\n",
+                i + 1
+            )
+        })
+        .collect();
+    std::fs::write(base.join("gsm8k.jsonl"), lines).expect("dataset");
+    let out = base.join("run");
+    let o = run_bin(&[
+        "eval",
+        "--url",
+        &server.url,
+        "--profile",
+        "gsm8k",
+        "--dataset-dir",
+        base.to_str().unwrap_or_default(),
+        "--concurrency",
+        "2",
+        "--max-output",
+        "16",
+        "--output",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).expect("eval.json"))
+            .expect("JSON");
+    assert_eq!(v["accuracy"]["n"], 4, "{v:#}");
+    let total: u64 = v["categories"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+    assert_eq!(total, 4, "every item in one category: {v:#}");
+    let items = std::fs::read_to_string(out.join("items.jsonl")).expect("items");
+    for line in items.lines() {
+        let it: Value = serde_json::from_str(line).expect("item");
+        assert!(it["finish_reason"].is_string(), "{it}");
+        assert!(it["completion_tokens"].as_u64().unwrap_or(0) >= 1, "{it}");
+        if it["finish_reason"] == "length" && it["category"] != "correct" {
+            assert_eq!(it["category"], "truncated", "{it}");
+        }
+    }
+}
+
 #[test]
 fn llamacpp_requests_queued_when_the_capacity_is_overridden() {
     let Some(paths) = llama() else { return };
