@@ -258,6 +258,10 @@ pub async fn run(a: EvalArgs) -> Result<()> {
         a.output.join("eval.json"),
         serde_json::to_string_pretty(&summary)?,
     )?;
+    std::fs::write(
+        a.output.join("eval.md"),
+        summary_markdown(&summary, &scored),
+    )?;
     let acc = &summary.accuracy;
     let (lo, hi) = acc.wilson_95.unwrap_or((0.0, 0.0));
     println!(
@@ -278,6 +282,95 @@ pub async fn run(a: EvalArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `eval.md`: the accuracy section (overall with its interval, categories, per subject) and
+/// the items that were not correct. Dataset and server strings are escaped.
+fn summary_markdown(s: &EvalSummary, items: &[ItemScore]) -> String {
+    use llmib_report::markdown::escape;
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let ci = |a: &Accuracy| {
+        a.wilson_95
+            .map_or("–".into(), |(l, h)| format!("{}–{}", pct(l), pct(h)))
+    };
+    let mut out = format!(
+        "# Accuracy: {} on {}
+
+| Items | Correct | Accuracy | 95% interval (Wilson) | Completion tok/s | Concurrency |
+|---:|---:|---:|---|---:|---:|
+| {} | {} | {} | {} | {:.1} | {} |
+",
+        escape(&s.profile),
+        escape(&s.model),
+        s.accuracy.n,
+        s.accuracy.correct,
+        pct(s.accuracy.accuracy),
+        ci(&s.accuracy),
+        s.tok_per_s,
+        s.concurrency
+    );
+    out.push_str(
+        "
+## Categories
+
+| Category | Items |
+|---|---:|
+",
+    );
+    for (k, v) in &s.categories {
+        out.push_str(&format!(
+            "| {} | {v} |
+",
+            escape(k)
+        ));
+    }
+    if !s.by_subject.is_empty() {
+        out.push_str(
+            "
+## By subject
+
+| Subject | Items | Accuracy | 95% interval |
+|---|---:|---:|---|
+",
+        );
+        for (k, a) in &s.by_subject {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |
+",
+                escape(k),
+                a.n,
+                pct(a.accuracy),
+                ci(a)
+            ));
+        }
+    }
+    let misses: Vec<&ItemScore> = items
+        .iter()
+        .filter(|i| i.category != Category::Correct)
+        .collect();
+    if !misses.is_empty() {
+        out.push_str(
+            "
+## Not correct
+
+| Item | Expected | Parsed | Category | Finish | Tokens |
+|---|---|---|---|---|---:|
+",
+        );
+        for i in misses {
+            out.push_str(&format!(
+                "| {} | {} | {} | {:?} | {} | {} |
+",
+                escape(&i.id),
+                escape(&i.expected),
+                i.parsed.as_deref().map_or("–".into(), escape),
+                i.category,
+                i.finish_reason.as_deref().map_or("–".into(), escape),
+                i.completion_tokens.map_or("–".into(), |t| t.to_string())
+            ));
+        }
+    }
+    out
 }
 
 /// Whether `dir` holds an eval run.

@@ -86,6 +86,11 @@ fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
     let (wl, wh) = llmib_core::accuracy::wilson_95(k, 40).expect("interval");
     assert!((lo - wl).abs() < 1e-12 && (hi - wh).abs() < 1e-12);
     assert!(k > 20 && k < 40, "the fixture ids spread: {k}");
+    let md = std::fs::read_to_string(base.join("a").join("eval.md")).expect("eval.md");
+    assert!(
+        md.contains("# Accuracy: gsm8k") && md.contains("## Not correct"),
+        "{md}"
+    );
     // Every wrong answer is a wrong number, not an unparseable one.
     assert_eq!(
         ea["categories"]["unparseable"],
