@@ -2,6 +2,7 @@
 //! simulator (its chat template adds tokens the prompt builder must measure).
 
 use crate::common::*;
+use crate::llamacpp::{LlamaServer, llama, run_args, u};
 use crate::run::{exact_sim, run_small};
 
 /// `--api chat` against the simulator: its chat template adds tokens around the message, the
@@ -347,5 +348,56 @@ fn a_local_tokenizer_file_counts_what_a_hosted_api_does_not() {
     assert!(
         err.contains("--tokenizer") && err.lines().count() <= 2,
         "{err}"
+    );
+}
+
+/// `--api chat` against llama.cpp: the prompt builder measures the chat template's tokens, so
+/// every prompt is exactly C tokens by the server's own `usage.prompt_tokens`; the figures come
+/// out as with completions (same server, same tokens, the template only adds prefill).
+#[test]
+fn llamacpp_chat_completions_give_exact_prompt_lengths() {
+    let Some(paths) = llama() else { return };
+    let _serial = timing_lock();
+    let server = LlamaServer::start(paths, "chat", 2, 2048, None);
+    let mut rates = Vec::new();
+    for api in ["chat", "completions"] {
+        let dir = out_dir(&format!("llamacpp-{api}"));
+        let mut args = run_args(&server.url, &dir);
+        args.extend([
+            "--api",
+            api,
+            "--contexts",
+            "512",
+            "--concurrency",
+            "1,2",
+            "--duration",
+            "2s",
+            "--format",
+            "none",
+        ]);
+        let o = run_bin(&args);
+        assert!(o.status.success(), "{api}: {}", text(&o));
+        assert_eq!(run_json(&dir)["plan"]["settings"]["api"], api);
+        let rows = cells(&dir);
+        for r in &rows {
+            assert_eq!(r["status"], "valid", "{api}: {r:#}");
+            let pc = &r["prompt_check"];
+            assert!(
+                u(&pc["checked"]) >= 1,
+                "{api}: checked against usage: {r:#}"
+            );
+            assert_eq!(
+                pc["mismatched"], 0,
+                "{api}: exact by the server's count: {r:#}"
+            );
+        }
+        rates.push(num(cell(&rows, "decode", 512, 2), "total_tok_per_s"));
+    }
+    // Same decode work either way; a loaded 2-core host is noisy, so a wide band.
+    assert!(
+        (rates[0] / rates[1] - 1.0).abs() < 0.35,
+        "chat {} vs completions {} tok/s",
+        rates[0],
+        rates[1]
     );
 }

@@ -3,8 +3,10 @@
 //! accuracies, the flipped items and the McNemar p-value are what the item ids decide.
 
 use crate::common::*;
+use crate::llamacpp::{LlamaServer, llama};
 use crate::run::exact_sim;
 use llmib_sim::answers::answers_correctly;
+use serde_json::Value;
 use std::path::Path;
 
 /// Fixture datasets: GSM8K-style numbers and MMLU-Pro-style letters, each question carrying the
@@ -122,4 +124,60 @@ fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
     assert_eq!(em["by_subject"]["law"]["n"], 6, "{em:#}");
     let et = eval(&a.url, &data, "mmlu-pro", &base.join("cut"), "8");
     assert_eq!(et["categories"]["truncated"], 12, "{et:#}");
+}
+
+/// A tiny eval against llama.cpp: the generated tiny model answers nonsense, so this checks the
+/// plumbing (chat requests, temperature 0, natural stops, usage) and that every item lands in
+/// one scoring category, with the limit's cuts counted as truncated.
+#[test]
+fn llamacpp_tiny_eval_scores_every_item() {
+    let Some(paths) = llama() else { return };
+    let _serial = timing_lock();
+    let server = LlamaServer::start(paths, "eval", 2, 1024, None);
+    let base = out_dir("llamacpp-eval");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("dir");
+    let lines: String = (0..4)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"q{i}\",\"question\":\"What is {i} + 1?\",\"answer\":\"{}\"}}\n",
+                i + 1
+            )
+        })
+        .collect();
+    std::fs::write(base.join("gsm8k.jsonl"), lines).expect("dataset");
+    let out = base.join("run");
+    let o = run_bin(&[
+        "eval",
+        "--url",
+        &server.url,
+        "--profile",
+        "gsm8k",
+        "--dataset-dir",
+        base.to_str().unwrap_or_default(),
+        "--concurrency",
+        "2",
+        "--max-output",
+        "16",
+        "--output",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).expect("eval.json"))
+            .expect("JSON");
+    assert_eq!(v["accuracy"]["n"], 4, "{v:#}");
+    let total: u64 = v["categories"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+    assert_eq!(total, 4, "every item in one category: {v:#}");
+    let items = std::fs::read_to_string(out.join("items.jsonl")).expect("items");
+    for line in items.lines() {
+        let it: Value = serde_json::from_str(line).expect("item");
+        assert!(it["finish_reason"].is_string(), "{it}");
+        assert!(it["completion_tokens"].as_u64().unwrap_or(0) >= 1, "{it}");
+        if it["finish_reason"] == "length" && it["category"] != "correct" {
+            assert_eq!(it["category"], "truncated", "{it}");
+        }
+    }
 }
