@@ -295,8 +295,8 @@ impl Table {
         Table::of_texts(&cols, rows)
     }
 
-    /// What this machine's GPUs and CPU did during each cell (rows that have a hardware
-    /// summary); `None` when no row has one (a remote server, or the monitor off).
+    /// What this machine's GPUs and CPU did during each cell (rows whose hardware summary saw
+    /// a GPU); `None` when no row has one (a remote server, the monitor off, no GPU).
     pub fn hardware(report: &Report) -> Option<Table> {
         let cols = [
             ("Phase", false),
@@ -323,7 +323,9 @@ impl Table {
         let rows: Vec<(&CellResult, Vec<String>)> = report
             .cells
             .iter()
-            .filter_map(|c| c.hardware.as_ref().map(|h| (c, h)))
+            // Without a GPU (a CPU-only or simulated server) the table would be dashes and
+            // this machine's CPU load: the rows keep it, the report leaves it out.
+            .filter_map(|c| c.hardware.as_ref().filter(|h| h.gpus > 0).map(|h| (c, h)))
             .map(|(c, h)| {
                 let texts = [
                     c.phase.label().to_string(),
