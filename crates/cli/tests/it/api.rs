@@ -29,7 +29,8 @@ fn chat_completions_are_exact_and_measure_like_completions() {
         }
         rates.push(num(cell(&rows, "decode", 1024, 4), "total_tok_per_s"));
     }
-    assert_close("chat vs completions tok/s", rates[0], rates[1], 5.0);
+    // The same simulator and tokens; 10 % leaves room for a loaded CI host between the runs.
+    assert_close("chat vs completions tok/s", rates[0], rates[1], 10.0);
 }
 
 /// A hosted chat API (simulator profile `hosted`: chat only, no tokenizer, no engine info, no
@@ -187,7 +188,9 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     );
     let e2e = num(&b1["burst"]["e2e_ms"], "p50");
     let want = num(b1, "ttft_ms_p50") + 63.0 * num(b1, "tbt_ms_p50");
-    assert_close("E2E p50 at N = 1", e2e, want, 10.0);
+    // The sum of a request's gaps against 63 median gaps: scheduling jitter on a loaded host
+    // only lengthens the former.
+    assert_close("E2E p50 at N = 1", e2e, want, 20.0);
     for (file, needle) in [
         ("report.md", "## Burst / E2E"),
         ("report.html", "id=\"burst-table\""),
