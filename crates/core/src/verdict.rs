@@ -395,7 +395,18 @@ pub fn prefill_result(
             );
         }
         (Outcome::Error { kind, message }, _) => failed_result(cell, kind, message.clone()),
-        (_, Some(f)) => bare_result(cell, CellStatus::Valid, None).with_prefill(&f),
+        (_, Some(f)) => {
+            let mut r = bare_result(cell, CellStatus::Valid, None).with_prefill(&f);
+            // The scout's output (one token by `max_tokens = 1`) is counted like any request's:
+            // the server's final usage when it reports the same count, else the chunks.
+            let chunks = record.chunks.len() as u64;
+            r.token_count_source = Some(if record.completion_tokens_reported == Some(chunks) {
+                TokenCountSource::ServerUsageFinalTokenizerChunks
+            } else {
+                TokenCountSource::ChunkCount
+            });
+            r
+        }
         (_, None) => failed_result(
             cell,
             "no_token",
