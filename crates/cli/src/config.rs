@@ -148,6 +148,11 @@ pub struct RunArgs {
     /// no tokenize endpoint (hosted APIs), instead of one token per chunk.
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<String>,
+    /// The server's own prefill rate beside the client's (from its prompt-token and
+    /// prefill-time counters, where it exports them): `client` (off), `server` (and say when
+    /// unavailable) or `auto`.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub prefill_metric: PrefillMetricArg,
     /// Run no prefill cells (decode cells still warm their prompts first).
     #[arg(long, conflicts_with = "prefill_only")]
     pub skip_prefill: bool,
@@ -236,6 +241,18 @@ impl TargetingArg {
             TargetingArg::Auto => Targeting::Estimate,
         }
     }
+}
+
+/// `--prefill-metric`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrefillMetricArg {
+    /// The client's figure only.
+    Client,
+    /// The server's too, with a note where it is unavailable.
+    Server,
+    /// The server's where available.
+    #[default]
+    Auto,
 }
 
 /// `--display`.
@@ -384,6 +401,11 @@ impl RunArgs {
             serial_server: self.serial_server,
             skip_prefill: self.skip_prefill,
             tokenizer_file: self.tokenizer.clone(),
+            prefill_metric: match self.prefill_metric {
+                PrefillMetricArg::Client => llmib_core::plan::PrefillMetric::Client,
+                PrefillMetricArg::Server => llmib_core::plan::PrefillMetric::Server,
+                PrefillMetricArg::Auto => llmib_core::plan::PrefillMetric::Auto,
+            },
             prefill_only: self.prefill_only,
             prefill_repeats: match self.standalone_prefill {
                 Some(0) => bail!("--standalone-prefill takes at least 1 prefill per context"),

@@ -16,7 +16,8 @@ use crate::window::{WindowSpec, into_records, run_window, warm_up};
 use llmib_core::burst::burst_result;
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
-use llmib_core::plan::{Plan, PlannedCell, Targeting, estimate_tolerance};
+use llmib_core::figures::server_prefill_rate;
+use llmib_core::plan::{Plan, PlannedCell, PrefillMetric, Targeting, estimate_tolerance};
 use llmib_core::record::{Outcome, RequestRecord};
 use llmib_core::redact::redact_text;
 use llmib_core::size::duration_from_secs;
@@ -250,6 +251,29 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     }
 }
 
+/// The server's cumulative (prompt tokens, prefill seconds), where it exports both.
+async fn prefill_counters(m: &MatrixRun<'_>) -> Option<(f64, f64)> {
+    let g = m.engine.gauges().await.ok()?;
+    g.prompt_tokens_total.zip(g.prompt_seconds_total)
+}
+
+/// The server's prefill rate since `before`. llama.cpp adds a request to its counters when its
+/// slot is released, just after the stream ends: one more read 100 ms later covers that.
+async fn server_rate_after(m: &MatrixRun<'_>, before: (f64, f64)) -> Option<f64> {
+    for attempt in 0..2 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Some(r) = prefill_counters(m)
+            .await
+            .and_then(|after| server_prefill_rate(before, after))
+        {
+            return Some(r);
+        }
+    }
+    None
+}
+
 /// A Burst / E2E cell: the context's prompts warmed, W warm-up requests, then R measured ones
 /// with at most N in flight, counted and judged by `llmib_core::burst`.
 async fn burst_cell(
@@ -463,12 +487,32 @@ async fn prefill_cell(
         Err(e) => return failed_result(cell, "request_body", e),
     };
     m.progress.event(ProgressEvent::Phase("prefill"));
+    let server = m.plan.settings.prefill_metric != PrefillMetric::Client;
+    let before = if server {
+        prefill_counters(m).await
+    } else {
+        None
+    };
     let meas = measure(m.engine.client(), &spec, 0, Instant::now(), &m.cancel, None).await;
     cp.warmed.insert(0);
+    let server_rate = match before {
+        Some(b) => server_rate_after(m, b).await,
+        None => None,
+    };
+    if server_rate.is_none() && m.plan.settings.prefill_metric == PrefillMetric::Server {
+        m.progress.event(ProgressEvent::Note(format!(
+            "prefill {}: the server's prefill rate is not available (its metrics export no prefill counters, or they did not move)",
+            cell.label
+        )));
+    }
     let tolerance = prompt_tolerance(m, cell);
     let repeats = m.plan.settings.prefill_repeats.max(1);
     if repeats == 1 || matches!(meas.record.outcome, Outcome::Cancelled) {
-        return prefill_result(cell, &meas.record, expected, tolerance);
+        let mut row = prefill_result(cell, &meas.record, expected, tolerance);
+        if row.status == CellStatus::Valid {
+            row.server_prompt_tok_per_s = server_rate;
+        }
+        return row;
     }
     // Standalone prefill: more cold prefills, each with a prompt of its own (a stream index
     // no decode cell uses), so none is served from the prefix cache.

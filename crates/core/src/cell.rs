@@ -194,6 +194,10 @@ pub struct CellResult {
     pub started_at: Option<String>,
     /// Wall-clock end (RFC 3339), metadata only.
     pub finished_at: Option<String>,
+    /// Prefill: the server's own rate over the scout (Δ prompt tokens / Δ prefill seconds of
+    /// its counters), beside the client's `prompt_tok_per_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prompt_tok_per_s: Option<f64>,
     /// Requests that ended inside the window before `max_tokens` (EOS or a stop string; only
     /// with `--respect-eos`, or a server that ignores `ignore_eos`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +251,7 @@ impl CellResult {
             started_at: None,
             finished_at: None,
             requests_stopped_early: None,
+            server_prompt_tok_per_s: None,
             burst: None,
             hardware: None,
         }

@@ -167,8 +167,34 @@ pub fn prefill_figures(context_tokens: u64, record: &RequestRecord) -> Option<Pr
     })
 }
 
+/// The server's own prefill rate between two readings of its cumulative counters (prompt
+/// tokens, prefill seconds): Δ tokens / Δ seconds; `None` when either did not advance.
+pub fn server_prefill_rate(before: (f64, f64), after: (f64, f64)) -> Option<f64> {
+    let (dt, ds) = (after.0 - before.0, after.1 - before.1);
+    (dt > 0.0 && ds > 0.0 && dt.is_finite() && ds.is_finite()).then(|| dt / ds)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_servers_prefill_rate_from_its_counters() {
+        use super::server_prefill_rate;
+        assert_eq!(
+            server_prefill_rate((100.0, 2.0), (1124.0, 2.5)),
+            Some(2048.0)
+        );
+        assert_eq!(
+            server_prefill_rate((100.0, 2.0), (100.0, 2.5)),
+            None,
+            "no tokens"
+        );
+        assert_eq!(
+            server_prefill_rate((100.0, 2.0), (900.0, 2.0)),
+            None,
+            "no time"
+        );
+    }
+
     use super::*;
     use crate::record::Chunk;
 

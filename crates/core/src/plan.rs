@@ -77,6 +77,9 @@ pub struct Settings {
     /// Extra contexts measured by a prefill cell only (`--prefill-contexts`).
     #[serde(default)]
     pub prefill_contexts: Vec<ContextSpec>,
+    /// Whether prefill cells also read the server's own prefill rate from its counters.
+    #[serde(default)]
+    pub prefill_metric: PrefillMetric,
     /// A local `tokenizer.json` that counts chunk texts where the server has no tokenizer
     /// (`--tokenizer`).
     #[serde(default)]
@@ -89,6 +92,20 @@ pub struct Settings {
 
 fn one() -> u32 {
     1
+}
+
+/// `--prefill-metric`: the client's figure (C / TTFT) is always the prefill figure; the
+/// server's rate (Δ prompt tokens / Δ prefill seconds from its counters) is added beside it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefillMetric {
+    /// The client's figure only.
+    Client,
+    /// The server's beside it, and a note when the engine exports no prefill counters.
+    Server,
+    /// The server's where the engine exports its counters.
+    #[default]
+    Auto,
 }
 
 /// Burst / E2E cells (`--request-count`, `--run-burst`).
@@ -190,6 +207,7 @@ impl Default for Settings {
             prefill_contexts: Vec::new(),
             prefill_repeats: 1,
             tokenizer_file: None,
+            prefill_metric: PrefillMetric::Auto,
         }
     }
 }

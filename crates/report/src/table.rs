@@ -370,7 +370,12 @@ pub fn matrix_cell_lines(c: &CellResult) -> Vec<String> {
 /// The prefill table's columns: context, prompt tok/s, TTFT.
 pub fn prefill_row(c: &CellResult) -> [String; 3] {
     let rate = if c.status.has_figures() {
-        number::or_null(total(c), number::rate)
+        let client = number::or_null(total(c), number::rate);
+        // The server's own rate, from its counters, beside the client's figure.
+        match c.server_prompt_tok_per_s {
+            Some(s) => format!("{client} (server {})", number::rate(s)),
+            None => client,
+        }
     } else {
         c.status.label().to_string()
     };

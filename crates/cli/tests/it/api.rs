@@ -395,6 +395,17 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
             );
         }
         rates.push(num(cell(&rows, "decode", 512, 2), "total_tok_per_s"));
+        // `--prefill-metric auto`: llama.cpp's own prefill counters give its rate beside the
+        // client's (which also pays HTTP and the first token's sampling, so it is lower).
+        let p = cell(&rows, "prefill", 512, 1);
+        let (client, server) = (
+            num(p, "prompt_tok_per_s"),
+            num(p, "server_prompt_tok_per_s"),
+        );
+        assert!(
+            server > client * 0.5 && server < client * 5.0,
+            "{api}: {client} vs {server}"
+        );
     }
     // Same decode work either way; a loaded 2-core host is noisy, so a wide band.
     assert!(

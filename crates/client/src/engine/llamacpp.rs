@@ -39,6 +39,7 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
         generation_tokens_total: m.sum("llamacpp:tokens_predicted_total"),
         prompt_tokens_total: m.sum("llamacpp:prompt_tokens_total"),
         cached_prompt_tokens_total: m.sum("llamacpp:prompt_tokens_cached_total"),
+        prompt_seconds_total: m.sum("llamacpp:prompt_seconds_total"),
         ..Default::default()
     }
 }

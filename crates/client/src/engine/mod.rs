@@ -75,6 +75,10 @@ pub struct Gauges {
     /// Speculative decoding counters (vLLM): drafts, draft tokens, accepted tokens. A live view
     /// derives rate and length from their deltas.
     pub spec_counters: Option<SpecCounters>,
+    /// Cumulative seconds the server spent on prefill (llama.cpp `prompt_seconds_total`, vLLM
+    /// `request_prefill_time_seconds_sum`): with `prompt_tokens_total`, the server's own
+    /// prefill rate over an interval.
+    pub prompt_seconds_total: Option<f64>,
 }
 
 /// vLLM's cumulative speculative-decoding counters.

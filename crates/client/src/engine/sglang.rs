@@ -44,6 +44,7 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
         spec_accept_rate: m.mean("sglang:spec_accept_rate"),
         spec_accept_length: m.mean("sglang:spec_accept_length"),
         spec_counters: None,
+        prompt_seconds_total: None,
     }
 }
 

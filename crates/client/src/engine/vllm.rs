@@ -38,6 +38,7 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
             .or_else(|| m.mean("vllm:gpu_cache_usage_perc")),
         spec_accept_rate: None,
         spec_accept_length: None,
+        prompt_seconds_total: m.sum("vllm:request_prefill_time_seconds_sum"),
         spec_counters: match (
             m.sum("vllm:spec_decode_num_drafts_total"),
             m.sum("vllm:spec_decode_num_draft_tokens_total"),
