@@ -77,13 +77,13 @@ fn redact_command_once(cmd: &str) -> String {
             if bare.starts_with('-') {
                 if let Some((flag, value)) = bare.split_once('=') {
                     if is_secret_name(flag) {
-                        replacement = Some(format!("{flag}={REDACTED}"));
+                        replacement = Some(balanced(format!("{flag}={REDACTED}")));
                     } else if let Some((name, _)) = value.split_once('=')
                         && is_env_name(name)
                         && is_secret_name(name)
                     {
                         // `--env=HF_TOKEN=X`, `-e=KEY=X`.
-                        replacement = Some(format!("{flag}={name}={REDACTED}"));
+                        replacement = Some(balanced(format!("{flag}={name}={REDACTED}")));
                     }
                 } else if is_secret_name(bare) && bare.len() > 1 {
                     redact_next = true;
@@ -111,6 +111,19 @@ fn redact_command_once(cmd: &str) -> String {
     }
     out.push_str(&cmd[last..]);
     redact_url_passwords(&redact_quoted_fields(&redact_auth(&out)))
+}
+
+/// A replacement built from the start of a word (`flag=<redacted>`) closes the quotes that
+/// the start opened and the dropped value closed: otherwise the next pass would read an open
+/// quote running to the end of the text and redact all of it (found by fuzzing; redacting
+/// twice must give what redacting once gave).
+fn balanced(mut r: String) -> String {
+    for q in ['\'', '"'] {
+        if r.chars().filter(|c| *c == q).count() % 2 == 1 {
+            r.push(q);
+        }
+    }
+    r
 }
 
 /// Redacts every string inside a JSON value: secret-named fields with a non-null value become

@@ -233,3 +233,17 @@ fn every_string_of_a_record_is_redacted_and_names_are_kept() {
         })
     );
 }
+
+/// Found by fuzzing at 9.8M execs: a secret flag whose value held the quote that closed one
+/// opened before the flag; replacing the value dropped it, and each later pass redacted one
+/// more line of the rest. The replacement now keeps its quotes balanced.
+#[test]
+fn a_replacement_keeps_the_quotes_it_dropped_balanced() {
+    let s = "-'\t[-token=<redacted-token=aui'\ni'\n'\n'\nKKKK\n''\n'\n'\n''\n'\n'\n'KKKon:KK'\n'";
+    let once = redact_command(s);
+    assert_eq!(redact_command(&once), once);
+    assert!(once.contains("<redacted>"), "{once}");
+    assert!(!once.contains("aui"), "the value is gone: {once}");
+    // The rest of the text is kept, not swallowed by a runaway quote.
+    assert!(once.contains("KKKon"), "{once}");
+}
