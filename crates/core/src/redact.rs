@@ -77,13 +77,16 @@ fn redact_command_once(cmd: &str) -> String {
             if bare.starts_with('-') {
                 if let Some((flag, value)) = bare.split_once('=') {
                     if is_secret_name(flag) {
-                        replacement = Some(balanced(format!("{flag}={REDACTED}")));
+                        replacement = Some(format!("{flag}={REDACTED}{}", kept_quotes(flag, bare)));
                     } else if let Some((name, _)) = value.split_once('=')
                         && is_env_name(name)
                         && is_secret_name(name)
                     {
                         // `--env=HF_TOKEN=X`, `-e=KEY=X`.
-                        replacement = Some(balanced(format!("{flag}={name}={REDACTED}")));
+                        replacement = Some(format!(
+                            "{flag}={name}={REDACTED}{}",
+                            kept_quotes(flag, bare)
+                        ));
                     }
                 } else if is_secret_name(bare) && bare.len() > 1 {
                     redact_next = true;
@@ -92,7 +95,7 @@ fn redact_command_once(cmd: &str) -> String {
                 && is_env_name(name)
                 && is_secret_name(name)
             {
-                replacement = Some(format!("{name}={REDACTED}"));
+                replacement = Some(format!("{name}={REDACTED}{}", kept_quotes(name, bare)));
             } else if bare.len() < tok.len() && bare.contains(char::is_whitespace) {
                 // A quoted command line (`bash -c "… --api-key X"`): redact inside the quotes.
                 let inner = redact_command_once(bare);
@@ -113,17 +116,40 @@ fn redact_command_once(cmd: &str) -> String {
     redact_url_passwords(&redact_quoted_fields(&redact_auth(&out)))
 }
 
-/// A replacement built from the start of a word (`flag=<redacted>`) closes the quotes that
-/// the start opened and the dropped value closed: otherwise the next pass would read an open
-/// quote running to the end of the text and redact all of it (found by fuzzing; redacting
-/// twice must give what redacting once gave).
-fn balanced(mut r: String) -> String {
-    for q in ['\'', '"'] {
-        if r.chars().filter(|c| *c == q).count() % 2 == 1 {
-            r.push(q);
+/// The shell-word reader's open quote after reading `s` from outside any quote (the rules of
+/// [`shell_tokens`]: `\\` escapes outside quotes and inside double quotes).
+fn quote_state(s: &str) -> Option<char> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some('"') if c == '\\' => escaped = true,
+            Some(_) => {}
+            None if c == '\\' => escaped = true,
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None => {}
         }
     }
-    r
+    quote
+}
+
+/// What a redacted value leaves behind besides `<redacted>`: the fewest quote characters that
+/// take the shell-word reader from its state before the value (after `before`) to its state
+/// after it (after `word`). The rest of the text is then read the same way by a second pass,
+/// and the word redacts to itself (found by fuzzing: dropping a closing quote that sat in the
+/// value let each later pass swallow one more line).
+fn kept_quotes(before: &str, word: &str) -> String {
+    match (quote_state(before), quote_state(word)) {
+        (a, b) if a == b => String::new(),
+        (None, Some(q)) | (Some(q), None) => q.to_string(),
+        (Some(a), Some(b)) => format!("{a}{b}"),
+        (None, None) => String::new(),
+    }
 }
 
 /// Redacts every string inside a JSON value: secret-named fields with a non-null value become

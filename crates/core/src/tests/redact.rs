@@ -247,3 +247,19 @@ fn a_replacement_keeps_the_quotes_it_dropped_balanced() {
     // The rest of the text is kept, not swallowed by a runaway quote.
     assert!(once.contains("KKKon"), "{once}");
 }
+
+/// Found by fuzzing right after the first fix (which appended quotes to balance a word): with
+/// mixed quotes the appended one changed the next pass's reading. The value now leaves the
+/// quotes that take the reader from its state before the value to its state after it.
+#[test]
+fn a_redacted_value_leaves_the_reader_in_the_same_state() {
+    let s = "\"\"\"\"\"\"\"\"'v\u{00}\u{00}2\\-key\":\"\n\"-\n-\u{00}\u{00}\u{00}\":k\n\n-\u{00}\u{00}\",b\u{01}$\u{00}-'\u{0e}\u{00}\u{00}\u{00}\",b\u{00}-token=\":key\":\"\nizaey-:\"\n8-atko\u{01}n+\"\nJabeareR \nJ-=Y\n-\u{00}\u{00}\u{00}\",b\u{00}-t\u{1a}\u{1a}\n'\u{0e}\n'\u{07}\u{00}\"@j\"\nization'\n\\\u{1a}\u{1a}\u{1a}\u{1a}\n'\u{0e}\n'\u{00}\u{00}\u{00}_j\u{8410}:\n'-=Y\t\u{00}tyke=\": \t\n-\u{00}\u{00} \",b\u{00}-t\u{1a}\u{1a}\n'\u{0e}\n'\u{07}\u{00}\"@j\"\nization'\n\\\u{1a}\u{1a}\u{1a}\u{1a}\n'\u{0e}\n'\u{00}\u{00}\n\"sk-fuzz-key-42\",b\u{00}-token=\":key\"n:\u{8450}\n-\u{00}:yyi\u{01}\\\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}on\u{01}+\"\ntoken=\"\":k\n\n-\u{00}J-=Y\n-\u{00}\u{00}\u{00}\",b\u{00}-t\u{1a}\u{1a}\n'\u{0e}\n'\u{07}\u{00}\"\u{00}@j\"\nizatyon:ti\u{01}\\on\u{01}+\"\nJ-=Y\n-\u{00}\u{00}\u{00}\",b\u{00}-\n5:eyto\u{01}n+\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\u{00}\"\nJa8-a:onitti\u{01}\\\u{00}-t\u{1a}\"";
+    let once = redact_command(s);
+    assert_eq!(redact_command(&once), once);
+    assert!(once.contains("<redacted>"), "{once}");
+    // Plain cases stay clean: no stray quotes.
+    assert_eq!(
+        redact_command("HF_TOKEN=\"abc\" run"),
+        "HF_TOKEN=<redacted> run"
+    );
+}
