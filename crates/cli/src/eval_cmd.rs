@@ -153,13 +153,10 @@ pub async fn run(a: EvalArgs) -> Result<()> {
         bail!("the dataset has no items");
     }
     let probe = Engine::probe(&ProbeOptions {
-        base_url: a.url.clone(),
         api_key: a.api_key.clone(),
         model: a.model.clone(),
-        engine: None,
-        kv_capacity: None,
-        dcp_size: None,
         timeout: Duration::from_secs(10),
+        ..ProbeOptions::new(a.url.clone())
     })
     .await?;
     let mut engine = probe.engine;

@@ -24,8 +24,8 @@ use llmib_core::size::duration_from_secs;
 use llmib_core::store::{RunDir, StoreError};
 use llmib_core::time::now_rfc3339;
 use llmib_core::verdict::{
-    DecodeObservation, ErrorTally, bare_result, decode_result, failed_result, over_capacity_result,
-    prefill_result, prefill_series_result,
+    DecodeObservation, ErrorTally, bare_result, decode_result, failed_result, interrupted_result,
+    over_capacity_result, prefill_result, prefill_series_result,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -303,13 +303,6 @@ async fn burst_cell(
         Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
         Err(e) => return failed_result(cell, "request_body", e),
     };
-    let interrupted = || {
-        bare_result(
-            cell,
-            CellStatus::NotRun,
-            Some("the run was interrupted during this cell".into()),
-        )
-    };
     if b.warmup_request_count > 0 {
         m.progress.event(ProgressEvent::Phase("burst warm-up"));
         match send_burst(&m.engine, &requests, b.warmup_request_count, &m.cancel).await {
@@ -318,7 +311,7 @@ async fn burst_cell(
         }
     }
     if m.cancel.is_cancelled() {
-        return interrupted();
+        return interrupted_result(cell);
     }
     m.progress.event(ProgressEvent::Phase("burst"));
     let mut measured = match send_burst(&m.engine, &requests, b.requests(n), &m.cancel).await {
@@ -326,7 +319,7 @@ async fn burst_cell(
         Err(e) => return failed_result(cell, "fault", e),
     };
     if m.cancel.is_cancelled() {
-        return interrupted();
+        return interrupted_result(cell);
     }
     m.progress.event(ProgressEvent::Phase("counting"));
     crate::counting::count_tokens(&m.engine, &mut measured).await;
@@ -519,11 +512,7 @@ async fn prefill_cell(
     let mut records = vec![meas.record];
     for r in 1..repeats {
         if m.cancel.is_cancelled() {
-            return bare_result(
-                cell,
-                CellStatus::NotRun,
-                Some("the run was interrupted during this cell".into()),
-            );
+            return interrupted_result(cell);
         }
         let stream = u32::MAX - r;
         let prompt = match builder.build(cell.key.context_tokens, stream).await {
@@ -615,11 +604,7 @@ async fn decode_cell(
     m.progress.event(ProgressEvent::WindowLive(live.clone()));
     let mut w = run_window(m.engine.clone(), &requests, &spec, &m.cancel, live).await;
     if w.interrupted {
-        return bare_result(
-            cell,
-            CellStatus::NotRun,
-            Some("the run was interrupted during this cell".into()),
-        );
+        return interrupted_result(cell);
     }
     m.progress.event(ProgressEvent::Window {
         origin: w.origin,

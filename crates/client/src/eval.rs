@@ -3,7 +3,7 @@
 
 use crate::engine::{Engine, PromptInput};
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What one generation returned.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +22,6 @@ pub struct Generated {
 /// let requests end at EOS (`set_respect_eos(true)`): an answer is as long as the model makes
 /// it. Errors are one line.
 pub async fn generate(engine: &Engine, prompt: &str, max_tokens: u32) -> Result<Generated, String> {
-    let url = engine.generate_url();
     let mut body = engine.completion_body(
         &engine.model().served_model,
         PromptInput::Text(prompt.to_owned()),
@@ -33,27 +32,10 @@ pub async fn generate(engine: &Engine, prompt: &str, max_tokens: u32) -> Result<
         m.insert("temperature".into(), Value::from(0.0));
     }
     let t0 = Instant::now();
-    let resp = engine
-        .client()
-        .post(&url)
-        .json(&body)
-        .timeout(Duration::from_secs(600))
-        .send()
+    let v = engine
+        .generate_json(&body)
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
-    let status = resp.status();
-    let text = resp.text().await.map_err(|e| format!("{url}: {e}"))?;
-    if !status.is_success() {
-        let first: String = text
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(300)
-            .collect();
-        return Err(format!("HTTP {}: {first}", status.as_u16()));
-    }
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{url}: not JSON: {e}"))?;
+        .map_err(|e| e.to_string())?;
     let choice = v.pointer("/choices/0").ok_or("no choices in the answer")?;
     let str_at = |p: &str| choice.pointer(p).and_then(Value::as_str).unwrap_or("");
     let out = [

@@ -296,6 +296,15 @@ pub fn prefill_series_result(
     row
 }
 
+/// The row of a cell that Ctrl-C (or SIGTERM) stopped while it ran: Not run, saying so.
+pub fn interrupted_result(cell: &PlannedCell) -> CellResult {
+    bare_result(
+        cell,
+        CellStatus::NotRun,
+        Some("the run was interrupted during this cell".into()),
+    )
+}
+
 /// How long a window keeps running after its first request error, seconds. Any error fails the
 /// cell, so the rest of the window only counts errors: 10 s of them describe the failure (its
 /// kinds and rate), and a server that fails every request no longer holds the run for the
@@ -387,13 +396,7 @@ pub fn prefill_result(
 ) -> CellResult {
     let k = cell.key;
     let mut row = match (&record.outcome, prefill_figures(k.context_tokens, record)) {
-        (Outcome::Cancelled, _) => {
-            return bare_result(
-                cell,
-                CellStatus::NotRun,
-                Some("the run was interrupted during this cell".into()),
-            );
-        }
+        (Outcome::Cancelled, _) => return interrupted_result(cell),
         (Outcome::Error { kind, message }, _) => failed_result(cell, kind, message.clone()),
         (_, Some(f)) => {
             let mut r = bare_result(cell, CellStatus::Valid, None).with_prefill(&f);

@@ -206,6 +206,10 @@ pub struct Engine {
     pub(crate) local_tokenizer: Option<Arc<LocalTokenizer>>,
 }
 
+/// Limit of a non-streamed generation ([`Engine::generate_json`]): as the default
+/// first-token limit of streamed requests.
+const GENERATION_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
 const GAUGES_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -302,34 +306,27 @@ impl Engine {
         self.api == Api::Completions && self.info.capabilities.token_id_prompts == Some(true)
     }
 
+    /// Sends a non-streamed generation `body` (from [`Engine::completion_body`]) to the
+    /// generation endpoint and returns the answer: the probes of estimated prompt lengths and
+    /// the answers of accuracy profiles. Its limit is the first-token default, since a long
+    /// prefill on a hosted API takes minutes.
+    pub async fn generate_json(&self, body: &Value) -> Result<Value, EngineError> {
+        self.post_json_within(&self.generate_url(), body, GENERATION_TIMEOUT)
+            .await
+    }
+
     /// The server's own count of `text` as a prompt (or as one chat message, template
     /// included): `usage.prompt_tokens` of a non-streamed request with `max_tokens = 1`. For
-    /// endpoints without a tokenizer; its limit is the first-token default (a long prefill on a
-    /// hosted API takes minutes).
+    /// endpoints without a tokenizer.
     pub async fn prompt_tokens_of(&self, text: &str) -> Result<u64, EngineError> {
-        let url = self.generate_url();
         let body = self.completion_body(
             &self.model.served_model,
             PromptInput::Text(text.to_owned()),
             1,
             false,
         );
-        let req = self
-            .client
-            .post(&url)
-            .json(&body)
-            .timeout(Duration::from_secs(600));
-        let text = self.send_text(req, &url).await?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| EngineError::Parse {
-            url: url.clone(),
-            detail: e.to_string(),
-        })?;
-        v.pointer("/usage/prompt_tokens")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| EngineError::Parse {
-                url,
-                detail: "no usage.prompt_tokens in the answer".into(),
-            })
+        let v = self.generate_json(&body).await?;
+        usage_prompt_tokens(&v, &self.generate_url())
     }
 
     /// Tokens the chat template adds around one user message (role markers, BOS, the
@@ -347,13 +344,7 @@ impl Engine {
             "stream": false,
         });
         let v = self.post_json(&url, &body).await?;
-        let total = v
-            .pointer("/usage/prompt_tokens")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| EngineError::Parse {
-                url: url.clone(),
-                detail: "no usage.prompt_tokens in the chat answer".into(),
-            })?;
+        let total = usage_prompt_tokens(&v, &url)?;
         let own = self.tokenize(content, false).await?.len() as u64;
         total.checked_sub(own).ok_or_else(|| EngineError::Parse {
             url,
@@ -584,13 +575,33 @@ impl Engine {
         url: &str,
         body: &B,
     ) -> Result<Value, EngineError> {
-        let req = self.client.post(url).json(body).timeout(self.side_timeout);
+        self.post_json_within(url, body, self.side_timeout).await
+    }
+
+    /// [`Engine::post_json`] with its own limit.
+    async fn post_json_within<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<Value, EngineError> {
+        let req = self.client.post(url).json(body).timeout(timeout);
         let text = self.send_text(req, url).await?;
         serde_json::from_str(&text).map_err(|e| EngineError::Parse {
             url: url.to_owned(),
             detail: e.to_string(),
         })
     }
+}
+
+/// `usage.prompt_tokens` of a non-streamed answer from `url`.
+fn usage_prompt_tokens(v: &Value, url: &str) -> Result<u64, EngineError> {
+    v.pointer("/usage/prompt_tokens")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| EngineError::Parse {
+            url: url.to_owned(),
+            detail: "no usage.prompt_tokens in the answer".into(),
+        })
 }
 
 /// The gauges of a Prometheus page, in the engine's metric names.
