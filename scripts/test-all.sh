@@ -38,7 +38,8 @@ step "cargo test"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --locked --lib --bins --tests 2>&1 | tee "$log"
+# --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
+cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')

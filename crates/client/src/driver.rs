@@ -630,6 +630,7 @@ async fn decode_cell(
             nominal_source: m.engine.counting().nominal_source(),
             server_generation_tokens: w.server_generation_tokens,
             fault: w.fault,
+            client_delay_ms: std::mem::take(&mut w.client_delay_ms),
         },
     );
     if n == 1

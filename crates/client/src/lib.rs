@@ -7,6 +7,7 @@ pub mod eval;
 pub mod hardware;
 pub mod http;
 pub mod hwmon;
+pub mod lagprobe;
 pub mod live;
 pub mod local_tokenizer;
 pub mod metrics;

@@ -51,6 +51,8 @@ pub struct WindowRun {
     /// The measurement itself broke (a stream worker or the collector died): why. The records
     /// are then incomplete, and the cell must fail rather than report them.
     pub fault: Option<String>,
+    /// The client's scheduling delays through the window, ms ([`crate::lagprobe`]).
+    pub client_delay_ms: Vec<f64>,
 }
 
 /// Settings of one window.
@@ -367,6 +369,8 @@ pub async fn run_window(
     let measure_window = !interrupted && ramp.by != Some(ReadinessBy::RequestsErrored);
     let (read_before, gen_before) = (Instant::now(), read_counter(&engine).await);
     let mut queued_samples = 0;
+    let probe_stop = CancellationToken::new();
+    let probe = measure_window.then(|| crate::lagprobe::spawn(probe_stop.clone()));
     if measure_window {
         let end = w_start + spec.duration;
         let (q, i) = sample_window(
@@ -383,6 +387,7 @@ pub async fn run_window(
         interrupted = i;
     }
     let w_end = Instant::now();
+    probe_stop.cancel();
     streams.live.close(w_end.into_std());
     // The counter is read before the open requests are cancelled. llama.cpp adds a request's
     // tokens to its counter only when the request's slot is released, and a cancellation
@@ -395,6 +400,12 @@ pub async fn run_window(
         queue.counter_reads_s = Some([secs(read_before), secs(read_after)]);
     }
     let (records, fault) = stop_streams(streams).await;
+    // A probe that died leaves no samples, and so no verdict on the client's lateness; it
+    // cannot touch the figures, which come from the records alone.
+    let client_delay_ms = match probe {
+        Some(p) => p.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
     WindowRun {
         records,
@@ -412,6 +423,7 @@ pub async fn run_window(
         },
         interrupted,
         fault,
+        client_delay_ms,
     }
 }
 

@@ -209,6 +209,10 @@ pub struct CellResult {
     /// hardware monitor was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<crate::hw::HwSummary>,
+    /// How late the client itself ran through the window (its scheduling delay), with a
+    /// warning when that is large against the TBT (`llmib_core::lag`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_lag: Option<crate::lag::ClientLag>,
 }
 
 impl CellResult {
@@ -254,6 +258,7 @@ impl CellResult {
             server_prompt_tok_per_s: None,
             burst: None,
             hardware: None,
+            client_lag: None,
         }
     }
 

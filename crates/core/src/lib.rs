@@ -8,6 +8,7 @@ pub mod cell;
 pub mod counting;
 pub mod figures;
 pub mod hw;
+pub mod lag;
 pub mod live;
 pub mod meta;
 pub mod plan;

@@ -464,6 +464,9 @@ pub struct DecodeObservation<'a> {
     pub server_generation_tokens: Option<f64>,
     /// The measurement itself broke: why.
     pub fault: Option<String>,
+    /// The client's scheduling delays through the window, ms (`llmib_core::lag`; empty when
+    /// no window was measured).
+    pub client_delay_ms: Vec<f64>,
 }
 
 /// The row of a decode cell: figures, status and reason, errors, queue and prompt checks.
@@ -531,6 +534,8 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
         row.token_count_source = Some(o.count.source_or(o.nominal_source));
         row.token_count_note = o.count.note();
         row.server_generation_tokens = o.server_generation_tokens;
+        let mut delays = o.client_delay_ms;
+        row.client_lag = crate::lag::client_lag(&mut delays, row.tbt_ms_p50);
     } else {
         row.requests_sent = Some(f.requests_sent);
     }

@@ -427,6 +427,22 @@ impl Report {
                  stopped early."
             ));
         }
+        let late: Vec<String> = self
+            .cells
+            .iter()
+            .filter(|c| c.client_lag.as_ref().is_some_and(|l| l.warning.is_some()))
+            .map(|c| format!("{} × {}", Self::context_label(c), c.concurrency))
+            .collect();
+        if !late.is_empty() {
+            out.push(format!(
+                "The client itself ran late in {} cell(s) ({}): one ready task in ten waited \
+                 over a tenth of a token gap for its turn, so their time-between-token figures \
+                 carry that error (cells.jsonl has each cell's delays under client_lag). Give \
+                 the client more CPU to measure them sharper.",
+                late.len(),
+                late.join(", ")
+            ));
+        }
         out.extend(self.info.notes.iter().cloned());
         out
     }
@@ -485,6 +501,37 @@ mod tests {
         assert_eq!(missing.len(), 9);
         assert!(missing.iter().all(|c| c.status == CellStatus::NotRun));
         assert!(r.notes().iter().any(|n| n.contains("interrupted")));
+    }
+
+    #[test]
+    fn cells_where_the_client_ran_late_are_named_in_the_notes() {
+        let mut run = golden();
+        let mut delays: Vec<f64> = vec![0.1, 0.1, 5.0, 5.0, 5.0];
+        let lag = llmib_core::lag::client_lag(&mut delays, Some(5.2)).expect("samples");
+        assert!(lag.warning.is_some());
+        let cell = run
+            .cells
+            .iter_mut()
+            .find(|c| c.phase == Phase::Decode && c.concurrency == 64)
+            .expect("a decode cell at 64");
+        cell.client_lag = Some(lag);
+        let label = Report::context_label(cell);
+        let notes = Report::from_loaded(run).notes();
+        let note = notes
+            .iter()
+            .find(|n| n.contains("ran late"))
+            .expect("a note on the late client");
+        assert!(
+            note.contains(&format!("1 cell(s) ({label} × 64)")),
+            "{note}"
+        );
+        assert!(
+            !Report::from_loaded(golden())
+                .notes()
+                .iter()
+                .any(|n| n.contains("ran late")),
+            "no note without a warning"
+        );
     }
 
     #[test]

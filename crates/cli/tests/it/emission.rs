@@ -56,7 +56,33 @@ pub async fn run_and_judge(
     cfg.stamp_chunks = true;
     let kv = cfg.kv_capacity_tokens;
     let context_length = cfg.context_length;
-    let sim = llmib_sim::spawn(cfg).await.map_err(|e| e.to_string())?;
+    // The simulator gets a runtime (and threads) of its own, as a real server has its own
+    // process: the client's runtime then holds only the client's work, so its lateness probe
+    // measures the client, not the server's scheduler running beside it.
+    let sim_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("sim")
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let sim = sim_rt
+        .spawn(llmib_sim::spawn(cfg))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let judged = judge(sim, settings, kv, context_length, dir).await;
+    // Inside an async context a runtime may only be dropped in the background.
+    sim_rt.shutdown_background();
+    judged
+}
+
+async fn judge(
+    sim: llmib_sim::SimHandle,
+    settings: Settings,
+    kv: u64,
+    context_length: u64,
+    dir: &std::path::Path,
+) -> Result<Vec<Judged>, String> {
     let probe = Engine::probe(&ProbeOptions::new(sim.base_url()))
         .await
         .map_err(|e| e.to_string())?;

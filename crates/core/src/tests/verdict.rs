@@ -225,6 +225,7 @@ fn observation<'a>(records: &'a [RequestRecord], readiness: ReadinessBy) -> Deco
         nominal_source: TokenCountSource::ServerUsagePerChunk,
         server_generation_tokens: Some(22.0),
         fault: None,
+        client_delay_ms: Vec::new(),
     }
 }
 

@@ -1,0 +1,71 @@
+//! The probe behind `llmib_core::lag`: a task on the client's runtime that, every few
+//! milliseconds, yields and times how long it waits to run again. That wait is what a stream
+//! whose socket just became readable waits before its chunk is stamped, so it bounds how late
+//! the client's stamps were; the verdict on it is `llmib_core::lag::client_lag`.
+
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Time between probes: often enough for a p99 over a short window, rare enough to cost
+/// nothing (a few hundred wake-ups a second against thousands of chunk reads).
+const EVERY: Duration = Duration::from_millis(4);
+
+/// Starts probing until `stop` is cancelled; the handle yields the delays, ms.
+pub fn spawn(stop: CancellationToken) -> JoinHandle<Vec<f64>> {
+    tokio::spawn(async move {
+        let mut delays = Vec::new();
+        let mut tick = tokio::time::interval(EVERY);
+        // A late tick is a sample of lateness too, but a burst of catch-up ticks would count
+        // one stall many times.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let t0 = Instant::now();
+            tokio::task::yield_now().await;
+            delays.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        delays
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_idle_runtime_gives_small_delays() {
+        let stop = CancellationToken::new();
+        let h = spawn(stop.clone());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stop.cancel();
+        let d = h.await.expect("probe");
+        assert!(!d.is_empty(), "samples were taken");
+        assert!(d.iter().all(|x| x.is_finite() && *x >= 0.0), "{d:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_blocked_runtime_shows_in_the_delays() {
+        let stop = CancellationToken::new();
+        let h = spawn(stop.clone());
+        // A task that keeps the only thread for 15 ms at a time, yielding in between: the
+        // probe's yields land behind it.
+        let hog = tokio::spawn(async {
+            for _ in 0..4 {
+                std::thread::sleep(Duration::from_millis(15));
+                tokio::task::yield_now().await;
+            }
+        });
+        hog.await.expect("hog");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        stop.cancel();
+        let d = h.await.expect("probe");
+        let max = d.iter().copied().fold(0.0, f64::max);
+        assert!(max >= 10.0, "a 15 ms hold must show: {d:?}");
+    }
+}
