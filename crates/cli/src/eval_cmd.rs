@@ -4,10 +4,10 @@
 //! (accuracy with its Wilson interval, per subject and category, and the run's throughput).
 //! `compare A B` on two eval directories pairs them by item id.
 //!
-//! Datasets are read from `--dataset-dir` as `<profile>.jsonl` lines: `{"id", "question",
-//! "answer"}`, plus `"options": [...]` and `"category"` for multiple choice. Downloading the
-//! official files is not built yet.
+//! Datasets come from [`crate::datasets`]: the official files pinned by sha256 (downloaded once
+//! into the user's cache), or a local copy in `--dataset-dir`.
 
+use crate::datasets::{Item, Locate, Provenance, obtain};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures_util::StreamExt;
@@ -37,9 +37,19 @@ pub struct EvalArgs {
     /// Dataset profile: gsm8k, mmlu-pro or gpqa-diamond.
     #[arg(long)]
     pub profile: String,
-    /// Folder holding `<profile>.jsonl`.
+    /// A local copy instead of the download: a folder holding the official file (checked
+    /// against its sha256) or `<profile>.jsonl` in this tool's item format.
     #[arg(long)]
-    pub dataset_dir: PathBuf,
+    pub dataset_dir: Option<PathBuf>,
+    /// Download the official file from this mirror instead (it must match the pinned sha256).
+    #[arg(long)]
+    pub dataset_url: Option<String>,
+    /// Expect this sha256 instead of the pinned one (another revision, on purpose).
+    #[arg(long)]
+    pub dataset_sha256: Option<String>,
+    /// Where downloaded datasets are kept (default: the user's cache directory).
+    #[arg(long, env = "LLMIB_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Score only N items, evenly spread over the dataset (deterministic).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -52,18 +62,6 @@ pub struct EvalArgs {
     /// Results directory.
     #[arg(long, short)]
     pub output: PathBuf,
-}
-
-/// A dataset line.
-#[derive(Debug, Clone, Deserialize)]
-struct Item {
-    id: String,
-    question: String,
-    answer: String,
-    #[serde(default)]
-    options: Vec<String>,
-    #[serde(default)]
-    category: Option<String>,
 }
 
 /// `eval.json`.
@@ -87,6 +85,9 @@ pub struct EvalSummary {
     pub wall_s: f64,
     /// Requests in flight.
     pub concurrency: usize,
+    /// Where the items came from.
+    #[serde(default)]
+    pub dataset: Provenance,
 }
 
 fn format_of(profile: &str) -> Result<AnswerFormat> {
@@ -121,37 +122,21 @@ fn prompt(item: &Item, format: AnswerFormat) -> String {
     }
 }
 
-/// N items evenly spread over `all` (every item when N ≥ its length).
-fn spread<T: Clone>(all: &[T], n: Option<usize>) -> Vec<T> {
-    match n {
-        Some(n) if n < all.len() => (0..n).map(|i| all[i * all.len() / n].clone()).collect(),
-        _ => all.to_vec(),
-    }
-}
-
-fn load(path: &Path) -> Result<Vec<Item>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {} (pass --dataset-dir)", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{} line {}: not a dataset item", path.display(), i + 1))
-        })
-        .collect()
-}
-
 /// Runs the profile and writes the results.
 pub async fn run(a: EvalArgs) -> Result<()> {
     let format = format_of(&a.profile)?;
-    let items = spread(
-        &load(&a.dataset_dir.join(format!("{}.jsonl", a.profile)))?,
-        a.limit,
-    );
-    if items.is_empty() {
-        bail!("the dataset has no items");
+    if let Some(h) = &a.dataset_sha256
+        && (h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        bail!("--dataset-sha256 must be 64 hex digits");
     }
+    let locate = Locate {
+        dataset_dir: a.dataset_dir.clone(),
+        url: a.dataset_url.clone(),
+        sha256: a.dataset_sha256.as_deref().map(str::to_ascii_lowercase),
+        cache_dir: a.cache_dir.clone(),
+    };
+    let (items, dataset) = obtain(&a.profile, &locate, a.limit).await?;
     let probe = Engine::probe(&ProbeOptions {
         api_key: a.api_key.clone(),
         model: a.model.clone(),
@@ -250,6 +235,7 @@ pub async fn run(a: EvalArgs) -> Result<()> {
         },
         wall_s,
         concurrency: a.concurrency,
+        dataset,
     };
     std::fs::write(
         a.output.join("eval.json"),

@@ -15,6 +15,7 @@ pub mod sse;
 
 pub mod burst;
 pub mod counting;
+pub mod download;
 pub mod driver;
 pub mod prompt;
 pub mod stream;

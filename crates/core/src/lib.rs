@@ -6,6 +6,7 @@ pub mod accuracy;
 pub mod burst;
 pub mod cell;
 pub mod counting;
+pub mod dataset;
 pub mod figures;
 pub mod hw;
 pub mod lag;

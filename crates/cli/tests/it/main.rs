@@ -4,6 +4,7 @@
 mod api;
 mod common;
 mod dashboard;
+mod datasets;
 mod emission;
 mod eval;
 mod faults;
