@@ -10,8 +10,8 @@
 //! repository, and nothing of it is written out but item ids and parsed letters.
 
 use anyhow::{Context, Result, bail};
-use llmib_core::dataset::{gsm8k_answer, permutation, spread, stratified};
-use serde::{Deserialize, Serialize};
+use llmib_core::dataset::{Provenance, gsm8k_answer, permutation, spread, stratified};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -92,19 +92,6 @@ const MMLU_PRO_ITEMS: usize = 1000;
 const MAX_BYTES: u64 = 64 << 20;
 /// A download slower than this is broken, not slow.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Where the items came from, kept in `eval.json`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Provenance {
-    /// The file read: a cache path, a `--dataset-dir` file.
-    pub file: String,
-    /// Where it was downloaded from (None: a local copy).
-    pub url: Option<String>,
-    /// Its sha256, checked against the pin (None: the project's own item format, unpinned).
-    pub sha256: Option<String>,
-    /// Items in the profile's set (before `--limit`).
-    pub items_in_set: usize,
-}
 
 /// How to find a profile's file.
 #[derive(Debug, Clone, Default)]

@@ -7,17 +7,17 @@
 //! Datasets come from [`crate::datasets`]: the official files pinned by sha256 (downloaded once
 //! into the user's cache), or a local copy in `--dataset-dir`.
 
-use crate::datasets::{Item, Locate, Provenance, obtain};
+use crate::datasets::{Item, Locate, obtain};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures_util::StreamExt;
 use llmib_client::engine::{Engine, ProbeOptions};
 use llmib_client::eval::generate;
 use llmib_core::accuracy::{
-    Accuracy, AnswerFormat, Category, ItemScore, pair, parse_letter, parse_number, score,
+    Accuracy, AnswerFormat, Category, EvalSummary, ItemScore, pair, parse_letter, parse_number,
+    score,
 };
 use llmib_core::redact::sanitize_terminal;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -62,32 +62,6 @@ pub struct EvalArgs {
     /// Results directory.
     #[arg(long, short)]
     pub output: PathBuf,
-}
-
-/// `eval.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct EvalSummary {
-    /// The profile.
-    pub profile: String,
-    /// Served model.
-    pub model: String,
-    /// Server URL.
-    pub url: String,
-    /// Accuracy over every item.
-    pub accuracy: Accuracy,
-    /// Items per category (correct, wrong, truncated, unparseable).
-    pub categories: BTreeMap<String, u64>,
-    /// Accuracy per subject.
-    pub by_subject: BTreeMap<String, Accuracy>,
-    /// Σ completion tokens / wall time.
-    pub tok_per_s: f64,
-    /// Wall time, seconds.
-    pub wall_s: f64,
-    /// Requests in flight.
-    pub concurrency: usize,
-    /// Where the items came from.
-    #[serde(default)]
-    pub dataset: Provenance,
 }
 
 fn format_of(profile: &str) -> Result<AnswerFormat> {
@@ -241,10 +215,7 @@ pub async fn run(a: EvalArgs) -> Result<()> {
         a.output.join("eval.json"),
         serde_json::to_string_pretty(&summary)?,
     )?;
-    std::fs::write(
-        a.output.join("eval.md"),
-        summary_markdown(&summary, &scored),
-    )?;
+    write_accuracy_pages(&a.output, &summary, &scored)?;
     let acc = &summary.accuracy;
     let (lo, hi) = acc.wilson_95.unwrap_or((0.0, 0.0));
     println!(
@@ -267,93 +238,26 @@ pub async fn run(a: EvalArgs) -> Result<()> {
     Ok(())
 }
 
-/// `eval.md`: the accuracy section (overall with its interval, categories, per subject) and
-/// the items that were not correct. Dataset and server strings are escaped.
-fn summary_markdown(s: &EvalSummary, items: &[ItemScore]) -> String {
-    use llmib_report::markdown::escape;
-    let pct = |x: f64| format!("{:.1}%", x * 100.0);
-    let ci = |a: &Accuracy| {
-        a.wilson_95
-            .map_or("–".into(), |(l, h)| format!("{}–{}", pct(l), pct(h)))
-    };
-    let mut out = format!(
-        "# Accuracy: {} on {}
+/// Writes `eval.md` and `eval.html` (the accuracy section) into `dir`.
+fn write_accuracy_pages(dir: &Path, s: &EvalSummary, items: &[ItemScore]) -> Result<()> {
+    let view = llmib_report::accuracy::AccuracyView::new(s, items);
+    std::fs::write(dir.join("eval.md"), view.markdown())
+        .with_context(|| format!("cannot write {}", dir.join("eval.md").display()))?;
+    std::fs::write(dir.join("eval.html"), view.html()?)
+        .with_context(|| format!("cannot write {}", dir.join("eval.html").display()))?;
+    Ok(())
+}
 
-| Items | Correct | Accuracy | 95% interval (Wilson) | Completion tok/s | Concurrency |
-|---:|---:|---:|---|---:|---:|
-| {} | {} | {} | {} | {:.1} | {} |
-",
-        escape(&s.profile),
-        escape(&s.model),
-        s.accuracy.n,
-        s.accuracy.correct,
-        pct(s.accuracy.accuracy),
-        ci(&s.accuracy),
-        s.tok_per_s,
-        s.concurrency
-    );
-    out.push_str(
-        "
-## Categories
-
-| Category | Items |
-|---|---:|
-",
-    );
-    for (k, v) in &s.categories {
-        out.push_str(&format!(
-            "| {} | {v} |
-",
-            escape(k)
-        ));
-    }
-    if !s.by_subject.is_empty() {
-        out.push_str(
-            "
-## By subject
-
-| Subject | Items | Accuracy | 95% interval |
-|---|---:|---:|---|
-",
-        );
-        for (k, a) in &s.by_subject {
-            out.push_str(&format!(
-                "| {} | {} | {} | {} |
-",
-                escape(k),
-                a.n,
-                pct(a.accuracy),
-                ci(a)
-            ));
-        }
-    }
-    let misses: Vec<&ItemScore> = items
-        .iter()
-        .filter(|i| i.category != Category::Correct)
-        .collect();
-    if !misses.is_empty() {
-        out.push_str(
-            "
-## Not correct
-
-| Item | Expected | Parsed | Category | Finish | Tokens |
-|---|---|---|---|---|---:|
-",
-        );
-        for i in misses {
-            out.push_str(&format!(
-                "| {} | {} | {} | {:?} | {} | {} |
-",
-                escape(&i.id),
-                escape(&i.expected),
-                i.parsed.as_deref().map_or("–".into(), escape),
-                i.category,
-                i.finish_reason.as_deref().map_or("–".into(), escape),
-                i.completion_tokens.map_or("–".into(), |t| t.to_string())
-            ));
-        }
-    }
-    out
+/// Writes an eval run's pages again from its `eval.json` and `items.jsonl` (`report` on an
+/// eval directory); returns the files written.
+pub fn rewrite_reports(dir: &Path) -> Result<Vec<PathBuf>> {
+    let p = dir.join("eval.json");
+    let s: EvalSummary = serde_json::from_str(
+        &std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?,
+    )
+    .with_context(|| format!("{}: not an eval summary", p.display()))?;
+    write_accuracy_pages(dir, &s, &load_items(dir)?)?;
+    Ok(vec![dir.join("eval.md"), dir.join("eval.html")])
 }
 
 /// Whether `dir` holds an eval run.

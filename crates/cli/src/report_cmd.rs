@@ -33,8 +33,21 @@ fn quiet_broken_pipe(r: std::io::Result<()>) -> anyhow::Result<()> {
     }
 }
 
-/// Writes the reports and lists the files written, one per line.
+/// Writes the reports and lists the files written, one per line. An eval directory gets its
+/// accuracy pages (`eval.md`, `eval.html`) written again.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if crate::eval_cmd::is_eval_dir(&args.run_dir) {
+        if args.output.is_some() || !args.format.is_empty() {
+            bail!(
+                "an eval directory's pages are eval.md and eval.html, written inside it: drop --output and --format"
+            );
+        }
+        let list: String = crate::eval_cmd::rewrite_reports(&args.run_dir)?
+            .iter()
+            .map(|p| format!("{}\n", p.display()))
+            .collect();
+        return quiet_broken_pipe(std::io::stdout().lock().write_all(list.as_bytes()));
+    }
     if args.output.as_deref() == Some(Path::new("-")) {
         let format = match args.format.as_slice() {
             [one] => *one,

@@ -211,6 +211,33 @@ impl Accuracy {
     }
 }
 
+/// `eval.json`: one eval run's accuracy, per category and subject, its throughput and where
+/// its items came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EvalSummary {
+    /// The profile.
+    pub profile: String,
+    /// Served model.
+    pub model: String,
+    /// Server URL.
+    pub url: String,
+    /// Accuracy over every item.
+    pub accuracy: Accuracy,
+    /// Items per category (correct, wrong, truncated, unparseable).
+    pub categories: std::collections::BTreeMap<String, u64>,
+    /// Accuracy per subject.
+    pub by_subject: std::collections::BTreeMap<String, Accuracy>,
+    /// Σ completion tokens / wall time.
+    pub tok_per_s: f64,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Where the items came from.
+    #[serde(default)]
+    pub dataset: crate::dataset::Provenance,
+}
+
 /// Two eval runs of the same items, paired by id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Paired {

@@ -17,6 +17,7 @@ pub const CSS: &str = include_str!("../templates/style.css");
 pub const JS: &str = include_str!("../templates/script.js");
 const REPORT_TEMPLATE: &str = include_str!("../templates/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../templates/compare.html");
+const ACCURACY_TEMPLATE: &str = include_str!("../templates/accuracy.html");
 
 /// The HTML exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,6 +37,8 @@ pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
         .map_err(err("report.html"))?;
     env.add_template("compare.html", COMPARE_TEMPLATE)
         .map_err(err("compare.html"))?;
+    env.add_template("accuracy.html", ACCURACY_TEMPLATE)
+        .map_err(err("accuracy.html"))?;
     Ok(env)
 }
 

@@ -11,6 +11,7 @@
 //! # Ok::<(), llmib_report::ReportError>(())
 //! ```
 
+pub mod accuracy;
 pub mod compare;
 pub mod csv;
 pub mod html;

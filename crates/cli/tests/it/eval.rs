@@ -93,6 +93,19 @@ fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
         md.contains("# Accuracy: gsm8k") && md.contains("## Not correct"),
         "{md}"
     );
+    let html = std::fs::read_to_string(base.join("a").join("eval.html")).expect("eval.html");
+    let shown = format!("{:.1}%", acc * 100.0);
+    assert!(
+        html.contains(&shown) && html.contains("id=\"misses\""),
+        "{html}"
+    );
+    // `report` on an eval directory writes its pages again from its results.
+    std::fs::remove_file(base.join("a").join("eval.html")).expect("remove");
+    let o = run_bin(&["report", base.join("a").to_str().unwrap_or_default()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("eval.html"), "{}", text(&o));
+    let again = std::fs::read_to_string(base.join("a").join("eval.html")).expect("rewritten");
+    assert!(again.contains(&shown));
     // Every wrong answer is a wrong number, not an unparseable one.
     assert_eq!(
         ea["categories"]["unparseable"],

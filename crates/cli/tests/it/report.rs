@@ -450,6 +450,66 @@ fn browser_compare_page_is_clean() {
     screenshot(&chrome, &work, &page, "compare.png", "1280,1400", false);
 }
 
+#[test]
+fn browser_eval_page_is_clean() {
+    use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
+    let Some(chrome) = chromium() else { return };
+    let work = out_dir("report-browser-eval");
+    let item = |id: &str, c: Category| ItemScore {
+        id: id.to_string(),
+        expected: "B".into(),
+        parsed: (c == Category::Wrong).then(|| "<img src=x onerror=alert(2)>".into()),
+        category: c,
+        subject: Some("law".into()),
+        completion_tokens: Some(40),
+        finish_reason: Some("stop".into()),
+        error: None,
+    };
+    let items = vec![
+        item("q-1", Category::Correct),
+        item("q-2", Category::Correct),
+        item("q-3", Category::Correct),
+        item("<script>alert(1)</script>", Category::Wrong),
+    ];
+    let summary = EvalSummary {
+        profile: "mmlu-pro".into(),
+        model: "\"><svg onload=alert(3)>".into(),
+        url: "http://127.0.0.1:1".into(),
+        accuracy: Accuracy::of(&items),
+        categories: Default::default(),
+        by_subject: [("law".to_string(), Accuracy::of(&items))]
+            .into_iter()
+            .collect(),
+        tok_per_s: 321.0,
+        wall_s: 1.0,
+        concurrency: 4,
+        dataset: Default::default(),
+    };
+    let view = llmib_report::accuracy::AccuracyView::new(&summary, &items);
+    let page = artifacts().join("eval.html");
+    std::fs::write(&page, view.html().expect("html")).expect("write");
+    let (dom, stderr) = run_chromium(&chrome, &work, &page, &["--dump-dom"]);
+    assert!(dom.contains("75.0%"), "the accuracy is shown: {dom}");
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{dom}"
+    );
+    assert!(dom.contains("&lt;img src=x onerror=alert(2)&gt;"), "{dom}");
+    assert!(!dom.contains("<svg"), "{dom}");
+    for id in [
+        "card-accuracy",
+        "card-categories",
+        "card-dataset",
+        "subjects",
+        "misses",
+    ] {
+        assert!(dom.contains(&format!("id=\"{id}\"")), "section {id}");
+    }
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console output: {console:#?}");
+    screenshot(&chrome, &work, &page, "eval.png", "1280,1000", false);
+}
+
 /// A copy of the golden run in a fresh folder, so commands may write into it.
 fn golden_copy(name: &str) -> PathBuf {
     let dir = out_dir(name).join("run");
