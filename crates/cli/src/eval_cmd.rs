@@ -34,8 +34,9 @@ pub struct EvalArgs {
     /// Model to request (default: the one the server lists).
     #[arg(long)]
     pub model: Option<String>,
-    /// Dataset profile: gsm8k, mmlu-pro or gpqa-diamond.
-    #[arg(long)]
+    /// Profile: gsm8k, mmlu-pro or gpqa-diamond (accuracy), or long-answer (completion-token
+    /// statistics of one task; implied by --prompt or --prompt-file).
+    #[arg(long, default_value = "")]
     pub profile: String,
     /// A local copy instead of the download: a folder holding the official file (checked
     /// against its sha256) or `<profile>.jsonl` in this tool's item format.
@@ -62,6 +63,28 @@ pub struct EvalArgs {
     /// Results directory.
     #[arg(long, short)]
     pub output: PathBuf,
+    /// long-answer: the task's prompt instead of the built-in one.
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// long-answer: read the prompt from this file.
+    #[arg(long)]
+    pub prompt_file: Option<PathBuf>,
+    /// long-answer: a regular expression the answer's final line must match to count as
+    /// correct (the built-in task has its own).
+    #[arg(long)]
+    pub answer_regex: Option<String>,
+    /// long-answer: concurrency levels the search probes, in order.
+    #[arg(long, default_value = "1,2,4,8,16,32,64")]
+    pub levels: String,
+    /// long-answer: the gain over the best level so far that keeps the search going (0.05 = 5 %).
+    #[arg(long, default_value_t = 0.05)]
+    pub min_gain: f64,
+    /// long-answer: levels in a row without that gain before the search stops.
+    #[arg(long, default_value_t = 2)]
+    pub patience: u32,
+    /// long-answer: finished requests wanted at the chosen level.
+    #[arg(long, default_value_t = 32)]
+    pub min_results: usize,
 }
 
 fn format_of(profile: &str) -> Result<AnswerFormat> {
@@ -97,7 +120,18 @@ fn prompt(item: &Item, format: AnswerFormat) -> String {
 }
 
 /// Runs the profile and writes the results.
-pub async fn run(a: EvalArgs) -> Result<()> {
+pub async fn run(mut a: EvalArgs) -> Result<()> {
+    if a.profile.is_empty() && (a.prompt.is_some() || a.prompt_file.is_some()) {
+        a.profile = "long-answer".into();
+    }
+    match a.profile.as_str() {
+        "" => bail!("pass --profile: gsm8k, mmlu-pro, gpqa-diamond or long-answer"),
+        "long-answer" => return crate::task_cmd::run(&a).await,
+        _ if a.prompt.is_some() || a.prompt_file.is_some() => {
+            bail!("--prompt and --prompt-file belong to --profile long-answer")
+        }
+        _ => {}
+    }
     let format = format_of(&a.profile)?;
     if let Some(h) = &a.dataset_sha256
         && (h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()))

@@ -9,6 +9,7 @@ mod eval_cmd;
 mod report_cmd;
 mod run_cmd;
 mod sim_cmd;
+mod task_cmd;
 
 use clap::{Parser, Subcommand};
 use llmib_core::redact::{redact_text, sanitize_terminal};

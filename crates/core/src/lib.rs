@@ -21,6 +21,7 @@ pub mod size;
 pub mod stats;
 pub mod store;
 pub mod time;
+pub mod tokenstats;
 pub mod verdict;
 
 #[cfg(test)]

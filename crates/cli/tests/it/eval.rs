@@ -194,3 +194,93 @@ fn llamacpp_tiny_eval_scores_every_item() {
         }
     }
 }
+
+/// Completion-token statistics against a simulator whose aggregate rate doubles from 1 to 2
+/// requests at once and halves again at 4: the search must stop after 4 (patience 1) and choose
+/// 2, then fill `--min-results` there; every answer ends with the pattern's line.
+#[test]
+fn long_answer_search_chooses_the_fastest_level_and_counts_tokens() {
+    let _serial = timing_lock();
+    let base = out_dir("long-answer");
+    let _ = std::fs::remove_dir_all(&base);
+    let mut cfg = exact_sim();
+    cfg.answer_accuracy = Some(1.0);
+    cfg.answer_words = 20;
+    cfg.decode_step_ms = vec![(1, 10.0), (2, 10.0), (4, 40.0)];
+    let sim = Sim::start(cfg);
+    let task = |out: &Path, max_output: &str| {
+        run_bin(&[
+            "eval",
+            "--url",
+            &sim.url,
+            "--prompt",
+            "Count to a few thousand, then say so. \u{27e6}sim:task-1:5050\u{27e7}",
+            "--answer-regex",
+            r"#### 5050$",
+            "--levels",
+            "1,2,4,8",
+            "--min-gain",
+            "0.1",
+            "--patience",
+            "1",
+            "--min-results",
+            "5",
+            "--max-output",
+            max_output,
+            "--output",
+            out.to_str().unwrap_or_default(),
+        ])
+    };
+    let out = base.join("full");
+    let o = task(&out, "256");
+    assert!(o.status.success(), "{}", text(&o));
+    let s: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("tokens.json")).expect("tokens.json"),
+    )
+    .expect("JSON");
+    let probed: Vec<u64> = s["levels"]
+        .as_array()
+        .expect("levels")
+        .iter()
+        .map(|l| l["concurrency"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(probed, vec![1, 2, 4], "{s:#}");
+    assert_eq!(s["chosen"], 2, "{s:#}");
+    let rate = |i: usize| num(&s["levels"][i], "tok_per_s");
+    assert!(rate(1) > 1.5 * rate(0) && rate(2) < 0.75 * rate(1), "{s:#}");
+    // 1 + 2 + 4 from the search, then two batches of 2 to reach 5 at the chosen level.
+    let st = &s["stats"];
+    assert_eq!(st["results"], 11, "{s:#}");
+    assert_eq!(st["correct"], serde_json::json!([11, 11]), "{s:#}");
+    assert_eq!(st["max_token_hits"], 0);
+    let t = &st["completion_tokens"];
+    assert!(
+        num(t, "min") > 20.0 && num(t, "min") == num(t, "max"),
+        "{t}"
+    );
+    assert_eq!(
+        st["ttft_ms"]["n"], 6,
+        "TTFT at the chosen level only: {s:#}"
+    );
+    assert_eq!(s["completion_token_source"], "server usage");
+    let lines = std::fs::read_to_string(out.join("tasks.jsonl")).expect("tasks.jsonl");
+    assert_eq!(lines.lines().count(), 11);
+    let md = std::fs::read_to_string(out.join("tokens.md")).expect("tokens.md");
+    assert!(
+        md.contains("## Concurrency search") && md.contains("11/11"),
+        "{md}"
+    );
+
+    // A limit below the answer: every request hits it, and no final line matches.
+    let out = base.join("cut");
+    let o = task(&out, "8");
+    assert!(o.status.success(), "{}", text(&o));
+    let s: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("tokens.json")).expect("tokens.json"),
+    )
+    .expect("JSON");
+    let n = s["stats"]["results"].as_u64().expect("results");
+    assert_eq!(s["stats"]["max_token_hits"].as_u64(), Some(n), "{s:#}");
+    assert_eq!(s["stats"]["correct"], serde_json::json!([0, n]), "{s:#}");
+    assert_eq!(num(&s["stats"]["completion_tokens"], "max"), 8.0);
+}
