@@ -80,8 +80,19 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
         .with_context(|| format!("cannot load simulator profile `{}`", a.profile))?;
     let scale = u64::from(cfg.scale.max(1));
     let api_key = cfg.api_key.clone();
-    let handle = llmib_sim::spawn(cfg)
+    // The simulator gets a runtime and threads of its own, as a real server has its own
+    // process: the client's runtime then holds only the client, and what the client measures
+    // of itself (its lateness, `client_lag`) is the client's, not the server's scheduler.
+    let sim_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("sim")
+        .enable_all()
+        .build()
+        .context("cannot start the simulator's runtime")?;
+    let handle = sim_rt
+        .spawn(llmib_sim::spawn(cfg))
         .await
+        .context("the simulator's start-up task died")?
         .context("cannot start the simulator")?;
     eprintln!(
         "simulator `{}` listening on {} (1/{scale} of the seed's sizes)",
@@ -121,6 +132,8 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
     };
     let result = run(args).await;
     handle.shutdown().await;
+    // Inside an async context a runtime may only be dropped in the background.
+    sim_rt.shutdown_background();
     result
 }
 
