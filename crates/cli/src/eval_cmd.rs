@@ -119,6 +119,24 @@ fn prompt(item: &Item, format: AnswerFormat) -> String {
     }
 }
 
+/// Probes the server for an eval (accuracy or long-answer) and makes its results folder. An
+/// answer ends where the model stops; chat is what instruction models are served for.
+pub async fn answering_engine(a: &EvalArgs) -> Result<Engine> {
+    let probe = Engine::probe(&ProbeOptions {
+        api_key: a.api_key.clone(),
+        model: a.model.clone(),
+        timeout: Duration::from_secs(10),
+        ..ProbeOptions::new(a.url.clone())
+    })
+    .await?;
+    let mut engine = probe.engine;
+    engine.set_respect_eos(true);
+    engine.set_api(llmib_core::plan::Api::Chat);
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
+    Ok(engine)
+}
+
 /// Runs the profile and writes the results.
 pub async fn run(mut a: EvalArgs) -> Result<()> {
     if a.profile.is_empty() && (a.prompt.is_some() || a.prompt_file.is_some()) {
@@ -145,20 +163,8 @@ pub async fn run(mut a: EvalArgs) -> Result<()> {
         cache_dir: a.cache_dir.clone(),
     };
     let (items, dataset) = obtain(&a.profile, &locate, a.limit).await?;
-    let probe = Engine::probe(&ProbeOptions {
-        api_key: a.api_key.clone(),
-        model: a.model.clone(),
-        timeout: Duration::from_secs(10),
-        ..ProbeOptions::new(a.url.clone())
-    })
-    .await?;
-    let mut engine = probe.engine;
-    // An answer ends where the model stops; chat is what instruction models are served for.
-    engine.set_respect_eos(true);
-    engine.set_api(llmib_core::plan::Api::Chat);
+    let engine = answering_engine(&a).await?;
     let model = engine.model().served_model.clone();
-    std::fs::create_dir_all(&a.output)
-        .with_context(|| format!("cannot create {}", a.output.display()))?;
     let t0 = Instant::now();
     let secrets: Vec<&str> = engine.secrets();
     let engine_ref = &engine;

@@ -11,7 +11,7 @@
 use crate::eval_cmd::EvalArgs;
 use anyhow::{Context, Result, bail};
 use llmib_client::counting::count_tokens;
-use llmib_client::engine::{Engine, ProbeOptions, PromptInput};
+use llmib_client::engine::{Engine, PromptInput};
 use llmib_client::stream::{Measured, RequestSpec, StreamLimits, measure};
 use llmib_core::record::Outcome;
 use llmib_core::stats::Summary;
@@ -19,7 +19,6 @@ use llmib_core::tokenstats::{LevelResult, Step, TaskResult, TaskStats, final_lin
 use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -75,20 +74,8 @@ pub async fn run(a: &EvalArgs) -> Result<()> {
     if !(0.0..10.0).contains(&a.min_gain) {
         bail!("--min-gain is a fraction (0.05 = 5 %)");
     }
-    let probe = Engine::probe(&ProbeOptions {
-        api_key: a.api_key.clone(),
-        model: a.model.clone(),
-        timeout: Duration::from_secs(10),
-        ..ProbeOptions::new(a.url.clone())
-    })
-    .await?;
-    let mut engine = probe.engine;
-    engine.set_respect_eos(true);
-    engine.set_api(llmib_core::plan::Api::Chat);
-    let engine = Arc::new(engine);
+    let engine = Arc::new(crate::eval_cmd::answering_engine(a).await?);
     let model = engine.model().served_model.clone();
-    std::fs::create_dir_all(&a.output)
-        .with_context(|| format!("cannot create {}", a.output.display()))?;
     let spec = engine
         .stream_request(
             &model,
