@@ -168,7 +168,7 @@ pub async fn obtain(
                     sha256: Some(got),
                     ..Default::default()
                 };
-                (parse(src.layout, &official)?, prov)
+                (parse(src.layout, bytes, &official)?, prov)
             } else {
                 bail!(
                     "{} holds neither {profile}.jsonl nor {}: put either there, or drop --dataset-dir to download it",
@@ -184,14 +184,14 @@ pub async fn obtain(
                 .or_else(default_cache_dir)
                 .context("no cache directory (no HOME): pass --cache-dir or --dataset-dir")?;
             let url = at.url.clone().unwrap_or_else(|| src.url.to_string());
-            let path = cached(&root, &url, &expected, src.file).await?;
+            let (path, bytes) = cached(&root, &url, &expected, src.file).await?;
             let prov = Provenance {
                 file: path.display().to_string(),
-                url: Some(url),
+                url: Some(llmib_client::download::shown_url(&url)),
                 sha256: Some(expected.clone()),
                 ..Default::default()
             };
-            (parse(src.layout, &path)?, prov)
+            (parse(src.layout, bytes, &path)?, prov)
         }
     };
     if items.is_empty() {
@@ -208,43 +208,50 @@ pub async fn obtain(
         items
     };
     prov.items_in_set = set.len();
-    let chosen = spread(set.len(), limit)
+    let chosen: Vec<Item> = spread(set.len(), limit)
         .into_iter()
         .map(|i| set[i].clone())
         .collect();
+    if chosen.is_empty() {
+        bail!("no item to score: --limit must be at least 1");
+    }
     Ok((chosen, prov))
 }
 
-/// The cached file for `sha256`, downloading it from `url` first when it is not there (or no
-/// longer verifies). The cache is content-addressed (`datasets/<sha256>/<file>`), written to a
-/// temporary name and renamed, so a cut download never passes for a cached one.
-async fn cached(root: &Path, url: &str, sha256: &str, file: &str) -> Result<PathBuf> {
+/// The cached file for `sha256` and its bytes (the very bytes checked, so what is parsed is what
+/// was verified), downloading it from `url` first when it is not there (or no longer
+/// verifies). The cache is content-addressed (`datasets/<sha256>/<file>`), written to a
+/// temporary name of this process and renamed, so a cut or concurrent download never passes
+/// for a cached one.
+async fn cached(root: &Path, url: &str, sha256: &str, file: &str) -> Result<(PathBuf, Vec<u8>)> {
     let dir = root.join("datasets").join(sha256);
     let path = dir.join(file);
     if let Ok(bytes) = std::fs::read(&path) {
         if sha256_hex(&bytes) == sha256 {
-            return Ok(path);
+            return Ok((path, bytes));
         }
         eprintln!(
             "note: the cached {} no longer matches its sha256; downloading it again",
             path.display()
         );
     }
-    eprintln!("downloading {url} (once; cached under {})", dir.display());
+    let shown = llmib_client::download::shown_url(url);
+    eprintln!("downloading {shown} (once; cached under {})", dir.display());
     let body = llmib_client::download::download(url, MAX_BYTES, DOWNLOAD_TIMEOUT)
         .await
-        .map_err(anyhow::Error::msg)?;
+        // The client's messages name the URL: the one shown, never a mirror's token.
+        .map_err(|e| anyhow::Error::msg(e.replace(url, &shown)))?;
     let got = sha256_hex(&body);
     if got != sha256 {
         bail!(
-            "the file at {url} has sha256 {got}, not the pinned {sha256}: the source changed or the download is not the dataset; nothing was cached (a mirror of another revision needs --dataset-sha256)"
+            "the file at {shown} has sha256 {got}, not the pinned {sha256}: the source changed or the download is not the dataset; nothing was cached (a mirror of another revision needs --dataset-sha256)"
         );
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(".{file}.part"));
+    let tmp = dir.join(format!(".{file}.{}.part", std::process::id()));
     std::fs::write(&tmp, &body).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
+    Ok((path, body))
 }
 
 /// Reads the project's own item format: one `{"id", "question", "answer", "options"?,
@@ -262,25 +269,27 @@ pub fn load_items_jsonl(path: &Path) -> Result<Vec<Item>> {
         .collect()
 }
 
-fn parse(layout: Layout, path: &Path) -> Result<Vec<Item>> {
+/// Parses the checked `bytes` of the file at `path` (named in errors).
+fn parse(layout: Layout, bytes: Vec<u8>, path: &Path) -> Result<Vec<Item>> {
     match layout {
-        Layout::Gsm8kJsonl => parse_gsm8k(path),
-        Layout::GpqaCsv => parse_gpqa(path),
-        Layout::MmluProParquet => parse_mmlu_pro(path),
+        Layout::Gsm8kJsonl => parse_gsm8k(&bytes, path),
+        Layout::GpqaCsv => parse_gpqa(&bytes, path),
+        Layout::MmluProParquet => parse_mmlu_pro(bytes, path),
     }
 }
 
-fn parse_gsm8k(path: &Path) -> Result<Vec<Item>> {
+fn parse_gsm8k(bytes: &[u8], path: &Path) -> Result<Vec<Item>> {
     #[derive(Deserialize)]
     struct Line {
         question: String,
         answer: String,
     }
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        std::str::from_utf8(bytes).with_context(|| format!("{}: not UTF-8", path.display()))?;
+    // Items are numbered by their line in the file (blank lines keep their numbers).
     text.lines()
-        .filter(|l| !l.trim().is_empty())
         .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             let line: Line = serde_json::from_str(l)
                 .with_context(|| format!("{} line {}: not a GSM8K line", path.display(), i + 1))?;
@@ -298,9 +307,8 @@ fn parse_gsm8k(path: &Path) -> Result<Vec<Item>> {
         .collect()
 }
 
-fn parse_gpqa(path: &Path) -> Result<Vec<Item>> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn parse_gpqa(bytes: &[u8], path: &Path) -> Result<Vec<Item>> {
+    let mut r = csv::Reader::from_reader(bytes);
     let headers = r
         .headers()
         .with_context(|| format!("{}: no header row", path.display()))?
@@ -349,11 +357,10 @@ fn parse_gpqa(path: &Path) -> Result<Vec<Item>> {
     Ok(out)
 }
 
-fn parse_mmlu_pro(path: &Path) -> Result<Vec<Item>> {
+fn parse_mmlu_pro(bytes: Vec<u8>, path: &Path) -> Result<Vec<Item>> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
-    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let reader = SerializedFileReader::new(f)
+    let reader = SerializedFileReader::new(bytes::Bytes::from(bytes))
         .with_context(|| format!("{}: not a parquet file", path.display()))?;
     let rows = reader
         .get_row_iter(None)
@@ -374,19 +381,34 @@ fn parse_mmlu_pro(path: &Path) -> Result<Vec<Item>> {
                         .elements()
                         .iter()
                         .map(|e| match e {
-                            Field::Str(s) => s.clone(),
-                            other => other.to_string(),
+                            Field::Str(s) => Ok(s.clone()),
+                            other => Err(anyhow::anyhow!(
+                                "{} row {n}: an option that is not text ({other})",
+                                path.display()
+                            )),
                         })
-                        .collect()
+                        .collect::<Result<_>>()?
                 }
                 _ => {}
             }
         }
         let missing = |what: &str| format!("{} row {n}: no `{what}`", path.display());
+        let answer = answer.with_context(|| missing("answer"))?;
+        // An item whose answer is not one of its options could only ever score Wrong: a
+        // broken file, not a harder question.
+        let letter = answer.bytes().next().filter(|_| answer.len() == 1);
+        if !letter.is_some_and(|b| b.is_ascii_uppercase() && usize::from(b - b'A') < options.len())
+        {
+            bail!(
+                "{} row {n}: answer `{answer}` is not one of its {} options",
+                path.display(),
+                options.len()
+            );
+        }
         out.push(Item {
             id: id.with_context(|| missing("question_id"))?,
             question: question.with_context(|| missing("question"))?,
-            answer: answer.with_context(|| missing("answer"))?,
+            answer,
             options,
             category,
         });
@@ -427,7 +449,8 @@ mod tests {
              \"What is 2+2?\nPick one.\",4,3,5,\"6, or so\",recA,Math\n",
         )
         .expect("write");
-        let items = parse_gpqa(&p).expect("parsed");
+        let bytes = std::fs::read(&p).expect("read");
+        let items = parse_gpqa(&bytes, &p).expect("parsed");
         assert_eq!(items.len(), 1);
         let it = &items[0];
         assert_eq!(it.id, "recA");

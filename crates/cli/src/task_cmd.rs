@@ -220,8 +220,10 @@ async fn batch(
         .iter()
         .map(|m| m.texts.as_ref().map(|t| t.concat()).unwrap_or_default())
         .collect();
+    // Failed requests carry no usage and count no tokens: only the finished ones decide.
     let usage_everywhere = measured
         .iter()
+        .filter(|m| matches!(m.record.outcome, Outcome::Finished { .. }))
         .all(|m| m.record.completion_tokens_reported.is_some());
     if !usage_everywhere {
         // Only then: counting consumes the texts, which were copied above.

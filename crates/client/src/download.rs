@@ -57,3 +57,33 @@ pub async fn download(url: &str, max_bytes: u64, timeout: Duration) -> Result<Ve
         ))
     })
 }
+
+/// A URL as printed and stored: without a user, password, query or fragment (a mirror's token
+/// must not reach the terminal, `eval.json` or the page).
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "<an unparseable URL>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_urls_drop_credentials_and_queries() {
+        assert_eq!(
+            shown_url("https://user:tok3n@mirror.example/a/b.csv?sig=s3cret#x"),
+            "https://mirror.example/a/b.csv"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:8/x"), "http://127.0.0.1:8/x");
+        assert_eq!(shown_url("not a url"), "<an unparseable URL>");
+    }
+}

@@ -1,7 +1,8 @@
 //! The probe behind `llmib_core::lag`: a task on the client's runtime that, every few
 //! milliseconds, yields and times how long it waits to run again. That wait is what a stream
-//! whose socket just became readable waits before its chunk is stamped, so it bounds how late
-//! the client's stamps were; the verdict on it is `llmib_core::lag::client_lag`.
+//! whose socket just became readable waits before its chunk is stamped, so it
+//! estimates how late the client's stamps were (it samples the runtime's queue, not each read);
+//! the verdict on it is `llmib_core::lag::client_lag`.
 
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -17,8 +18,9 @@ pub fn spawn(stop: CancellationToken) -> JoinHandle<Vec<f64>> {
     tokio::spawn(async move {
         let mut delays = Vec::new();
         let mut tick = tokio::time::interval(EVERY);
-        // A late tick is a sample of lateness too, but a burst of catch-up ticks would count
-        // one stall many times.
+        // Only the yield is timed: the timer's own lateness is mostly its 1 ms granularity, which
+        // would drown the runtime's delay. A stalled runtime shows in the yield that spans the
+        // stall; catch-up ticks after it would count one stall many times.
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

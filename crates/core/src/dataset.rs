@@ -33,23 +33,30 @@ pub fn stratified(categories: &[&str], n: usize) -> Vec<usize> {
     if n >= categories.len() {
         return (0..categories.len()).collect();
     }
-    // Categories in order of first appearance, with their items.
+    // Categories in order of first appearance, with their items (indexed by name: a file with
+    // very many categories must not make this quadratic).
     let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (i, c) in categories.iter().enumerate() {
-        match groups.iter_mut().find(|(k, _)| k == c) {
-            Some((_, v)) => v.push(i),
-            None => groups.push((c, vec![i])),
+        match index.get(c) {
+            Some(&g) => groups[g].1.push(i),
+            None => {
+                index.insert(c, groups.len());
+                groups.push((c, vec![i]));
+            }
         }
     }
     let total = categories.len();
-    let mut take: Vec<usize> = groups.iter().map(|(_, v)| v.len() * n / total).collect();
+    let floor: Vec<usize> = groups.iter().map(|(_, v)| v.len() * n / total).collect();
+    let mut take = floor.clone();
     if n >= groups.len() {
         for t in take.iter_mut() {
             *t = (*t).max(1);
         }
     }
-    // Hand out what is left by largest remainder; take back from the largest shares if the
-    // at-least-one rule overshot.
+    // Hand out what is left by largest remainder, to groups still at their floor (one raised
+    // to one already had its turn); take back from the largest shares if the at-least-one rule
+    // overshot.
     let remainder = |g: usize| (groups[g].1.len() * n) % total;
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by(|&a, &b| remainder(b).cmp(&remainder(a)).then(a.cmp(&b)));
@@ -58,7 +65,7 @@ pub fn stratified(categories: &[&str], n: usize) -> Vec<usize> {
         if given >= n {
             break;
         }
-        if take[g] < groups[g].1.len() {
+        if take[g] == floor[g] && take[g] < groups[g].1.len() {
             take[g] += 1;
             given += 1;
         }
@@ -163,6 +170,14 @@ mod tests {
             .collect();
         assert_eq!(stratified(&cats, 1000).len(), 1000);
         assert_eq!(stratified(&cats, 20_000).len(), 12_032);
+        // 9 / 45 / 46 of 100, 10 items: quotas 0.9, 4.5, 4.6. The small group is raised to one
+        // and has had its turn; the remainder goes to 4.6.
+        let mut cats = vec!["s"; 9];
+        cats.extend(vec!["m"; 45]);
+        cats.extend(vec!["l"; 46]);
+        let pick = stratified(&cats, 10);
+        let count = |k: &str| pick.iter().filter(|&&i| cats[i] == k).count();
+        assert_eq!((count("s"), count("m"), count("l")), (1, 4, 5));
     }
 
     #[test]

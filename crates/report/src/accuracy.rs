@@ -215,7 +215,7 @@ impl AccuracyView {
         render_template(
             "accuracy.html",
             minijinja::context! {
-                css => CSS,
+                css => minijinja::Value::from_safe_string(CSS.to_string()),
                 generator => generator(),
                 view => ser(self),
             },
@@ -305,5 +305,8 @@ mod tests {
         assert!(!html.contains("<script>m"));
         assert!(html.contains("50.0%") && html.contains("q4") && html.contains("Truncated"));
         assert!(html.contains(&"ab".repeat(32)));
+        // The stylesheet is ours and goes in as it is (escaped, its comments and quotes break).
+        let first = CSS.lines().next().expect("a stylesheet");
+        assert!(html.contains(first), "the stylesheet is not escaped");
     }
 }

@@ -436,7 +436,7 @@ impl Report {
         if !late.is_empty() {
             out.push(format!(
                 "The client itself ran late in {} cell(s) ({}): one ready task in ten waited \
-                 over a tenth of a token gap for its turn, so their time-between-token figures \
+                 over a tenth of a token gap (and 0.5 ms) for its turn, so their time-between-token figures \
                  carry that error (cells.jsonl has each cell's delays under client_lag). Give \
                  the client more CPU to measure them sharper.",
                 late.len(),

@@ -43,7 +43,8 @@ impl Files {
                 while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
                     header.clear();
                 }
-                let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let target = line.split_whitespace().nth(1).unwrap_or("/");
+                let path = target.split('?').next().unwrap_or("/").to_string();
                 h.fetch_add(1, Ordering::SeqCst);
                 let body = f.lock().expect("files").get(&path).cloned();
                 let reply = match body {
@@ -122,7 +123,7 @@ fn gpqa_file() -> Vec<u8> {
 
 /// MMLU-Pro's layout, written with the parquet crate: `question_id`, `question`, `options`
 /// (a list), `answer`, `category`.
-fn mmlu_pro_file(path: &Path) -> Vec<u8> {
+fn mmlu_pro_file(path: &Path, last_answer: char) -> Vec<u8> {
     use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
     use parquet::file::properties::WriterProperties;
     use parquet::file::writer::SerializedFileWriter;
@@ -141,7 +142,11 @@ fn mmlu_pro_file(path: &Path) -> Vec<u8> {
     .expect("schema");
     let rows: Vec<(i64, String, char, &str)> = (0..9i64)
         .map(|i| {
-            let letter = (b'A' + (i % 4) as u8) as char;
+            let letter = if i == 8 {
+                last_answer
+            } else {
+                (b'A' + (i % 4) as u8) as char
+            };
             let cat = ["law", "math", "law"][(i % 3) as usize];
             (
                 70 + i,
@@ -326,7 +331,12 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     // subject from the domain column.
     let gpqa = gpqa_file();
     let gpqa_sha = sha(&gpqa);
-    let gpqa_url = files.put("/simple-evals/gpqa_diamond.csv", gpqa);
+    // Through a "mirror" whose address holds a token: it never reaches the terminal or results.
+    let gpqa_url = files.put("/simple-evals/gpqa_diamond.csv", gpqa).replacen(
+        "http://",
+        "http://reader:s3cr3t@",
+        1,
+    ) + "?sig=t0ken";
     let out = base.join("gpqa");
     let o = eval(
         &sim.url,
@@ -343,6 +353,13 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
         &out,
     );
     assert!(o.status.success(), "{}", text(&o));
+    for leak in ["s3cr3t", "t0ken"] {
+        assert!(!text(&o).contains(leak), "{}", text(&o));
+        for f in ["eval.json", "eval.md", "eval.html", "items.jsonl"] {
+            let body = std::fs::read_to_string(out.join(f)).unwrap_or_default();
+            assert!(!body.contains(leak), "{leak} in {f}");
+        }
+    }
     let s = summary(&out);
     assert_eq!(s["accuracy"]["n"], 5);
     assert_eq!(
@@ -358,7 +375,7 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     );
 
     // MMLU-Pro's parquet: list columns, question ids, categories; --limit spreads.
-    let pq = mmlu_pro_file(&base.join("mmlu.parquet"));
+    let pq = mmlu_pro_file(&base.join("mmlu.parquet"), 'A');
     let pq_sha = sha(&pq);
     let pq_url = files.put("/tiger/test.parquet", pq);
     let out = base.join("mmlu");
@@ -387,6 +404,56 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     for id in ["mmlu-pro-70", "mmlu-pro-73", "mmlu-pro-76"] {
         assert!(items.contains(id), "{id} in {items}");
     }
+
+    // --limit 0 scores nothing: refused with one line, not a crash.
+    let o = eval(
+        &sim.url,
+        &[
+            "--profile",
+            "gsm8k",
+            "--dataset-url",
+            &gsm_url,
+            "--dataset-sha256",
+            &gsm_sha,
+            "--cache-dir",
+            &cache_s,
+            "--limit",
+            "0",
+        ],
+        &base.join("none"),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--limit must be at least 1"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("panicked"), "{}", text(&o));
+
+    // A parquet row whose answer is not one of its options is a broken file, refused.
+    let bad = mmlu_pro_file(&base.join("bad.parquet"), 'E');
+    let bad_sha = sha(&bad);
+    let bad_url = files.put("/tiger/bad.parquet", bad);
+    let o = eval(
+        &sim.url,
+        &[
+            "--profile",
+            "mmlu-pro",
+            "--dataset-url",
+            &bad_url,
+            "--dataset-sha256",
+            &bad_sha,
+            "--cache-dir",
+            &cache_s,
+        ],
+        &base.join("bad"),
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("is not one of its 4 options"),
+        "{}",
+        text(&o)
+    );
 
     // A local copy under the official name is checked against the pin too.
     let local = base.join("local");
