@@ -193,6 +193,41 @@ fn llamacpp_tiny_eval_scores_every_item() {
             assert_eq!(it["category"], "truncated", "{it}");
         }
     }
+
+    // The long-answer task on the same server: the search, the counts and the built-in
+    // pattern's verdict (the tiny model never states the result) go through a real engine.
+    let out = base.join("tokens");
+    let o = run_bin(&[
+        "eval",
+        "--url",
+        &server.url,
+        "--profile",
+        "long-answer",
+        "--levels",
+        "1,2",
+        "--patience",
+        "1",
+        "--min-results",
+        "2",
+        "--max-output",
+        "16",
+        "--output",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tokens.json")).expect("tokens"))
+            .expect("JSON");
+    let st = &v["stats"];
+    let n = st["results"].as_u64().unwrap_or(0);
+    assert!(n >= 2, "{v:#}");
+    assert_eq!(st["errors"], 0, "{v:#}");
+    assert!(num(&st["completion_tokens"], "max") <= 16.0, "{v:#}");
+    assert!(num(&st["completion_tokens"], "min") >= 1.0, "{v:#}");
+    assert_eq!(st["correct"][1].as_u64(), Some(n), "every answer judged: {v:#}");
+    assert!(v["levels"].as_array().is_some_and(|l| !l.is_empty()), "{v:#}");
+    let chosen = v["chosen"].as_u64().unwrap_or(0);
+    assert!(chosen == 1 || chosen == 2, "{v:#}");
 }
 
 /// Completion-token statistics against a simulator whose aggregate rate doubles from 1 to 2
