@@ -224,8 +224,15 @@ fn llamacpp_tiny_eval_scores_every_item() {
     assert_eq!(st["errors"], 0, "{v:#}");
     assert!(num(&st["completion_tokens"], "max") <= 16.0, "{v:#}");
     assert!(num(&st["completion_tokens"], "min") >= 1.0, "{v:#}");
-    assert_eq!(st["correct"][1].as_u64(), Some(n), "every answer judged: {v:#}");
-    assert!(v["levels"].as_array().is_some_and(|l| !l.is_empty()), "{v:#}");
+    assert_eq!(
+        st["correct"][1].as_u64(),
+        Some(n),
+        "every answer judged: {v:#}"
+    );
+    assert!(
+        v["levels"].as_array().is_some_and(|l| !l.is_empty()),
+        "{v:#}"
+    );
     let chosen = v["chosen"].as_u64().unwrap_or(0);
     assert!(chosen == 1 || chosen == 2, "{v:#}");
 }
