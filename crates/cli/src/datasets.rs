@@ -147,7 +147,9 @@ pub async fn obtain(
             let own = dir.join(format!("{profile}.jsonl"));
             let official = dir.join(src.file);
             if own.is_file() {
-                let items = load_items_jsonl(&own)?;
+                // The project's own item format: `{"id", "question", "answer", "options"?,
+                // "category"?}` per line.
+                let items = crate::eval_cmd::read_jsonl(&own, "a dataset item")?;
                 let prov = Provenance {
                     file: own.display().to_string(),
                     ..Default::default()
@@ -252,21 +254,6 @@ async fn cached(root: &Path, url: &str, sha256: &str, file: &str) -> Result<(Pat
     std::fs::write(&tmp, &body).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok((path, body))
-}
-
-/// Reads the project's own item format: one `{"id", "question", "answer", "options"?,
-/// "category"?}` per line.
-pub fn load_items_jsonl(path: &Path) -> Result<Vec<Item>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{} line {}: not a dataset item", path.display(), i + 1))
-        })
-        .collect()
 }
 
 /// Parses the checked `bytes` of the file at `path` (named in errors).

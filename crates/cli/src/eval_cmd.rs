@@ -214,12 +214,7 @@ pub async fn run(mut a: EvalArgs) -> Result<()> {
             scored[0].error.as_deref().unwrap_or("unknown")
         );
     }
-    let mut lines = String::new();
-    for s in &scored {
-        lines.push_str(&serde_json::to_string(s)?);
-        lines.push('\n');
-    }
-    std::fs::write(a.output.join("items.jsonl"), lines)?;
+    std::fs::write(a.output.join("items.jsonl"), to_jsonl(&scored)?)?;
     let mut categories: BTreeMap<String, u64> = BTreeMap::new();
     let mut subjects: BTreeMap<String, Vec<ItemScore>> = BTreeMap::new();
     for s in &scored {
@@ -306,12 +301,34 @@ pub fn is_eval_dir(dir: &Path) -> bool {
 }
 
 fn load_items(dir: &Path) -> Result<Vec<ItemScore>> {
-    let p = dir.join("items.jsonl");
+    read_jsonl(&dir.join("items.jsonl"), "a scored item")
+}
+
+/// One JSON value per line: the line files of eval's results (`items.jsonl`, `tasks.jsonl`).
+pub(crate) fn to_jsonl<T: serde::Serialize>(rows: &[T]) -> Result<String> {
+    let mut lines = String::new();
+    for r in rows {
+        lines.push_str(&serde_json::to_string(r)?);
+        lines.push('\n');
+    }
+    Ok(lines)
+}
+
+/// Reads a file of one JSON value per line (blank lines skipped); a bad line is named by its
+/// number and by `what` it should have been.
+pub(crate) fn read_jsonl<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+) -> Result<Vec<T>> {
     let text =
-        std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).with_context(|| format!("{}: a bad line", p.display())))
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{} line {}: not {what}", path.display(), i + 1))
+        })
         .collect()
 }
 

@@ -283,16 +283,11 @@ async fn batch(
 
 /// Writes `tasks.jsonl`, `tokens.json` and `tokens.md` into `dir`.
 fn write_results(dir: &Path, summary: &TokensSummary<'_>, results: &[TaskResult]) -> Result<()> {
-    let mut lines = String::new();
-    for r in results {
-        lines.push_str(&serde_json::to_string(r)?);
-        lines.push('\n');
-    }
     let write = |name: &str, text: String| {
         std::fs::write(dir.join(name), text)
             .with_context(|| format!("cannot write {}", dir.join(name).display()))
     };
-    write("tasks.jsonl", lines)?;
+    write("tasks.jsonl", crate::eval_cmd::to_jsonl(results)?)?;
     write("tokens.json", serde_json::to_string_pretty(summary)?)?;
     write("tokens.md", markdown(summary))
 }

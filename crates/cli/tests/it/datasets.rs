@@ -234,6 +234,32 @@ fn eval(url: &str, args: &[&str], out: &Path) -> std::process::Output {
     run_bin(&all)
 }
 
+/// `eval` of `profile` downloading from `url` into the cache `cache`, expecting `sha256` (the
+/// official pin when `None`), plus `extra` flags.
+fn fetch(
+    server: &str,
+    profile: &str,
+    url: &str,
+    sha256: Option<&str>,
+    cache: &str,
+    extra: &[&str],
+    out: &Path,
+) -> std::process::Output {
+    let mut args = vec![
+        "--profile",
+        profile,
+        "--dataset-url",
+        url,
+        "--cache-dir",
+        cache,
+    ];
+    if let Some(h) = sha256 {
+        args.extend(["--dataset-sha256", h]);
+    }
+    args.extend_from_slice(extra);
+    eval(server, &args, out)
+}
+
 fn summary(out: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).expect("eval.json"))
         .expect("JSON")
@@ -256,17 +282,18 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     let gsm = gsm8k_file();
     let gsm_sha = sha(&gsm);
     let gsm_url = files.put("/openai/test.jsonl", gsm);
-    let args = [
-        "--profile",
-        "gsm8k",
-        "--dataset-url",
-        &gsm_url,
-        "--dataset-sha256",
-        &gsm_sha,
-        "--cache-dir",
-        &cache_s,
-    ];
-    let o = eval(&sim.url, &args, &base.join("gsm-1"));
+    let gsm_fetch = |out: &str| {
+        fetch(
+            &sim.url,
+            "gsm8k",
+            &gsm_url,
+            Some(&gsm_sha),
+            &cache_s,
+            &[],
+            &base.join(out),
+        )
+    };
+    let o = gsm_fetch("gsm-1");
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(files.hits.load(Ordering::SeqCst), 1);
     let cached = cache
@@ -285,7 +312,7 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     assert_eq!(s["dataset"]["items_in_set"], 6);
 
     // Again: read from the cache, no request.
-    let o = eval(&sim.url, &args, &base.join("gsm-2"));
+    let o = gsm_fetch("gsm-2");
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
         files.hits.load(Ordering::SeqCst),
@@ -295,16 +322,13 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
 
     // A mirror that does not serve the pinned file: a hard error, one line, nothing cached,
     // and found before any request to the model server (here there is none to answer).
-    let o = eval(
+    let o = fetch(
         "http://127.0.0.1:9",
-        &[
-            "--profile",
-            "gsm8k",
-            "--dataset-url",
-            &gsm_url,
-            "--cache-dir",
-            &cache_s,
-        ],
+        "gsm8k",
+        &gsm_url,
+        None,
+        &cache_s,
+        &[],
         &base.join("gsm-3"),
     );
     assert!(!o.status.success());
@@ -322,7 +346,7 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
 
     // A cached file that no longer verifies is fetched again.
     std::fs::write(&cached, b"tampered").expect("tamper");
-    let o = eval(&sim.url, &args, &base.join("gsm-4"));
+    let o = gsm_fetch("gsm-4");
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("no longer matches"), "{}", text(&o));
     assert_eq!(files.hits.load(Ordering::SeqCst), 3);
@@ -338,18 +362,13 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
         1,
     ) + "?sig=t0ken";
     let out = base.join("gpqa");
-    let o = eval(
+    let o = fetch(
         &sim.url,
-        &[
-            "--profile",
-            "gpqa-diamond",
-            "--dataset-url",
-            &gpqa_url,
-            "--dataset-sha256",
-            &gpqa_sha,
-            "--cache-dir",
-            &cache_s,
-        ],
+        "gpqa-diamond",
+        &gpqa_url,
+        Some(&gpqa_sha),
+        &cache_s,
+        &[],
         &out,
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -379,20 +398,13 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     let pq_sha = sha(&pq);
     let pq_url = files.put("/tiger/test.parquet", pq);
     let out = base.join("mmlu");
-    let o = eval(
+    let o = fetch(
         &sim.url,
-        &[
-            "--profile",
-            "mmlu-pro",
-            "--dataset-url",
-            &pq_url,
-            "--dataset-sha256",
-            &pq_sha,
-            "--cache-dir",
-            &cache_s,
-            "--limit",
-            "3",
-        ],
+        "mmlu-pro",
+        &pq_url,
+        Some(&pq_sha),
+        &cache_s,
+        &["--limit", "3"],
         &out,
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -406,20 +418,13 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     }
 
     // --limit 0 scores nothing: refused with one line, not a crash.
-    let o = eval(
+    let o = fetch(
         &sim.url,
-        &[
-            "--profile",
-            "gsm8k",
-            "--dataset-url",
-            &gsm_url,
-            "--dataset-sha256",
-            &gsm_sha,
-            "--cache-dir",
-            &cache_s,
-            "--limit",
-            "0",
-        ],
+        "gsm8k",
+        &gsm_url,
+        Some(&gsm_sha),
+        &cache_s,
+        &["--limit", "0"],
         &base.join("none"),
     );
     assert!(!o.status.success());
@@ -434,18 +439,13 @@ fn eval_downloads_pinned_files_once_and_refuses_any_other() {
     let bad = mmlu_pro_file(&base.join("bad.parquet"), 'E');
     let bad_sha = sha(&bad);
     let bad_url = files.put("/tiger/bad.parquet", bad);
-    let o = eval(
+    let o = fetch(
         &sim.url,
-        &[
-            "--profile",
-            "mmlu-pro",
-            "--dataset-url",
-            &bad_url,
-            "--dataset-sha256",
-            &bad_sha,
-            "--cache-dir",
-            &cache_s,
-        ],
+        "mmlu-pro",
+        &bad_url,
+        Some(&bad_sha),
+        &cache_s,
+        &[],
         &base.join("bad"),
     );
     assert!(!o.status.success());
