@@ -5,7 +5,10 @@
 //! text. Exactness comes from the server: the text is tokenized once, cut at C tokens by
 //! detokenizing the first C ids, and re-tokenized to verify; boundary effects (a word that
 //! merges differently when cut) are corrected in a few steps. Where the text cannot hit C exactly
-//! and the engine takes token-id prompts, the first C ids are sent as ids instead.
+//! and the engine takes token-id prompts, the first C ids are sent as ids instead. A chat
+//! prompt is counted whole (template included) by the server without running the model where
+//! the engine can (`Engine::chat_prompt_tokens`), since the template's joins with a message may
+//! merge differently for each message.
 //!
 //! Cost: one tokenize of ~C tokens, one detokenize, one or two verifying tokenizes. For a
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
@@ -197,12 +200,36 @@ pub struct PromptBuilder {
     special: Option<u64>,
     /// Tokens the chat template adds around the message (chat requests; 0 for completions).
     template: Option<u64>,
+    /// How a prompt's length is counted (set by the calibration).
+    chat: ChatCount,
     /// Exact (tokenizer) or estimated (server usage) lengths.
     targeting: Targeting,
     /// Estimated targeting: filler words that make each context's prompt C tokens by the
     /// server's count, found once per context and reused for every stream.
     estimated: HashMap<u64, usize>,
 }
+
+/// How the builder counts a prompt's tokens as the server will.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChatCount {
+    /// A completion's string prompt: the tokenizer's count of the text.
+    Completions,
+    /// A chat message, rendered and counted by the server without running the model
+    /// (`Engine::chat_prompt_tokens`); `offset` is what the chat endpoint counted beyond that
+    /// on the calibration sample (0 where they agree).
+    Rendered {
+        /// Chat endpoint's count minus the rendered count.
+        offset: i64,
+    },
+    /// A chat message on an engine that cannot count a rendered prompt: the message's own
+    /// tokens plus the template's, measured once. Every message ends with [`CHAT_END`], as the
+    /// calibration sample does, so that the message's join with the template's closing tag
+    /// tokenizes the same way in every prompt.
+    Subtracted,
+}
+
+/// The last character of every chat message (see [`ChatCount::Subtracted`]).
+const CHAT_END: &str = ".";
 
 struct Rng(u64);
 
@@ -226,6 +253,7 @@ impl PromptBuilder {
             tokens_per_word: None,
             special: None,
             template: None,
+            chat: ChatCount::Completions,
             targeting: Targeting::Exact,
             estimated: HashMap::new(),
         }
@@ -348,26 +376,43 @@ impl PromptBuilder {
     }
 
     /// Tokens per filler word, special tokens of a string prompt, and the chat template's
-    /// tokens, measured once per run.
+    /// tokens, measured once per run; for chat, also how each prompt will be counted.
     async fn calibrate(&mut self) -> Result<(f64, u64, u64), PromptError> {
         if let (Some(r), Some(s), Some(t)) = (self.tokens_per_word, self.special, self.template) {
             return Ok((r, s, t));
         }
-        let template = match self.engine.api() {
-            Api::Completions => 0,
+        let chat_error = |e: EngineError, what: &str| PromptError::Tokenize {
+            context: 0,
+            detail: format!("{what}: {e}"),
+            transport: matches!(e, EngineError::Transport(_)),
+        };
+        let (template, chat) = match self.engine.api() {
+            Api::Completions => (0, ChatCount::Completions),
             Api::Chat => {
-                // A message that starts as every prompt does (the tag), so the template's
-                // boundary with the message tokenizes as in the real prompts.
+                // A message that starts and ends as every prompt does (the tag, the end mark),
+                // so the template's joins with the message tokenize as in the real prompts.
                 let mut sample = self.tag(0, u32::MAX, "template-");
                 self.filler(0, u32::MAX, 40, &mut sample);
-                self.engine
+                let sample = format!("{}{CHAT_END}", sample.trim_end());
+                let cal = self
+                    .engine
                     .chat_template_tokens(&sample)
                     .await
-                    .map_err(|e| PromptError::Tokenize {
-                        context: 0,
-                        detail: format!("measuring the chat template: {e}"),
-                        transport: matches!(e, EngineError::Transport(_)),
-                    })?
+                    .map_err(|e| chat_error(e, "measuring the chat template"))?;
+                let chat = match self
+                    .engine
+                    .chat_prompt_tokens(&sample)
+                    .await
+                    .map_err(|e| chat_error(e, "counting a chat prompt"))?
+                {
+                    // The chat endpoint's count against the rendered prompt's, on the same
+                    // message: 0 where they agree, else the constant the endpoint adds.
+                    Some(n) => ChatCount::Rendered {
+                        offset: cal.total as i64 - n as i64,
+                    },
+                    None => ChatCount::Subtracted,
+                };
+                (cal.template, chat)
             }
         };
         let mut sample = String::new();
@@ -392,7 +437,38 @@ impl PromptBuilder {
         self.tokens_per_word = Some(r);
         self.special = Some(special);
         self.template = Some(template);
+        self.chat = chat;
         Ok((r, special, template))
+    }
+
+    /// The server's count of `text` as the request's prompt: the string prompt's tokens
+    /// (completions); the rendered chat prompt's where the server can count it; else the
+    /// message's own tokens plus the template's.
+    async fn exact_count(&self, context: u64, text: &str) -> Result<u64, PromptError> {
+        match self.chat {
+            ChatCount::Completions => Ok(self.tokenize(context, text).await?.len() as u64),
+            ChatCount::Subtracted => {
+                Ok(self.tokenize(context, text).await?.len() as u64 + self.template.unwrap_or(0))
+            }
+            ChatCount::Rendered { offset } => {
+                let err = |detail: String, transport: bool| PromptError::Tokenize {
+                    context,
+                    detail,
+                    transport,
+                };
+                match self.engine.chat_prompt_tokens(text).await {
+                    Ok(Some(n)) => Ok((n as i64 + offset).max(0) as u64),
+                    Ok(None) => Err(err(
+                        "the server stopped counting chat prompts it counted before".into(),
+                        false,
+                    )),
+                    Err(e) => Err(err(
+                        format!("counting a chat prompt: {e}"),
+                        matches!(e, EngineError::Transport(_)),
+                    )),
+                }
+            }
+        }
     }
 
     /// Builds the prompt of exactly `context` tokens for `stream`.
@@ -404,8 +480,11 @@ impl PromptBuilder {
             return Err(PromptError::NoTokenizer);
         }
         let (per_word, special, template) = self.calibrate().await?;
+        let chat = self.chat != ChatCount::Completions;
+        let end_mark = if chat { CHAT_END } else { "" };
         // What the tokenizer must count for the server to count `context`: a chat message is
-        // the context minus the template's tokens.
+        // the context minus the template's tokens (a first guess: the count of the whole
+        // prompt decides).
         let target = match context.checked_sub(template) {
             Some(t) if t > 0 => t,
             _ => {
@@ -425,7 +504,7 @@ impl PromptBuilder {
             self.filler(context, stream, words, &mut text);
             ids = self.tokenize(context, &text).await?;
             if ids.len() as u64 >= target {
-                if ids.len() as u64 == target {
+                if !chat && ids.len() as u64 == target {
                     return Ok(BuiltPrompt {
                         input: PromptInput::Text(text),
                         tokens: context,
@@ -443,32 +522,34 @@ impl PromptBuilder {
             let missing = target - ids.len() as u64;
             words += ((missing as f64 / per_word) * 1.1) as usize + 16;
         }
-        // Cut at C tokens: detokenize the content ids (after any BOS) and verify.
+        // Cut at C tokens: detokenize the content ids (after any BOS), add the end mark of a
+        // chat message, and verify by the server's count of the whole prompt.
         let skip = special as usize;
-        let mut content_len = (target as usize).saturating_sub(skip);
+        let mut content_len = (target as usize).saturating_sub(skip + usize::from(chat));
         let mut closest = u64::MAX;
         for _ in 0..8 {
             let end = (skip + content_len).min(ids.len());
-            let text = self.engine.detokenize(&ids[skip..end]).await.map_err(|e| {
+            let mut text = self.engine.detokenize(&ids[skip..end]).await.map_err(|e| {
                 PromptError::Tokenize {
                     context,
                     detail: e.to_string(),
                     transport: matches!(e, EngineError::Transport(_)),
                 }
             })?;
-            let n = self.tokenize(context, &text).await?.len() as u64;
-            if n == target {
+            text.push_str(end_mark);
+            let n = self.exact_count(context, &text).await?;
+            if n == context {
                 return Ok(BuiltPrompt {
                     input: PromptInput::Text(text),
                     tokens: context,
                 });
             }
-            if n.abs_diff(target) < closest.abs_diff(target) {
+            if n.abs_diff(context) < closest.abs_diff(context) {
                 closest = n;
             }
             // Re-tokenizing a cut text can merge or split at the boundary: step the cut by the
             // difference and try again.
-            let diff = n as i64 - target as i64;
+            let diff = n as i64 - context as i64;
             let next = content_len as i64 - diff;
             if next <= 0 || next as usize == content_len {
                 break;
@@ -481,10 +562,7 @@ impl PromptBuilder {
                 tokens: context,
             });
         }
-        Err(PromptError::Inexact {
-            context,
-            closest: closest.saturating_add(template),
-        })
+        Err(PromptError::Inexact { context, closest })
     }
 
     /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured

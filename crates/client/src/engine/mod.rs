@@ -127,6 +127,15 @@ pub enum EngineError {
     Unsupported(String),
 }
 
+/// What one chat request with a sample message tells about the chat template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatCalibration {
+    /// `usage.prompt_tokens` of the whole request, as the server counted it.
+    pub total: u64,
+    /// The tokens the template added around the message: `total` minus the message's own.
+    pub template: u64,
+}
+
 /// How an engine wants completion requests and how it exposes metrics and tokenization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Dialect {
@@ -335,7 +344,10 @@ impl Engine {
     /// so that a chat prompt is C tokens by the server's own count; it passes a sample that
     /// begins as its prompts do, since the template's last token and the message's first may
     /// merge (llama.cpp's ChatML: `\n[` is one token where `\nReply` is two).
-    pub async fn chat_template_tokens(&self, content: &str) -> Result<u64, EngineError> {
+    pub async fn chat_template_tokens(
+        &self,
+        content: &str,
+    ) -> Result<ChatCalibration, EngineError> {
         let url = format!("{}/v1/chat/completions", self.base_url);
         let body = json!({
             "model": self.model.served_model,
@@ -346,11 +358,63 @@ impl Engine {
         let v = self.post_json(&url, &body).await?;
         let total = usage_prompt_tokens(&v, &url)?;
         let own = self.tokenize(content, false).await?.len() as u64;
-        total.checked_sub(own).ok_or_else(|| EngineError::Parse {
+        let template = total.checked_sub(own).ok_or_else(|| EngineError::Parse {
             url,
             detail: format!(
                 "usage.prompt_tokens ({total}) is below the message's own {own} tokens"
             ),
+        })?;
+        Ok(ChatCalibration { total, template })
+    }
+
+    /// The length of the whole chat prompt of one user message `content`, template included,
+    /// counted by the server's own template and tokenizer without running the model (so no
+    /// prefix cache is warmed): llama.cpp renders it with `/apply-template` and counts the text
+    /// with `/tokenize` (special tokens added and parsed, as its chat endpoint does); vLLM
+    /// counts `messages` in `/tokenize` directly. `Ok(None)` where the engine cannot: SGLang's
+    /// and TGI's tokenize endpoints take text only, and an older llama.cpp has no
+    /// `/apply-template` (an error status). A transport error is returned, not hidden.
+    ///
+    /// Counting the rendered prompt is what makes chat lengths exact: the template's last
+    /// token and the message's first (or the message's last and the template's closing tag)
+    /// may merge differently for each message, so a template overhead measured once on a
+    /// sample can be one token off for some prompts.
+    pub async fn chat_prompt_tokens(&self, content: &str) -> Result<Option<u64>, EngineError> {
+        let messages = json!([{"role": "user", "content": content}]);
+        let counted = match self.dialect.tokenizer {
+            TokenizerKind::LlamaCpp => {
+                let url = format!("{}/apply-template", self.base_url);
+                let v = match self.post_json(&url, &json!({ "messages": messages })).await {
+                    Ok(v) => v,
+                    Err(EngineError::Transport(e)) => return Err(EngineError::Transport(e)),
+                    Err(_) => return Ok(None),
+                };
+                let Some(prompt) = v.get("prompt").and_then(Value::as_str) else {
+                    return Ok(None);
+                };
+                let url = format!("{}/tokenize", self.base_url);
+                let body = json!({"content": prompt, "add_special": true, "parse_special": true});
+                let v = self.post_json(&url, &body).await?;
+                parse_tokens(&v).map(|t| t.len() as u64)
+            }
+            TokenizerKind::OpenAiStyle if self.kind == EngineKind::Vllm => {
+                let url = format!("{}/tokenize", self.base_url);
+                let body = json!({
+                    "model": self.model.served_model,
+                    "messages": messages,
+                    "add_generation_prompt": true,
+                });
+                match self.post_json(&url, &body).await {
+                    Ok(v) => parse_tokens(&v).map(|t| t.len() as u64),
+                    Err(EngineError::Transport(e)) => return Err(EngineError::Transport(e)),
+                    Err(_) => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        counted.map(Some).ok_or_else(|| EngineError::Parse {
+            url: format!("{}/tokenize", self.base_url),
+            detail: "no token list in the answer to a chat prompt".into(),
         })
     }
 
