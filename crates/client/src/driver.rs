@@ -510,6 +510,7 @@ async fn prefill_cell(
     // Standalone prefill: more cold prefills, each with a prompt of its own (a stream index
     // no decode cell uses), so none is served from the prefix cache.
     let mut records = vec![meas.record];
+    let mut server_rates: Vec<f64> = server_rate.into_iter().collect();
     for r in 1..repeats {
         if m.cancel.is_cancelled() {
             return interrupted_result(cell);
@@ -526,10 +527,24 @@ async fn prefill_cell(
             Ok(s) => s,
             Err(e) => return failed_result(cell, "request_body", e),
         };
+        let before = if server {
+            prefill_counters(m).await
+        } else {
+            None
+        };
         let meas = measure(m.engine.client(), &spec, r, Instant::now(), &m.cancel, None).await;
         records.push(meas.record);
+        if let Some(b) = before {
+            server_rates.extend(server_rate_after(m, b).await);
+        }
     }
-    prefill_series_result(cell, &records, expected, tolerance)
+    let mut row = prefill_series_result(cell, &records, expected, tolerance);
+    if row.status == CellStatus::Valid {
+        // The server's rate of the same cold prefills, median like the client's.
+        row.server_prompt_tok_per_s =
+            llmib_core::stats::Summary::of_vec(&mut server_rates).map(|s| s.p50);
+    }
+    row
 }
 
 /// How far a reported prompt length may be from C: 0 for exact prompts, the estimate's
