@@ -356,9 +356,11 @@ fn a_local_tokenizer_file_counts_what_a_hosted_api_does_not() {
     );
 }
 
-/// `--api chat` against llama.cpp: the prompt builder measures the chat template's tokens, so
-/// every prompt is exactly C tokens by the server's own `usage.prompt_tokens`; the figures come
-/// out as with completions (same server, same tokens, the template only adds prefill).
+/// `--api chat` against llama.cpp: the prompt builder counts each whole chat prompt with
+/// `/apply-template` and `/tokenize`, so every prompt is exactly C tokens by the server's own
+/// `usage.prompt_tokens`; the figures come out as with completions (same server, same tokens,
+/// the template only adds prefill). The completions run also takes three standalone cold
+/// prefills per context, with the server's prefill rate kept beside the client's.
 #[test]
 fn llamacpp_chat_completions_give_exact_prompt_lengths() {
     let Some(paths) = llama() else { return };
@@ -371,8 +373,9 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
         args.extend([
             "--api",
             api,
+            // Several lengths, so that many prompts' joins with the template are checked.
             "--contexts",
-            "512",
+            "300,512",
             "--concurrency",
             "1,2",
             "--duration",
@@ -380,6 +383,10 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
             "--format",
             "none",
         ]);
+        if api == "completions" {
+            // Three cold prefills per context: the server's rate is their median too.
+            args.extend(["--standalone-prefill", "3"]);
+        }
         let o = run_bin(&args);
         assert!(o.status.success(), "{api}: {}", text(&o));
         assert_eq!(run_json(&dir)["plan"]["settings"]["api"], api);
@@ -408,6 +415,10 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
             server > client * 0.5 && server < client * 5.0,
             "{api}: {client} vs {server}"
         );
+        if api == "completions" {
+            assert_eq!(u(&p["requests_sent"]), 3, "{p:#}");
+            assert_eq!(u(&p["prompt_check"]["checked"]), 3, "{p:#}");
+        }
     }
     // Same decode work either way; a loaded 2-core host is noisy, so a wide band.
     assert!(
