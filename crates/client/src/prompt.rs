@@ -207,6 +207,9 @@ pub struct PromptBuilder {
     /// Estimated targeting: filler words that make each context's prompt C tokens by the
     /// server's count, found once per context and reused for every stream.
     estimated: HashMap<u64, usize>,
+    /// Estimated targeting: the server's tokens per probe word at the last context found
+    /// (the next context's first guess).
+    estimated_per_word: Option<f64>,
 }
 
 /// How the builder counts a prompt's tokens as the server will.
@@ -256,6 +259,7 @@ impl PromptBuilder {
             chat: ChatCount::Completions,
             targeting: Targeting::Exact,
             estimated: HashMap::new(),
+            estimated_per_word: None,
         }
     }
 
@@ -271,9 +275,36 @@ impl PromptBuilder {
     /// probe for the measured prompt (the prefill scout would time a cache hit).
     fn estimated_text(&self, context: u64, stream: u32, words: usize, probe: bool) -> String {
         let seed = if probe { !self.seed } else { self.seed };
-        let mut text = format!("[{seed:016x} C{context} S{stream}] ");
+        // The stream number has a fixed width, so that every stream's tag is as many tokens
+        // as the probe's: the length found for stream 0 then holds for stream 127 too (with
+        // `S5` against `S127` the tags differ by a token or two, which a 1K context's 0.5 %
+        // cannot absorb).
+        let mut text = format!("[{seed:016x} C{context} S{stream:010}] ");
         self.filler(context, 0, words, &mut text);
         text
+    }
+
+    /// The server's count of a probe of `words` filler words (estimated targeting). A guess
+    /// longer than the server's window is refused with an error status: the probe is retried
+    /// with fewer words (at most four times), so a context near the window (`max`, `full`) is
+    /// found from above too. Returns the words actually probed and their count.
+    async fn probe(&self, context: u64, mut words: usize) -> Result<(usize, u64), PromptError> {
+        let mut shrinks = 0;
+        loop {
+            match self
+                .server_count(context, &self.estimated_text(context, 0, words, true))
+                .await
+            {
+                Ok(n) => return Ok((words, n)),
+                Err(PromptError::Tokenize {
+                    transport: false, ..
+                }) if shrinks < 4 && words > 1 => {
+                    shrinks += 1;
+                    words = (words * 4 / 5).max(1);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The server's count of `text` (estimated targeting).
@@ -304,10 +335,11 @@ impl PromptBuilder {
         }
         let tol = estimate_tolerance(context);
         let c = context as f64;
-        // A first guess of 1.3 tokens per word, then the ratio, then secant steps.
-        let mut w0 = ((c / 1.3) as usize).max(1);
-        let mut p0 = self
-            .server_count(context, &self.estimated_text(context, 0, w0, true))
+        // A first guess from the tokens per word of the last context found (1.3 before the
+        // first), then the ratio, then secant steps.
+        let per_word = self.estimated_per_word.unwrap_or(1.3);
+        let (mut w0, mut p0) = self
+            .probe(context, ((c / per_word) as usize).max(1))
             .await?;
         let mut w1 = w0;
         let mut p1 = p0;
@@ -326,10 +358,7 @@ impl PromptBuilder {
                 break;
             }
             (w0, p0) = (w1, p1);
-            w1 = next;
-            p1 = self
-                .server_count(context, &self.estimated_text(context, 0, w1, true))
-                .await?;
+            (w1, p1) = self.probe(context, next).await?;
         }
         if p1.abs_diff(context) > tol {
             return Err(PromptError::Inexact {
@@ -338,6 +367,7 @@ impl PromptBuilder {
             });
         }
         self.estimated.insert(context, w1);
+        self.estimated_per_word = Some(p1 as f64 / w1.max(1) as f64);
         Ok(BuiltPrompt {
             input: PromptInput::Text(self.estimated_text(context, stream, w1, false)),
             tokens: context,

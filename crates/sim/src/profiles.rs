@@ -14,7 +14,14 @@ use crate::SimError;
 use crate::config::{FaultConfig, Flavor, SimConfig, from_table, merge_tables};
 
 /// Names accepted by [`builtin_profile`] (plus `seed:N` for another scale).
-const NAMES: &[&str] = &["tiny", "tiny-vllm", "seed", "seed-vllm", "hosted"];
+const NAMES: &[&str] = &[
+    "tiny",
+    "tiny-vllm",
+    "seed",
+    "seed-vllm",
+    "hosted",
+    "hosted-seed",
+];
 
 /// The seed's real context length (1M tokens) and KV capacity placed for its staircase:
 /// 33152 tokens at 1/64 scale, inside the window [33024, 33280) where N×(C+M) > KV flips
@@ -34,7 +41,8 @@ pub fn builtin_profile(name: &str) -> Option<SimConfig> {
         "tiny-vllm" => Some(as_vllm(tiny())),
         "seed" => Some(seed(64)),
         "seed-vllm" => Some(as_vllm(seed(64))),
-        "hosted" => Some(hosted()),
+        "hosted" => Some(hosted(tiny())),
+        "hosted-seed" => Some(hosted(seed(64))),
         _ => {
             let scale = name.strip_prefix("seed:")?.parse::<u32>().ok()?;
             (1..=1024).contains(&scale).then(|| seed(scale))
@@ -77,19 +85,21 @@ pub fn profile_from_toml(text: &str) -> Result<SimConfig, SimError> {
     from_table(table)
 }
 
-/// The `tiny` profile: a 4K-context engine with 1-3 ms steps, for fast tests.
-/// A hosted chat API (the `tiny` engine behind a gateway): chat only, no tokenizer, no engine
-/// info, no metrics, final usage only, and an API key.
-pub(crate) fn hosted() -> SimConfig {
+/// A hosted chat API (`engine` behind a gateway): chat only, no tokenizer, no engine info, no
+/// metrics, final usage only, and an API key. `hosted` puts the `tiny` engine behind it;
+/// `hosted-seed` the seed-like one, so that `demo --profile hosted-seed` is a default run
+/// against an endpoint with no tokenizer.
+pub(crate) fn hosted(engine: SimConfig) -> SimConfig {
     SimConfig {
         model: "sim/hosted".to_string(),
         hosted: true,
         metrics_enabled: false,
         api_key: Some("sk-sim-hosted".to_string()),
-        ..tiny()
+        ..engine
     }
 }
 
+/// The `tiny` profile: a 4K-context engine with 1-3 ms steps, for fast tests.
 pub(crate) fn tiny() -> SimConfig {
     SimConfig {
         flavor: Flavor::Sglang,

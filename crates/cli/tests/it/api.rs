@@ -33,15 +33,18 @@ fn chat_completions_are_exact_and_measure_like_completions() {
     assert_close("chat vs completions tok/s", rates[0], rates[1], 10.0);
 }
 
-/// A hosted chat API (simulator profile `hosted`: chat only, no tokenizer, no engine info, no
-/// gauges, final usage only, an API key). A default run picks chat and estimated targeting on
-/// its own, completes, holds every context within 0.5 % by the server's own count, labels the
-/// contexts `≈`, names each row's token-count source, and times a cold prefill (the probes that
-/// found the length share no prefix with the measured prompt).
+/// A hosted chat API (simulator profile `hosted-seed`: the seed-like engine at 1/64 behind a
+/// gateway with chat only, no tokenizer, no engine info, no gauges, final usage only, an API
+/// key). A run over the default contexts (the demo's, 8K/64 … 512K/64, `max` and `full`) picks
+/// chat and estimated targeting on its own, completes, holds every context within 0.5 % by the
+/// server's own count (2 tokens below 400), labels the contexts `≈`, names each row's
+/// token-count source, and times a cold prefill (the probes that found the length share no
+/// prefix with the measured prompt). Concurrency stops at 2: without gauges or a KV capacity,
+/// a cell past the KV waits out its readiness limit before it is called queued.
 #[test]
 fn a_hosted_chat_api_without_a_tokenizer_runs_with_estimated_lengths() {
     let _serial = timing_lock();
-    let cfg = llmib_sim::builtin_profile("hosted").expect("hosted profile");
+    let cfg = llmib_sim::builtin_profile("hosted-seed").expect("hosted profile");
     let (key, prefill_rate) = (
         cfg.api_key.clone().unwrap_or_default(),
         cfg.prefill_tok_per_s,
@@ -51,10 +54,10 @@ fn a_hosted_chat_api_without_a_tokenizer_runs_with_estimated_lengths() {
     let o = run_small(
         &sim.url,
         &dir,
-        "512,2K",
-        "1,4",
+        "128,256,512,1K,2K,4K,8K,max,full",
+        "1,2",
         "1s",
-        "32",
+        "64",
         &["--api-key", &key],
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -62,7 +65,8 @@ fn a_hosted_chat_api_without_a_tokenizer_runs_with_estimated_lengths() {
     assert_eq!(settings["api"], "chat", "{settings:#}");
     assert_eq!(settings["token_targeting"], "estimate", "{settings:#}");
     let rows = cells(&dir);
-    assert_eq!(rows.len(), 6, "{rows:#?}");
+    // Nine prefills, two decode cells at each context but `full` (prefill only).
+    assert_eq!(rows.len(), 9 + 8 * 2, "{rows:#?}");
     for r in &rows {
         assert_eq!(r["status"], "valid", "{r:#}");
         let c = r["context_tokens"].as_u64().unwrap_or(0);
