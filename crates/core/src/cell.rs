@@ -129,6 +129,12 @@ pub struct PromptCheck {
     pub mismatched: u64,
     /// Largest reported − expected difference (signed), if any mismatched.
     pub max_diff: Option<i64>,
+    /// The smallest prompt length the server reported (its own count, template included).
+    #[serde(default)]
+    pub reported_min: Option<u64>,
+    /// The largest prompt length the server reported.
+    #[serde(default)]
+    pub reported_max: Option<u64>,
 }
 
 /// One row of `cells.jsonl`.

@@ -229,6 +229,8 @@ pub fn prompt_check(expected: u64, tolerance: u64, records: &[RequestRecord]) ->
     };
     for n in records.iter().filter_map(|r| r.prompt_tokens_reported) {
         pc.checked += 1;
+        pc.reported_min = Some(pc.reported_min.map_or(n, |m| m.min(n)));
+        pc.reported_max = Some(pc.reported_max.map_or(n, |m| m.max(n)));
         let d = n as i64 - expected as i64;
         if d != 0 && pc.max_diff.is_none_or(|m| d.abs() > m.abs()) {
             pc.max_diff = Some(d);

@@ -1,10 +1,15 @@
 //! CSV: one row per measurement, the seed's All-measurements columns with units in the headers,
 //! generated from the same [`Column`] list as the tables. Values are unrounded numbers in the
-//! header's unit (a spreadsheet should not parse `9,232.0`); null is an empty field.
+//! header's unit (a spreadsheet should not parse `9,232.0`); null is an empty field. Columns
+//! after the seed's carry the rest of the report: token-count source, the server's reported
+//! prompt lengths and prefill rate, and the Burst / E2E figures.
 
 use crate::model::Report;
 use crate::table::{Column, Raw};
 use crate::{Exporter, Format, ReportError};
+use llmib_core::burst::BurstFigures;
+use llmib_core::cell::CellResult;
+use llmib_core::stats::Summary;
 
 /// The CSV exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,13 +31,19 @@ impl Exporter for CsvExporter {
 
     fn render(&self, report: &Report) -> Result<String, ReportError> {
         let mut out = String::new();
-        let header: Vec<String> = Column::ALL.iter().map(|c| field(c.csv_header())).collect();
+        let header: Vec<String> = Column::ALL
+            .iter()
+            .map(|c| field(c.csv_header()))
+            .chain(EXTRA.iter().map(|(h, _)| field(h)))
+            .collect();
         out.push_str(&header.join(","));
         out.push('\n');
         for cell in &report.cells {
             let row: Vec<String> = Column::ALL
                 .iter()
-                .map(|col| match col.raw(cell) {
+                .map(|col| col.raw(cell))
+                .chain(EXTRA.iter().map(|(_, f)| f(cell)))
+                .map(|raw| match raw {
                     Raw::Null => String::new(),
                     // `Display` of f64 is the shortest text that reads back to the same number.
                     Raw::Num(v) => v.to_string(),
@@ -44,6 +55,67 @@ impl Exporter for CsvExporter {
         }
         Ok(out)
     }
+}
+
+/// A column after the seed's: its header and its value.
+type Extra = (&'static str, fn(&CellResult) -> Raw);
+
+/// The columns after the seed's twelve: where each row's figures came from, the prompt
+/// lengths the server reported, the server's own prefill rate, and the Burst / E2E figures
+/// (empty on other rows), so that a spreadsheet holds every section of the report.
+const EXTRA: &[Extra] = &[
+    ("Token count source", |c| {
+        c.token_count_source
+            .map_or(Raw::Null, |s| Raw::Text(s.label().to_string()))
+    }),
+    ("Server prompt tokens min", |c| {
+        int(c.prompt_check.as_ref().and_then(|p| p.reported_min))
+    }),
+    ("Server prompt tokens max", |c| {
+        int(c.prompt_check.as_ref().and_then(|p| p.reported_max))
+    }),
+    ("Server prefill tok/s", |c| num(c.server_prompt_tok_per_s)),
+    ("Burst requests/s", |c| {
+        num(c.burst.as_ref().map(|b| b.requests_per_s))
+    }),
+    ("Burst E2E p50 (ms)", |c| {
+        burst_ms(c, |b| b.e2e_ms.as_ref(), |s| s.p50)
+    }),
+    ("Burst E2E p90 (ms)", |c| {
+        burst_ms(c, |b| b.e2e_ms.as_ref(), |s| s.p90)
+    }),
+    ("Burst TTFT p90 (ms)", |c| {
+        burst_ms(c, |b| b.ttft_ms.as_ref(), |s| s.p90)
+    }),
+    ("Burst TTST p50 (ms)", |c| {
+        burst_ms(c, |b| b.ttst_ms.as_ref(), |s| s.p50)
+    }),
+    ("Burst TBT p90 (ms)", |c| {
+        burst_ms(c, |b| b.tbt_ms.as_ref(), |s| s.p90)
+    }),
+    ("Burst max-token hits", |c| {
+        int(c.burst.as_ref().map(|b| b.max_token_hits))
+    }),
+    ("Burst wall time (s)", |c| {
+        num(c.burst.as_ref().map(|b| b.wall_s))
+    }),
+];
+
+fn num(v: Option<f64>) -> Raw {
+    v.map_or(Raw::Null, Raw::Num)
+}
+
+fn int(v: Option<u64>) -> Raw {
+    v.map_or(Raw::Null, |n| Raw::Num(n as f64))
+}
+
+/// One percentile of one of a burst row's summaries.
+fn burst_ms(
+    c: &CellResult,
+    pick: fn(&BurstFigures) -> Option<&Summary>,
+    at: fn(&Summary) -> f64,
+) -> Raw {
+    num(c.burst.as_ref().and_then(pick).map(at))
 }
 
 #[cfg(test)]

@@ -195,15 +195,7 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     // The sum of a request's gaps against 63 median gaps: scheduling jitter on a loaded host
     // only lengthens the former.
     assert_close("E2E p50 at N = 1", e2e, want, 20.0);
-    for (file, needle) in [
-        ("report.md", "## Burst / E2E"),
-        ("report.html", "id=\"burst-table\""),
-        ("cells.csv", "Burst / E2E"),
-        ("results.json", "\"tok_per_s\""),
-    ] {
-        let body = std::fs::read_to_string(dir.join(file)).expect("report file");
-        assert!(body.contains(needle), "{file} lacks {needle}");
-    }
+    burst_section_in_every_format(&dir);
 
     let dir = out_dir("run-burst-only");
     let args = ["--request-count", "6", "--warmup-request-count", "2"];
@@ -213,6 +205,42 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     let phases: Vec<&str> = rows.iter().filter_map(|r| r["phase"].as_str()).collect();
     assert_eq!(phases, ["prefill", "burst"], "no sustained decode");
     assert_eq!(cell(&rows, "burst", 512, 2)["burst"]["requests"], 6);
+    let o = run_bin(&[
+        "report",
+        dir.to_str().unwrap_or_default(),
+        "--format",
+        "html,md,csv,json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    burst_section_in_every_format(&dir);
+}
+
+/// The Burst / E2E section is in the Markdown, HTML, CSV and JSON reports of `dir`, with its
+/// own figures (the CSV's burst row fills the E2E and TTST columns).
+fn burst_section_in_every_format(dir: &std::path::Path) {
+    for (file, needle) in [
+        ("report.md", "## Burst / E2E"),
+        ("report.html", "id=\"burst-table\""),
+        ("cells.csv", "Burst / E2E"),
+        ("results.json", "\"tok_per_s\""),
+    ] {
+        let body = std::fs::read_to_string(dir.join(file)).expect("report file");
+        assert!(body.contains(needle), "{file} lacks {needle}");
+    }
+    let csv = std::fs::read_to_string(dir.join("cells.csv")).expect("csv");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let (e2e, ttst) = (col("Burst E2E p50 (ms)"), col("Burst TTST p50 (ms)"));
+    let burst_rows: Vec<Vec<&str>> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[0].starts_with("Burst"))
+        .collect();
+    assert!(!burst_rows.is_empty(), "{csv}");
+    for f in &burst_rows {
+        assert!(f[e2e].parse::<f64>().is_ok_and(|v| v > 0.0), "{csv}");
+        assert!(f[ttst].parse::<f64>().is_ok_and(|v| v > 0.0), "{csv}");
+    }
 }
 
 /// `--serial-server` against a single-flight simulator (`max_running_requests = 1`): the window

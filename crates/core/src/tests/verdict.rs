@@ -363,6 +363,21 @@ fn prefill_rows() {
     assert_eq!(row.status, CellStatus::Valid);
     let pc = row.prompt_check.expect("check");
     assert_eq!((pc.mismatched, pc.max_diff), (0, Some(1)));
+    assert_eq!((pc.reported_min, pc.reported_max), (Some(1025), Some(1025)));
+    // The server's reported lengths are kept, smallest and largest.
+    let recs = [1023, 1026, 1024].map(|n| {
+        req(
+            0,
+            &[200],
+            Some(n),
+            Outcome::Finished {
+                reason: "length".into(),
+            },
+        )
+    });
+    let pc = crate::verdict::prompt_check(1024, 5, &recs);
+    assert_eq!((pc.checked, pc.mismatched, pc.max_diff), (3, 0, Some(2)));
+    assert_eq!((pc.reported_min, pc.reported_max), (Some(1023), Some(1026)));
     assert_eq!(crate::plan::estimate_tolerance(1024), 5);
     assert_eq!(
         crate::plan::estimate_tolerance(100),

@@ -171,19 +171,37 @@ fn snapshot_json() {
 #[test]
 fn csv_has_units_and_one_row_per_measurement() {
     let csv = render(Format::Csv);
-    let lines: Vec<&str> = csv.lines().collect();
+    // The seed's twelve columns come first, as the seed prints them; the report's other
+    // figures follow.
+    let seed_part = |l: &str| l.split(',').take(12).collect::<Vec<_>>().join(",");
+    let lines: Vec<String> = csv.lines().map(seed_part).collect();
     assert_eq!(
         lines[0],
         "Phase,Context (tokens),Requests at once,Status,Total tok/s,Per request tok/s,TTFT (ms),\
          Time between tokens (ms),Average active requests,Completed requests,Output tokens,\
          Measured for (s)"
     );
+    let header = csv.lines().next().unwrap_or_default();
+    for extra in [
+        "Token count source",
+        "Server prompt tokens min",
+        "Server prompt tokens max",
+        "Server prefill tok/s",
+        "Burst requests/s",
+        "Burst E2E p50 (ms)",
+        "Burst TTST p50 (ms)",
+        "Burst max-token hits",
+    ] {
+        assert!(header.contains(extra), "{extra}: {header}");
+    }
+    let width = header.split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width));
     assert_eq!(lines.len(), 1 + 73);
     assert_eq!(lines[1], "Prefill,8192,1,Valid,9232,,888,,,1,,");
     assert!(lines.contains(
-        &"Sustained decode,1043456,2,Requests queued,224.9,133.7,4745,7.5,1.9,2,7152,31.8"
+        &"Sustained decode,1043456,2,Requests queued,224.9,133.7,4745,7.5,1.9,2,7152,31.8".into()
     ));
-    assert!(lines.contains(&"Sustained decode,8192,64,Not run,,,,,,,,"));
+    assert!(lines.contains(&"Sustained decode,8192,64,Not run,,,,,,,,".into()));
 }
 
 #[test]
