@@ -30,11 +30,16 @@ pub fn draw(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant) {
 }
 
 fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
-    let contexts = contexts(d).len() as u16;
+    // The matrix is as wide as the area less the prefill table (30) and its own borders.
+    let matrix = matrix_lines(d, area.width.saturating_sub(32));
     let [head, mid, tables, log, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(7),
-        Constraint::Length((contexts + 3).min(area.height.saturating_sub(16)).max(4)),
+        Constraint::Length(
+            (matrix.len() as u16 + 2)
+                .min(area.height.saturating_sub(16))
+                .max(4),
+        ),
         Constraint::Min(3),
         Constraint::Length(1),
     ])
@@ -63,8 +68,7 @@ fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, 
         pre,
     );
     f.render_widget(
-        Paragraph::new(matrix_lines(d, dec.width.saturating_sub(2)))
-            .block(Block::bordered().title(" Sustained decode · total tok/s ")),
+        Paragraph::new(matrix).block(Block::bordered().title(" Sustained decode · total tok/s ")),
         dec,
     );
     let log_rows = log.height.saturating_sub(2) as usize;
@@ -76,13 +80,17 @@ fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, 
 }
 
 fn draw_compact(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
-    let contexts = contexts(d).len() as u16;
+    let matrix = matrix_lines(d, area.width);
     let [head, cur, server, hwa, tables, log, foot] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(3),
         Constraint::Length(1),
         Constraint::Length(1),
-        Constraint::Length((contexts + 1).min(area.height.saturating_sub(9)).max(2)),
+        Constraint::Length(
+            (matrix.len() as u16)
+                .min(area.height.saturating_sub(9))
+                .max(2),
+        ),
         Constraint::Min(1),
         Constraint::Length(1),
     ])
@@ -107,7 +115,7 @@ fn draw_compact(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instan
     f.render_widget(Paragraph::new(Line::from(server_text)), server);
     let hw_line = hw_lines(d, hw, 1).into_iter().next().unwrap_or_default();
     f.render_widget(Paragraph::new(hw_line), hwa);
-    f.render_widget(Paragraph::new(matrix_lines(d, tables.width)), tables);
+    f.render_widget(Paragraph::new(matrix), tables);
     f.render_widget(Paragraph::new(log_lines(d, log.height as usize)), log);
     f.render_widget(Paragraph::new(footer_line(d, now)), foot);
 }
@@ -427,12 +435,102 @@ fn short_status(r: &CellResult) -> String {
     }
 }
 
+/// A status in as few characters as a narrow column allows; the legend spells them out.
+fn tiny_status(s: CellStatus) -> &'static str {
+    match s {
+        CellStatus::Valid => "ok",
+        CellStatus::RequestsQueued => "q",
+        CellStatus::OverCapacity => "over",
+        CellStatus::NotRun => "n/r",
+        CellStatus::Failed => "fail",
+    }
+}
+
+/// The first of `options` that fits in `room` characters.
+fn fitting(options: impl IntoIterator<Item = String>, room: usize) -> Option<String> {
+    options.into_iter().find(|t| t.chars().count() <= room)
+}
+
+/// What a narrow matrix shortened, spelled out under it.
+#[derive(Default)]
+struct Legend {
+    /// Queued cells shown as `rate*`: `32K×16 12/16`.
+    queued: Vec<String>,
+    /// Whether a status was shortened to [`tiny_status`].
+    tiny_words: bool,
+}
+
+impl Legend {
+    fn lines(self) -> Vec<Line<'static>> {
+        let mut v = Vec::new();
+        if !self.queued.is_empty() {
+            v.push(Line::styled(
+                format!("* requests queued, server ran: {}", self.queued.join(" · ")),
+                Style::new().fg(Color::Yellow),
+            ));
+        }
+        if self.tiny_words {
+            v.push(Line::styled(
+                "fail: failed · over: over KV capacity · n/r: not run · q: queued",
+                dim(),
+            ));
+        }
+        v
+    }
+}
+
+/// One decode cell's text in `room` characters. The Requests queued marker `(X/N)*` is never
+/// cut: when the column is too narrow for it, the cell shows `rate*` and the legend lists it.
+fn matrix_cell(r: &CellResult, room: usize, inline: bool, legend: &mut Legend) -> String {
+    let n = r.concurrency;
+    if !r.status.has_figures() {
+        if let Some(t) = fitting([short_status(r)], room) {
+            return t;
+        }
+        legend.tiny_words = true;
+        return tiny_status(r.status).into();
+    }
+    let full = r.total_tok_per_s.map_or("–".into(), rate);
+    let compact = r.total_tok_per_s.map_or("–".into(), rate_compact);
+    if r.status == CellStatus::RequestsQueued {
+        let Some(x) = r.server_ran() else {
+            legend.tiny_words = true;
+            return fitting([format!("{full} q"), format!("{compact} q")], room)
+                .unwrap_or_else(|| "q".into());
+        };
+        let marker = format!("({x}/{n})*");
+        if let Some(t) = fitting(
+            [format!("{full} {marker}"), format!("{compact} {marker}")],
+            room,
+        ) {
+            return t;
+        }
+        legend
+            .queued
+            .push(format!("{}×{n} {x}/{n}", r.context_label));
+        return format!("{compact}*");
+    }
+    if inline {
+        let t = format!(
+            "{full} {}/{}",
+            r.ttft_ms_p50.map_or("–".into(), ttft_ms),
+            r.tbt_ms_p50.map_or("–".into(), tbt_ms)
+        );
+        if t.chars().count() <= room {
+            return t;
+        }
+    }
+    fitting([full], room).unwrap_or(compact)
+}
+
 /// The decode matrix: contexts down, N across; each cell its total tok/s (with TTFT and TBT
-/// inline when the column is wide enough), or its status in a word.
+/// inline when the column is wide enough), or its status in a word; under it, a legend of what
+/// a narrow column shortened.
 fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
     let ns = concurrencies(d);
     let label_w = 6usize;
     let col = ((width as usize).saturating_sub(label_w + 1) / ns.len().max(1)).clamp(7, 26);
+    let room = col - 1;
     let inline = col >= 24;
     let mut head = vec![Span::styled(format!("{:>label_w$} ", "ctx"), dim())];
     head.extend(
@@ -440,6 +538,7 @@ fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
             .map(|n| Span::styled(format!("{:>col$}", format!("N={n}")), dim())),
     );
     let mut v = vec![Line::from(head)];
+    let mut legend = Legend::default();
     for (ctx, label) in contexts(d) {
         let mut spans = vec![Span::raw(format!("{label:>label_w$} "))];
         for &n in &ns {
@@ -449,33 +548,28 @@ fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
                 concurrency: n,
             };
             let (text, style) = match d.rows.get(&key) {
-                Some(r) if r.status.has_figures() => {
-                    let mut t = r.total_tok_per_s.map_or("–".into(), rate);
-                    if r.status == CellStatus::RequestsQueued {
-                        t = match r.server_ran() {
-                            Some(x) => format!("{t} ({x}/{n})*"),
-                            None => format!("{t} q"),
-                        };
-                    } else if inline {
-                        t = format!(
-                            "{t} {}/{}",
-                            r.ttft_ms_p50.map_or("–".into(), ttft_ms),
-                            r.tbt_ms_p50.map_or("–".into(), tbt_ms)
-                        );
-                    }
-                    (t, status_style(r.status))
-                }
-                Some(r) => (short_status(r), status_style(r.status)),
+                Some(r) => (
+                    matrix_cell(r, room, inline, &mut legend),
+                    status_style(r.status),
+                ),
                 None if running(d, key) => ("…".into(), Style::new().fg(Color::Cyan)),
                 // A prediction, known from the plan before the row is written.
-                None if planned_over_capacity(d, key) => ("over cap".into(), dim()),
+                None if planned_over_capacity(d, key) => {
+                    let t = fitting(["over cap".to_string()], room).unwrap_or_else(|| {
+                        legend.tiny_words = true;
+                        tiny_status(CellStatus::OverCapacity).into()
+                    });
+                    (t, dim())
+                }
                 None => ("·".into(), dim()),
             };
-            let text: String = text.chars().take(col.saturating_sub(1)).collect();
+            // Every form above fits; the cut only guards a label wider than any column.
+            let text: String = text.chars().take(room).collect();
             spans.push(Span::styled(format!("{text:>col$}"), style));
         }
         v.push(Line::from(spans));
     }
+    v.extend(legend.lines());
     v
 }
 

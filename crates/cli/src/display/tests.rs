@@ -22,9 +22,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 fn info() -> RunInfo {
+    info_with(vec![1, 4, 16, 64])
+}
+
+/// The run's header with these concurrency levels (contexts 8K, 32K, 128K).
+fn info_with(concurrency: Vec<u32>) -> RunInfo {
     let settings = Settings {
         contexts: [8192u64, 32768, 131072].map(ContextSpec::Tokens).to_vec(),
-        concurrency: vec![1, 4, 16, 64],
+        concurrency,
         duration_s: 30.0,
         ..Settings::default()
     };
@@ -310,4 +315,58 @@ fn the_eta_shrinks_as_cells_finish_and_learns_the_prefill_rate() {
         fresh.eta_s()
     );
     assert_eq!(later.progress(), (5, fresh.plan.cells.len()));
+}
+
+/// The default eight concurrency levels: 8K measured, with a queued cell at N = 16 and at
+/// N = 128, a failed one and a not-run one; 32K × 1 running.
+fn eight_levels(t0: Instant) -> (Dashboard, Instant) {
+    let info = info_with(vec![1, 2, 4, 8, 16, 32, 64, 128]);
+    let mut d = Dashboard::new(&info, vec![], t0);
+    let queued = |n: u32, rate: f64, waiting: f64| {
+        let mut q = row(Phase::Decode, 8192, n, CellStatus::RequestsQueued, rate);
+        q.queue = Some(QueueObservation {
+            mean_waiting: Some(waiting),
+            ..Default::default()
+        });
+        q
+    };
+    let rows = [
+        row(Phase::Prefill, 8192, 1, CellStatus::Valid, 9232.0),
+        row(Phase::Decode, 8192, 1, CellStatus::Valid, 190.7),
+        row(Phase::Decode, 8192, 2, CellStatus::Valid, 301.4),
+        row(Phase::Decode, 8192, 4, CellStatus::Valid, 389.2),
+        row(Phase::Decode, 8192, 8, CellStatus::Valid, 948.2),
+        queued(16, 412.6, 4.2),
+        row(Phase::Decode, 8192, 32, CellStatus::Failed, 0.0),
+        row(Phase::Decode, 8192, 64, CellStatus::NotRun, 0.0),
+        queued(128, 12_345.6, 28.0),
+    ];
+    let mut at = t0;
+    for r in rows {
+        at += Duration::from_secs(32);
+        d.apply(&ProgressEvent::CellDone(Box::new(r)), at);
+    }
+    start(&mut d, 32768, Phase::Prefill, 1, 9, at);
+    (d, at + Duration::from_secs(2))
+}
+
+/// At 120 and 80 columns the eight columns are too narrow for `412.6 (12/16)*`: the cell
+/// keeps its marker (`413*`) and the legend says what the server ran.
+#[test]
+fn eight_levels_keep_the_queued_marker() {
+    let t0 = Instant::now();
+    let (d, now) = eight_levels(t0);
+    for (w, h) in [(120, 40), (80, 24)] {
+        let s = render(&d, Some(&gpus(2)), now, w, h);
+        assert!(s.contains("413*"), "{w}×{h}:\n{s}");
+        assert!(s.contains("8K×16 12/16"), "{w}×{h}:\n{s}");
+        assert!(s.contains("8K×128 100/128"), "{w}×{h}:\n{s}");
+        insta::assert_snapshot!(format!("eight_levels_{w}x{h}"), s);
+    }
+    // At 100 columns (the narrowest wide layout) a column has 6 characters: status words are
+    // shortened too, and the legend spells them out.
+    let s = render(&d, Some(&gpus(2)), now, 100, 30);
+    for needle in ["413*", "n/r", "over", "8K×16 12/16", "n/r: not run"] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
 }
