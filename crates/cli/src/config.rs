@@ -159,7 +159,8 @@ pub struct RunArgs {
     /// Run only the prefill cells: the prefill table alone.
     #[arg(long)]
     pub prefill_only: bool,
-    /// Extra contexts measured by a prefill cell only, comma-separated (e.g. 2K,4K).
+    /// Extra contexts measured by a prefill cell only, comma-separated (e.g. 2K,4K); default
+    /// 8K, the seed tool's sanity point; `none` for no extra context.
     #[arg(long, value_name = "LIST")]
     pub prefill_contexts: Option<String>,
     /// Measure each prefill K times cold (a prompt of its own each time): the median and the
@@ -432,9 +433,13 @@ impl RunArgs {
                 replace_sustained: !self.run_burst,
             });
         }
-        if let Some(c) = &self.prefill_contexts {
-            s.prefill_contexts = parse_context_list(c).context("--prefill-contexts")?;
-        }
+        s.prefill_contexts = match self.prefill_contexts.as_deref().map(str::trim) {
+            // The seed tool's sanity point: a prefill at 8K in every run (it merges with an
+            // 8K decode context; one that does not fit the server is listed as dropped).
+            None => vec![llmib_core::size::ContextSpec::Tokens(8192)],
+            Some("none") => Vec::new(),
+            Some(c) => parse_context_list(c).context("--prefill-contexts")?,
+        };
         if let Some(c) = &self.contexts {
             s.contexts = parse_context_list(c).context("--contexts")?;
             if s.contexts.is_empty() {
@@ -511,6 +516,25 @@ fn fresh_seed() -> u64 {
 mod tests {
     use super::*;
     use llmib_core::size::ContextSpec;
+
+    #[test]
+    fn prefill_contexts_default_to_the_8k_sanity_point() {
+        let with = |v: Option<&str>| {
+            RunArgs {
+                prefill_contexts: v.map(str::to_owned),
+                ..Default::default()
+            }
+            .settings()
+            .expect("settings")
+            .prefill_contexts
+        };
+        assert_eq!(with(None), vec![ContextSpec::Tokens(8192)]);
+        assert_eq!(with(Some("none")), vec![]);
+        assert_eq!(
+            with(Some("2K,4K")),
+            vec![ContextSpec::Tokens(2048), ContextSpec::Tokens(4096)]
+        );
+    }
 
     #[test]
     fn flags_override_the_file() {

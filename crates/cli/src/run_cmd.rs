@@ -120,6 +120,9 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
             ..Default::default()
         }),
         contexts: Some(contexts),
+        // The 8K sanity prefill at the profile's scale (8K/64 = 128 tokens: the demo's first
+        // context).
+        prefill_contexts: Some((8192 / scale).max(1).to_string()),
         concurrency: a.concurrency,
         duration: Some(a.duration),
         max_output: Some((4096 / scale).max(1).to_string()),
