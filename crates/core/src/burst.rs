@@ -151,6 +151,12 @@ pub fn burst_result(
             crate::meta::TokenCountSource::ChunkCount
         });
         row.burst = Some(f);
+        // Requests the model ended before max-output (`--respect-eos`): every request counts.
+        let all = crate::figures::Window {
+            start_ns: 0,
+            end_ns: u64::MAX,
+        };
+        row.requests_stopped_early = crate::verdict::stopped_early(records, all);
     }
     row.errors = errors.by_kind;
     row.first_error = errors.first;

@@ -416,15 +416,32 @@ impl Report {
             );
         }
         if self.info.plan.settings.respect_eos {
-            let early = self
+            let early: Vec<String> = self
                 .cells
                 .iter()
-                .filter(|c| c.requests_stopped_early.is_some())
-                .count();
+                .filter_map(|c| {
+                    c.requests_stopped_early.map(|n| {
+                        format!(
+                            "{} {} × {} ({n})",
+                            c.phase.label(),
+                            Self::context_label(c),
+                            c.concurrency
+                        )
+                    })
+                })
+                .collect();
+            let which = if early.is_empty() {
+                "no request stopped early".to_string()
+            } else {
+                format!(
+                    "{} cell(s) had requests that stopped early: {}",
+                    early.len(),
+                    early.join(", ")
+                )
+            };
             out.push(format!(
                 "Requests could end at the model's EOS (--respect-eos), so outputs are shorter \
-                 than the max output where the model stopped: {early} cell(s) had requests that \
-                 stopped early."
+                 than the max output where the model stopped: {which}."
             ));
         }
         let late: Vec<String> = self

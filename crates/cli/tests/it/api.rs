@@ -119,7 +119,12 @@ fn respect_eos_lets_requests_stop_and_says_so() {
         } else {
             &["--readiness-timeout", "3s"]
         };
-        let o = run_small(&sim.url, &dir, "512", "4", "1s", "128", extra);
+        let extra = [
+            extra,
+            &["--run-burst", "--burst-requests-per-concurrency", "2"],
+        ]
+        .concat();
+        let o = run_small(&sim.url, &dir, "512", "4", "1s", "128", &extra);
         assert!(o.status.success(), "{}", text(&o));
         assert_eq!(run_json(&dir)["plan"]["settings"]["respect_eos"], respect);
         let rows = cells(&dir);
@@ -131,13 +136,26 @@ fn respect_eos_lets_requests_stop_and_says_so() {
         let early = d["requests_stopped_early"].as_u64().unwrap_or(0);
         if respect {
             assert!(early >= 2, "requests stopped at EOS: {d:#}");
+            // A burst of 8 requests of up to 128 tokens at 5 % EOS per token: all but
+            // certainly some stop early, and the burst row counts them too.
+            let b = cell(&rows, "burst", 512, 4);
+            let burst_early = b["requests_stopped_early"].as_u64().unwrap_or(0);
+            assert!(burst_early >= 1, "burst: {b:#}");
             let md = llmib_report::render(&dir, llmib_report::Format::Markdown).expect("md");
             assert!(md.contains("--respect-eos"), "the report says so");
+            // The note names the cells.
+            assert!(
+                md.contains(&format!("Sustained decode 512 × 4 ({early})")),
+                "{md}"
+            );
+            assert!(md.contains(&format!("× 4 ({burst_early})")), "{md}");
         } else {
             assert_eq!(
                 early, 0,
                 "ignore_eos holds every request to max-output: {d:#}"
             );
+            let b = cell(&rows, "burst", 512, 4);
+            assert!(b["requests_stopped_early"].is_null(), "{b:#}");
         }
     }
 }
