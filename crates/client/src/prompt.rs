@@ -286,22 +286,28 @@ impl PromptBuilder {
 
     /// The server's count of a probe of `words` filler words (estimated targeting). A guess
     /// longer than the server's window is refused with an error status: the probe is retried
-    /// with fewer words (at most four times), so a context near the window (`max`, `full`) is
-    /// found from above too. Returns the words actually probed and their count.
+    /// with fewer words, by steps that grow (0.5 %, 2 %, 8 %, 25 %, 50 %), so a context a few
+    /// tokens under the window (`full`) is found from above within its 0.5 %, and a first
+    /// guess far off still gets in. Returns the words actually probed and their count.
     async fn probe(&self, context: u64, mut words: usize) -> Result<(usize, u64), PromptError> {
-        let mut shrinks = 0;
+        const SHRINK: [f64; 5] = [0.995, 0.98, 0.92, 0.75, 0.5];
+        let mut shrinks = SHRINK.iter();
         loop {
             match self
                 .server_count(context, &self.estimated_text(context, 0, words, true))
                 .await
             {
                 Ok(n) => return Ok((words, n)),
-                Err(PromptError::Tokenize {
-                    transport: false, ..
-                }) if shrinks < 4 && words > 1 => {
-                    shrinks += 1;
-                    words = (words * 4 / 5).max(1);
-                }
+                Err(
+                    e @ PromptError::Tokenize {
+                        transport: false, ..
+                    },
+                ) => match shrinks.next() {
+                    Some(f) if words > 1 => {
+                        words = ((words as f64 * f) as usize).clamp(1, words - 1);
+                    }
+                    _ => return Err(e),
+                },
                 Err(e) => return Err(e),
             }
         }
