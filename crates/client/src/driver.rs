@@ -18,6 +18,7 @@ use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::figures::Window;
 use llmib_core::figures::server_prefill_rate;
 use llmib_core::plan::{Plan, PlannedCell, PrefillMetric, Targeting, estimate_tolerance};
+use llmib_core::readiness::ReadinessBy;
 use llmib_core::record::{Outcome, RequestRecord};
 use llmib_core::redact::redact_text;
 use llmib_core::size::duration_from_secs;
@@ -62,7 +63,52 @@ pub enum ProgressEvent {
     CellDone(Box<CellResult>),
     /// Something a user should read.
     Note(String),
+    /// The readiness judge decided how a decode window opens (once per window).
+    Readiness {
+        /// The rule that decided (`RequestsErrored`: the cell fails, no window is measured).
+        by: ReadinessBy,
+        /// Seconds from the streams' start to the decision.
+        after_s: f64,
+        /// The rule in words.
+        reason: &'static str,
+        /// Streams with a token then, of `concurrency`.
+        streams_with_token: u32,
+        /// N.
+        concurrency: u32,
+        /// The last running and waiting gauges read, where the engine has them.
+        running: Option<f64>,
+        /// See `running`.
+        waiting: Option<f64>,
+    },
+    /// A request ended with an error (one event per request, at most
+    /// [`REQUEST_ERROR_EVENTS`] per cell; never per chunk).
+    RequestError {
+        /// Where: `warm-up`, `window` or `burst`.
+        phase: &'static str,
+        /// The stream (its fixed prompt).
+        stream: u32,
+        /// The error's kind (`http_500`, `stream_error`, …).
+        kind: String,
+        /// The error, redacted.
+        message: String,
+        /// When the window's closed loop sends it again, seconds (`None`: not re-sent).
+        retry_in_s: Option<f64>,
+        /// Whether that wait is the server's `Retry-After` (else the client's backoff).
+        retry_after: bool,
+    },
+    /// A planned cell is not run, and why (Over capacity: predicted from the plan); its row
+    /// follows as [`ProgressEvent::CellDone`].
+    Skipped {
+        /// The cell.
+        cell: PlannedCell,
+        /// Why, in words.
+        reason: String,
+    },
 }
+
+/// Request errors reported one by one per cell; the rest are counted in one note (a failing
+/// server at N = 256 must not flood the log).
+pub const REQUEST_ERROR_EVENTS: u32 = 20;
 
 /// A sink for progress events (terminal bar, plain lines, or nothing in tests).
 pub trait Progress: Send + Sync {
@@ -150,6 +196,12 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
         if cell.over_capacity {
             let s = &m.plan.settings;
             let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
+            let k = cell.key;
+            let needs = u64::from(k.concurrency) * (k.context_tokens + u64::from(s.max_output));
+            m.progress.event(ProgressEvent::Skipped {
+                cell: cell.clone(),
+                reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),
+            });
             save(&m, over_capacity_result(cell, s.max_output, kv))?;
             continue;
         }
@@ -324,6 +376,7 @@ async fn burst_cell(
     m.progress.event(ProgressEvent::Phase("counting"));
     crate::counting::count_tokens(&m.engine, &mut measured).await;
     let records = finished_records(m, cell.key, measured);
+    report_errors(m, "burst", &records);
     burst_result(
         cell,
         &records,
@@ -357,6 +410,37 @@ fn finished_records(
         )));
     }
     records
+}
+
+/// Reports the errored requests among `records` (a warm-up's or a burst's, once they are all
+/// done: neither re-sends), the first [`REQUEST_ERROR_EVENTS`] one by one.
+fn report_errors(m: &MatrixRun<'_>, phase: &'static str, records: &[RequestRecord]) {
+    let secrets = m.engine.secrets();
+    let mut shown = 0u32;
+    let mut more = 0u32;
+    for r in records {
+        let Outcome::Error { kind, message } = &r.outcome else {
+            continue;
+        };
+        if shown == REQUEST_ERROR_EVENTS {
+            more += 1;
+            continue;
+        }
+        shown += 1;
+        m.progress.event(ProgressEvent::RequestError {
+            phase,
+            stream: r.stream,
+            kind: kind.clone(),
+            message: redact_text(message, &secrets),
+            retry_in_s: None,
+            retry_after: false,
+        });
+    }
+    if more > 0 {
+        m.progress.event(ProgressEvent::Note(format!(
+            "{more} more {phase} request errors not listed"
+        )));
+    }
 }
 
 /// A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay one-off
@@ -571,6 +655,7 @@ async fn warm_cold_prompts(
     m.progress.event(ProgressEvent::Phase("warm-up"));
     let reqs = requests_for(m, cp, cold.into_iter(), 1, true)?;
     let done = into_records(warm_up(&m.engine, &reqs, &m.cancel).await);
+    report_errors(m, "warm-up", &done);
     errors.add_records(&done, "warmup_");
     cp.warmed
         .extend(done.iter().filter(|r| !r.is_error()).map(|r| r.stream));
@@ -617,7 +702,15 @@ async fn decode_cell(
     ));
     m.progress.event(ProgressEvent::Phase("window"));
     m.progress.event(ProgressEvent::WindowLive(live.clone()));
-    let mut w = run_window(m.engine.clone(), &requests, &spec, &m.cancel, live).await;
+    let mut w = run_window(
+        m.engine.clone(),
+        &requests,
+        &spec,
+        &m.cancel,
+        live,
+        m.progress,
+    )
+    .await;
     if w.interrupted {
         return interrupted_result(cell);
     }

@@ -6,6 +6,7 @@
 //! the ramp until the readiness judge opens the window, read the server's token counter, sample
 //! the gauges through the window, read the counter again, stop the streams and collect.
 
+use crate::driver::{Progress, ProgressEvent, REQUEST_ERROR_EVENTS};
 use crate::engine::Engine;
 use crate::live::LiveWindow;
 use crate::stream::{Measured, RequestSpec, measure};
@@ -13,6 +14,7 @@ use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
 use llmib_core::readiness::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 use llmib_core::record::{Outcome, RequestRecord};
+use llmib_core::redact::redact_text;
 use llmib_core::verdict::failing_window_done;
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,6 +112,78 @@ fn backoff(n: u32) -> Duration {
     )
 }
 
+/// A failed request of the closed loop, sent once per failed request (never per chunk) to
+/// the window's [`Reporter`].
+struct Issue {
+    stream: u32,
+    kind: String,
+    message: String,
+    retry_in: Duration,
+    retry_after: bool,
+}
+
+/// Turns the streams' failed requests into progress events from the window's own task (the
+/// workers only send to a channel): the first [`REQUEST_ERROR_EVENTS`] one by one, the rest
+/// counted in one note.
+struct Reporter<'a> {
+    progress: &'a dyn Progress,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Issue>,
+    secrets: Vec<String>,
+    shown: u32,
+    more: u32,
+}
+
+impl Reporter<'_> {
+    /// Reports what the streams sent since the last call.
+    fn drain(&mut self) {
+        while let Ok(i) = self.rx.try_recv() {
+            if self.shown == REQUEST_ERROR_EVENTS {
+                self.more += 1;
+                continue;
+            }
+            self.shown += 1;
+            let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+            self.progress.event(ProgressEvent::RequestError {
+                phase: "window",
+                stream: i.stream,
+                kind: i.kind,
+                message: redact_text(&i.message, &secrets),
+                retry_in_s: Some(i.retry_in.as_secs_f64()),
+                retry_after: i.retry_after,
+            });
+        }
+    }
+
+    /// Reports the rest, and how many were not listed.
+    fn finish(&mut self) {
+        self.drain();
+        if self.more > 0 {
+            self.progress.event(ProgressEvent::Note(format!(
+                "{} more window request errors not listed",
+                self.more
+            )));
+        }
+    }
+}
+
+/// The readiness rule in words, for the event log.
+fn readiness_reason(by: ReadinessBy) -> &'static str {
+    match by {
+        ReadinessBy::GaugesAndFirstTokens => {
+            "the server ran all N with none waiting, and every stream had a token"
+        }
+        ReadinessBy::FirstTokens => "every stream had a token (the engine has no queue gauges)",
+        ReadinessBy::QueueStalled => {
+            "requests stayed queued while the running count stopped growing"
+        }
+        ReadinessBy::Timeout => "the readiness limit passed",
+        ReadinessBy::RequestsErrored => {
+            "a request errored before the window opened: the cell fails"
+        }
+        ReadinessBy::TokensFlowing => "tokens flow on a stream (--serial-server)",
+    }
+}
+
 /// The N closed-loop streams of a window.
 struct Streams {
     workers: Vec<JoinHandle<()>>,
@@ -125,6 +199,7 @@ fn start_streams(
     requests: &[RequestSpec],
     origin: Instant,
     live: Arc<LiveWindow>,
+    issues: tokio::sync::mpsc::UnboundedSender<Issue>,
 ) -> Streams {
     let n = requests.len();
     let stop = CancellationToken::new();
@@ -132,7 +207,7 @@ fn start_streams(
     let mut workers = Vec::with_capacity(n);
     for (i, spec) in requests.iter().enumerate() {
         let (engine, spec, stop, tx) = (engine.clone(), spec.clone(), stop.clone(), tx.clone());
-        let live = live.clone();
+        let (live, issues) = (live.clone(), issues.clone());
         workers.push(tokio::spawn(async move {
             let mut failures = 0u32;
             while !stop.is_cancelled() {
@@ -147,17 +222,31 @@ fn start_streams(
                 .await;
                 let failed = m.record.is_error();
                 let asked = m.retry_after;
+                // Back off so a failing server is not hammered: what it asked for
+                // (`Retry-After`), else 50 ms doubling per consecutive failure, up to 5 s.
+                let wait = failed.then(|| {
+                    failures += 1;
+                    asked.unwrap_or_else(|| backoff(failures))
+                });
+                if let (Some(wait), Outcome::Error { kind, message }) = (wait, &m.record.outcome) {
+                    // Per failed request only; a closed reporter is no reason to stop.
+                    let _ = issues.send(Issue {
+                        stream: i as u32,
+                        kind: kind.clone(),
+                        message: message.clone(),
+                        retry_in: wait,
+                        retry_after: asked.is_some(),
+                    });
+                }
+                // After the issue is sent: a judge that sees the error count then finds the
+                // error in the channel, so the log shows it before the readiness it caused.
                 if !matches!(m.record.outcome, Outcome::Cancelled) {
                     live.request_ended(failed);
                 }
                 if tx.send(m).await.is_err() {
                     break;
                 }
-                if failed {
-                    // Back off so a failing server is not hammered: what it asked for
-                    // (`Retry-After`), else 50 ms doubling per consecutive failure, up to 5 s.
-                    failures += 1;
-                    let wait = asked.unwrap_or_else(|| backoff(failures));
+                if let Some(wait) = wait {
                     tokio::select! {
                         _ = stop.cancelled() => break,
                         _ = tokio::time::sleep(wait) => {}
@@ -200,6 +289,7 @@ async fn await_readiness(
     streams: &Streams,
     origin: Instant,
     cancel: &CancellationToken,
+    rep: &mut Reporter<'_>,
 ) -> Ramp {
     let use_gauges = engine.info().capabilities.queue_gauge == Some(true);
     let rule = ReadinessRule {
@@ -216,6 +306,7 @@ async fn await_readiness(
     };
     let mut judge = ReadinessJudge::new(rule, use_gauges);
     let by = loop {
+        rep.drain();
         if cancel.is_cancelled() {
             break None;
         }
@@ -260,17 +351,18 @@ async fn read_counter(engine: &Engine) -> Option<f64> {
         .and_then(|g| g.generation_tokens_total)
 }
 
-/// Samples the gauges every interval until `end`; returns the queued-sample count and whether
+/// Samples the gauges every interval for the window's length from `start`; returns the queued-sample count and whether
 /// the run was cancelled.
 async fn sample_window(
     engine: &Engine,
     spec: &WindowSpec,
     start: Instant,
-    end: Instant,
     cancel: &CancellationToken,
     queue: &mut QueueObservation,
     live: &LiveWindow,
+    rep: &mut Reporter<'_>,
 ) -> (u64, bool) {
+    let end = start + spec.duration;
     let mut queued_samples = 0u64;
     let mut prev_waiting = false;
     let mut next_sample = start;
@@ -280,6 +372,7 @@ async fn sample_window(
     };
     let mut first_error: Option<Instant> = None;
     loop {
+        rep.drain();
         let now = Instant::now();
         if first_error.is_none() && live.errors() > 0 {
             first_error = Some(now);
@@ -339,13 +432,15 @@ async fn stop_streams(s: Streams) -> (Vec<Measured>, Option<String>) {
 }
 
 /// Runs the closed loop for one cell (one request per stream, `requests.len()` = N) and
-/// measures its window.
+/// measures its window. `progress` gets the readiness decision and the failed requests (from
+/// this task, a few times a second at most: the streams only send to a channel).
 pub async fn run_window(
     engine: Arc<Engine>,
     requests: &[RequestSpec],
     spec: &WindowSpec,
     run_cancel: &CancellationToken,
     live: Arc<LiveWindow>,
+    progress: &dyn Progress,
 ) -> WindowRun {
     // Start from an idle server: requests of the previous cell or of the warm-up may still be
     // finishing (an abort takes time to free KV), and engines that count tokens when a request
@@ -355,11 +450,32 @@ pub async fn run_window(
         ..Default::default()
     };
     let origin = Instant::now();
-    let streams = start_streams(&engine, requests, origin, live);
-    let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel).await;
+    let (issues, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut rep = Reporter {
+        progress,
+        rx,
+        secrets: engine.secrets().into_iter().map(String::from).collect(),
+        shown: 0,
+        more: 0,
+    };
+    let streams = start_streams(&engine, requests, origin, live, issues);
+    let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel, &mut rep).await;
     let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
     let ns_s = |ns: u64| ns as f64 / 1e9;
     let w_start = Instant::now();
+    rep.drain();
+    if let Some(by) = ramp.by {
+        let g = streams.live.gauges().map(|(_, g)| g);
+        progress.event(ProgressEvent::Readiness {
+            by,
+            after_s: secs(w_start),
+            reason: readiness_reason(by),
+            streams_with_token: streams.live.streams_with_token(),
+            concurrency: spec.concurrency,
+            running: g.and_then(|g| g.running),
+            waiting: g.and_then(|g| g.waiting),
+        });
+    }
     queue.readiness_s = Some(secs(w_start));
     queue.gauges_ready_s = ramp.gauges_ready_ns.map(ns_s);
     queue.all_streams_token_s = ramp.all_tokens_ns.map(ns_s);
@@ -372,15 +488,14 @@ pub async fn run_window(
     let probe_stop = CancellationToken::new();
     let probe = measure_window.then(|| crate::lagprobe::spawn(probe_stop.clone()));
     if measure_window {
-        let end = w_start + spec.duration;
         let (q, i) = sample_window(
             &engine,
             spec,
             w_start,
-            end,
             run_cancel,
             &mut queue,
             &streams.live,
+            &mut rep,
         )
         .await;
         queued_samples = q;
@@ -400,6 +515,7 @@ pub async fn run_window(
         queue.counter_reads_s = Some([secs(read_before), secs(read_after)]);
     }
     let (records, fault) = stop_streams(streams).await;
+    rep.finish();
     // A probe that died leaves no samples, and so no verdict on the client's lateness; it
     // cannot touch the figures, which come from the records alone.
     let client_delay_ms = match probe {

@@ -579,7 +579,10 @@ fn log_lines(d: &Dashboard, rows: usize) -> Vec<Line<'static>> {
         .iter()
         .skip(skip)
         .map(|l| {
-            let style = if l.text.contains("Failed") || l.text.starts_with("note:") {
+            let style = if l.text.contains("Failed")
+                || l.text.contains("request error")
+                || l.text.starts_with("note:")
+            {
                 Style::new().fg(Color::Yellow)
             } else {
                 Style::new()

@@ -1,7 +1,7 @@
 //! The line displays: `plain` (a line per event, a summary line per finished cell; logs, CI,
 //! pipes) and `json` (one JSON object per event, for scripts). Both write to stdout.
 
-use super::view::{cell_name, what};
+use super::view::{cell_name, readiness_line, request_error_line, what};
 use llmib_client::driver::{Progress, ProgressEvent};
 use llmib_core::cell::{CellResult, CellStatus, Phase};
 use llmib_core::redact::sanitize_terminal;
@@ -51,6 +51,17 @@ impl Progress for PlainLines {
             ),
             ProgressEvent::CellDone(r) => describe(&r),
             ProgressEvent::Note(n) => format!("note: {}", sanitize_terminal(&n)),
+            ProgressEvent::Readiness { .. } => {
+                format!("  {}", readiness_line(&e).unwrap_or_default())
+            }
+            // Server text: sanitised.
+            ProgressEvent::RequestError { .. } => format!(
+                "  {}",
+                sanitize_terminal(&request_error_line(&e).unwrap_or_default())
+            ),
+            ProgressEvent::Skipped { cell, reason } => {
+                format!("skipped: {}: {reason}", cell_name(&cell))
+            }
         };
         // A closed stdout (`| head`) must not stop the run: the results are saved anyway.
         let _ = writeln!(std::io::stdout().lock(), "{line}");
@@ -91,6 +102,36 @@ impl Progress for JsonLines {
             }),
             ProgressEvent::CellDone(r) => json!({"event": "cell_done", "t_s": t_s, "row": r}),
             ProgressEvent::Note(n) => json!({"event": "note", "t_s": t_s, "text": n}),
+            ProgressEvent::Readiness {
+                by,
+                after_s,
+                reason,
+                streams_with_token,
+                concurrency,
+                running,
+                waiting,
+            } => json!({
+                "event": "readiness", "t_s": t_s, "readiness_by": by, "after_s": after_s,
+                "reason": reason, "streams_with_token": streams_with_token,
+                "concurrency": concurrency, "running": running, "waiting": waiting,
+            }),
+            ProgressEvent::RequestError {
+                phase,
+                stream,
+                kind,
+                message,
+                retry_in_s,
+                retry_after,
+            } => json!({
+                "event": "request_error", "t_s": t_s, "phase": phase, "stream": stream,
+                "kind": kind, "message": message, "retry_in_s": retry_in_s,
+                "retry_after": retry_after,
+            }),
+            ProgressEvent::Skipped { cell, reason } => json!({
+                "event": "skipped", "t_s": t_s, "phase": cell.key.phase,
+                "context_tokens": cell.key.context_tokens, "concurrency": cell.key.concurrency,
+                "label": cell.label, "reason": reason,
+            }),
         };
         let _ = writeln!(std::io::stdout().lock(), "{v}");
     }

@@ -229,6 +229,18 @@ fn window_half_done(t0: Instant) -> (Dashboard, Instant) {
     }
     let opened = at + Duration::from_millis(5500);
     live.open(ReadinessBy::GaugesAndFirstTokens, opened);
+    d.apply(
+        &ProgressEvent::Readiness {
+            by: ReadinessBy::GaugesAndFirstTokens,
+            after_s: 2.5,
+            reason: "the server ran all N with none waiting, and every stream had a token",
+            streams_with_token: 4,
+            concurrency: 4,
+            running: Some(4.0),
+            waiting: Some(0.0),
+        },
+        opened,
+    );
     live.set_gauges(
         Gauges {
             running: Some(4.0),
@@ -369,4 +381,95 @@ fn eight_levels_keep_the_queued_marker() {
     for needle in ["413*", "n/r", "over", "8K×16 12/16", "n/r: not run"] {
         assert!(s.contains(needle), "{needle}:\n{s}");
     }
+}
+
+/// Readiness, request errors with their retry, and skipped cells reach the event log.
+#[test]
+fn the_log_shows_readiness_request_errors_and_skips() {
+    let t0 = Instant::now();
+    let info = info();
+    let mut d = Dashboard::new(&info, vec![], t0);
+    start(&mut d, 32768, Phase::Decode, 4, 7, t0);
+    d.apply(
+        &ProgressEvent::Readiness {
+            by: ReadinessBy::QueueStalled,
+            after_s: 2.04,
+            reason: "requests stayed queued while the running count stopped growing",
+            streams_with_token: 3,
+            concurrency: 4,
+            running: Some(3.0),
+            waiting: Some(1.0),
+        },
+        t0 + Duration::from_secs(3),
+    );
+    assert_eq!(d.current.as_ref().map(|c| c.phase), Some("window"));
+    for (retry_in_s, retry_after) in [(Some(0.05), false), (Some(2.0), true), (None, false)] {
+        d.apply(
+            &ProgressEvent::RequestError {
+                phase: if retry_in_s.is_some() {
+                    "window"
+                } else {
+                    "warm-up"
+                },
+                stream: 2,
+                kind: "http_500".into(),
+                message: "Internal error\u{1b}[2J".into(),
+                retry_in_s,
+                retry_after,
+            },
+            t0 + Duration::from_secs(4),
+        );
+    }
+    let cell = info
+        .plan
+        .cells
+        .iter()
+        .find(|c| c.over_capacity)
+        .cloned()
+        .expect("an over-capacity cell");
+    d.apply(
+        &ProgressEvent::Skipped {
+            cell,
+            reason: "over KV capacity (needs 8650752 tokens, has 1000000)".into(),
+        },
+        t0 + Duration::from_secs(5),
+    );
+    let log: Vec<&str> = d.log.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(
+        log,
+        [
+            "readiness: queue_stalled after 2.0 s · 3/4 streams with a token · running 3 waiting 1 \
+             · requests stayed queued while the running count stopped growing",
+            "window request error, stream 2: http_500: Internal error?[2J; retry in 0.05 s (backoff)",
+            "window request error, stream 2: http_500: Internal error?[2J; retry in 2.0 s (Retry-After)",
+            "warm-up request error, stream 2: http_500: Internal error?[2J",
+            "skipped: decode 32K × 64: over KV capacity (needs 8650752 tokens, has 1000000)",
+        ]
+    );
+}
+
+/// A new cell starts without the last cell's generation rate and speculative figures.
+#[test]
+fn a_new_cell_forgets_the_last_cells_server_figures() {
+    let t0 = Instant::now();
+    let (mut d, now) = window_half_done(t0);
+    let g = |total: f64| Gauges {
+        generation_tokens_total: Some(total),
+        spec_accept_rate: Some(0.5),
+        spec_accept_length: Some(1.5),
+        ..Default::default()
+    };
+    d.observe_gauges(now, g(1000.0));
+    d.observe_gauges(now + Duration::from_secs(1), g(1400.0));
+    assert_eq!(d.server_gen_tok_per_s, Some(400.0));
+    assert!(d.spec.is_some());
+    start(
+        &mut d,
+        32768,
+        Phase::Decode,
+        16,
+        8,
+        now + Duration::from_secs(2),
+    );
+    assert_eq!((d.server_gen_tok_per_s, d.spec), (None, None));
 }

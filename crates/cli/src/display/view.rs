@@ -9,6 +9,7 @@ use llmib_client::live::LiveWindow;
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::live::{EtaInputs, RateMeter, eta_s};
 use llmib_core::plan::{Plan, PlannedCell};
+use llmib_core::readiness::ReadinessBy;
 use llmib_core::redact::sanitize_terminal;
 use llmib_core::run::RunInfo;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -134,7 +135,6 @@ pub struct Dashboard {
     /// The server runs on this machine (else the hardware panel describes the client's).
     pub server_local: bool,
     meter: RateMeter,
-    announced_open: bool,
     spec_prev: Option<SpecCounters>,
     gen_prev: Option<(Instant, f64)>,
     /// Generation tok/s from the server's counter between the last two samples.
@@ -160,7 +160,6 @@ impl Dashboard {
             hw_on: true,
             server_local: true,
             meter: RateMeter::new(RATE_SPAN_S),
-            announced_open: false,
             spec_prev: None,
             gen_prev: None,
             server_gen_tok_per_s: None,
@@ -199,7 +198,11 @@ impl Dashboard {
                 });
                 self.live = LiveFigures::default();
                 self.meter.reset();
-                self.announced_open = false;
+                // Figures derived from the last cell's samples would be shown as this cell's.
+                self.server_gen_tok_per_s = None;
+                self.gen_prev = None;
+                self.spec = None;
+                self.spec_prev = None;
             }
             ProgressEvent::Phase(p) => {
                 let what = self.current.as_ref().map(|c| cell_name(&c.cell));
@@ -240,6 +243,20 @@ impl Dashboard {
                 }
             }
             ProgressEvent::Note(n) => self.say(now, format!("note: {n}")),
+            ProgressEvent::Readiness { by, .. } => {
+                if *by != ReadinessBy::RequestsErrored
+                    && let Some(c) = self.current.as_mut()
+                {
+                    c.phase = "window";
+                }
+                self.say(now, readiness_line(e).unwrap_or_default());
+            }
+            ProgressEvent::RequestError { .. } => {
+                self.say(now, request_error_line(e).unwrap_or_default());
+            }
+            ProgressEvent::Skipped { cell, reason } => {
+                self.say(now, format!("skipped: {}: {reason}", cell_name(cell)));
+            }
         }
     }
 
@@ -292,16 +309,6 @@ impl Dashboard {
                 .saturating_duration_since(started)
                 .as_secs_f64(),
         };
-        if let Some((at, by)) = opened
-            && !self.announced_open
-        {
-            self.announced_open = true;
-            let ramp = at.saturating_duration_since(started).as_secs_f64();
-            if let Some(c) = self.current.as_mut() {
-                c.phase = "window";
-            }
-            self.say(now, format!("readiness: {} after {ramp:.1} s", by.as_str()));
-        }
         if let Some((at, g)) = live.gauges() {
             self.observe_gauges(at, g);
         }
@@ -392,4 +399,54 @@ fn done_line(r: &CellResult) -> String {
         ),
         s => format!("{what}: {}", s.label()),
     }
+}
+
+/// The log line of a [`ProgressEvent::Readiness`]: the rule, when, what the ramp showed, and
+/// the rule in words.
+pub fn readiness_line(e: &ProgressEvent) -> Option<String> {
+    let ProgressEvent::Readiness {
+        by,
+        after_s,
+        reason,
+        streams_with_token,
+        concurrency,
+        running,
+        waiting,
+    } = e
+    else {
+        return None;
+    };
+    let mut t = format!(
+        "readiness: {} after {after_s:.1} s · {streams_with_token}/{concurrency} streams with a token",
+        by.as_str()
+    );
+    if let (Some(r), Some(w)) = (running, waiting) {
+        t.push_str(&format!(" · running {r:.0} waiting {w:.0}"));
+    }
+    t.push_str(&format!(" · {reason}"));
+    Some(t)
+}
+
+/// The log line of a [`ProgressEvent::RequestError`]: where, which stream, the error, and when
+/// it is sent again.
+pub fn request_error_line(e: &ProgressEvent) -> Option<String> {
+    let ProgressEvent::RequestError {
+        phase,
+        stream,
+        kind,
+        message,
+        retry_in_s,
+        retry_after,
+    } = e
+    else {
+        return None;
+    };
+    let retry = match retry_in_s {
+        Some(s) if *retry_after => format!("; retry in {s:.1} s (Retry-After)"),
+        Some(s) => format!("; retry in {s:.2} s (backoff)"),
+        None => String::new(),
+    };
+    Some(format!(
+        "{phase} request error, stream {stream}: {kind}: {message}{retry}"
+    ))
 }

@@ -1,7 +1,8 @@
 //! The dashboard end to end, in a real pseudo-terminal: `demo` draws it, the matrix fills in,
 //! `q` stops the run with exit 130 and the results kept, and the terminal is given back
 //! (alternate screen left, cursor shown). Without a terminal (`| cat`) the same run prints
-//! plain lines; `--display json` prints one parseable event per line.
+//! plain lines; `--display json` prints one parseable event per line, readiness, request
+//! errors with their retry and over-capacity skips included.
 
 use crate::common::*;
 use expectrl::{Expect, Session};
@@ -133,6 +134,7 @@ fn without_a_terminal_lines_and_json_events() {
         assert!(!out.contains("\u{1b}[?1049h"), "no dashboard on a pipe");
         if display == "plain" {
             assert!(out.contains("[2/2] decode 128 × 2"), "{out}");
+            assert!(out.contains("  readiness: "), "{out}");
             assert!(out.contains("window closed after"), "{out}");
         } else {
             let events: Vec<serde_json::Value> = out
@@ -144,6 +146,7 @@ fn without_a_terminal_lines_and_json_events() {
                 "cell_started",
                 "phase",
                 "streams_started",
+                "readiness",
                 "window",
                 "cell_done",
             ] {
@@ -152,5 +155,95 @@ fn without_a_terminal_lines_and_json_events() {
             let done = events.iter().filter(|e| e["event"] == "cell_done").count();
             assert_eq!(done, 2, "one cell_done per cell");
         }
+    }
+}
+
+/// A server that fails half its requests, and a cell over the KV capacity: `--display json`
+/// reports each failed request (with the window's retry), how each window opened, and the
+/// skipped cell with why, every event one parseable line; `plain` prints the same as lines.
+#[test]
+fn json_events_report_readiness_request_errors_and_skips() {
+    let _serial = timing_lock();
+    let dir = out_dir("dashboard-json-faults");
+    // The seed at 1/64 holds 33,152 KV tokens: 256 × (128 + 64) does not fit.
+    let profile = dir.join("faulty.toml");
+    std::fs::write(
+        &profile,
+        "base = \"seed\"\n[faults]\nhttp_error_rate = 0.5\n",
+    )
+    .expect("write profile");
+    for display in ["json", "plain"] {
+        let out_dir = dir.join(display);
+        let args = [
+            "demo",
+            "--profile",
+            profile.to_str().unwrap_or_default(),
+            "--contexts",
+            "128",
+            "--concurrency",
+            "2,256",
+            "--duration",
+            "2s",
+            "--format",
+            "none",
+            "--display",
+            display,
+            "--output",
+            out_dir.to_str().unwrap_or_default(),
+        ];
+        let o = run_bin(&args);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        if display == "plain" {
+            assert!(out.contains("request error, stream "), "{out}");
+            assert!(
+                out.contains("skipped: decode 128 × 256: over KV capacity"),
+                "{out}"
+            );
+            continue;
+        }
+        let events: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let of = |k: &str| -> Vec<&serde_json::Value> {
+            events.iter().filter(|e| e["event"] == k).collect()
+        };
+        let skipped = of("skipped");
+        assert_eq!(skipped.len(), 1, "{out}");
+        assert_eq!(skipped[0]["concurrency"], 256);
+        assert_eq!(skipped[0]["context_tokens"], 128);
+        let reason = skipped[0]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("over KV capacity (needs 49152 tokens, has 33152)"),
+            "{reason}"
+        );
+        let readiness = of("readiness");
+        assert_eq!(readiness.len(), 1, "one decode window ran: {out}");
+        let r = readiness[0];
+        assert!(
+            r["readiness_by"].is_string() && r["reason"].is_string(),
+            "{r}"
+        );
+        assert!(r["after_s"].as_f64().is_some_and(|s| s >= 0.0), "{r}");
+        assert_eq!(r["concurrency"], 2);
+        let errors = of("request_error");
+        assert!(!errors.is_empty(), "half the requests fail: {out}");
+        for e in &errors {
+            assert!(
+                ["warm-up", "window", "burst"].contains(&e["phase"].as_str().unwrap_or("")),
+                "{e}"
+            );
+            assert!(e["stream"].is_u64() && e["kind"].is_string(), "{e}");
+            assert!(
+                e["message"].is_string() && e["retry_after"].is_boolean(),
+                "{e}"
+            );
+            // The window's closed loop says when it sends again; a warm-up does not re-send.
+            assert_eq!(e["phase"] == "window", e["retry_in_s"].is_f64(), "{e}");
+        }
+        assert!(
+            errors.iter().any(|e| e["phase"] == "window"),
+            "a window request failed and was retried: {out}"
+        );
     }
 }
