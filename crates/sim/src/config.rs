@@ -171,6 +171,10 @@ pub struct SimConfig {
     pub add_bos: bool,
     /// Per-token probability of a natural EOS after `min_tokens` when `ignore_eos` is off.
     pub eos_rate: f64,
+    /// Chat only: the first this-many tokens of every answer stream as `reasoning_content`
+    /// (a reasoning model's thinking) rather than `content`; they count as output.
+    #[serde(default)]
+    pub reasoning_tokens: u32,
     /// Required `Authorization: Bearer` key (`None`: open server).
     pub api_key: Option<String>,
     /// Seed of every random decision (output text, ids, faults).

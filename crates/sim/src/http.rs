@@ -247,6 +247,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         model: req.model.clone(),
         prompt_tokens: (req.prompt.len() as i64 + cfg.faults.usage_prompt_tokens_offset).max(0)
             as u64,
+        reasoning_tokens: cfg.reasoning_tokens,
     };
     let script = cfg
         .answer_accuracy
@@ -336,9 +337,15 @@ impl Sse {
         }
         self.first = false;
         let finish = ev.finish.map(|f| f.as_str());
-        let events =
-            self.writer
-                .token_events(&ev.text, u64::from(n), finish, self.req.continuous_usage);
+        // The first `reasoning_tokens` of a chat answer are the model's thinking.
+        let reasoning = self.req.kind == Kind::Chat && prev < self.writer.reasoning_tokens;
+        let events = self.writer.token_events(
+            &ev.text,
+            u64::from(n),
+            finish,
+            self.req.continuous_usage,
+            reasoning,
+        );
         for (i, e) in events.into_iter().enumerate() {
             let e = if crosses(self.plan.malformed_at) {
                 // Cut the JSON in half: the client must survive a chunk it cannot parse.

@@ -72,7 +72,7 @@ struct Delta<'a> {
     #[serde(skip_serializing_if = "Field::is_absent")]
     content: Field<&'a str>,
     #[serde(skip_serializing_if = "Field::is_absent")]
-    reasoning_content: Field<()>,
+    reasoning_content: Field<&'a str>,
     #[serde(skip_serializing_if = "Field::is_absent")]
     tool_calls: Field<()>,
 }
@@ -165,6 +165,8 @@ pub(crate) struct Writer {
     pub model: String,
     /// Prompt tokens (for usage).
     pub prompt_tokens: u64,
+    /// Chat: the first this-many output tokens are reasoning (`reasoning_content`).
+    pub reasoning_tokens: u32,
 }
 
 fn sse(json: &str) -> String {
@@ -267,13 +269,15 @@ impl Writer {
     }
 
     /// The SSE events for one engine step: the chunk carrying `text`, and for SGLang chat a
-    /// separate finish chunk with an empty delta.
+    /// separate finish chunk with an empty delta. A chat step with `reasoning` carries its
+    /// text as `reasoning_content` (a reasoning model's thinking) instead of `content`.
     pub(crate) fn token_events(
         &self,
         text: &str,
         completion: u64,
         finish: Option<&str>,
         continuous_usage: bool,
+        reasoning: bool,
     ) -> Vec<String> {
         let mut out = Vec::with_capacity(2);
         match (self.flavor, self.kind) {
@@ -288,9 +292,16 @@ impl Writer {
                 out.push(sse(&to_json(&self.body(vec![c], usage, true))));
             }
             (Flavor::Vllm, Kind::Chat) => {
-                let delta = Delta {
-                    content: Field::Val(text),
-                    ..delta_absent()
+                let delta = if reasoning {
+                    Delta {
+                        reasoning_content: Field::Val(text),
+                        ..delta_absent()
+                    }
+                } else {
+                    Delta {
+                        content: Field::Val(text),
+                        ..delta_absent()
+                    }
                 };
                 let mut c = self.choice(None, Some(delta), finish);
                 if finish.is_some() {
@@ -314,10 +325,15 @@ impl Writer {
                 out.push(sse(&to_json(&self.body(vec![c], usage, true))));
             }
             (Flavor::Sglang, Kind::Chat) => {
+                let (content, reasoning_content) = if reasoning {
+                    (Field::Null, Field::Val(text))
+                } else {
+                    (Field::Val(text), Field::Null)
+                };
                 let delta = Delta {
                     role: Field::Null,
-                    content: Field::Val(text),
-                    reasoning_content: Field::Null,
+                    content,
+                    reasoning_content,
                     tool_calls: Field::Null,
                 };
                 let mut c = self.choice(None, Some(delta), None);
@@ -536,12 +552,13 @@ mod tests {
             created: 7,
             model: "m".into(),
             prompt_tokens: 5,
+            reasoning_tokens: 0,
         }
     }
 
     #[test]
     fn vllm_completion_chunk_shape() {
-        let ev = w(Flavor::Vllm, Kind::Completion).token_events(" a", 1, None, false);
+        let ev = w(Flavor::Vllm, Kind::Completion).token_events(" a", 1, None, false, false);
         assert_eq!(
             ev[0],
             "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":7,\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" a\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}],\"usage\":null}\n\n"
@@ -552,11 +569,27 @@ mod tests {
 
     #[test]
     fn sglang_chat_finish_is_separate() {
-        let ev = w(Flavor::Sglang, Kind::Chat).token_events(" a", 1, Some("length"), false);
+        let ev = w(Flavor::Sglang, Kind::Chat).token_events(" a", 1, Some("length"), false, false);
         assert_eq!(ev.len(), 2);
         assert!(ev[0].contains("\"delta\":{\"role\":null,\"content\":\" a\",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}],\"usage\":null}"), "{}", ev[0]);
         assert!(ev[1].contains("\"content\":null"));
         assert!(ev[1].contains("\"finish_reason\":\"length\""));
+    }
+
+    #[test]
+    fn reasoning_steps_carry_reasoning_content() {
+        let ev = w(Flavor::Sglang, Kind::Chat).token_events(" a", 1, None, false, true);
+        assert!(
+            ev[0].contains("\"content\":null,\"reasoning_content\":\" a\""),
+            "{}",
+            ev[0]
+        );
+        let ev = w(Flavor::Vllm, Kind::Chat).token_events(" a", 1, None, false, true);
+        assert!(
+            ev[0].contains("\"delta\":{\"reasoning_content\":\" a\"}"),
+            "{}",
+            ev[0]
+        );
     }
 
     #[test]

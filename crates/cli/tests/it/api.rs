@@ -12,7 +12,7 @@ use crate::run::{exact_sim, run_small};
 fn chat_completions_are_exact_and_measure_like_completions() {
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
-    let mut rates = Vec::new();
+    let (mut rates, mut ttfts) = (Vec::new(), Vec::new());
     for api in ["chat", "completions"] {
         let dir = out_dir(&format!("run-api-{api}"));
         let o = run_small(&sim.url, &dir, "512,1K", "1,4", "1s", "64", &["--api", api]);
@@ -28,9 +28,38 @@ fn chat_completions_are_exact_and_measure_like_completions() {
             assert_eq!(r["prompt_check"]["mismatched"], 0, "{api}: {r:#}");
         }
         rates.push(num(cell(&rows, "decode", 1024, 4), "total_tok_per_s"));
+        ttfts.push(num(cell(&rows, "decode", 1024, 1), "ttft_ms_p50"));
     }
     // The same simulator and tokens; 10 % leaves room for a loaded CI host between the runs.
     assert_close("chat vs completions tok/s", rates[0], rates[1], 10.0);
+
+    // A reasoning model: the first 16 of 64 tokens stream as `reasoning_content`. They are
+    // output and the first token: uncounted, the rate would fall by a quarter; not the first
+    // token, TTFT would grow by 16 steps (~24 ms on a ~13 ms prefill).
+    let mut cfg = exact_sim();
+    cfg.reasoning_tokens = 16;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-api-chat-reasoning");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "512,1K",
+        "1,4",
+        "1s",
+        "64",
+        &["--api", "chat"],
+    );
+    assert!(o.status.success(), "reasoning: {}", text(&o));
+    let rows = cells(&dir);
+    assert!(rows.iter().all(|r| r["status"] == "valid"), "{rows:#?}");
+    let rate = num(cell(&rows, "decode", 1024, 4), "total_tok_per_s");
+    assert_close("reasoning chat vs completions tok/s", rate, rates[1], 10.0);
+    let ttft = num(cell(&rows, "decode", 1024, 1), "ttft_ms_p50");
+    assert!(
+        ttft < ttfts[0] * 1.5 + 5.0,
+        "reasoning counts as the first token: TTFT {ttft} ms vs {} ms",
+        ttfts[0]
+    );
 }
 
 /// A hosted chat API (simulator profile `hosted-seed`: the seed-like engine at 1/64 behind a
