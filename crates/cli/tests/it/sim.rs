@@ -323,11 +323,15 @@ async fn prefix_cache_hit_cuts_ttft() {
         warm_ms < cold_ms / 4.0,
         "warm TTFT {warm_ms:.1} ms vs cold {cold_ms:.1} ms"
     );
+    // Counters are published by the scheduler's next iteration: read them as they settle.
     assert_eq!(
-        metric(base, "vllm:prefix_cache_queries_total").await,
+        wait_metric(base, "vllm:prefix_cache_queries_total", 4000.0).await,
         4000.0
     );
-    assert_eq!(metric(base, "vllm:prefix_cache_hits_total").await, 2000.0);
+    assert_eq!(
+        wait_metric(base, "vllm:prefix_cache_hits_total", 2000.0).await,
+        2000.0
+    );
 }
 
 // The guard is held across awaits on purpose: it only orders tests on different threads
@@ -359,7 +363,7 @@ async fn disconnect_frees_capacity() {
         b_first < Duration::from_millis(200),
         "B's first token {b_first:?} after A left"
     );
-    assert_eq!(metric(base, "sglang:num_queue_reqs").await, 0.0);
+    assert_eq!(wait_metric(base, "sglang:num_queue_reqs", 0.0).await, 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -427,16 +431,11 @@ async fn metrics_agree_with_state() {
         prompt_total += out["usage"]["prompt_tokens"].as_u64().expect("usage");
     }
     // The scheduler publishes its counters after the iteration that sent the last token: on a
-    // loaded host the response can arrive first, so allow it one second to catch up.
-    let mut generated = 0.0;
-    for _ in 0..50 {
-        generated = metric(base, "sglang:generation_tokens_total").await;
-        if generated == 15.0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(generated, 15.0);
+    // loaded host the response can arrive first, so let them catch up.
+    assert_eq!(
+        wait_metric(base, "sglang:generation_tokens_total", 15.0).await,
+        15.0
+    );
     assert_eq!(
         metric(base, "sglang:prompt_tokens_total").await,
         prompt_total as f64
