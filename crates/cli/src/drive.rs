@@ -3,7 +3,7 @@
 
 use crate::display::DisplayMode;
 use crate::display::lines::{JsonLines, PlainLines};
-use crate::display::tui::{Tui, restore_terminal};
+use crate::display::tui::{Tui, release_terminal};
 use crate::display::view::Dashboard;
 use anyhow::Result;
 use llmib_client::driver::{CancellationToken, MatrixEnd, MatrixRun, Progress, run_matrix};
@@ -62,7 +62,9 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
     let c2 = cancel.clone();
     tokio::spawn(async move {
         if interrupt().await {
-            restore_terminal();
+            // The dashboard stops drawing before the terminal is given back, or it would paint
+            // over the main screen while the run saves what it has.
+            release_terminal();
             eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
             c2.cancel();
             if interrupt().await {

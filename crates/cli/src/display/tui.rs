@@ -1,11 +1,13 @@
-//! The full-screen dashboard: a thread that redraws [`Dashboard`] four times a second on the
-//! alternate screen and reads keys (`q` or Ctrl-C: stop and save, as Ctrl-C does without the
-//! dashboard; a second press quits at once). Progress events only update the model under a
-//! mutex (a few per cell), so the measurement never waits on drawing; live figures are read
-//! from the window's atomics by the drawing thread.
+//! The full-screen dashboard: a thread that owns [`Dashboard`], redraws it four times a second
+//! on the alternate screen and reads keys (`q` or Ctrl-C: stop and save, as Ctrl-C does without
+//! the dashboard; a second press quits at once). Progress events are only sent to that thread
+//! through a channel (a few per cell; a send never waits), so a terminal that blocks its writer
+//! (Ctrl-S, a slow SSH link) stalls the drawing thread alone, never a task of the measurement;
+//! live figures are read from the window's atomics by the drawing thread.
 //!
-//! The terminal is restored when the dashboard finishes, when it is dropped (error exits) and
-//! from a panic hook, so a crash never leaves the shell in raw mode.
+//! The terminal is restored when the dashboard finishes, when it is dropped (error exits), on
+//! SIGTERM ([`release_terminal`]: drawing stops first) and from a panic hook, so a crash never
+//! leaves the shell in raw mode.
 
 use super::draw::draw;
 use super::view::Dashboard;
@@ -20,7 +22,8 @@ use ratatui::crossterm::terminal::{
 use ratatui::crossterm::{cursor, execute};
 use ratatui::prelude::CrosstermBackend;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, Once, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -29,6 +32,15 @@ const FRAME: Duration = Duration::from_millis(250);
 
 /// Whether this process has the terminal in raw mode on the alternate screen.
 static TAKEN: AtomicBool = AtomicBool::new(false);
+/// Set when the terminal is given back from outside the dashboard (SIGTERM, a panic): the
+/// drawing thread draws no frame after it.
+static STOP_DRAWING: AtomicBool = AtomicBool::new(false);
+/// Held by the drawing thread while it draws a frame, so that [`release_terminal`] can wait
+/// for the frame in flight before it restores the terminal.
+static DRAW_GATE: Mutex<()> = Mutex::new(());
+/// The longest [`release_terminal`] waits for a frame in flight (a blocked terminal must not
+/// keep SIGTERM from ending the run).
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// Leaves the alternate screen, shows the cursor and ends raw mode; does nothing when the
 /// terminal was not taken (so every exit path may call it).
@@ -39,12 +51,34 @@ pub fn restore_terminal() {
     }
 }
 
+/// Stops the drawing thread (it draws no frame after this returns, or after a second if a
+/// frame is stuck on a blocked terminal), then restores the terminal. For exits that do not
+/// go through [`Tui::finish`], such as SIGTERM: a thread still drawing would paint the
+/// dashboard over the main screen.
+pub fn release_terminal() {
+    STOP_DRAWING.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + RELEASE_WAIT;
+    loop {
+        match DRAW_GATE.try_lock() {
+            // No frame in flight; the thread checks the flag under the gate before drawing.
+            Ok(_) | Err(TryLockError::Poisoned(_)) => break,
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(TryLockError::WouldBlock) => break,
+        }
+    }
+    restore_terminal();
+}
+
 /// Restores the terminal before any panic message is printed.
 fn install_panic_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            // Not waiting on the gate: the panic may be the drawing thread's, holding it.
+            STOP_DRAWING.store(true, Ordering::SeqCst);
             restore_terminal();
             previous(info);
         }));
@@ -53,7 +87,8 @@ fn install_panic_hook() {
 
 /// The running dashboard.
 pub struct Tui {
-    state: Arc<Mutex<Dashboard>>,
+    /// Progress events, with when they happened, to the drawing thread.
+    events: Sender<(Instant, ProgressEvent)>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -67,6 +102,7 @@ impl Tui {
         cancel: CancellationToken,
     ) -> std::io::Result<Tui> {
         install_panic_hook();
+        STOP_DRAWING.store(false, Ordering::SeqCst);
         enable_raw_mode()?;
         TAKEN.store(true, Ordering::SeqCst);
         if let Err(e) = execute!(std::io::stdout(), EnterAlternateScreen, cursor::Hide) {
@@ -80,29 +116,14 @@ impl Tui {
                 return Err(e);
             }
         };
-        let state = Arc::new(Mutex::new(dash));
+        let (events, rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
-        let (st, stop2) = (state.clone(), stop.clone());
+        let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("dashboard".into())
-            .spawn(move || {
-                while !stop2.load(Ordering::Relaxed) {
-                    let now = Instant::now();
-                    let sample = hw.as_ref().and_then(|h| h.latest());
-                    if let Ok(mut d) = st.lock() {
-                        d.tick(now);
-                        // A failed draw (a closed terminal) is not the measurement's problem.
-                        let _ = terminal.draw(|f| draw(f, &d, sample.as_ref(), now));
-                    }
-                    if event::poll(FRAME).unwrap_or(false)
-                        && let Ok(ev) = event::read()
-                    {
-                        handle_key(&ev, &cancel, &st);
-                    }
-                }
-            })?;
+            .spawn(move || draw_loop(dash, &rx, &mut terminal, hw.as_deref(), &cancel, &stop2))?;
         Ok(Tui {
-            state,
+            events,
             stop,
             thread: Some(thread),
         })
@@ -122,9 +143,42 @@ impl Tui {
     }
 }
 
+/// The drawing thread: applies the events that arrived, reads the live figures, draws, reads
+/// keys; until [`Tui::finish`] or [`release_terminal`].
+fn draw_loop(
+    mut dash: Dashboard,
+    rx: &Receiver<(Instant, ProgressEvent)>,
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    hw: Option<&HwMonitor>,
+    cancel: &CancellationToken,
+    stop: &AtomicBool,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        while let Ok((at, e)) = rx.try_recv() {
+            dash.apply(&e, at);
+        }
+        let now = Instant::now();
+        dash.tick(now);
+        let sample = hw.and_then(|h| h.latest());
+        {
+            let _frame = DRAW_GATE.lock();
+            if STOP_DRAWING.load(Ordering::SeqCst) {
+                return;
+            }
+            // A failed draw (a closed terminal) is not the measurement's problem.
+            let _ = terminal.draw(|f| draw(f, &dash, sample.as_ref(), now));
+        }
+        if event::poll(FRAME).unwrap_or(false)
+            && let Ok(ev) = event::read()
+        {
+            handle_key(&ev, cancel, &mut dash);
+        }
+    }
+}
+
 /// `q`, `Q`, Esc or Ctrl-C stop the run (what is measured is saved); pressed again while the
 /// run is stopping, they quit at once with 130, as a second Ctrl-C does.
-fn handle_key(ev: &Event, cancel: &CancellationToken, st: &Arc<Mutex<Dashboard>>) {
+fn handle_key(ev: &Event, cancel: &CancellationToken, dash: &mut Dashboard) {
     let Event::Key(k) = ev else {
         return;
     };
@@ -141,21 +195,19 @@ fn handle_key(ev: &Event, cancel: &CancellationToken, st: &Arc<Mutex<Dashboard>>
         std::process::exit(130);
     }
     cancel.cancel();
-    if let Ok(mut d) = st.lock() {
-        d.apply(
-            &ProgressEvent::Note(
-                "stopping: saving what is done (press q again to quit at once)".into(),
-            ),
-            Instant::now(),
-        );
-    }
+    dash.apply(
+        &ProgressEvent::Note(
+            "stopping: saving what is done (press q again to quit at once)".into(),
+        ),
+        Instant::now(),
+    );
 }
 
 impl Progress for Tui {
+    /// Sends the event to the drawing thread: no lock, no wait on the terminal. A thread that
+    /// is gone (the terminal was released) drops it.
     fn event(&self, e: ProgressEvent) {
-        if let Ok(mut d) = self.state.lock() {
-            d.apply(&e, Instant::now());
-        }
+        let _ = self.events.send((Instant::now(), e));
     }
 }
 
