@@ -45,33 +45,81 @@ fn read_until(
     false
 }
 
-#[test]
-fn the_dashboard_fills_in_and_q_stops_with_the_results_kept() {
-    let _serial = timing_lock();
-    let dir = out_dir("dashboard-pty");
-    let _ = std::fs::remove_dir_all(&dir);
+/// `demo` in a pseudo-terminal of 120×40. A machine without pseudo-terminals (a minimal
+/// container) cannot run these tests: they say so and skip, as the llama.cpp suite does
+/// without its server, except under CI (`CI` set), where the dashboard must be tested.
+fn spawn_pty(args: &[&str], dir: &std::path::Path) -> Option<expectrl::session::OsSession> {
     let mut cmd = std::process::Command::new(bin());
-    cmd.args(["demo", "--contexts", "128,256", "--concurrency", "1,2"])
-        .args(["--duration", "2s", "--format", "none", "--output"])
-        .arg(&dir)
+    cmd.args(args)
+        .arg("--output")
+        .arg(dir)
         .env("TERM", "xterm-256color")
         .env_remove("OPENAI_API_KEY");
-    // A machine without pseudo-terminals (a minimal container) cannot run this test: say so
-    // and skip, as the llama.cpp suite does without its server.
     let mut p = match Session::spawn(cmd) {
         Ok(p) => p,
+        Err(e) if std::env::var_os("CI").is_some() => {
+            panic!("CI must test the dashboard, but no pseudo-terminal opens here: {e}")
+        }
         Err(e) => {
             eprintln!("skipped: no pseudo-terminal here ({e})");
-            return;
+            return None;
         }
     };
     p.get_process_mut()
         .set_window_size(120, 40)
         .expect("window size");
-    // The screen as a terminal would show it: ratatui writes only what changed, with cursor
-    // moves between, so the raw bytes cannot be searched for text.
+    Some(p)
+}
+
+/// A screen as a terminal would show it: ratatui writes only what changed, with cursor moves
+/// between, so the raw bytes cannot be searched for text.
+fn screen() -> vt100::Parser {
     let size = |n: u16| std::num::NonZeroU16::new(n).expect("non-zero");
-    let mut screen = vt100::Parser::new(size(40), size(120), 0);
+    vt100::Parser::new(size(40), size(120), 0)
+}
+
+/// Whether `bytes` hold a sequence only a dashboard frame writes: a cursor position
+/// (`ESC [ row ; col H`) or hiding the cursor.
+fn draws(bytes: &[u8]) -> bool {
+    if find(bytes, b"\x1b[?25l") {
+        return true;
+    }
+    bytes.windows(2).enumerate().any(|(i, w)| {
+        w == b"\x1b[" && {
+            let rest = &bytes[i + 2..];
+            let digits = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+            let a = digits(rest);
+            a > 0
+                && rest.get(a) == Some(&b';')
+                && digits(&rest[a + 1..]) > 0
+                && rest.get(a + 1 + digits(&rest[a + 1..])) == Some(&b'H')
+        }
+    })
+}
+
+/// The exit code in an expectrl wait status (`Exited(Pid(..), code)`).
+fn exit_code(status: &impl std::fmt::Debug) -> String {
+    let s = format!("{status:?}");
+    s.rsplit(", ")
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(')')
+        .to_string()
+}
+
+#[test]
+fn the_dashboard_fills_in_and_q_stops_with_the_results_kept() {
+    let _serial = timing_lock();
+    let dir = out_dir("dashboard-pty");
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = ["demo", "--contexts", "128,256", "--concurrency", "1,2"];
+    let Some(mut p) = spawn_pty(
+        &[&args[..], &["--duration", "2s", "--format", "none"]].concat(),
+        &dir,
+    ) else {
+        return;
+    };
+    let mut screen = screen();
     let mut raw: Vec<u8> = Vec::new();
     let filled = read_until(&mut p, &mut screen, &mut raw, |s| {
         s.contains("Sustained decode") && s.contains("decode 128 × 1: Valid")
@@ -246,4 +294,89 @@ fn json_events_report_readiness_request_errors_and_skips() {
             "a window request failed and was retried: {out}"
         );
     }
+}
+
+/// A run that completes on the dashboard exits 0 and gives the terminal back before the final
+/// tables are printed on the main screen.
+#[test]
+fn a_completed_run_exits_0_with_the_terminal_restored() {
+    let _serial = timing_lock();
+    let dir = out_dir("dashboard-pty-done");
+    let args = ["demo", "--contexts", "128", "--concurrency", "1"];
+    let Some(mut p) = spawn_pty(
+        &[&args[..], &["--duration", "1s", "--format", "none"]].concat(),
+        &dir,
+    ) else {
+        return;
+    };
+    let (mut screen, mut raw) = (screen(), Vec::new());
+    read_until(&mut p, &mut screen, &mut raw, |_| false);
+    let status = p.get_process().wait().expect("exit status");
+    assert_eq!(exit_code(&status), "0", "{status:?}");
+    assert!(
+        find(&raw, b"\x1b[?1049h"),
+        "the dashboard took the alternate screen"
+    );
+    let left = raw
+        .windows(8)
+        .rposition(|w| w == b"\x1b[?1049l")
+        .expect("the alternate screen is left");
+    let after = &raw[left..];
+    assert!(find(after, b"\x1b[?25h"), "the cursor is shown again");
+    assert!(
+        find(after, b"Speed test matrix"),
+        "the final tables come after, on the main screen"
+    );
+    assert!(
+        !draws(&after[8..]),
+        "no frame is drawn after the terminal is given back"
+    );
+    assert_eq!(run_json(&dir)["state"], "completed");
+}
+
+/// SIGTERM while the dashboard draws: the drawing stops before the terminal is restored (no
+/// frame lands on the main screen), the run saves what it has and exits 130.
+#[test]
+fn sigterm_stops_the_drawing_then_restores_the_terminal() {
+    let _serial = timing_lock();
+    let dir = out_dir("dashboard-pty-term");
+    let args = ["demo", "--contexts", "128,256", "--concurrency", "1,2"];
+    let Some(mut p) = spawn_pty(
+        &[&args[..], &["--duration", "3s", "--format", "none"]].concat(),
+        &dir,
+    ) else {
+        return;
+    };
+    let (mut screen, mut raw) = (screen(), Vec::new());
+    let drawn = read_until(&mut p, &mut screen, &mut raw, |s| {
+        s.contains("Sustained decode") && s.contains("decode 128 × 1")
+    });
+    assert!(
+        drawn,
+        "the dashboard draws:\n{}",
+        screen.screen().contents()
+    );
+    let pid = p.get_process().pid().to_string();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
+    read_until(&mut p, &mut screen, &mut raw, |_| false);
+    let status = p.get_process().wait().expect("exit status");
+    assert_eq!(exit_code(&status), "130", "{status:?}");
+    let left = raw
+        .windows(8)
+        .rposition(|w| w == b"\x1b[?1049l")
+        .expect("the alternate screen is left");
+    assert!(
+        find(&raw[left..], b"\x1b[?25h"),
+        "the cursor is shown again"
+    );
+    assert!(
+        !draws(&raw[left + 8..]),
+        "no frame is drawn after the terminal is given back: {:?}",
+        String::from_utf8_lossy(&raw[left..])
+    );
+    assert_eq!(run_json(&dir)["state"], "interrupted");
 }
