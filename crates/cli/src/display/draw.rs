@@ -292,8 +292,16 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
             Style::new().fg(Color::Yellow),
         ));
     } else {
-        let n = s.gpus.len() as f64;
-        let util: f64 = s.gpus.iter().filter_map(|g| g.util_pct).sum::<f64>() / n;
+        // The mean over the GPUs that reported one: a GPU without a reading is not idle.
+        let reported: Vec<f64> = s.gpus.iter().filter_map(|g| g.util_pct).collect();
+        let util = if reported.is_empty() {
+            "–".to_string()
+        } else {
+            format!(
+                "{:.0}%",
+                reported.iter().sum::<f64>() / reported.len() as f64
+            )
+        };
         let power: f64 = s.gpus.iter().filter_map(|g| g.power_w).sum();
         let limit: f64 = s.gpus.iter().filter_map(|g| g.power_limit_w).sum();
         let used: u64 = s.gpus.iter().filter_map(|g| g.vram_used_bytes).sum();
@@ -301,7 +309,7 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
         let rx: f64 = s.gpus.iter().filter_map(|g| g.pcie_rx_bytes_per_s).sum();
         let tx: f64 = s.gpus.iter().filter_map(|g| g.pcie_tx_bytes_per_s).sum();
         v.push(Line::from(format!(
-            "{} GPU · {util:.0}% · {power:.0}/{limit:.0} W",
+            "{} GPU · {util} · {power:.0}/{limit:.0} W",
             s.gpus.len()
         )));
         let mut mem = format!("VRAM {:.0}/{:.0} GiB", gib(used), gib(total));
@@ -603,7 +611,7 @@ fn footer_line(d: &Dashboard, now: Instant) -> Line<'static> {
         Span::raw(format!(
             " · elapsed {} · ETA {}",
             short_duration(elapsed),
-            short_duration(d.eta_s())
+            short_duration(d.eta_s(now))
         )),
         Span::styled("   q: stop and save", dim()),
     ])

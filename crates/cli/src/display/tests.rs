@@ -320,11 +320,12 @@ fn the_eta_shrinks_as_cells_finish_and_learns_the_prefill_rate() {
     let t0 = Instant::now();
     let fresh = Dashboard::new(&info(), vec![], t0);
     let later = after_first_context(t0);
+    let now = t0 + Duration::from_secs(200);
     assert!(
-        later.eta_s() < fresh.eta_s(),
+        later.eta_s(now) < fresh.eta_s(now),
         "{} !< {}",
-        later.eta_s(),
-        fresh.eta_s()
+        later.eta_s(now),
+        fresh.eta_s(now)
     );
     assert_eq!(later.progress(), (5, fresh.plan.cells.len()));
 }
@@ -472,4 +473,43 @@ fn a_new_cell_forgets_the_last_cells_server_figures() {
         now + Duration::from_secs(2),
     );
     assert_eq!((d.server_gen_tok_per_s, d.spec), (None, None));
+}
+
+/// Known answer: with nothing measured (5,000 prompt tok/s and 2 s of overhead assumed, 30 s
+/// windows), the plan's 12 runnable cells cost 1,572,864 prompt tokens of prefill (8K × 64,
+/// 32K × 16 and 128K × 4 distinct prompts) plus 9 × 32 s of decode: 602.5728 s. Once the 8K
+/// prefill (1.6384 s) runs, its elapsed time comes off, down to nothing left of it.
+#[test]
+fn the_eta_counts_only_what_the_running_cell_has_left() {
+    let t0 = Instant::now();
+    let mut d = Dashboard::new(&info(), vec![], t0);
+    let total = 1_572_864.0 / 5000.0 + 9.0 * 32.0;
+    assert!((d.eta_s(t0) - total).abs() < 1e-9, "{}", d.eta_s(t0));
+    start(&mut d, 8192, Phase::Prefill, 1, 0, t0);
+    for (ran_s, left) in [(0.0, total), (1.0, total - 1.0), (5.0, total - 1.6384)] {
+        let eta = d.eta_s(t0 + Duration::from_secs_f64(ran_s));
+        assert!(
+            (eta - left).abs() < 1e-9,
+            "after {ran_s} s: {eta} != {left}"
+        );
+    }
+}
+
+/// The GPU mean is over the GPUs that reported a utilisation, not over all of them.
+#[test]
+fn gpu_mean_utilisation_skips_gpus_without_a_reading() {
+    let t0 = Instant::now();
+    let (d, now) = window_half_done(t0);
+    let mut hw = gpus(4);
+    for g in [1, 3] {
+        hw.gpus[g].util_pct = None;
+    }
+    // GPUs 0 and 2 report 97 % and 95 %.
+    let s = render(&d, Some(&hw), now, 140, 40);
+    assert!(s.contains("4 GPU · 96% ·"), "{s}");
+    for g in &mut hw.gpus {
+        g.util_pct = None;
+    }
+    let s = render(&d, Some(&hw), now, 140, 40);
+    assert!(s.contains("4 GPU · – ·"), "{s}");
 }

@@ -348,8 +348,9 @@ impl Dashboard {
         (self.rows.len(), self.plan.cells.len())
     }
 
-    /// Seconds left, from the plan and what was measured so far.
-    pub fn eta_s(&self) -> f64 {
+    /// Seconds left at `now`, from the plan and what was measured so far. The running cell
+    /// counts only what it has left: its estimate less the time it has run, at least 0.
+    pub fn eta_s(&self, now: Instant) -> f64 {
         let remaining: Vec<PlannedCell> = self
             .plan
             .cells
@@ -359,15 +360,24 @@ impl Dashboard {
             .collect();
         let overhead = (!self.overheads.is_empty())
             .then(|| self.overheads.iter().sum::<f64>() / self.overheads.len() as f64);
-        eta_s(
-            &remaining,
-            &self.warmed,
-            &EtaInputs {
-                window_s: self.plan.settings.duration_s,
-                prefill_tok_per_s: self.prefill_rate,
-                decode_overhead_s: overhead,
-            },
-        )
+        let inputs = EtaInputs {
+            window_s: self.plan.settings.duration_s,
+            prefill_tok_per_s: self.prefill_rate,
+            decode_overhead_s: overhead,
+        };
+        let all = eta_s(&remaining, &self.warmed, &inputs);
+        // The running cell's own share: what it adds to the cells before it (the prompts they
+        // warm change its cost, so it is not priced alone).
+        let running = self.current.as_ref().and_then(|c| {
+            let i = remaining.iter().position(|r| r.key == c.cell.key)?;
+            let own = eta_s(&remaining[..=i], &self.warmed, &inputs)
+                - eta_s(&remaining[..i], &self.warmed, &inputs);
+            Some((own, now.saturating_duration_since(c.started).as_secs_f64()))
+        });
+        match running {
+            Some((own, ran)) => all - own + (own - ran).max(0.0),
+            None => all,
+        }
     }
 }
 
