@@ -17,6 +17,8 @@ use std::time::Instant;
 
 /// Below either, the compact layout.
 const WIDE_MIN: (u16, u16) = (100, 30);
+/// Rows the wide layout's event log keeps when the hardware panel grows for more GPUs.
+const LOG_MIN: u16 = 8;
 
 /// Draws the whole dashboard at `now`; `hw` is the latest hardware reading (`None`: the
 /// monitor is off or has not read yet).
@@ -32,14 +34,18 @@ pub fn draw(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant) {
 fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
     // The matrix is as wide as the area less the prefill table (30) and its own borders.
     let matrix = matrix_lines(d, area.width.saturating_sub(32));
+    let tables_h = (matrix.len() as u16 + 2)
+        .min(area.height.saturating_sub(16))
+        .max(4);
+    // The middle row grows to show every GPU (totals, one line each, the CPU, borders) while
+    // the event log keeps 8 rows; what does not fit is counted in a "+N more GPUs" line.
+    let gpu_rows = hw.filter(|_| d.hw_on).map_or(0, |s| s.gpus.len() as u16);
+    let spare = area.height.saturating_sub(2 + 7 + tables_h + 1 + LOG_MIN);
+    let mid_h = (gpu_rows + 5).clamp(7, 7 + spare);
     let [head, mid, tables, log, foot] = Layout::vertical([
         Constraint::Length(2),
-        Constraint::Length(7),
-        Constraint::Length(
-            (matrix.len() as u16 + 2)
-                .min(area.height.saturating_sub(16))
-                .max(4),
-        ),
+        Constraint::Length(mid_h),
+        Constraint::Length(tables_h),
         Constraint::Min(3),
         Constraint::Length(1),
     ])
@@ -82,13 +88,13 @@ fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, 
 fn draw_compact(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
     let matrix = matrix_lines(d, area.width);
     let [head, cur, server, hwa, tables, log, foot] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(2),
         Constraint::Length(3),
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Length(
             (matrix.len() as u16)
-                .min(area.height.saturating_sub(9))
+                .min(area.height.saturating_sub(10))
                 .max(2),
         ),
         Constraint::Min(1),
@@ -96,11 +102,25 @@ fn draw_compact(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instan
     ])
     .areas(area);
     let h = &d.header;
+    let kv =
+        h.kv.as_ref()
+            .map_or("KV capacity unknown".into(), |(t, _)| {
+                format!("KV {} tokens", llmib_report::number::count(*t))
+            });
     f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(h.model.clone(), bold()),
-            Span::raw(format!(" · {} · {}", h.engine, h.url)),
-        ])),
+        Paragraph::new(vec![
+            Line::from(vec![
+                Span::styled(h.model.clone(), bold()),
+                Span::raw(format!(" · {} · {}", h.engine, h.url)),
+            ]),
+            Line::styled(
+                format!(
+                    "{kv} · {} cells planned, {} over capacity",
+                    h.planned, h.over_capacity
+                ),
+                dim(),
+            ),
+        ]),
         head,
     );
     draw_current(f, d, now, cur, false);
@@ -205,7 +225,20 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
         bar,
     );
     if c.live.is_some() {
-        f.render_widget(Paragraph::new(live_lines(l)), rest);
+        let lines = live_lines(l);
+        if rest.height as usize >= lines.len() {
+            f.render_widget(Paragraph::new(lines), rest);
+        } else {
+            // Compact: the live figures on one line.
+            let mut one: Vec<Span> = Vec::new();
+            for (i, line) in lines.into_iter().enumerate() {
+                if i > 0 {
+                    one.push(Span::raw(" · "));
+                }
+                one.extend(line.spans);
+            }
+            f.render_widget(Paragraph::new(Line::from(one)), rest);
+        }
     }
 }
 
@@ -321,7 +354,14 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
             ));
         }
         v.push(Line::from(mem));
-        let per_gpu = rows.saturating_sub(2 + usize::from(cpu.is_some()));
+        let mut per_gpu = rows.saturating_sub(2 + usize::from(cpu.is_some()));
+        // GPUs that do not fit are counted, on the last GPU line.
+        let hidden = if s.gpus.len() > per_gpu && per_gpu > 0 {
+            per_gpu -= 1;
+            s.gpus.len() - per_gpu
+        } else {
+            0
+        };
         for g in s.gpus.iter().take(per_gpu) {
             let opt =
                 |x: Option<f64>, unit: &str| x.map_or("–".into(), |x| format!("{x:.0}{unit}"));
@@ -337,6 +377,9 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
                 opt(g.temp_c, "°C"),
                 g.sm_clock_mhz.map_or("–".into(), |c| c.to_string()),
             )));
+        }
+        if hidden > 0 {
+            v.push(Line::styled(format!("+{hidden} more GPUs"), dim()));
         }
     }
     if rows <= 1 {

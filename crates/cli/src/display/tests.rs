@@ -513,3 +513,16 @@ fn gpu_mean_utilisation_skips_gpus_without_a_reading() {
     let s = render(&d, Some(&hw), now, 140, 40);
     assert!(s.contains("4 GPU · – ·"), "{s}");
 }
+
+/// The hardware panel grows for more GPUs while the log keeps its rows; the GPUs that still do
+/// not fit are counted. At 120×30, 7 of 16 GPU lines fit beside the totals and the CPU.
+#[test]
+fn gpus_that_do_not_fit_are_counted() {
+    let t0 = Instant::now();
+    let (d, now) = window_half_done(t0);
+    let s = render(&d, Some(&gpus(16)), now, 120, 30);
+    assert!(s.contains("+9 more GPUs"), "{s}");
+    assert!(s.contains("│6 91% mem"), "{s}");
+    assert!(!s.contains("│7 90% mem"), "{s}");
+    assert!(s.contains("CPU 12%"), "{s}");
+}
