@@ -60,6 +60,31 @@ fn chat_completions_are_exact_and_measure_like_completions() {
         "reasoning counts as the first token: TTFT {ttft} ms vs {} ms",
         ttfts[0]
     );
+
+    // The vLLM flavour counts `messages` in `/tokenize`: each whole chat prompt is counted by
+    // the server (the SGLang flavour above takes the subtraction path).
+    let mut cfg = exact_sim();
+    cfg.flavor = llmib_sim::Flavor::Vllm;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-api-chat-vllm");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "512,1K",
+        "1,4",
+        "1s",
+        "64",
+        &["--api", "chat"],
+    );
+    assert!(o.status.success(), "vllm chat: {}", text(&o));
+    for r in &cells(&dir) {
+        assert_eq!(r["status"], "valid", "vllm chat: {r:#}");
+        assert_eq!(r["prompt_check"]["mismatched"], 0, "vllm chat: {r:#}");
+        assert_eq!(
+            r["prompt_check"]["reported_max"], r["context_tokens"],
+            "{r:#}"
+        );
+    }
 }
 
 /// A hosted chat API (simulator profile `hosted-seed`: the seed-like engine at 1/64 behind a
