@@ -289,21 +289,30 @@ impl PromptBuilder {
     /// with fewer words, by steps that grow (0.5 %, 2 %, 8 %, 25 %, 50 %), so a context a few
     /// tokens under the window (`full`) is found from above within its 0.5 %, and a first
     /// guess far off still gets in. Returns the words actually probed and their count.
-    async fn probe(&self, context: u64, mut words: usize) -> Result<(usize, u64), PromptError> {
+    ///
+    /// The third value is the fewest words the server refused on the way, if any: an upper
+    /// bound the caller's search must stay under.
+    async fn probe(
+        &self,
+        context: u64,
+        mut words: usize,
+    ) -> Result<(usize, u64, Option<usize>), PromptError> {
         const SHRINK: [f64; 5] = [0.995, 0.98, 0.92, 0.75, 0.5];
         let mut shrinks = SHRINK.iter();
+        let mut refused = None;
         loop {
             match self
                 .server_count(context, &self.estimated_text(context, 0, words, true))
                 .await
             {
-                Ok(n) => return Ok((words, n)),
+                Ok(n) => return Ok((words, n, refused)),
                 Err(
                     e @ PromptError::Tokenize {
                         transport: false, ..
                     },
                 ) => match shrinks.next() {
                     Some(f) if words > 1 => {
+                        refused = Some(words);
                         words = ((words as f64 * f) as usize).clamp(1, words - 1);
                     }
                     _ => return Err(e),
@@ -344,7 +353,7 @@ impl PromptBuilder {
         // A first guess from the tokens per word of the last context found (1.3 before the
         // first), then the ratio, then secant steps.
         let per_word = self.estimated_per_word.unwrap_or(1.3);
-        let (mut w0, mut p0) = self
+        let (mut w0, mut p0, mut above) = self
             .probe(context, ((c / per_word) as usize).max(1))
             .await?;
         let mut w1 = w0;
@@ -359,12 +368,22 @@ impl PromptBuilder {
             } else {
                 w1 as f64 * c / (p1.max(1) as f64)
             };
-            let next = (next.round() as usize).max(1);
+            let mut next = (next.round() as usize).max(1);
+            // Never at or past a length the server refused: bisect towards it instead (the
+            // `full` context sits a token or two under the window).
+            if let Some(a) = above.filter(|&a| next >= a) {
+                next = (w1 + a) / 2;
+            }
             if next == w1 {
                 break;
             }
             (w0, p0) = (w1, p1);
-            (w1, p1) = self.probe(context, next).await?;
+            let refused;
+            (w1, p1, refused) = self.probe(context, next).await?;
+            above = match (above, refused) {
+                (Some(a), Some(r)) => Some(a.min(r)),
+                (a, r) => a.or(r),
+            };
         }
         if p1.abs_diff(context) > tol {
             return Err(PromptError::Inexact {
