@@ -14,19 +14,7 @@ fn chat_completions_are_exact_and_measure_like_completions() {
     let sim = Sim::start(exact_sim());
     let (mut rates, mut ttfts) = (Vec::new(), Vec::new());
     for api in ["chat", "completions"] {
-        let dir = out_dir(&format!("run-api-{api}"));
-        let o = run_small(&sim.url, &dir, "512,1K", "1,4", "1s", "64", &["--api", api]);
-        assert!(o.status.success(), "{api}: {}", text(&o));
-        assert_eq!(run_json(&dir)["plan"]["settings"]["api"], api);
-        let rows = cells(&dir);
-        for r in &rows {
-            assert_eq!(r["status"], "valid", "{api}: {r:#}");
-            assert!(
-                r["prompt_check"]["checked"].as_u64().unwrap_or(0) >= 1,
-                "{api}: {r:#}"
-            );
-            assert_eq!(r["prompt_check"]["mismatched"], 0, "{api}: {r:#}");
-        }
+        let rows = exact_run(&sim.url, &format!("run-api-{api}"), api);
         rates.push(num(cell(&rows, "decode", 1024, 4), "total_tok_per_s"));
         ttfts.push(num(cell(&rows, "decode", 1024, 1), "ttft_ms_p50"));
     }
@@ -39,19 +27,7 @@ fn chat_completions_are_exact_and_measure_like_completions() {
     let mut cfg = exact_sim();
     cfg.reasoning_tokens = 16;
     let sim = Sim::start(cfg);
-    let dir = out_dir("run-api-chat-reasoning");
-    let o = run_small(
-        &sim.url,
-        &dir,
-        "512,1K",
-        "1,4",
-        "1s",
-        "64",
-        &["--api", "chat"],
-    );
-    assert!(o.status.success(), "reasoning: {}", text(&o));
-    let rows = cells(&dir);
-    assert!(rows.iter().all(|r| r["status"] == "valid"), "{rows:#?}");
+    let rows = exact_run(&sim.url, "run-api-chat-reasoning", "chat");
     let rate = num(cell(&rows, "decode", 1024, 4), "total_tok_per_s");
     assert_close("reasoning chat vs completions tok/s", rate, rates[1], 10.0);
     let ttft = num(cell(&rows, "decode", 1024, 1), "ttft_ms_p50");
@@ -66,25 +42,32 @@ fn chat_completions_are_exact_and_measure_like_completions() {
     let mut cfg = exact_sim();
     cfg.flavor = llmib_sim::Flavor::Vllm;
     let sim = Sim::start(cfg);
-    let dir = out_dir("run-api-chat-vllm");
-    let o = run_small(
-        &sim.url,
-        &dir,
-        "512,1K",
-        "1,4",
-        "1s",
-        "64",
-        &["--api", "chat"],
-    );
-    assert!(o.status.success(), "vllm chat: {}", text(&o));
-    for r in &cells(&dir) {
-        assert_eq!(r["status"], "valid", "vllm chat: {r:#}");
-        assert_eq!(r["prompt_check"]["mismatched"], 0, "vllm chat: {r:#}");
+    for r in &exact_run(&sim.url, "run-api-chat-vllm", "chat") {
         assert_eq!(
             r["prompt_check"]["reported_max"], r["context_tokens"],
             "{r:#}"
         );
     }
+}
+
+/// One run of 512 and 1K × N = 1, 4 through `api` into the output folder `name`: it succeeds,
+/// records the endpoint, and every row is valid with its prompts exactly C by the server's
+/// usage. Returns the rows.
+fn exact_run(url: &str, name: &str, api: &str) -> Vec<serde_json::Value> {
+    let dir = out_dir(name);
+    let o = run_small(url, &dir, "512,1K", "1,4", "1s", "64", &["--api", api]);
+    assert!(o.status.success(), "{name}: {}", text(&o));
+    assert_eq!(run_json(&dir)["plan"]["settings"]["api"], api);
+    let rows = cells(&dir);
+    for r in &rows {
+        assert_eq!(r["status"], "valid", "{name}: {r:#}");
+        assert!(
+            r["prompt_check"]["checked"].as_u64().unwrap_or(0) >= 1,
+            "{name}: {r:#}"
+        );
+        assert_eq!(r["prompt_check"]["mismatched"], 0, "{name}: {r:#}");
+    }
+    rows
 }
 
 /// A hosted chat API (simulator profile `hosted-seed`: the seed-like engine at 1/64 behind a
