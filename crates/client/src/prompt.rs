@@ -69,6 +69,22 @@ impl PromptError {
             _ => "prompt",
         }
     }
+
+    /// A failed server call while building the `context` prompt: `what` names the call (empty:
+    /// the engine's own words suffice), and a transport error stays marked as one.
+    fn engine(context: u64, what: &str, e: EngineError) -> PromptError {
+        let transport = matches!(e, EngineError::Transport(_));
+        let detail = if what.is_empty() {
+            e.to_string()
+        } else {
+            format!("{what}: {e}")
+        };
+        PromptError::Tokenize {
+            context,
+            detail,
+            transport,
+        }
+    }
 }
 
 /// Common English words: varied enough that tokenizers behave as on real text, and each a
@@ -324,14 +340,9 @@ impl PromptBuilder {
 
     /// The server's count of `text` (estimated targeting).
     async fn server_count(&self, context: u64, text: &str) -> Result<u64, PromptError> {
-        self.engine
-            .prompt_tokens_of(text)
-            .await
-            .map_err(|e| PromptError::Tokenize {
-                context,
-                detail: format!("counting a prompt with the server's usage: {e}"),
-                transport: matches!(e, EngineError::Transport(_)),
-            })
+        self.engine.prompt_tokens_of(text).await.map_err(|e| {
+            PromptError::engine(context, "counting a prompt with the server's usage", e)
+        })
     }
 
     /// Estimated targeting: probe requests (`max_tokens = 1`) read the server's count; the word
@@ -423,11 +434,7 @@ impl PromptBuilder {
         self.engine
             .tokenize(text, self.engine.prompt_adds_bos())
             .await
-            .map_err(|e| PromptError::Tokenize {
-                context,
-                detail: e.to_string(),
-                transport: matches!(e, EngineError::Transport(_)),
-            })
+            .map_err(|e| PromptError::engine(context, "", e))
     }
 
     /// Tokens per filler word, special tokens of a string prompt, and the chat template's
@@ -436,11 +443,6 @@ impl PromptBuilder {
         if let (Some(r), Some(s), Some(t)) = (self.tokens_per_word, self.special, self.template) {
             return Ok((r, s, t));
         }
-        let chat_error = |e: EngineError, what: &str| PromptError::Tokenize {
-            context: 0,
-            detail: format!("{what}: {e}"),
-            transport: matches!(e, EngineError::Transport(_)),
-        };
         let (template, chat) = match self.engine.api() {
             Api::Completions => (0, ChatCount::Completions),
             Api::Chat => {
@@ -453,12 +455,12 @@ impl PromptBuilder {
                     .engine
                     .chat_template_tokens(&sample)
                     .await
-                    .map_err(|e| chat_error(e, "measuring the chat template"))?;
+                    .map_err(|e| PromptError::engine(0, "measuring the chat template", e))?;
                 let chat = match self
                     .engine
                     .chat_prompt_tokens(&sample)
                     .await
-                    .map_err(|e| chat_error(e, "counting a chat prompt"))?
+                    .map_err(|e| PromptError::engine(0, "counting a chat prompt", e))?
                 {
                     // The chat endpoint's count against the rendered prompt's, on the same
                     // message: 0 where they agree, else the constant the endpoint adds.
@@ -477,11 +479,7 @@ impl PromptBuilder {
             .engine
             .tokenize(&sample, false)
             .await
-            .map_err(|e| PromptError::Tokenize {
-                context: 0,
-                detail: e.to_string(),
-                transport: matches!(e, EngineError::Transport(_)),
-            })?
+            .map_err(|e| PromptError::engine(0, "", e))?
             .len() as u64;
         let special = if self.engine.prompt_adds_bos() {
             with.saturating_sub(plain)
@@ -505,24 +503,19 @@ impl PromptBuilder {
             ChatCount::Subtracted => {
                 Ok(self.tokenize(context, text).await?.len() as u64 + self.template.unwrap_or(0))
             }
-            ChatCount::Rendered { offset } => {
-                let err = |detail: String, transport: bool| PromptError::Tokenize {
+            ChatCount::Rendered { offset } => match self
+                .engine
+                .chat_prompt_tokens(text)
+                .await
+                .map_err(|e| PromptError::engine(context, "counting a chat prompt", e))?
+            {
+                Some(n) => Ok((n as i64 + offset).max(0) as u64),
+                None => Err(PromptError::Tokenize {
                     context,
-                    detail,
-                    transport,
-                };
-                match self.engine.chat_prompt_tokens(text).await {
-                    Ok(Some(n)) => Ok((n as i64 + offset).max(0) as u64),
-                    Ok(None) => Err(err(
-                        "the server stopped counting chat prompts it counted before".into(),
-                        false,
-                    )),
-                    Err(e) => Err(err(
-                        format!("counting a chat prompt: {e}"),
-                        matches!(e, EngineError::Transport(_)),
-                    )),
-                }
-            }
+                    detail: "the server stopped counting chat prompts it counted before".into(),
+                    transport: false,
+                }),
+            },
         }
     }
 
@@ -584,13 +577,11 @@ impl PromptBuilder {
         let mut closest = u64::MAX;
         for _ in 0..8 {
             let end = (skip + content_len).min(ids.len());
-            let mut text = self.engine.detokenize(&ids[skip..end]).await.map_err(|e| {
-                PromptError::Tokenize {
-                    context,
-                    detail: e.to_string(),
-                    transport: matches!(e, EngineError::Transport(_)),
-                }
-            })?;
+            let mut text = self
+                .engine
+                .detokenize(&ids[skip..end])
+                .await
+                .map_err(|e| PromptError::engine(context, "", e))?;
             text.push_str(end_mark);
             let n = self.exact_count(context, &text).await?;
             if n == context {

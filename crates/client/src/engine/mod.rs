@@ -384,10 +384,11 @@ impl Engine {
         let counted = match self.dialect.tokenizer {
             TokenizerKind::LlamaCpp => {
                 let url = format!("{}/apply-template", self.base_url);
-                let v = match self.post_json(&url, &json!({ "messages": messages })).await {
-                    Ok(v) => v,
-                    Err(EngineError::Transport(e)) => return Err(EngineError::Transport(e)),
-                    Err(_) => return Ok(None),
+                let Some(v) = self
+                    .post_json_if_served(&url, &json!({ "messages": messages }))
+                    .await?
+                else {
+                    return Ok(None);
                 };
                 let Some(prompt) = v.get("prompt").and_then(Value::as_str) else {
                     return Ok(None);
@@ -404,11 +405,10 @@ impl Engine {
                     "messages": messages,
                     "add_generation_prompt": true,
                 });
-                match self.post_json(&url, &body).await {
-                    Ok(v) => parse_tokens(&v).map(|t| t.len() as u64),
-                    Err(EngineError::Transport(e)) => return Err(EngineError::Transport(e)),
-                    Err(_) => return Ok(None),
-                }
+                let Some(v) = self.post_json_if_served(&url, &body).await? else {
+                    return Ok(None);
+                };
+                parse_tokens(&v).map(|t| t.len() as u64)
             }
             _ => return Ok(None),
         };
@@ -640,6 +640,21 @@ impl Engine {
         body: &B,
     ) -> Result<Value, EngineError> {
         self.post_json_within(url, body, self.side_timeout).await
+    }
+
+    /// [`Engine::post_json`] to an endpoint the server may not serve or may not take this body
+    /// at: an error answer (status or shape) is `None`, while a transport error is returned,
+    /// since a server that is down must not read as one without the feature.
+    async fn post_json_if_served<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+    ) -> Result<Option<Value>, EngineError> {
+        match self.post_json(url, body).await {
+            Ok(v) => Ok(Some(v)),
+            Err(EngineError::Transport(e)) => Err(EngineError::Transport(e)),
+            Err(_) => Ok(None),
+        }
     }
 
     /// [`Engine::post_json`] with its own limit.
