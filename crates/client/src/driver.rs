@@ -564,18 +564,8 @@ async fn prefill_cell(
         Err(e) => return failed_result(cell, "request_body", e),
     };
     m.progress.event(ProgressEvent::Phase("prefill"));
-    let server = m.plan.settings.prefill_metric != PrefillMetric::Client;
-    let before = if server {
-        prefill_counters(m).await
-    } else {
-        None
-    };
-    let meas = measure(m.engine.client(), &spec, 0, Instant::now(), &m.cancel, None).await;
+    let (record, server_rate) = timed_prefill(m, &spec, 0).await;
     cp.warmed.insert(0);
-    let server_rate = match before {
-        Some(b) => server_rate_after(m, b).await,
-        None => None,
-    };
     if server_rate.is_none() && m.plan.settings.prefill_metric == PrefillMetric::Server {
         m.progress.event(ProgressEvent::Note(format!(
             "prefill {}: the server's prefill rate is not available (its metrics export no prefill counters, or they did not move)",
@@ -584,8 +574,8 @@ async fn prefill_cell(
     }
     let tolerance = prompt_tolerance(m, cell);
     let repeats = m.plan.settings.prefill_repeats.max(1);
-    if repeats == 1 || matches!(meas.record.outcome, Outcome::Cancelled) {
-        let mut row = prefill_result(cell, &meas.record, expected, tolerance);
+    if repeats == 1 || matches!(record.outcome, Outcome::Cancelled) {
+        let mut row = prefill_result(cell, &record, expected, tolerance);
         if row.status == CellStatus::Valid {
             row.server_prompt_tok_per_s = server_rate;
         }
@@ -593,7 +583,7 @@ async fn prefill_cell(
     }
     // Standalone prefill: more cold prefills, each with a prompt of its own (a stream index
     // no decode cell uses), so none is served from the prefix cache.
-    let mut records = vec![meas.record];
+    let mut records = vec![record];
     let mut server_rates: Vec<f64> = server_rate.into_iter().collect();
     for r in 1..repeats {
         if m.cancel.is_cancelled() {
@@ -611,16 +601,9 @@ async fn prefill_cell(
             Ok(s) => s,
             Err(e) => return failed_result(cell, "request_body", e),
         };
-        let before = if server {
-            prefill_counters(m).await
-        } else {
-            None
-        };
-        let meas = measure(m.engine.client(), &spec, r, Instant::now(), &m.cancel, None).await;
-        records.push(meas.record);
-        if let Some(b) = before {
-            server_rates.extend(server_rate_after(m, b).await);
-        }
+        let (record, server_rate) = timed_prefill(m, &spec, r).await;
+        records.push(record);
+        server_rates.extend(server_rate);
     }
     let mut row = prefill_series_result(cell, &records, expected, tolerance);
     if row.status == CellStatus::Valid {
@@ -629,6 +612,34 @@ async fn prefill_cell(
             llmib_core::stats::Summary::of_vec(&mut server_rates).map(|s| s.p50);
     }
     row
+}
+
+/// One timed prefill request (`index` in the cell), with the server's own prefill rate from
+/// its counters read around it where `--prefill-metric` asks for it and the engine has them.
+async fn timed_prefill(
+    m: &MatrixRun<'_>,
+    spec: &RequestSpec,
+    index: u32,
+) -> (RequestRecord, Option<f64>) {
+    let before = if m.plan.settings.prefill_metric != PrefillMetric::Client {
+        prefill_counters(m).await
+    } else {
+        None
+    };
+    let meas = measure(
+        m.engine.client(),
+        spec,
+        index,
+        Instant::now(),
+        &m.cancel,
+        None,
+    )
+    .await;
+    let rate = match before {
+        Some(b) => server_rate_after(m, b).await,
+        None => None,
+    };
+    (meas.record, rate)
 }
 
 /// How far a reported prompt length may be from C: 0 for exact prompts, the estimate's
