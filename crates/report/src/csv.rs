@@ -69,14 +69,16 @@ const EXTRA: &[Extra] = &[
             .map_or(Raw::Null, |s| Raw::Text(s.label().to_string()))
     }),
     ("Server prompt tokens min", |c| {
-        int(c.prompt_check.as_ref().and_then(|p| p.reported_min))
+        Raw::int(c.prompt_check.as_ref().and_then(|p| p.reported_min))
     }),
     ("Server prompt tokens max", |c| {
-        int(c.prompt_check.as_ref().and_then(|p| p.reported_max))
+        Raw::int(c.prompt_check.as_ref().and_then(|p| p.reported_max))
     }),
-    ("Server prefill tok/s", |c| num(c.server_prompt_tok_per_s)),
+    ("Server prefill tok/s", |c| {
+        Raw::num(c.server_prompt_tok_per_s)
+    }),
     ("Burst requests/s", |c| {
-        num(c.burst.as_ref().map(|b| b.requests_per_s))
+        Raw::num(c.burst.as_ref().map(|b| b.requests_per_s))
     }),
     ("Burst E2E p50 (ms)", |c| {
         burst_ms(c, |b| b.e2e_ms.as_ref(), |s| s.p50)
@@ -94,20 +96,12 @@ const EXTRA: &[Extra] = &[
         burst_ms(c, |b| b.tbt_ms.as_ref(), |s| s.p90)
     }),
     ("Burst max-token hits", |c| {
-        int(c.burst.as_ref().map(|b| b.max_token_hits))
+        Raw::int(c.burst.as_ref().map(|b| b.max_token_hits))
     }),
     ("Burst wall time (s)", |c| {
-        num(c.burst.as_ref().map(|b| b.wall_s))
+        Raw::num(c.burst.as_ref().map(|b| b.wall_s))
     }),
 ];
-
-fn num(v: Option<f64>) -> Raw {
-    v.map_or(Raw::Null, Raw::Num)
-}
-
-fn int(v: Option<u64>) -> Raw {
-    v.map_or(Raw::Null, |n| Raw::Num(n as f64))
-}
 
 /// One percentile of one of a burst row's summaries.
 fn burst_ms(
@@ -115,7 +109,7 @@ fn burst_ms(
     pick: fn(&BurstFigures) -> Option<&Summary>,
     at: fn(&Summary) -> f64,
 ) -> Raw {
-    num(c.burst.as_ref().and_then(pick).map(at))
+    Raw::num(c.burst.as_ref().and_then(pick).map(at))
 }
 
 #[cfg(test)]

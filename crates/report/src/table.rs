@@ -46,6 +46,18 @@ pub enum Raw {
     Text(String),
 }
 
+impl Raw {
+    /// A figure that may be missing.
+    pub fn num(v: Option<f64>) -> Raw {
+        v.map_or(Raw::Null, Raw::Num)
+    }
+
+    /// A count that may be missing.
+    pub fn int(v: Option<u64>) -> Raw {
+        v.map_or(Raw::Null, |n| Raw::Num(n as f64))
+    }
+}
+
 impl Column {
     /// The seed's columns, in order.
     pub const ALL: [Column; 12] = [
@@ -103,8 +115,7 @@ impl Column {
 
     /// The value for machines: unrounded, in the unit of [`Column::csv_header`].
     pub fn raw(self, c: &CellResult) -> Raw {
-        let num = |v: Option<f64>| v.map_or(Raw::Null, Raw::Num);
-        let int = |v: Option<u64>| v.map_or(Raw::Null, |n| Raw::Num(n as f64));
+        let (num, int) = (Raw::num, Raw::int);
         match self {
             Column::Phase => Raw::Text(c.phase.label().to_string()),
             Column::Context => Raw::Num(c.context_tokens as f64),
