@@ -197,7 +197,11 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             let s = &m.plan.settings;
             let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
             let k = cell.key;
-            let needs = u64::from(k.concurrency) * (k.context_tokens + u64::from(s.max_output));
+            let needs = llmib_core::capacity::kv_tokens_needed(
+                k.concurrency,
+                k.context_tokens,
+                s.max_output,
+            );
             m.progress.event(ProgressEvent::Skipped {
                 cell: cell.clone(),
                 reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),

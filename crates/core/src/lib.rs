@@ -4,6 +4,7 @@
 
 pub mod accuracy;
 pub mod burst;
+pub mod capacity;
 pub mod cell;
 pub mod counting;
 pub mod dataset;

@@ -392,7 +392,7 @@ pub fn matrix(
             continue;
         }
         for &n in concurrency {
-            let need = u128::from(n) * u128::from(c.tokens + u64::from(max_output));
+            let need = crate::capacity::kv_tokens_needed(n, c.tokens, max_output);
             cells.push(PlannedCell {
                 key: CellKey {
                     phase: Phase::Decode,
@@ -400,7 +400,7 @@ pub fn matrix(
                     concurrency: n,
                 },
                 label: c.label.clone(),
-                over_capacity: kv_capacity.is_some_and(|kv| need > u128::from(kv)),
+                over_capacity: crate::capacity::exceeds(need, kv_capacity),
             });
         }
     }

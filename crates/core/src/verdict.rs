@@ -374,9 +374,11 @@ pub fn over_capacity_result(cell: &PlannedCell, max_output: u32, kv_capacity: u6
     bare_result(
         cell,
         CellStatus::OverCapacity,
-        Some(format!(
-            "{} × ({} + {max_output}) tokens exceeds the KV capacity of {kv_capacity}",
-            k.concurrency, k.context_tokens
+        Some(crate::capacity::over_capacity_reason(
+            k.concurrency,
+            k.context_tokens,
+            max_output,
+            kv_capacity,
         )),
     )
 }
