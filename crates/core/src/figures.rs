@@ -85,38 +85,10 @@ pub fn decode_figures(records: &[RequestRecord], w: Window) -> DecodeFigures {
             }
             _ => without_token += 1,
         }
-        // Tokens and gaps that landed inside the window.
-        let mut first_in: Option<(u64, u32)> = None;
-        let mut last_in: Option<u64> = None;
-        let mut after_first_tokens = 0u64;
-        for c in r.chunks.iter().filter(|c| w.contains(c.t_ns)) {
-            output_tokens += u64::from(c.tokens);
-            match first_in {
-                None => first_in = Some((c.t_ns, c.tokens)),
-                Some(_) => after_first_tokens += u64::from(c.tokens),
-            }
-            // A gap counts only when both its ends are inside the window: the one before the
-            // first chunk inside is either TTFT or began before the window opened.
-            if let Some(p) = last_in {
-                let k = u64::from(c.tokens.max(1));
-                gaps.push(((c.t_ns - p) as f64 / NS_PER_MS / k as f64, k));
-            }
-            last_in = Some(c.t_ns);
-        }
-        if let (Some((t0, _)), Some(t1)) = (first_in, last_in)
-            && t1 > t0
-            && after_first_tokens > 0
-        {
-            per_req.push(after_first_tokens as f64 / ((t1 - t0) as f64 / NS_PER_S));
-        }
-        // Active = between first token and end, clipped to the window.
-        if let Some(first) = r.first_token_ns() {
-            let a = first.max(w.start_ns);
-            let b = r.end_ns.min(w.end_ns);
-            if b > a {
-                active_ns += u128::from(b - a);
-            }
-        }
+        let (tokens, rate) = tokens_in_window(r, w, &mut gaps);
+        output_tokens += tokens;
+        per_req.extend(rate);
+        active_ns += active_in_window_ns(r, w);
         if matches!(r.outcome, Outcome::Finished { .. }) && w.contains(r.end_ns) {
             completed += 1;
         }
@@ -144,6 +116,53 @@ pub fn decode_figures(records: &[RequestRecord], w: Window) -> DecodeFigures {
         requests_without_token: without_token,
         measured_s,
     }
+}
+
+/// The tokens of `r` that landed inside `w`, with the request's own rate from its first chunk
+/// inside to its last (None: fewer than two chunks inside, or no time between them); pushes the in-window
+/// gaps, each per token and weighted by its token count, to `gaps`.
+fn tokens_in_window(
+    r: &RequestRecord,
+    w: Window,
+    gaps: &mut Vec<(f64, u64)>,
+) -> (u64, Option<f64>) {
+    let mut tokens = 0u64;
+    let mut first_in: Option<(u64, u32)> = None;
+    let mut last_in: Option<u64> = None;
+    let mut after_first_tokens = 0u64;
+    for c in r.chunks.iter().filter(|c| w.contains(c.t_ns)) {
+        tokens += u64::from(c.tokens);
+        match first_in {
+            None => first_in = Some((c.t_ns, c.tokens)),
+            Some(_) => after_first_tokens += u64::from(c.tokens),
+        }
+        // A gap counts only when both its ends are inside the window: the one before the
+        // first chunk inside is either TTFT or began before the window opened.
+        if let Some(p) = last_in {
+            let k = u64::from(c.tokens.max(1));
+            gaps.push(((c.t_ns - p) as f64 / NS_PER_MS / k as f64, k));
+        }
+        last_in = Some(c.t_ns);
+    }
+    let rate = match (first_in, last_in) {
+        (Some((t0, _)), Some(t1)) if t1 > t0 && after_first_tokens > 0 => {
+            Some(after_first_tokens as f64 / ((t1 - t0) as f64 / NS_PER_S))
+        }
+        _ => None,
+    };
+    (tokens, rate)
+}
+
+/// How long `r` was active (between its first token and its end), clipped to `w`, ns.
+fn active_in_window_ns(r: &RequestRecord, w: Window) -> u128 {
+    if let Some(first) = r.first_token_ns() {
+        let a = first.max(w.start_ns);
+        let b = r.end_ns.min(w.end_ns);
+        if b > a {
+            return u128::from(b - a);
+        }
+    }
+    0
 }
 
 /// The prefill figures of one context: a single fresh prompt sent with `max_tokens = 1`.

@@ -108,7 +108,6 @@ pub struct DecodeFacts<'a> {
 
 /// The decode status rules (module docs), in order.
 pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
-    let n = f.concurrency;
     if let Some(why) = f.fault {
         return Verdict::new(CellStatus::Failed, format!("the measurement failed: {why}"));
     }
@@ -126,43 +125,55 @@ pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
     if f.output_tokens == 0 {
         return Verdict::new(CellStatus::Failed, "no token arrived inside the window");
     }
+    if let Some(v) = readiness_verdict(f) {
+        return v;
+    }
+    if let Some(v) = queueing_verdict(f) {
+        return v;
+    }
+    Verdict {
+        status: CellStatus::Valid,
+        reason: None,
+    }
+}
+
+/// The readiness rules: a server that never ran all N at once (None: readiness was reached).
+fn readiness_verdict(f: &DecodeFacts<'_>) -> Option<Verdict> {
+    let n = f.concurrency;
     match f.readiness {
-        ReadinessBy::QueueStalled => {
-            return Verdict::new(
-                CellStatus::RequestsQueued,
-                format!(
-                    "the server would not run all {n} requests at once: requests stayed queued while the running count stopped growing"
-                ),
-            );
-        }
-        ReadinessBy::Timeout => {
-            return Verdict::new(
-                CellStatus::RequestsQueued,
-                format!(
-                    "not all {n} requests were running and producing tokens within the readiness limit of {:.0} s",
-                    f.readiness_timeout_s
-                ),
-            );
-        }
+        ReadinessBy::QueueStalled => Some(Verdict::new(
+            CellStatus::RequestsQueued,
+            format!(
+                "the server would not run all {n} requests at once: requests stayed queued while the running count stopped growing"
+            ),
+        )),
+        ReadinessBy::Timeout => Some(Verdict::new(
+            CellStatus::RequestsQueued,
+            format!(
+                "not all {n} requests were running and producing tokens within the readiness limit of {:.0} s",
+                f.readiness_timeout_s
+            ),
+        )),
         // Errors are counted from the records, so the error rule above has fired already; this
         // keeps the cell Failed even if a record were lost.
-        ReadinessBy::RequestsErrored => {
-            return Verdict::new(
-                CellStatus::Failed,
-                "requests errored before the window opened",
-            );
-        }
-        ReadinessBy::TokensFlowing => {
-            return Verdict::new(
-                CellStatus::RequestsQueued,
-                format!(
-                    "the server runs one request at a time (--serial-server): the other {} waited",
-                    n.saturating_sub(1)
-                ),
-            );
-        }
-        ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => {}
+        ReadinessBy::RequestsErrored => Some(Verdict::new(
+            CellStatus::Failed,
+            "requests errored before the window opened",
+        )),
+        ReadinessBy::TokensFlowing => Some(Verdict::new(
+            CellStatus::RequestsQueued,
+            format!(
+                "the server runs one request at a time (--serial-server): the other {} waited",
+                n.saturating_sub(1)
+            ),
+        )),
+        ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => None,
     }
+}
+
+/// The queueing rules after readiness: the waiting gauge, else slow first tokens (None: no
+/// real queue, the cell is valid).
+fn queueing_verdict(f: &DecodeFacts<'_>) -> Option<Verdict> {
     // At high N a closed loop re-sends many times a second and each re-send waits a scheduler
     // step for admission, so consecutive samples can each catch a different one: only a mean
     // wait longer than a few steps is a server that cannot run all N.
@@ -174,28 +185,25 @@ pub fn decode_verdict(f: &DecodeFacts<'_>) -> Verdict {
             Some((w, _)) => format!("; a request waited {w:.0} ms on average"),
             None => String::new(),
         };
-        return Verdict::new(
+        return Some(Verdict::new(
             CellStatus::RequestsQueued,
             format!(
                 "the server's queue gauge was above zero (max {}){wait}",
                 f.max_waiting.unwrap_or(0.0)
             ),
-        );
+        ));
     }
     if let Some((over, threshold)) = f.ttft_over
         && over > 0
     {
-        return Verdict::new(
+        return Some(Verdict::new(
             CellStatus::RequestsQueued,
             format!(
                 "{over} requests waited over {threshold:.0} ms for their first token (no queue gauge)"
             ),
-        );
+        ));
     }
-    Verdict {
-        status: CellStatus::Valid,
-        reason: None,
-    }
+    None
 }
 
 /// The gauge-less queueing threshold: a queued request waits at least one whole request of

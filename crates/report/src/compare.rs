@@ -294,36 +294,95 @@ impl Comparison {
 
     /// The HTML page.
     pub fn to_html(&self) -> Result<String, ReportError> {
-        #[derive(Serialize)]
-        struct RunView {
-            letter: String,
-            source: String,
-            title: String,
-            summary: String,
+        let (concurrency, matrix) = self.decode_matrix();
+        let ctx = minijinja::context! {
+            baseline => ser(self.baseline()),
+            runs => ser(self.run_views()),
+            concurrency => ser(concurrency),
+            matrix => ser(matrix),
+            rows => ser(self.row_views()),
+            generator => ser(html::generator()),
+            css => Value::from_safe_string(html::CSS.to_string()),
+            js => Value::from_safe_string(html::JS.to_string()),
+        };
+        render_template("compare.html", ctx)
+    }
+
+    /// The page's header of each run.
+    fn run_views(&self) -> Vec<RunView> {
+        self.runs
+            .iter()
+            .map(|r| RunView {
+                letter: r.letter.clone(),
+                source: r.source.clone(),
+                title: r.report.title(),
+                summary: r.report.summary_line(),
+            })
+            .collect()
+    }
+
+    /// Every measurement as a row of the long table.
+    fn row_views(&self) -> Vec<RowView> {
+        self.rows
+            .iter()
+            .map(|r| RowView {
+                phase: r.phase.label(),
+                context: r.context_label.clone(),
+                tokens: r.context_tokens,
+                n: r.concurrency,
+                entries: self.entry_views(&r.entries),
+            })
+            .collect()
+    }
+
+    /// The decode matrix: its concurrency columns (ascending) and one row per context (in
+    /// table order), each cell every run's entry (empty where no run measured it).
+    fn decode_matrix(&self) -> (Vec<u32>, Vec<MatrixRow>) {
+        let decode: Vec<&CompareRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.phase == Phase::Decode)
+            .collect();
+        let mut contexts: Vec<(u64, String)> = Vec::new();
+        let mut conc: BTreeSet<u32> = BTreeSet::new();
+        for r in &decode {
+            if !contexts.iter().any(|(t, _)| *t == r.context_tokens) {
+                contexts.push((r.context_tokens, r.context_label.clone()));
+            }
+            conc.insert(r.concurrency);
         }
-        #[derive(Serialize)]
-        struct EntryView {
-            letter: String,
-            status: String,
-            text: String,
-            /// Matrix cells are narrow: the value and "not comparable", the reason on hover.
-            short: String,
-            class: &'static str,
-        }
-        #[derive(Serialize)]
-        struct RowView {
-            phase: &'static str,
-            context: String,
-            tokens: u64,
-            n: u32,
-            entries: Vec<EntryView>,
-        }
-        #[derive(Serialize)]
-        struct MatrixRow {
-            label: String,
-            cells: Vec<Vec<EntryView>>,
-        }
-        let entry_view = |i: usize, c: &Option<CellResult>, v: &Verdict| EntryView {
+        let conc: Vec<u32> = conc.into_iter().collect();
+        let matrix = contexts
+            .iter()
+            .map(|(t, label)| MatrixRow {
+                label: label.clone(),
+                cells: conc
+                    .iter()
+                    .map(|n| {
+                        decode
+                            .iter()
+                            .find(|r| r.context_tokens == *t && r.concurrency == *n)
+                            .map(|r| self.entry_views(&r.entries))
+                            .unwrap_or_default()
+                    })
+                    .collect(),
+            })
+            .collect();
+        (conc, matrix)
+    }
+
+    /// One measurement's entries, one per run.
+    fn entry_views(&self, entries: &[(Option<CellResult>, Verdict)]) -> Vec<EntryView> {
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, (c, v))| self.entry_view(i, c, v))
+            .collect()
+    }
+
+    /// Run `i`'s entry of one measurement, as the page shows it.
+    fn entry_view(&self, i: usize, c: &Option<CellResult>, v: &Verdict) -> EntryView {
+        EntryView {
             letter: self
                 .runs
                 .get(i)
@@ -351,79 +410,43 @@ impl Comparison {
                 Verdict::Comparable { .. } | Verdict::SameStatus => "flat",
                 Verdict::NotComparable { .. } => "nc",
             },
-        };
-        let rows: Vec<RowView> = self
-            .rows
-            .iter()
-            .map(|r| RowView {
-                phase: r.phase.label(),
-                context: r.context_label.clone(),
-                tokens: r.context_tokens,
-                n: r.concurrency,
-                entries: r
-                    .entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (c, v))| entry_view(i, c, v))
-                    .collect(),
-            })
-            .collect();
-        let decode: Vec<&CompareRow> = self
-            .rows
-            .iter()
-            .filter(|r| r.phase == Phase::Decode)
-            .collect();
-        let mut contexts: Vec<(u64, String)> = Vec::new();
-        let mut conc: BTreeSet<u32> = BTreeSet::new();
-        for r in &decode {
-            if !contexts.iter().any(|(t, _)| *t == r.context_tokens) {
-                contexts.push((r.context_tokens, r.context_label.clone()));
-            }
-            conc.insert(r.concurrency);
         }
-        let conc: Vec<u32> = conc.into_iter().collect();
-        let matrix: Vec<MatrixRow> = contexts
-            .iter()
-            .map(|(t, label)| MatrixRow {
-                label: label.clone(),
-                cells: conc
-                    .iter()
-                    .map(|n| {
-                        decode
-                            .iter()
-                            .find(|r| r.context_tokens == *t && r.concurrency == *n)
-                            .map(|r| {
-                                r.entries
-                                    .iter()
-                                    .enumerate()
-                                    .map(|(i, (c, v))| entry_view(i, c, v))
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    })
-                    .collect(),
-            })
-            .collect();
-        let runs: Vec<RunView> = self
-            .runs
-            .iter()
-            .map(|r| RunView {
-                letter: r.letter.clone(),
-                source: r.source.clone(),
-                title: r.report.title(),
-                summary: r.report.summary_line(),
-            })
-            .collect();
-        let ctx = minijinja::context! {
-            baseline => ser(self.baseline()),
-            runs => ser(runs),
-            concurrency => ser(conc),
-            matrix => ser(matrix),
-            rows => ser(rows),
-            generator => ser(html::generator()),
-            css => Value::from_safe_string(html::CSS.to_string()),
-            js => Value::from_safe_string(html::JS.to_string()),
-        };
-        render_template("compare.html", ctx)
     }
+}
+
+/// A run's header on the compare page.
+#[derive(Serialize)]
+struct RunView {
+    letter: String,
+    source: String,
+    title: String,
+    summary: String,
+}
+
+/// One run's entry of one measurement on the compare page.
+#[derive(Serialize)]
+struct EntryView {
+    letter: String,
+    status: String,
+    text: String,
+    /// Matrix cells are narrow: the value and "not comparable", the reason on hover.
+    short: String,
+    class: &'static str,
+}
+
+/// A measurement of the long table on the compare page.
+#[derive(Serialize)]
+struct RowView {
+    phase: &'static str,
+    context: String,
+    tokens: u64,
+    n: u32,
+    entries: Vec<EntryView>,
+}
+
+/// A context's row of the decode matrix on the compare page.
+#[derive(Serialize)]
+struct MatrixRow {
+    label: String,
+    cells: Vec<Vec<EntryView>>,
 }

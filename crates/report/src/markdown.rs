@@ -85,118 +85,145 @@ impl Exporter for MarkdownExporter {
 
     fn render(&self, report: &Report) -> Result<String, ReportError> {
         let mut out = String::new();
-        let _ = writeln!(out, "# Speed test matrix\n");
-        let _ = writeln!(out, "## {}\n", escape(&report.title()));
-        let _ = writeln!(out, "{}\n", escape(&report.summary_line()));
-        for card in report.cards() {
-            let _ = writeln!(out, "### {}\n", card.title);
-            for f in card.fields {
-                let _ = writeln!(out, "- **{}:** {}", f.label, escape(&f.value));
-            }
-            out.push('\n');
-        }
-        if let Some(cmd) = report.launch_command() {
-            let _ = writeln!(out, "### Launch command\n");
-            code_block(&mut out, "sh", cmd);
-            out.push('\n');
-        }
-
-        let prefill: Vec<Vec<String>> = report
-            .prefill()
-            .map(|c| table::prefill_row(c).iter().map(|s| escape(s)).collect())
-            .collect();
-        if !prefill.is_empty() {
-            let _ = writeln!(out, "## Prefill\n");
-            let _ = writeln!(out, "Prompt tok/s by context length.\n");
-            let header = ["Context", "Prompt tok/s", "TTFT"].map(String::from);
-            pipe_table(&mut out, &header, &[false, true, true], &prefill);
-            out.push('\n');
-        }
-
-        let m = report.matrix();
-        if !m.contexts.is_empty() {
-            let _ = writeln!(out, "## Sustained decode\n");
-            let _ = writeln!(
-                out,
-                "Total tok/s · rows are context length, columns are simultaneous requests.\n"
-            );
-            let mut header = vec!["Context".to_string()];
-            header.extend(m.concurrency.iter().map(u32::to_string));
-            let mut numeric = vec![false];
-            numeric.extend(m.concurrency.iter().map(|_| true));
-            let rows: Vec<Vec<String>> = m
-                .contexts
-                .iter()
-                .zip(&m.cells)
-                .map(|((_, label), row)| {
-                    let mut r = vec![escape(label)];
-                    r.extend(row.iter().map(|c| {
-                        match c {
-                            // `<br>` is the one HTML we emit: GitHub renders it as a line break in a
-                            // table cell, and the values around it are escaped.
-                            Some(c) => table::matrix_cell_lines(c)
-                                .iter()
-                                .map(|l| escape(l))
-                                .collect::<Vec<_>>()
-                                .join("<br>"),
-                            None => crate::number::NULL.to_string(),
-                        }
-                    }));
-                    r
-                })
-                .collect();
-            pipe_table(&mut out, &header, &numeric, &rows);
-            out.push('\n');
-            for line in report.legend() {
-                let _ = writeln!(out, "- {}", escape(&line));
-            }
-            let _ = writeln!(
-                out,
-                "\nTTFT is measured after the benchmark warms the server's prompt cache, so it \
-                 mostly excludes prefill.\n"
-            );
-        }
-
-        let _ = writeln!(out, "## All measurements\n");
-        let _ = writeln!(
-            out,
-            "Latencies are medians. Total tok/s is output across all simultaneous requests.\n"
-        );
-        out.push_str(&measurements_table(report));
-        out.push('\n');
-        for line in report.legend() {
-            let _ = writeln!(out, "- {}", escape(&line));
-        }
-        if let Some(t) = Table::bursts(report) {
-            text_section(
-                &mut out,
-                "Burst / E2E",
-                "A finite batch of requests per cell, at most N in flight, timed from the first \
-                 send to the last end: what a client sending a batch experiences (not sustained \
-                 decode). Throughput is the sum of completion tokens over that wall time.",
-                &t,
-            );
-        }
-        if let Some(t) = Table::hardware(report) {
-            text_section(
-                &mut out,
-                "Hardware during each cell",
-                "This machine's GPUs and CPU while each cell ran (the server runs here). GPU \
-                 utilisation is the mean over GPUs; power, VRAM and PCIe are summed over GPUs.",
-                &t,
-            );
-        }
-        let notes = report.notes();
-        if !notes.is_empty() {
-            let _ = writeln!(out, "\n### Notes\n");
-            for n in notes {
-                let _ = writeln!(out, "- {}", escape(&n));
-            }
-        }
+        header_section(&mut out, report);
+        prefill_section(&mut out, report);
+        decode_section(&mut out, report);
+        measurements_section(&mut out, report);
+        extra_sections(&mut out, report);
+        notes_section(&mut out, report);
         while out.ends_with("\n\n") {
             out.pop();
         }
         Ok(out)
+    }
+}
+
+/// The title, the summary line, the run's cards and the launch command.
+fn header_section(out: &mut String, report: &Report) {
+    let _ = writeln!(out, "# Speed test matrix\n");
+    let _ = writeln!(out, "## {}\n", escape(&report.title()));
+    let _ = writeln!(out, "{}\n", escape(&report.summary_line()));
+    for card in report.cards() {
+        let _ = writeln!(out, "### {}\n", card.title);
+        for f in card.fields {
+            let _ = writeln!(out, "- **{}:** {}", f.label, escape(&f.value));
+        }
+        out.push('\n');
+    }
+    if let Some(cmd) = report.launch_command() {
+        let _ = writeln!(out, "### Launch command\n");
+        code_block(out, "sh", cmd);
+        out.push('\n');
+    }
+}
+
+/// The prefill table (nothing when no prefill was measured).
+fn prefill_section(out: &mut String, report: &Report) {
+    let prefill: Vec<Vec<String>> = report
+        .prefill()
+        .map(|c| table::prefill_row(c).iter().map(|s| escape(s)).collect())
+        .collect();
+    if !prefill.is_empty() {
+        let _ = writeln!(out, "## Prefill\n");
+        let _ = writeln!(out, "Prompt tok/s by context length.\n");
+        let header = ["Context", "Prompt tok/s", "TTFT"].map(String::from);
+        pipe_table(out, &header, &[false, true, true], &prefill);
+        out.push('\n');
+    }
+}
+
+/// The sustained-decode matrix and its legend (nothing when no decode was measured).
+fn decode_section(out: &mut String, report: &Report) {
+    let m = report.matrix();
+    if !m.contexts.is_empty() {
+        let _ = writeln!(out, "## Sustained decode\n");
+        let _ = writeln!(
+            out,
+            "Total tok/s · rows are context length, columns are simultaneous requests.\n"
+        );
+        let mut header = vec!["Context".to_string()];
+        header.extend(m.concurrency.iter().map(u32::to_string));
+        let mut numeric = vec![false];
+        numeric.extend(m.concurrency.iter().map(|_| true));
+        let rows: Vec<Vec<String>> = m
+            .contexts
+            .iter()
+            .zip(&m.cells)
+            .map(|((_, label), row)| {
+                let mut r = vec![escape(label)];
+                r.extend(row.iter().map(|c| {
+                    match c {
+                        // `<br>` is the one HTML we emit: GitHub renders it as a line break in a
+                        // table cell, and the values around it are escaped.
+                        Some(c) => table::matrix_cell_lines(c)
+                            .iter()
+                            .map(|l| escape(l))
+                            .collect::<Vec<_>>()
+                            .join("<br>"),
+                        None => crate::number::NULL.to_string(),
+                    }
+                }));
+                r
+            })
+            .collect();
+        pipe_table(out, &header, &numeric, &rows);
+        out.push('\n');
+        for line in report.legend() {
+            let _ = writeln!(out, "- {}", escape(&line));
+        }
+        let _ = writeln!(
+            out,
+            "\nTTFT is measured after the benchmark warms the server's prompt cache, so it \
+             mostly excludes prefill.\n"
+        );
+    }
+}
+
+/// The All-measurements table and its legend.
+fn measurements_section(out: &mut String, report: &Report) {
+    let _ = writeln!(out, "## All measurements\n");
+    let _ = writeln!(
+        out,
+        "Latencies are medians. Total tok/s is output across all simultaneous requests.\n"
+    );
+    out.push_str(&measurements_table(report));
+    out.push('\n');
+    for line in report.legend() {
+        let _ = writeln!(out, "- {}", escape(&line));
+    }
+}
+
+/// The burst and hardware tables, where the run has them.
+fn extra_sections(out: &mut String, report: &Report) {
+    if let Some(t) = Table::bursts(report) {
+        text_section(
+            out,
+            "Burst / E2E",
+            "A finite batch of requests per cell, at most N in flight, timed from the first \
+             send to the last end: what a client sending a batch experiences (not sustained \
+             decode). Throughput is the sum of completion tokens over that wall time.",
+            &t,
+        );
+    }
+    if let Some(t) = Table::hardware(report) {
+        text_section(
+            out,
+            "Hardware during each cell",
+            "This machine's GPUs and CPU while each cell ran (the server runs here). GPU \
+             utilisation is the mean over GPUs; power, VRAM and PCIe are summed over GPUs.",
+            &t,
+        );
+    }
+}
+
+/// The notes (nothing when there are none).
+fn notes_section(out: &mut String, report: &Report) {
+    let notes = report.notes();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\n### Notes\n");
+        for n in notes {
+            let _ = writeln!(out, "- {}", escape(&n));
+        }
     }
 }
 

@@ -192,52 +192,15 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return reject(&cfg, &e),
     };
-    let seen = st.generate_requests.fetch_add(1, Ordering::Relaxed);
-    let queue_full = cfg
-        .faults
-        .max_queue_len
-        .is_some_and(|max| st.engine.stats().queued >= max);
-    let quota_spent = cfg.faults.refuse_after_requests.is_some_and(|n| seen >= n);
-    if queue_full || quota_spent {
-        return refuse_for_load(
-            &cfg,
-            if queue_full {
-                "The request queue is full."
-            } else {
-                "Rate limit reached for requests (simulated quota)."
-            },
-        );
+    if let Some(refused) = refuse_if_overloaded(&st) {
+        return refused;
     }
-    let (id, plan) = {
-        let mut rng = match st.rng.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let prefix = if kind == Kind::Chat {
-            "chatcmpl-"
-        } else {
-            "cmpl-"
-        };
-        let id = wire::make_id(prefix, &mut rng);
-        (id, faults::plan(&cfg.faults, &mut rng, req.max_tokens))
-    };
+    let (id, plan) = draw_id_and_faults(&st, kind, req.max_tokens);
     if let Some(d) = plan.slow_first_byte {
         tokio::time::sleep(d).await;
     }
     if plan.http_error {
-        return reject(
-            &cfg,
-            &Reject {
-                status: 500,
-                err_type: "InternalServerError",
-                message: match (&cfg.api_key, cfg.faults.echo_api_key) {
-                    (Some(k), true) => {
-                        format!("Simulated internal server error (fault injection) for key {k}.")
-                    }
-                    _ => "Simulated internal server error (fault injection).".into(),
-                },
-            },
-        );
+        return reject(&cfg, &injected_server_error(&cfg));
     }
     let writer = Writer {
         flavor: cfg.flavor,
@@ -265,6 +228,58 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         stream_response(cfg.flavor, req, writer, plan, rx, guard, stamps).await
     } else {
         full_response(&cfg, writer, plan, rx, guard).await
+    }
+}
+
+/// Counts a checked request and refuses it when the queue is full (`faults.max_queue_len`)
+/// or the simulated quota is spent (`faults.refuse_after_requests`).
+fn refuse_if_overloaded(st: &AppState) -> Option<Response> {
+    let cfg = &st.cfg;
+    let seen = st.generate_requests.fetch_add(1, Ordering::Relaxed);
+    let queue_full = cfg
+        .faults
+        .max_queue_len
+        .is_some_and(|max| st.engine.stats().queued >= max);
+    let quota_spent = cfg.faults.refuse_after_requests.is_some_and(|n| seen >= n);
+    (queue_full || quota_spent).then(|| {
+        refuse_for_load(
+            cfg,
+            if queue_full {
+                "The request queue is full."
+            } else {
+                "Rate limit reached for requests (simulated quota)."
+            },
+        )
+    })
+}
+
+/// The response id and the request's fault plan, drawn from the shared generator in arrival
+/// order (so a seed replays the same faults).
+fn draw_id_and_faults(st: &AppState, kind: Kind, max_tokens: u32) -> (String, FaultPlan) {
+    let mut rng = match st.rng.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    let prefix = if kind == Kind::Chat {
+        "chatcmpl-"
+    } else {
+        "cmpl-"
+    };
+    let id = wire::make_id(prefix, &mut rng);
+    (id, faults::plan(&st.cfg.faults, &mut rng, max_tokens))
+}
+
+/// The `http_error` fault's 500 (naming the API key when `echo_api_key` asks for the leak).
+fn injected_server_error(cfg: &SimConfig) -> Reject {
+    Reject {
+        status: 500,
+        err_type: "InternalServerError",
+        message: match (&cfg.api_key, cfg.faults.echo_api_key) {
+            (Some(k), true) => {
+                format!("Simulated internal server error (fault injection) for key {k}.")
+            }
+            _ => "Simulated internal server error (fault injection).".into(),
+        },
     }
 }
 
@@ -307,6 +322,17 @@ async fn full_response(
     reject(cfg, &r)
 }
 
+/// The `malformed_at` fault: the event's JSON cut in half (at a char boundary), so the client
+/// must survive a chunk it cannot parse.
+fn cut_in_half(e: &str) -> String {
+    let cut = e.len() / 2;
+    let cut = (0..=cut)
+        .rev()
+        .find(|&i| e.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}\n\n", &e[..cut])
+}
+
 type Item = Result<Bytes, std::io::Error>;
 
 /// The state of one SSE response.
@@ -331,6 +357,22 @@ impl Sse {
         let n = ev.completion_tokens;
         let prev = n - ev.n;
         let crosses = |at: Option<u32>| at.is_some_and(|a| prev < a && n >= a);
+        self.push_tokens(&ev, prev, crosses(self.plan.malformed_at));
+        if ev.finish.is_some() {
+            self.push_end(n);
+        } else if crosses(self.plan.stream_error_after) {
+            self.push_stream_error();
+        } else if crosses(self.plan.stall_after) {
+            self.stalled = true;
+        } else if crosses(self.plan.disconnect_after) {
+            self.push_disconnect();
+        }
+    }
+
+    /// The chat role chunk before the first step, then the step's chunks (cut in half when
+    /// `malformed`), the first one stamped.
+    fn push_tokens(&mut self, ev: &TokenEvent, prev: u32, malformed: bool) {
+        let n = ev.completion_tokens;
         if self.first && self.req.kind == Kind::Chat {
             let role = self.writer.role_chunk(self.req.continuous_usage);
             self.pending.push_back(Ok(Bytes::from(role)));
@@ -347,17 +389,7 @@ impl Sse {
             reasoning,
         );
         for (i, e) in events.into_iter().enumerate() {
-            let e = if crosses(self.plan.malformed_at) {
-                // Cut the JSON in half: the client must survive a chunk it cannot parse.
-                let cut = e.len() / 2;
-                let cut = (0..=cut)
-                    .rev()
-                    .find(|&i| e.is_char_boundary(i))
-                    .unwrap_or(0);
-                format!("{}\n\n", &e[..cut])
-            } else {
-                e
-            };
+            let e = if malformed { cut_in_half(&e) } else { e };
             // The first event carries the tokens; it is stamped once its bytes are built, just
             // before `next_item` yields them to hyper.
             if i == 0
@@ -372,47 +404,47 @@ impl Sse {
             }
             self.pending.push_back(Ok(Bytes::from(e)));
         }
-        if ev.finish.is_none() && crosses(self.plan.stream_error_after) {
-            let e = self.writer.stream_error(
-                "Simulated failure during generation (fault injection).",
-                "InternalServerError",
-                500,
-            );
-            self.pending.push_back(Ok(Bytes::from(e)));
-            self.pending
-                .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
-            self.done = true;
-            return;
-        }
-        if ev.finish.is_none() && crosses(self.plan.stall_after) {
-            self.stalled = true;
-            return;
-        }
-        if ev.finish.is_none() && crosses(self.plan.disconnect_after) {
-            if self.plan.disconnect_mid_event {
-                // Half of the next event, cut inside its JSON: what a proxy that dies mid-write
-                // leaves on the wire.
-                self.pending.push_back(Ok(Bytes::from_static(
-                    b"data: {\"id\":\"cut\",\"object\":\"text_completion\",\"choi",
-                )));
-            }
-            self.pending.push_back(Err(std::io::Error::new(
-                std::io::ErrorKind::ConnectionAborted,
-                "simulated mid-stream disconnect",
+    }
+
+    /// The `stream_error_after` fault: an error event, `[DONE]`, and the end of the body.
+    fn push_stream_error(&mut self) {
+        let e = self.writer.stream_error(
+            "Simulated failure during generation (fault injection).",
+            "InternalServerError",
+            500,
+        );
+        self.pending.push_back(Ok(Bytes::from(e)));
+        self.pending
+            .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
+        self.done = true;
+    }
+
+    /// The `disconnect_after` fault: the body fails (after half an event, when asked).
+    fn push_disconnect(&mut self) {
+        if self.plan.disconnect_mid_event {
+            // Half of the next event, cut inside its JSON: what a proxy that dies mid-write
+            // leaves on the wire.
+            self.pending.push_back(Ok(Bytes::from_static(
+                b"data: {\"id\":\"cut\",\"object\":\"text_completion\",\"choi",
             )));
-            self.done = true;
-            return;
         }
-        if ev.finish.is_some() {
-            if self.req.include_usage {
-                self.pending
-                    .push_back(Ok(Bytes::from(self.writer.usage_chunk(u64::from(n)))));
-            }
+        self.pending.push_back(Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            "simulated mid-stream disconnect",
+        )));
+        self.done = true;
+    }
+
+    /// The request finished after `n` tokens: the usage chunk when asked for, then `[DONE]`.
+    fn push_end(&mut self, n: u32) {
+        if self.req.include_usage {
             self.pending
-                .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
-            self.guard.disarm();
-            self.done = true;
+                .push_back(Ok(Bytes::from(self.writer.usage_chunk(u64::from(n)))));
         }
+        self.pending
+            .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
+        self.guard.disarm();
+        self.done = true;
     }
 
     /// The next piece of the body, or `None` at its end.

@@ -60,146 +60,158 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 /// Renders the Prometheus text for the current stats.
 pub(crate) fn render(st: &AppState, s: &Stats) -> String {
-    let cfg = &st.cfg;
-    let model = cfg.model.replace('\\', "\\\\").replace('"', "\\\"");
-    match cfg.flavor {
-        Flavor::Sglang => {
-            let mut o = Out {
-                text: String::new(),
-                labels: format!(
-                    "engine_type=\"unified\",model_name=\"{model}\",pp_rank=\"0\",tp_rank=\"0\""
-                ),
-                started: st.started,
-            };
-            o.gauge(
-                "sglang:num_running_reqs",
-                "The number of running requests.",
-                s.running as f64,
-            );
-            o.gauge(
-                "sglang:num_used_tokens",
-                "The number of used tokens.",
-                s.used as f64,
-            );
-            o.gauge(
-                "sglang:token_usage",
-                "The token usage.",
-                ratio(s.used, s.capacity),
-            );
-            o.gauge(
-                "sglang:gen_throughput",
-                "The generation throughput (token/s).",
-                s.last_gen_throughput,
-            );
-            o.gauge(
-                "sglang:num_queue_reqs",
-                "The number of requests in the waiting queue.",
-                s.queued as f64,
-            );
-            o.gauge(
-                "sglang:cache_hit_rate",
-                "The prefix cache hit rate.",
-                ratio(s.cache_hit_tokens, s.cache_query_tokens),
-            );
-            o.gauge(
-                "sglang:max_total_num_tokens",
-                "Maximum total number of tokens in the KV cache pool.",
-                s.capacity as f64,
-            );
-            o.labels = format!("model_name=\"{model}\"");
-            o.counter(
-                "sglang:prompt_tokens",
-                "Number of prefill tokens processed.",
-                s.prompt_tokens_total,
-            );
-            o.counter(
-                "sglang:generation_tokens",
-                "Number of generation tokens processed.",
-                s.generation_tokens_total,
-            );
-            o.counter(
-                "sglang:cached_tokens",
-                "Number of cached prompt tokens.",
-                s.cache_hit_tokens,
-            );
-            o.counter(
-                "sglang:num_requests",
-                "Number of requests processed.",
-                s.finished_requests + s.aborted_requests,
-            );
-            o.text
-        }
-        Flavor::Vllm => {
-            let bs = u64::from(cfg.block_size.max(1));
-            let mut o = Out {
-                text: String::new(),
-                labels: format!(
-                    "block_size=\"{bs}\",gpu_memory_utilization=\"0.9\",swap_space=\"4\",cache_dtype=\"{}\",is_attention_free=\"False\",num_gpu_blocks_override=\"None\",sliding_window=\"None\",enable_prefix_caching=\"{}\",prefix_caching_hash_algo=\"builtin\",cpu_offload_gb=\"0\",calculate_kv_scales=\"False\",num_gpu_blocks=\"{}\",num_cpu_blocks=\"None\",engine=\"0\"",
-                    cfg.server_args
-                        .get("kv_cache_dtype")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("auto"),
-                    if cfg.prefix_cache_tokens > 0 {
-                        "True"
-                    } else {
-                        "False"
-                    },
-                    s.capacity / bs
-                ),
-                started: st.started,
-            };
-            o.gauge(
-                "vllm:cache_config_info",
-                "Information of the LLMEngine CacheConfig",
-                1.0,
-            );
-            o.labels = format!("engine=\"0\",model_name=\"{model}\"");
-            o.gauge(
-                "vllm:num_requests_running",
-                "Number of requests in model execution batches.",
-                s.running as f64,
-            );
-            o.gauge(
-                "vllm:num_requests_waiting",
-                "Number of requests waiting to be processed.",
-                s.queued as f64,
-            );
-            // vLLM counts KV in whole blocks.
-            let used_blocks = s.used.div_ceil(bs);
-            o.gauge(
-                "vllm:kv_cache_usage_perc",
-                "KV-cache usage. 1 means 100 percent usage.",
-                ratio(used_blocks, s.capacity / bs),
-            );
-            o.counter(
-                "vllm:prefix_cache_queries",
-                "Prefix cache queries, in terms of number of queried tokens.",
-                s.cache_query_tokens,
-            );
-            o.counter(
-                "vllm:prefix_cache_hits",
-                "Prefix cache hits, in terms of number of cached tokens.",
-                s.cache_hit_tokens,
-            );
-            o.counter(
-                "vllm:prompt_tokens",
-                "Number of prefill tokens processed.",
-                s.prompt_tokens_total,
-            );
-            o.counter(
-                "vllm:generation_tokens",
-                "Number of generation tokens processed.",
-                s.generation_tokens_total,
-            );
-            o.labels = format!("engine=\"0\",finished_reason=\"length\",model_name=\"{model}\"");
-            o.counter(
-                "vllm:request_success",
-                "Count of successfully processed requests.",
-                s.finished_requests,
-            );
-            o.text
-        }
+    let model = st.cfg.model.replace('\\', "\\\\").replace('"', "\\\"");
+    match st.cfg.flavor {
+        Flavor::Sglang => render_sglang(st, s, &model),
+        Flavor::Vllm => render_vllm(st, s, &model),
     }
+}
+
+/// SGLang's families: scheduler gauges labelled with engine and ranks, then token counters.
+fn render_sglang(st: &AppState, s: &Stats, model: &str) -> String {
+    let mut o = Out {
+        text: String::new(),
+        labels: format!(
+            "engine_type=\"unified\",model_name=\"{model}\",pp_rank=\"0\",tp_rank=\"0\""
+        ),
+        started: st.started,
+    };
+    o.gauge(
+        "sglang:num_running_reqs",
+        "The number of running requests.",
+        s.running as f64,
+    );
+    o.gauge(
+        "sglang:num_used_tokens",
+        "The number of used tokens.",
+        s.used as f64,
+    );
+    o.gauge(
+        "sglang:token_usage",
+        "The token usage.",
+        ratio(s.used, s.capacity),
+    );
+    o.gauge(
+        "sglang:gen_throughput",
+        "The generation throughput (token/s).",
+        s.last_gen_throughput,
+    );
+    o.gauge(
+        "sglang:num_queue_reqs",
+        "The number of requests in the waiting queue.",
+        s.queued as f64,
+    );
+    o.gauge(
+        "sglang:cache_hit_rate",
+        "The prefix cache hit rate.",
+        ratio(s.cache_hit_tokens, s.cache_query_tokens),
+    );
+    o.gauge(
+        "sglang:max_total_num_tokens",
+        "Maximum total number of tokens in the KV cache pool.",
+        s.capacity as f64,
+    );
+    o.labels = format!("model_name=\"{model}\"");
+    o.counter(
+        "sglang:prompt_tokens",
+        "Number of prefill tokens processed.",
+        s.prompt_tokens_total,
+    );
+    o.counter(
+        "sglang:generation_tokens",
+        "Number of generation tokens processed.",
+        s.generation_tokens_total,
+    );
+    o.counter(
+        "sglang:cached_tokens",
+        "Number of cached prompt tokens.",
+        s.cache_hit_tokens,
+    );
+    o.counter(
+        "sglang:num_requests",
+        "Number of requests processed.",
+        s.finished_requests + s.aborted_requests,
+    );
+    o.text
+}
+
+/// vLLM V1's families: the cache-config info gauge, scheduler gauges, then token counters.
+fn render_vllm(st: &AppState, s: &Stats, model: &str) -> String {
+    let cfg = &st.cfg;
+    let bs = u64::from(cfg.block_size.max(1));
+    let mut o = Out {
+        text: String::new(),
+        labels: cache_config_labels(st, s, bs),
+        started: st.started,
+    };
+    o.gauge(
+        "vllm:cache_config_info",
+        "Information of the LLMEngine CacheConfig",
+        1.0,
+    );
+    o.labels = format!("engine=\"0\",model_name=\"{model}\"");
+    o.gauge(
+        "vllm:num_requests_running",
+        "Number of requests in model execution batches.",
+        s.running as f64,
+    );
+    o.gauge(
+        "vllm:num_requests_waiting",
+        "Number of requests waiting to be processed.",
+        s.queued as f64,
+    );
+    // vLLM counts KV in whole blocks.
+    let used_blocks = s.used.div_ceil(bs);
+    o.gauge(
+        "vllm:kv_cache_usage_perc",
+        "KV-cache usage. 1 means 100 percent usage.",
+        ratio(used_blocks, s.capacity / bs),
+    );
+    o.counter(
+        "vllm:prefix_cache_queries",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        s.cache_query_tokens,
+    );
+    o.counter(
+        "vllm:prefix_cache_hits",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        s.cache_hit_tokens,
+    );
+    o.counter(
+        "vllm:prompt_tokens",
+        "Number of prefill tokens processed.",
+        s.prompt_tokens_total,
+    );
+    o.counter(
+        "vllm:generation_tokens",
+        "Number of generation tokens processed.",
+        s.generation_tokens_total,
+    );
+    o.labels = format!("engine=\"0\",finished_reason=\"length\",model_name=\"{model}\"");
+    o.counter(
+        "vllm:request_success",
+        "Count of successfully processed requests.",
+        s.finished_requests,
+    );
+    o.text
+}
+
+/// The labels of `vllm:cache_config_info`: vLLM's CacheConfig fields, as vLLM prints them.
+fn cache_config_labels(st: &AppState, s: &Stats, bs: u64) -> String {
+    let cfg = &st.cfg;
+    format!(
+        "block_size=\"{bs}\",gpu_memory_utilization=\"0.9\",swap_space=\"4\",cache_dtype=\"{}\",is_attention_free=\"False\",num_gpu_blocks_override=\"None\",sliding_window=\"None\",enable_prefix_caching=\"{}\",prefix_caching_hash_algo=\"builtin\",cpu_offload_gb=\"0\",calculate_kv_scales=\"False\",num_gpu_blocks=\"{}\",num_cpu_blocks=\"None\",engine=\"0\"",
+        cfg.server_args
+            .get("kv_cache_dtype")
+            .and_then(|v| v.as_str())
+            .unwrap_or("auto"),
+        if cfg.prefix_cache_tokens > 0 {
+            "True"
+        } else {
+            "False"
+        },
+        s.capacity / bs
+    )
 }
 
 /// `GET /metrics`.

@@ -142,43 +142,7 @@ pub(crate) fn tiny() -> SimConfig {
 pub(crate) fn seed(scale: u32) -> SimConfig {
     let s = u64::from(scale.max(1));
     let model = "zai-org/GLM-5.3-Flash";
-    let server_args = BTreeMap::from([
-        ("model_path".to_string(), json!(model)),
-        ("tokenizer_path".to_string(), json!(model)),
-        ("served_model_name".to_string(), json!(model)),
-        ("trust_remote_code".to_string(), json!(true)),
-        ("tp_size".to_string(), json!(8)),
-        ("dp_size".to_string(), json!(1)),
-        ("pp_size".to_string(), json!(1)),
-        ("reasoning_parser".to_string(), json!("glm45")),
-        ("tool_call_parser".to_string(), json!("glm47")),
-        ("mem_fraction_static".to_string(), json!(0.76)),
-        ("enable_metrics".to_string(), json!(true)),
-        ("kv_cache_dtype".to_string(), json!("fp8_e4m3")),
-        ("quantization".to_string(), json!("fp8")),
-        (
-            "dsa_prefill_backend".to_string(),
-            json!("flashinfer_sparse_mla"),
-        ),
-        (
-            "dsa_decode_backend".to_string(),
-            json!("flashinfer_sparse_mla"),
-        ),
-        ("linear_attn_backend".to_string(), json!("triton")),
-        ("attention_backend".to_string(), json!("dsa")),
-        ("fp8_gemm_backend".to_string(), json!("cutlass")),
-        ("moe_runner_backend".to_string(), json!("triton")),
-        ("speculative_algorithm".to_string(), json!("DFLASH")),
-        (
-            "speculative_draft_model_path".to_string(),
-            json!("incoai/GLM-5.3-Flash-DFlash2"),
-        ),
-        (
-            "speculative_draft_attention_backend".to_string(),
-            json!("fa4"),
-        ),
-        ("device".to_string(), json!("cuda")),
-    ]);
+    let server_args = seed_server_args(model);
     SimConfig {
         flavor: Flavor::Sglang,
         model: model.to_string(),
@@ -223,6 +187,47 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
         stamp_chunks: false,
         server_args,
     }
+}
+
+/// The seed's `server_info` arguments: the SGLang launch flags of the published run.
+fn seed_server_args(model: &str) -> BTreeMap<String, serde_json::Value> {
+    BTreeMap::from([
+        ("model_path".to_string(), json!(model)),
+        ("tokenizer_path".to_string(), json!(model)),
+        ("served_model_name".to_string(), json!(model)),
+        ("trust_remote_code".to_string(), json!(true)),
+        ("tp_size".to_string(), json!(8)),
+        ("dp_size".to_string(), json!(1)),
+        ("pp_size".to_string(), json!(1)),
+        ("reasoning_parser".to_string(), json!("glm45")),
+        ("tool_call_parser".to_string(), json!("glm47")),
+        ("mem_fraction_static".to_string(), json!(0.76)),
+        ("enable_metrics".to_string(), json!(true)),
+        ("kv_cache_dtype".to_string(), json!("fp8_e4m3")),
+        ("quantization".to_string(), json!("fp8")),
+        (
+            "dsa_prefill_backend".to_string(),
+            json!("flashinfer_sparse_mla"),
+        ),
+        (
+            "dsa_decode_backend".to_string(),
+            json!("flashinfer_sparse_mla"),
+        ),
+        ("linear_attn_backend".to_string(), json!("triton")),
+        ("attention_backend".to_string(), json!("dsa")),
+        ("fp8_gemm_backend".to_string(), json!("cutlass")),
+        ("moe_runner_backend".to_string(), json!("triton")),
+        ("speculative_algorithm".to_string(), json!("DFLASH")),
+        (
+            "speculative_draft_model_path".to_string(),
+            json!("incoai/GLM-5.3-Flash-DFlash2"),
+        ),
+        (
+            "speculative_draft_attention_backend".to_string(),
+            json!("fa4"),
+        ),
+        ("device".to_string(), json!("cuda")),
+    ])
 }
 
 /// The same engine, speaking vLLM's dialect and scheduling prefills as vLLM does: one admitted

@@ -122,8 +122,29 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
     if raw.n.is_some_and(|n| n != 1) {
         return Err(Reject::bad("the simulator supports only n = 1"));
     }
+    let model = response_model(cfg, raw.model.as_deref())?;
+    let prompt = prompt_tokens(cfg, kind, &raw)?;
+    let p = prompt.len() as u64;
+    let max_tokens = max_tokens(cfg, kind, &raw, p)?;
+    check_length(cfg, p, max_tokens)?;
+    let (include_usage, continuous_usage) = usage_options(cfg, raw.stream_options);
+    Ok(GenRequest {
+        kind,
+        model,
+        prompt,
+        max_tokens,
+        min_tokens: to_u32(raw.min_tokens, "min_tokens")?.unwrap_or(0),
+        ignore_eos: raw.ignore_eos.unwrap_or(false),
+        stream: raw.stream.unwrap_or(false),
+        include_usage,
+        continuous_usage,
+    })
+}
+
+/// The model name to echo, after vLLM's check that the client asked for the served one.
+fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<String, Reject> {
     let vllm = cfg.flavor == Flavor::Vllm;
-    if let Some(m) = raw.model.as_deref().filter(|m| vllm && *m != cfg.model) {
+    if let Some(m) = asked.filter(|m| vllm && *m != cfg.model) {
         return Err(Reject {
             status: 404,
             err_type: "NotFoundError",
@@ -131,13 +152,17 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
         });
     }
     // vLLM answers with its served name; SGLang echoes what the client sent.
-    let model = match cfg.flavor {
+    Ok(match cfg.flavor {
         Flavor::Vllm => cfg.model.clone(),
-        Flavor::Sglang => raw.model.clone().unwrap_or_else(|| "default".to_string()),
-    };
+        Flavor::Sglang => asked.unwrap_or("default").to_string(),
+    })
+}
+
+/// The prompt's token ids (a completion's text or ids, or the templated chat); never empty.
+fn prompt_tokens(cfg: &SimConfig, kind: Kind, raw: &RawRequest) -> Result<Vec<u32>, Reject> {
     let prompt = match kind {
-        Kind::Completion => match raw.prompt {
-            Some(serde_json::Value::String(s)) => tokenizer::encode(&s, cfg.add_bos),
+        Kind::Completion => match &raw.prompt {
+            Some(serde_json::Value::String(s)) => tokenizer::encode(s, cfg.add_bos),
             Some(serde_json::Value::Array(items))
                 if items.iter().all(|i| i.is_u64() || i.is_i64()) =>
             {
@@ -171,23 +196,34 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
     if prompt.is_empty() {
         return Err(Reject::bad("Prompt cannot be empty"));
     }
-    let p = prompt.len() as u64;
-    let ctx = cfg.context_length;
+    Ok(prompt)
+}
+
+/// The output limit: the one asked for, or the engine's default for a prompt of `p` tokens.
+fn max_tokens(cfg: &SimConfig, kind: Kind, raw: &RawRequest, p: u64) -> Result<u32, Reject> {
     let requested = to_u32(raw.max_completion_tokens.or(raw.max_tokens), "max_tokens")?;
     let max_tokens = match (requested, kind) {
         (Some(m), _) => m,
         (None, Kind::Completion) => 16,
         // Chat without a limit may use the rest of the context (SGLang needs one to spare).
         (None, Kind::Chat) => {
-            let spare = if vllm { 0 } else { 1 };
-            ctx.saturating_sub(p + spare).min(u64::from(u32::MAX)) as u32
+            let spare = if cfg.flavor == Flavor::Vllm { 0 } else { 1 };
+            cfg.context_length
+                .saturating_sub(p + spare)
+                .min(u64::from(u32::MAX)) as u32
         }
     };
     if max_tokens == 0 {
         return Err(Reject::bad("max_tokens must be at least 1, got 0."));
     }
+    Ok(max_tokens)
+}
+
+/// The engine's context-length checks (worded as it words them), then the KV cache's.
+fn check_length(cfg: &SimConfig, p: u64, max_tokens: u32) -> Result<(), Reject> {
+    let ctx = cfg.context_length;
     let total = p + u64::from(max_tokens);
-    if vllm {
+    if cfg.flavor == Flavor::Vllm {
         if p >= ctx {
             return Err(Reject::bad(format!(
                 "This model's maximum context length is {ctx} tokens. However, your request has {p} input tokens. Please reduce the length of the input messages."
@@ -217,8 +253,13 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
             "The request needs {total} KV tokens ({p} prompt + {max_tokens} output) but the KV cache holds only {cap} tokens."
         )));
     }
-    let has_so = raw.stream_options.is_some();
-    let so = raw.stream_options.unwrap_or_default();
+    Ok(())
+}
+
+/// `(include_usage, continuous_usage)` from `stream_options`, with each engine's defaults.
+fn usage_options(cfg: &SimConfig, options: Option<StreamOptions>) -> (bool, bool) {
+    let has_so = options.is_some();
+    let so = options.unwrap_or_default();
     let (include_usage, continuous_usage) = match cfg.flavor {
         // vLLM: `include_usage` defaults to true once `stream_options` is given, and
         // continuous stats need it.
@@ -233,18 +274,7 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
         ),
     };
     // A hosted gateway reports usage once, at the end.
-    let continuous_usage = continuous_usage && !cfg.hosted;
-    Ok(GenRequest {
-        kind,
-        model,
-        prompt,
-        max_tokens,
-        min_tokens: to_u32(raw.min_tokens, "min_tokens")?.unwrap_or(0),
-        ignore_eos: raw.ignore_eos.unwrap_or(false),
-        stream: raw.stream.unwrap_or(false),
-        include_usage,
-        continuous_usage,
-    })
+    (include_usage, continuous_usage && !cfg.hosted)
 }
 
 #[cfg(test)]

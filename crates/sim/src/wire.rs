@@ -280,84 +280,121 @@ impl Writer {
         reasoning: bool,
     ) -> Vec<String> {
         let mut out = Vec::with_capacity(2);
-        match (self.flavor, self.kind) {
-            (Flavor::Vllm, Kind::Completion) => {
-                let mut c = self.choice(Some(text), None, finish);
-                c.stop_reason = Field::Null;
-                let usage = if continuous_usage {
-                    Field::Val(self.usage(completion, UsageDump::Full))
-                } else {
-                    Field::Null
-                };
-                out.push(sse(&to_json(&self.body(vec![c], usage, true))));
+        out.push(match (self.flavor, self.kind) {
+            (_, Kind::Completion) => {
+                self.completion_chunk(text, completion, finish, continuous_usage)
             }
             (Flavor::Vllm, Kind::Chat) => {
-                let delta = if reasoning {
-                    Delta {
-                        reasoning_content: Field::Val(text),
-                        ..delta_absent()
-                    }
-                } else {
-                    Delta {
-                        content: Field::Val(text),
-                        ..delta_absent()
-                    }
-                };
-                let mut c = self.choice(None, Some(delta), finish);
-                if finish.is_some() {
-                    c.stop_reason = Field::Null;
-                }
-                let usage = if continuous_usage {
-                    Field::Val(self.usage(completion, UsageDump::Lean))
-                } else {
-                    Field::Absent
-                };
-                out.push(sse(&to_json(&self.body(vec![c], usage, true))));
-            }
-            (Flavor::Sglang, Kind::Completion) => {
-                let mut c = self.choice(Some(text), None, finish);
-                c.matched_stop = Field::Null;
-                let usage = if continuous_usage {
-                    Field::Val(self.usage(completion, UsageDump::Full))
-                } else {
-                    Field::Null
-                };
-                out.push(sse(&to_json(&self.body(vec![c], usage, true))));
+                self.vllm_chat_chunk(text, completion, finish, continuous_usage, reasoning)
             }
             (Flavor::Sglang, Kind::Chat) => {
-                let (content, reasoning_content) = if reasoning {
-                    (Field::Null, Field::Val(text))
-                } else {
-                    (Field::Val(text), Field::Null)
-                };
-                let delta = Delta {
-                    role: Field::Null,
-                    content,
-                    reasoning_content,
-                    tool_calls: Field::Null,
-                };
-                let mut c = self.choice(None, Some(delta), None);
-                c.matched_stop = Field::Null;
-                let usage = if continuous_usage {
-                    Field::Val(self.usage(completion, UsageDump::Full))
-                } else {
-                    Field::Null
-                };
-                out.push(sse(&to_json(&self.body(vec![c], usage, true))));
-                if let Some(f) = finish {
-                    let empty = Delta {
-                        role: Field::Null,
-                        content: Field::Null,
-                        reasoning_content: Field::Null,
-                        tool_calls: Field::Null,
-                    };
-                    let mut c = self.choice(None, Some(empty), Some(f));
-                    c.matched_stop = Field::Null;
-                    out.push(sse(&to_json(&self.body(vec![c], Field::Null, true))));
-                }
+                self.sglang_chat_chunk(text, completion, continuous_usage, reasoning)
             }
+        });
+        if let (Flavor::Sglang, Kind::Chat, Some(f)) = (self.flavor, self.kind, finish) {
+            out.push(self.sglang_finish_chunk(f));
         }
         out
+    }
+
+    /// The usage of a step's chunk: the running totals with continuous usage, else `off`.
+    fn step_usage(
+        &self,
+        continuous_usage: bool,
+        completion: u64,
+        dump: UsageDump,
+        off: Field<Usage>,
+    ) -> Field<Usage> {
+        if continuous_usage {
+            Field::Val(self.usage(completion, dump))
+        } else {
+            off
+        }
+    }
+
+    /// A completion chunk; vLLM adds `stop_reason: null`, SGLang `matched_stop: null`.
+    fn completion_chunk(
+        &self,
+        text: &str,
+        completion: u64,
+        finish: Option<&str>,
+        continuous_usage: bool,
+    ) -> String {
+        let mut c = self.choice(Some(text), None, finish);
+        match self.flavor {
+            Flavor::Vllm => c.stop_reason = Field::Null,
+            Flavor::Sglang => c.matched_stop = Field::Null,
+        }
+        let usage = self.step_usage(continuous_usage, completion, UsageDump::Full, Field::Null);
+        sse(&to_json(&self.body(vec![c], usage, true)))
+    }
+
+    /// A vLLM chat chunk: only the fields vLLM sets (`exclude_unset=True`), the finish reason
+    /// in the same chunk.
+    fn vllm_chat_chunk(
+        &self,
+        text: &str,
+        completion: u64,
+        finish: Option<&str>,
+        continuous_usage: bool,
+        reasoning: bool,
+    ) -> String {
+        let delta = if reasoning {
+            Delta {
+                reasoning_content: Field::Val(text),
+                ..delta_absent()
+            }
+        } else {
+            Delta {
+                content: Field::Val(text),
+                ..delta_absent()
+            }
+        };
+        let mut c = self.choice(None, Some(delta), finish);
+        if finish.is_some() {
+            c.stop_reason = Field::Null;
+        }
+        let usage = self.step_usage(continuous_usage, completion, UsageDump::Lean, Field::Absent);
+        sse(&to_json(&self.body(vec![c], usage, true)))
+    }
+
+    /// An SGLang chat chunk: every delta field, no finish reason (that comes in its own
+    /// chunk, [`Self::sglang_finish_chunk`]).
+    fn sglang_chat_chunk(
+        &self,
+        text: &str,
+        completion: u64,
+        continuous_usage: bool,
+        reasoning: bool,
+    ) -> String {
+        let (content, reasoning_content) = if reasoning {
+            (Field::Null, Field::Val(text))
+        } else {
+            (Field::Val(text), Field::Null)
+        };
+        let delta = Delta {
+            role: Field::Null,
+            content,
+            reasoning_content,
+            tool_calls: Field::Null,
+        };
+        let mut c = self.choice(None, Some(delta), None);
+        c.matched_stop = Field::Null;
+        let usage = self.step_usage(continuous_usage, completion, UsageDump::Full, Field::Null);
+        sse(&to_json(&self.body(vec![c], usage, true)))
+    }
+
+    /// SGLang chat's separate finish chunk: an empty delta and the finish reason.
+    fn sglang_finish_chunk(&self, finish: &str) -> String {
+        let empty = Delta {
+            role: Field::Null,
+            content: Field::Null,
+            reasoning_content: Field::Null,
+            tool_calls: Field::Null,
+        };
+        let mut c = self.choice(None, Some(empty), Some(finish));
+        c.matched_stop = Field::Null;
+        sse(&to_json(&self.body(vec![c], Field::Null, true)))
     }
 
     /// The `stream_options.include_usage` chunk: `choices: []` and the totals.
