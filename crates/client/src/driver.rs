@@ -7,18 +7,19 @@
 //! new prompts in the warm-up (METHOD.md "The matrix").
 
 use crate::burst::send_burst;
+
 use crate::engine::Engine;
 use crate::hwmon::HwMonitor;
 use crate::live::LiveWindow;
+use crate::progress::{Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage};
 use crate::prompt::{BuiltPrompt, PromptBuilder};
 use crate::stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
-use crate::window::{WindowSpec, into_records, run_window, warm_up};
+use crate::window::{WindowRun, WindowSpec, into_records, run_window, warm_up};
 use llmib_core::burst::burst_result;
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
-use llmib_core::figures::Window;
+use llmib_core::counting::CountReport;
 use llmib_core::figures::server_prefill_rate;
 use llmib_core::plan::{Plan, PlannedCell, PrefillMetric, Targeting, estimate_tolerance};
-use llmib_core::readiness::ReadinessBy;
 use llmib_core::record::{Outcome, RequestRecord};
 use llmib_core::redact::redact_text;
 use llmib_core::size::duration_from_secs;
@@ -33,95 +34,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 pub use tokio_util::sync::CancellationToken;
-
-/// What the driver tells the terminal while it works.
-#[derive(Debug, Clone)]
-pub enum ProgressEvent {
-    /// A cell starts (`index` of `total` in run order).
-    CellStarted {
-        /// Position in run order (0-based).
-        index: usize,
-        /// Cells in the plan.
-        total: usize,
-        /// The cell.
-        cell: PlannedCell,
-    },
-    /// The cell moved to a phase (`prompts`, `warm-up`, `readiness`, `window`, `counting`).
-    Phase(&'static str),
-    /// A decode window closed: its span on the cell's clock, and that clock's origin on the
-    /// process's monotonic clock (live views and timing tests relate it to other timestamps).
-    Window {
-        /// The cell's origin.
-        origin: std::time::Instant,
-        /// The window, ns from `origin`.
-        window: Window,
-    },
-    /// A decode window's streams start: its live state, to poll while it runs (ramp, then the
-    /// window).
-    WindowLive(Arc<LiveWindow>),
-    /// A row was saved.
-    CellDone(Box<CellResult>),
-    /// Something a user should read.
-    Note(String),
-    /// The readiness judge decided how a decode window opens (once per window).
-    Readiness {
-        /// The rule that decided (`RequestsErrored`: the cell fails, no window is measured).
-        by: ReadinessBy,
-        /// Seconds from the streams' start to the decision.
-        after_s: f64,
-        /// The rule in words.
-        reason: &'static str,
-        /// Streams with a token then, of `concurrency`.
-        streams_with_token: u32,
-        /// N.
-        concurrency: u32,
-        /// The last running and waiting gauges read, where the engine has them.
-        running: Option<f64>,
-        /// See `running`.
-        waiting: Option<f64>,
-    },
-    /// A request ended with an error (one event per request, at most
-    /// [`REQUEST_ERROR_EVENTS`] per cell; never per chunk).
-    RequestError {
-        /// Where: `warm-up`, `window` or `burst`.
-        phase: &'static str,
-        /// The stream (its fixed prompt).
-        stream: u32,
-        /// The error's kind (`http_500`, `stream_error`, …).
-        kind: String,
-        /// The error, redacted.
-        message: String,
-        /// When the window's closed loop sends it again, seconds (`None`: not re-sent).
-        retry_in_s: Option<f64>,
-        /// Whether that wait is the server's `Retry-After` (else the client's backoff).
-        retry_after: bool,
-    },
-    /// A planned cell is not run, and why (Over capacity: predicted from the plan); its row
-    /// follows as [`ProgressEvent::CellDone`].
-    Skipped {
-        /// The cell.
-        cell: PlannedCell,
-        /// Why, in words.
-        reason: String,
-    },
-}
-
-/// Request errors reported one by one per cell; the rest are counted in one note (a failing
-/// server at N = 256 must not flood the log).
-pub const REQUEST_ERROR_EVENTS: u32 = 20;
-
-/// A sink for progress events (terminal bar, plain lines, or nothing in tests).
-pub trait Progress: Send + Sync {
-    /// Receives one event.
-    fn event(&self, e: ProgressEvent);
-}
-
-/// A progress sink that drops everything.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn event(&self, _e: ProgressEvent) {}
-}
 
 /// How a matrix run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -347,7 +259,7 @@ async fn burst_cell(
         );
     };
     let n = cell.key.concurrency;
-    m.progress.event(ProgressEvent::Phase("prompts"));
+    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
     if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
         return failed_result(cell, kind, e);
     }
@@ -360,7 +272,7 @@ async fn burst_cell(
         Err(e) => return failed_result(cell, "request_body", e),
     };
     if b.warmup_request_count > 0 {
-        m.progress.event(ProgressEvent::Phase("burst warm-up"));
+        m.progress.event(ProgressEvent::Phase(Stage::BurstWarmUp));
         match send_burst(&m.engine, &requests, b.warmup_request_count, &m.cancel).await {
             Ok(w) => warmup_errors.add_records(&into_records(w), "warmup_"),
             Err(e) => return failed_result(cell, "fault", e),
@@ -369,7 +281,7 @@ async fn burst_cell(
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);
     }
-    m.progress.event(ProgressEvent::Phase("burst"));
+    m.progress.event(ProgressEvent::Phase(Stage::Burst));
     let mut measured = match send_burst(&m.engine, &requests, b.requests(n), &m.cancel).await {
         Ok(v) => v,
         Err(e) => return failed_result(cell, "fault", e),
@@ -377,10 +289,10 @@ async fn burst_cell(
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);
     }
-    m.progress.event(ProgressEvent::Phase("counting"));
+    m.progress.event(ProgressEvent::Phase(Stage::Counting));
     crate::counting::count_tokens(&m.engine, &mut measured).await;
     let records = finished_records(m, cell.key, measured);
-    report_errors(m, "burst", &records);
+    report_errors(m, Stage::Burst, &records);
     burst_result(
         cell,
         &records,
@@ -418,7 +330,7 @@ fn finished_records(
 
 /// Reports the errored requests among `records` (a warm-up's or a burst's, once they are all
 /// done: neither re-sends), the first [`REQUEST_ERROR_EVENTS`] one by one.
-fn report_errors(m: &MatrixRun<'_>, phase: &'static str, records: &[RequestRecord]) {
+fn report_errors(m: &MatrixRun<'_>, phase: Stage, records: &[RequestRecord]) {
     let secrets = m.engine.secrets();
     let mut shown = 0u32;
     let mut more = 0u32;
@@ -434,7 +346,7 @@ fn report_errors(m: &MatrixRun<'_>, phase: &'static str, records: &[RequestRecor
         m.progress.event(ProgressEvent::RequestError {
             phase,
             stream: r.stream,
-            kind: kind.clone(),
+            kind: RequestErrorKind::parse(kind),
             message: redact_text(message, &secrets),
             retry_in_s: None,
             retry_after: false,
@@ -451,7 +363,7 @@ fn report_errors(m: &MatrixRun<'_>, phase: &'static str, records: &[RequestRecor
 /// costs (graph capture, allocator growth) that belong to no cell. Its prompt shares no prefix
 /// with any measured one, and nothing of it is measured: a failure shows in the first cell.
 async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context: u64) {
-    m.progress.event(ProgressEvent::Phase("hidden warm-up"));
+    m.progress.event(ProgressEvent::Phase(Stage::HiddenWarmUp));
     let p = builder.throwaway(context.min(512));
     let max = m.plan.settings.max_output.min(32);
     if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true, limits(m)) {
@@ -558,7 +470,7 @@ async fn prefill_cell(
     cp: &mut ContextPrompts,
     cell: &PlannedCell,
 ) -> CellResult {
-    m.progress.event(ProgressEvent::Phase("prompt"));
+    m.progress.event(ProgressEvent::Phase(Stage::Prompt));
     if let Err((kind, e)) = ensure_prompts(builder, cp, 1).await {
         return failed_result(cell, kind, e);
     }
@@ -567,7 +479,7 @@ async fn prefill_cell(
         Ok(_) => return failed_result(cell, "prompt", "no prompt".into()),
         Err(e) => return failed_result(cell, "request_body", e),
     };
-    m.progress.event(ProgressEvent::Phase("prefill"));
+    m.progress.event(ProgressEvent::Phase(Stage::Prefill));
     let (record, server_rate) = timed_prefill(m, &spec, 0).await;
     cp.warmed.insert(0);
     if server_rate.is_none() && m.plan.settings.prefill_metric == PrefillMetric::Server {
@@ -667,16 +579,68 @@ async fn warm_cold_prompts(
     if cold.is_empty() {
         return Ok(errors);
     }
-    m.progress.event(ProgressEvent::Phase("warm-up"));
+    m.progress.event(ProgressEvent::Phase(Stage::WarmUp));
     let reqs = requests_for(m, cp, cold.into_iter(), 1, true)?;
     let done = into_records(warm_up(&m.engine, &reqs, &m.cancel).await);
-    report_errors(m, "warm-up", &done);
+    report_errors(m, Stage::WarmUp, &done);
     errors.add_records(&done, "warmup_");
     cp.warmed
         .extend(done.iter().filter(|r| !r.is_error()).map(|r| r.stream));
     Ok(errors)
 }
 
+/// A decode window's settings at N = `n`.
+fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
+    let s = &m.plan.settings;
+    WindowSpec {
+        concurrency: n,
+        // From run.json when resuming: clamped, never a panic on a hand-edited file.
+        duration: duration_from_secs(s.duration_s),
+        readiness_timeout: duration_from_secs(s.readiness_timeout_s),
+        gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
+        serial_server: s.serial_server,
+    }
+}
+
+/// A decode cell's window, its live state announced first: the closed loop run, its tokens
+/// counted, its records finished. `None`: the run was interrupted.
+async fn measure_window(
+    m: &MatrixRun<'_>,
+    key: CellKey,
+    requests: &[RequestSpec],
+) -> Option<(WindowRun, Vec<RequestRecord>, CountReport)> {
+    let spec = window_spec(m, key.concurrency);
+    let live = Arc::new(LiveWindow::new(
+        key.concurrency,
+        spec.duration,
+        m.engine.counting() == Counting::UsagePerChunk,
+    ));
+    m.progress.event(ProgressEvent::Phase(Stage::Window));
+    m.progress.event(ProgressEvent::WindowLive(live.clone()));
+    let mut w = run_window(
+        m.engine.clone(),
+        requests,
+        &spec,
+        &m.cancel,
+        live,
+        m.progress,
+    )
+    .await;
+    if w.interrupted {
+        return None;
+    }
+    m.progress.event(ProgressEvent::Window {
+        origin: w.origin,
+        window: w.window,
+    });
+    m.progress.event(ProgressEvent::Phase(Stage::Counting));
+    let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
+    let records = finished_records(m, key, std::mem::take(&mut w.records));
+    Some((w, records, count))
+}
+
+/// A decode cell: its prompts built and warmed, its window measured, its row judged by
+/// `llmib_core::verdict` (the N = 1 row gives the context its warm TTFT baseline).
 async fn decode_cell(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
@@ -687,7 +651,7 @@ async fn decode_cell(
     let s = &m.plan.settings;
     let k = cell.key;
     let n = k.concurrency;
-    m.progress.event(ProgressEvent::Phase("prompts"));
+    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
     if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
         return failed_result(cell, kind, e);
     }
@@ -702,44 +666,13 @@ async fn decode_cell(
         Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
         Err(e) => return failed_result(cell, "request_body", e),
     };
-    let spec = WindowSpec {
-        concurrency: n,
-        // From run.json when resuming: clamped, never a panic on a hand-edited file.
-        duration: duration_from_secs(s.duration_s),
-        readiness_timeout: duration_from_secs(s.readiness_timeout_s),
-        gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
-        serial_server: s.serial_server,
-    };
-    let live = Arc::new(LiveWindow::new(
-        n,
-        spec.duration,
-        m.engine.counting() == Counting::UsagePerChunk,
-    ));
-    m.progress.event(ProgressEvent::Phase("window"));
-    m.progress.event(ProgressEvent::WindowLive(live.clone()));
-    let mut w = run_window(
-        m.engine.clone(),
-        &requests,
-        &spec,
-        &m.cancel,
-        live,
-        m.progress,
-    )
-    .await;
-    if w.interrupted {
+    let Some((mut w, records, count)) = measure_window(m, k, &requests).await else {
         return interrupted_result(cell);
-    }
-    m.progress.event(ProgressEvent::Window {
-        origin: w.origin,
-        window: w.window,
-    });
-    m.progress.event(ProgressEvent::Phase("counting"));
-    let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
-    let records = finished_records(m, k, std::mem::take(&mut w.records));
+    };
     let row = decode_result(
         cell,
         DecodeObservation {
-            records: &records,
+            records: records.as_slice(),
             window: w.window,
             readiness: w.readiness,
             queue: w.queue,

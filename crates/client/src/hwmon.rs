@@ -228,10 +228,24 @@ impl HwMonitor {
 impl Drop for HwMonitor {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(Err(panic)) = self.thread.take().map(JoinHandle::join) {
+            // Dropped at the end of a run, after the dashboard gave the terminal back: one
+            // line, so a monitor that died is never mistaken for a machine that was idle.
+            eprintln!(
+                "warning: the hardware monitor stopped early after a panic ({}); the rows' hardware figures end there, the measurements are unaffected",
+                panic_text(panic.as_ref())
+            );
         }
     }
+}
+
+/// A panic's message, where it is text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 #[cfg(test)]

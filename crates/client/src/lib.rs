@@ -17,6 +17,7 @@ pub mod burst;
 pub mod counting;
 pub mod download;
 pub mod driver;
+pub mod progress;
 pub mod prompt;
 pub mod stream;
 pub mod window;

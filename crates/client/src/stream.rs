@@ -9,6 +9,7 @@
 
 use crate::chunk::{StreamItem, error_body_message, parse_event};
 use crate::live::StreamLive;
+use crate::progress::RequestErrorKind;
 use crate::sse::SseDecoder;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -118,9 +119,9 @@ fn first_line(s: &str) -> String {
 }
 
 /// An error outcome with its first line only.
-fn error(kind: &str, msg: String) -> Outcome {
+fn error(kind: RequestErrorKind, msg: String) -> Outcome {
     Outcome::Error {
-        kind: kind.to_string(),
+        kind: kind.name().into_owned(),
         message: first_line(&msg),
     }
 }
@@ -163,7 +164,7 @@ pub async fn measure(
 }
 
 /// Runs the request, filling `m` as events arrive; returns when and how it ended. Phases: send
-/// and check the status ([`send`]), read events and account each chunk ([`account`]), then
+/// and check the status ([`send`]), read events and account each chunk ([`read_events`], [`account`]), then
 /// judge how the stream ended ([`end_outcome`]).
 async fn drive(
     client: &reqwest::Client,
@@ -180,9 +181,7 @@ async fn drive(
     };
     let mut body = resp.bytes_stream();
     let mut dec = SseDecoder::new();
-    let mut last_completion: u64 = 0;
-    let mut finish: Option<String> = None;
-    let mut done = false;
+    let mut seen = Seen::default();
     // Tokens of this request already added to the live count.
     let mut published = 0u64;
     // Before the first content chunk the send-to-first-token limit runs; after it, the idle
@@ -210,47 +209,76 @@ async fn drive(
                     "the stream broke after {} chunks: {e}",
                     m.record.chunks.len()
                 );
-                return (now(), error("stream_broken", msg));
+                return (now(), error(RequestErrorKind::StreamBroken, msg));
             }
             None => break,
         };
         let t = now();
         let had_token = !m.record.chunks.is_empty();
         dec.push(&bytes);
-        while let Some(ev) = dec.next_event() {
-            let c = match ev
-                .map_err(|e| e.to_string())
-                .and_then(|ev| parse_event(&ev).map_err(|e| e.to_string()))
-            {
-                Ok(StreamItem::Done) => {
-                    done = true;
-                    continue;
-                }
-                Ok(StreamItem::Error(e)) => {
-                    return (
-                        t,
-                        error("stream_error", format!("error inside the stream: {e}")),
-                    );
-                }
-                Ok(StreamItem::Chunk(c)) => c,
-                Err(e) => return (t, error("malformed", e)),
-            };
-            account(m, &c, t, spec.counting, &mut last_completion);
-            if let Some(f) = c.finish_reason {
-                finish = Some(f.to_string());
-            }
+        if let Err(ended) = read_events(&mut dec, m, t, spec.counting, &mut seen) {
+            return (t, ended);
         }
         if let Some(live) = live {
-            publish(live, m, had_token, last_completion, &mut published);
+            publish(live, m, had_token, seen.last_completion, &mut published);
         }
     }
     let end = now();
     if let Some(Ok(ev)) = dec.finish()
         && matches!(parse_event(&ev), Ok(StreamItem::Done))
     {
-        done = true;
+        seen.done = true;
     }
-    (end, end_outcome(done, finish, m.record.chunks.len()))
+    (
+        end,
+        end_outcome(seen.done, seen.finish, m.record.chunks.len()),
+    )
+}
+
+/// What the stream has said so far beyond its chunks.
+#[derive(Default)]
+struct Seen {
+    /// The last cumulative completion-token count in a chunk's usage.
+    last_completion: u64,
+    /// The finish reason, once sent.
+    finish: Option<String>,
+    /// `[DONE]` arrived.
+    done: bool,
+}
+
+/// Takes the events complete in `dec` after a read at `t`, accounting each chunk. `Err`: an
+/// event ended the stream (an error inside it, or one that cannot be parsed), and how.
+fn read_events(
+    dec: &mut SseDecoder,
+    m: &mut Measured,
+    t: u64,
+    counting: Counting,
+    seen: &mut Seen,
+) -> Result<(), Outcome> {
+    while let Some(ev) = dec.next_event() {
+        let c = match ev
+            .map_err(|e| e.to_string())
+            .and_then(|ev| parse_event(&ev).map_err(|e| e.to_string()))
+        {
+            Ok(StreamItem::Done) => {
+                seen.done = true;
+                continue;
+            }
+            Ok(StreamItem::Error(e)) => {
+                return Err(error(
+                    RequestErrorKind::StreamError,
+                    format!("error inside the stream: {e}"),
+                ));
+            }
+            Ok(StreamItem::Chunk(c)) => c,
+            Err(e) => return Err(error(RequestErrorKind::Malformed, e)),
+        };
+        account(m, &c, t, counting, &mut seen.last_completion);
+        if let Some(f) = c.finish_reason {
+            seen.finish = Some(f.to_string());
+        }
+    }
+    Ok(())
 }
 
 /// After a read: the stream's first-token flag and its live token count (the cumulative
@@ -303,11 +331,11 @@ async fn send(
     };
     let resp = resp.map_err(|e| {
         let kind = if e.is_connect() {
-            "connect"
+            RequestErrorKind::Connect
         } else if e.is_timeout() {
-            "timeout"
+            RequestErrorKind::Timeout
         } else {
-            "http"
+            RequestErrorKind::Http
         };
         (
             now(),
@@ -320,7 +348,10 @@ async fn send(
         m.retry_after = retry_after(resp.headers());
         let text = resp.text().await.unwrap_or_default();
         let msg = format!("HTTP {}: {}", status.as_u16(), error_body_message(&text));
-        return Err((now(), error(&format!("http_{}", status.as_u16()), msg)));
+        return Err((
+            now(),
+            error(RequestErrorKind::HttpStatus(status.as_u16()), msg),
+        ));
     }
     Ok(resp)
 }
@@ -405,7 +436,7 @@ fn silent(limits: StreamLimits, chunks: usize) -> Outcome {
     let secs = |d: Duration| format!("{:.0} s", d.as_secs_f64());
     if chunks == 0 {
         error(
-            "timeout_first_token",
+            RequestErrorKind::TimeoutFirstToken,
             format!(
                 "no token within {} of sending the request: the server accepted it but stayed silent (raise --first-token-timeout if its prefill is that slow)",
                 secs(limits.first_token)
@@ -413,7 +444,7 @@ fn silent(limits: StreamLimits, chunks: usize) -> Outcome {
         )
     } else {
         error(
-            "timeout_idle",
+            RequestErrorKind::TimeoutIdle,
             format!(
                 "the stream went silent for {} after {chunks} chunks (raise --idle-timeout if the server stalls that long on purpose)",
                 secs(limits.idle)
@@ -428,11 +459,11 @@ fn end_outcome(done: bool, finish: Option<String>, chunks: usize) -> Outcome {
     match (done, finish) {
         (true, Some(reason)) => Outcome::Finished { reason },
         (true, None) => error(
-            "no_finish_reason",
+            RequestErrorKind::NoFinishReason,
             "the stream ended with [DONE] but no finish_reason".into(),
         ),
         (false, _) => error(
-            "no_done",
+            RequestErrorKind::NoDone,
             format!(
                 "the stream ended without [DONE] after {chunks} chunks (the server closed the connection)"
             ),

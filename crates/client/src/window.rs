@@ -6,9 +6,9 @@
 //! the ramp until the readiness judge opens the window, read the server's token counter, sample
 //! the gauges through the window, read the counter again, stop the streams and collect.
 
-use crate::driver::{Progress, ProgressEvent, REQUEST_ERROR_EVENTS};
 use crate::engine::Engine;
 use crate::live::LiveWindow;
+use crate::progress::{Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage};
 use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
@@ -116,7 +116,7 @@ fn backoff(n: u32) -> Duration {
 /// the window's [`Reporter`].
 struct Issue {
     stream: u32,
-    kind: String,
+    kind: RequestErrorKind,
     message: String,
     retry_in: Duration,
     retry_after: bool,
@@ -144,7 +144,7 @@ impl Reporter<'_> {
             self.shown += 1;
             let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
             self.progress.event(ProgressEvent::RequestError {
-                phase: "window",
+                phase: Stage::Window,
                 stream: i.stream,
                 kind: i.kind,
                 message: redact_text(&i.message, &secrets),
@@ -163,24 +163,6 @@ impl Reporter<'_> {
                 self.more
             )));
         }
-    }
-}
-
-/// The readiness rule in words, for the event log.
-fn readiness_reason(by: ReadinessBy) -> &'static str {
-    match by {
-        ReadinessBy::GaugesAndFirstTokens => {
-            "the server ran all N with none waiting, and every stream had a token"
-        }
-        ReadinessBy::FirstTokens => "every stream had a token (the engine has no queue gauges)",
-        ReadinessBy::QueueStalled => {
-            "requests stayed queued while the running count stopped growing"
-        }
-        ReadinessBy::Timeout => "the readiness limit passed",
-        ReadinessBy::RequestsErrored => {
-            "a request errored before the window opened: the cell fails"
-        }
-        ReadinessBy::TokensFlowing => "tokens flow on a stream (--serial-server)",
     }
 }
 
@@ -232,7 +214,7 @@ fn start_streams(
                     // Per failed request only; a closed reporter is no reason to stop.
                     let _ = issues.send(Issue {
                         stream: i as u32,
-                        kind: kind.clone(),
+                        kind: RequestErrorKind::parse(kind),
                         message: message.clone(),
                         retry_in: wait,
                         retry_after: asked.is_some(),
@@ -465,81 +447,145 @@ pub async fn run_window(
     let w_start = Instant::now();
     rep.drain();
     if let Some(by) = ramp.by {
-        let g = streams.live.gauges().map(|(_, g)| g);
-        progress.event(ProgressEvent::Readiness {
-            by,
-            after_s: secs(w_start),
-            reason: readiness_reason(by),
-            streams_with_token: streams.live.streams_with_token(),
-            concurrency: spec.concurrency,
-            running: g.and_then(|g| g.running),
-            waiting: g.and_then(|g| g.waiting),
-        });
+        report_readiness(progress, &streams.live, spec, by, secs(w_start));
     }
     queue.readiness_s = Some(secs(w_start));
     queue.gauges_ready_s = ramp.gauges_ready_ns.map(ns_s);
     queue.all_streams_token_s = ramp.all_tokens_ns.map(ns_s);
 
-    let mut interrupted = ramp.by.is_none();
     // A request that errored in the ramp fails the cell: no window is measured.
-    let measure_window = !interrupted && ramp.by != Some(ReadinessBy::RequestsErrored);
-    let (read_before, gen_before) = (Instant::now(), read_counter(&engine).await);
+    let measure_window = ramp.by.is_some() && ramp.by != Some(ReadinessBy::RequestsErrored);
+    let ctx = SpanContext {
+        engine: &engine,
+        spec,
+        origin,
+        cancel: run_cancel,
+        live: &streams.live,
+    };
+    let span = measure_span(&ctx, w_start, measure_window, &mut queue, &mut rep).await;
+    let (records, fault) = stop_streams(streams).await;
+    rep.finish();
+    let client_delay_ms = probe_delays(span.probe, progress).await;
+    let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
+    WindowRun {
+        records,
+        window: Window {
+            start_ns: ns(w_start),
+            end_ns: ns(span.end),
+        },
+        origin: origin.into_std(),
+        readiness: ramp.by.unwrap_or(ReadinessBy::Timeout),
+        queue,
+        queued_samples: span.queued_samples,
+        server_generation_tokens: span.server_generation_tokens,
+        interrupted: ramp.by.is_none() || span.interrupted,
+        fault,
+        client_delay_ms,
+    }
+}
+
+/// Tells `progress` how the window opens: the rule, when, and what the ramp showed then.
+fn report_readiness(
+    progress: &dyn Progress,
+    live: &LiveWindow,
+    spec: &WindowSpec,
+    by: ReadinessBy,
+    after_s: f64,
+) {
+    let g = live.gauges().map(|(_, g)| g);
+    progress.event(ProgressEvent::Readiness {
+        by,
+        after_s,
+        streams_with_token: live.streams_with_token(),
+        concurrency: spec.concurrency,
+        running: g.and_then(|g| g.running),
+        waiting: g.and_then(|g| g.waiting),
+    });
+}
+
+/// What [`measure_span`] works with: the window's engine, settings, clock and live state.
+struct SpanContext<'a> {
+    engine: &'a Engine,
+    spec: &'a WindowSpec,
+    origin: Instant,
+    cancel: &'a CancellationToken,
+    live: &'a LiveWindow,
+}
+
+/// What the window's span showed, before the streams are stopped.
+struct Span {
+    /// When the window closed.
+    end: Instant,
+    queued_samples: u64,
+    /// Ctrl-C inside the window.
+    interrupted: bool,
+    server_generation_tokens: Option<f64>,
+    /// The client-lag probe, stopped, with its samples.
+    probe: Option<JoinHandle<Vec<f64>>>,
+}
+
+/// The window from `start` (when `measure` holds; else it closes at once): the server's token
+/// counter read around it, the gauges sampled through it, the client-lag probe beside it.
+/// The streams still run when it returns.
+async fn measure_span(
+    ctx: &SpanContext<'_>,
+    start: Instant,
+    measure: bool,
+    queue: &mut QueueObservation,
+    rep: &mut Reporter<'_>,
+) -> Span {
+    let secs = |t: Instant| t.saturating_duration_since(ctx.origin).as_secs_f64();
+    let (read_before, gen_before) = (Instant::now(), read_counter(ctx.engine).await);
     let mut queued_samples = 0;
+    let mut interrupted = false;
     let probe_stop = CancellationToken::new();
-    let probe = measure_window.then(|| crate::lagprobe::spawn(probe_stop.clone()));
-    if measure_window {
-        let (q, i) = sample_window(
-            &engine,
-            spec,
-            w_start,
-            run_cancel,
-            &mut queue,
-            &streams.live,
-            &mut rep,
+    let probe = measure.then(|| crate::lagprobe::spawn(probe_stop.clone()));
+    if measure {
+        (queued_samples, interrupted) = sample_window(
+            ctx.engine, ctx.spec, start, ctx.cancel, queue, ctx.live, rep,
         )
         .await;
-        queued_samples = q;
-        interrupted = i;
     }
-    let w_end = Instant::now();
+    let end = Instant::now();
     probe_stop.cancel();
-    streams.live.close(w_end.into_std());
+    ctx.live.close(end.into_std());
     // The counter is read before the open requests are cancelled. llama.cpp adds a request's
     // tokens to its counter only when the request's slot is released, and a cancellation
     // releases it: read after the cancel, the delta would count (or, racing with the
     // cancellation, sometimes not count) whole requests cut at window end, tokens from before
     // the window included. Read first, it counts exactly the requests that ended inside the
     // window; engines that count every token lose nothing.
-    let (read_after, gen_after) = (Instant::now(), read_counter(&engine).await);
+    let (read_after, gen_after) = (Instant::now(), read_counter(ctx.engine).await);
     if gen_before.is_some() && gen_after.is_some() {
         queue.counter_reads_s = Some([secs(read_before), secs(read_after)]);
     }
-    let (records, fault) = stop_streams(streams).await;
-    rep.finish();
-    // A probe that died leaves no samples, and so no verdict on the client's lateness; it
-    // cannot touch the figures, which come from the records alone.
-    let client_delay_ms = match probe {
-        Some(p) => p.await.unwrap_or_default(),
-        None => Vec::new(),
-    };
-    let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
-    WindowRun {
-        records,
-        window: Window {
-            start_ns: ns(w_start),
-            end_ns: ns(w_end),
-        },
-        origin: origin.into_std(),
-        readiness: ramp.by.unwrap_or(ReadinessBy::Timeout),
-        queue,
+    Span {
+        end,
         queued_samples,
+        interrupted,
         server_generation_tokens: match (gen_before, gen_after) {
             (Some(a), Some(b)) if b >= a => Some(b - a),
             _ => None,
         },
-        interrupted,
-        fault,
-        client_delay_ms,
+        probe,
+    }
+}
+
+/// The client-lag probe's samples. A probe that died leaves none, and so no verdict on the
+/// client's lateness (it cannot touch the figures, which come from the records alone): said
+/// in a note, never silently.
+async fn probe_delays(probe: Option<JoinHandle<Vec<f64>>>, progress: &dyn Progress) -> Vec<f64> {
+    let Some(probe) = probe else {
+        return Vec::new();
+    };
+    match probe.await {
+        Ok(v) => v,
+        Err(e) => {
+            progress.event(ProgressEvent::Note(format!(
+                "the client-lag probe died ({e}): this cell has no verdict on the client's lateness"
+            )));
+            Vec::new()
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::view::{Dashboard, LiveFigures, cell_name};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
-use llmib_core::hw::HwSample;
+use llmib_core::hw::{CpuReading, GpuReading, HwSample};
 use llmib_core::live::short_duration;
 use llmib_report::number::{rate, rate_compact, tbt_ms, ttft_ms};
 use ratatui::Frame;
@@ -191,11 +191,7 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
     ])
     .areas(inner);
     let elapsed = now.saturating_duration_since(c.started).as_secs_f64();
-    let phase = match c.phase {
-        "readiness" => "waiting for readiness",
-        "prefill" => "prefill scout",
-        p => p,
-    };
+    let phase = c.phase.label();
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled(cell_name(&c.cell), bold()),
@@ -295,6 +291,8 @@ fn gib(b: u64) -> f64 {
     b as f64 / f64::from(1u32 << 30)
 }
 
+/// The hardware panel's lines, for `rows` rows: GPU totals, a line per GPU that fits (the
+/// rest counted), the CPU; one line for all when there is one row.
 fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'static>> {
     if !d.hw_on {
         return vec![Line::styled(
@@ -305,19 +303,7 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
     let Some(s) = hw else {
         return vec![Line::styled("reading…", dim())];
     };
-    let cpu = s.cpu.as_ref().map(|c| {
-        let mut t = format!(
-            "CPU {}",
-            c.util_pct.map_or("–".into(), |u| format!("{u:.0}%"))
-        );
-        if let Some(f) = c.freq_mhz {
-            t.push_str(&format!(" {:.1} GHz", f as f64 / 1000.0));
-        }
-        if let Some(temp) = c.temp_c {
-            t.push_str(&format!(" {temp:.0}°C"));
-        }
-        t
-    });
+    let cpu = s.cpu.as_ref().map(cpu_text);
     let mut v: Vec<Line> = Vec::new();
     if s.gpus.is_empty() {
         v.push(Line::styled(
@@ -325,35 +311,7 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
             Style::new().fg(Color::Yellow),
         ));
     } else {
-        // The mean over the GPUs that reported one: a GPU without a reading is not idle.
-        let reported: Vec<f64> = s.gpus.iter().filter_map(|g| g.util_pct).collect();
-        let util = if reported.is_empty() {
-            "–".to_string()
-        } else {
-            format!(
-                "{:.0}%",
-                reported.iter().sum::<f64>() / reported.len() as f64
-            )
-        };
-        let power: f64 = s.gpus.iter().filter_map(|g| g.power_w).sum();
-        let limit: f64 = s.gpus.iter().filter_map(|g| g.power_limit_w).sum();
-        let used: u64 = s.gpus.iter().filter_map(|g| g.vram_used_bytes).sum();
-        let total: u64 = s.gpus.iter().filter_map(|g| g.vram_total_bytes).sum();
-        let rx: f64 = s.gpus.iter().filter_map(|g| g.pcie_rx_bytes_per_s).sum();
-        let tx: f64 = s.gpus.iter().filter_map(|g| g.pcie_tx_bytes_per_s).sum();
-        v.push(Line::from(format!(
-            "{} GPU · {util} · {power:.0}/{limit:.0} W",
-            s.gpus.len()
-        )));
-        let mut mem = format!("VRAM {:.0}/{:.0} GiB", gib(used), gib(total));
-        if s.gpus.iter().any(|g| g.pcie_rx_bytes_per_s.is_some()) {
-            mem.push_str(&format!(
-                " · PCIe rx {:.1} tx {:.1} MB/s",
-                rx / 1e6,
-                tx / 1e6
-            ));
-        }
-        v.push(Line::from(mem));
+        v.extend(gpu_totals(&s.gpus));
         let mut per_gpu = rows.saturating_sub(2 + usize::from(cpu.is_some()));
         // GPUs that do not fit are counted, on the last GPU line.
         let hidden = if s.gpus.len() > per_gpu && per_gpu > 0 {
@@ -362,22 +320,7 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
         } else {
             0
         };
-        for g in s.gpus.iter().take(per_gpu) {
-            let opt =
-                |x: Option<f64>, unit: &str| x.map_or("–".into(), |x| format!("{x:.0}{unit}"));
-            v.push(Line::from(format!(
-                "{} {} mem {} {:.0}/{:.0}G {}/{} {} {}MHz",
-                g.index,
-                opt(g.util_pct, "%"),
-                opt(g.mem_util_pct, "%"),
-                g.vram_used_bytes.map_or(0.0, gib),
-                g.vram_total_bytes.map_or(0.0, gib),
-                opt(g.power_w, ""),
-                opt(g.power_limit_w, "W"),
-                opt(g.temp_c, "°C"),
-                g.sm_clock_mhz.map_or("–".into(), |c| c.to_string()),
-            )));
-        }
+        v.extend(s.gpus.iter().take(per_gpu).map(gpu_line));
         if hidden > 0 {
             v.push(Line::styled(format!("+{hidden} more GPUs"), dim()));
         }
@@ -398,6 +341,73 @@ fn hw_lines(d: &Dashboard, hw: Option<&HwSample>, rows: usize) -> Vec<Line<'stat
     }
     v.extend(cpu.map(Line::from));
     v
+}
+
+/// The CPU in a few words: utilisation, frequency, temperature.
+fn cpu_text(c: &CpuReading) -> String {
+    let mut t = format!(
+        "CPU {}",
+        c.util_pct.map_or("–".into(), |u| format!("{u:.0}%"))
+    );
+    if let Some(f) = c.freq_mhz {
+        t.push_str(&format!(" {:.1} GHz", f as f64 / 1000.0));
+    }
+    if let Some(temp) = c.temp_c {
+        t.push_str(&format!(" {temp:.0}°C"));
+    }
+    t
+}
+
+/// The two total lines of the GPUs: count, mean utilisation, power; VRAM and PCIe.
+fn gpu_totals(gpus: &[GpuReading]) -> [Line<'static>; 2] {
+    // The mean over the GPUs that reported one: a GPU without a reading is not idle.
+    let reported: Vec<f64> = gpus.iter().filter_map(|g| g.util_pct).collect();
+    let util = if reported.is_empty() {
+        "–".to_string()
+    } else {
+        format!(
+            "{:.0}%",
+            reported.iter().sum::<f64>() / reported.len() as f64
+        )
+    };
+    let power: f64 = gpus.iter().filter_map(|g| g.power_w).sum();
+    let limit: f64 = gpus.iter().filter_map(|g| g.power_limit_w).sum();
+    let used: u64 = gpus.iter().filter_map(|g| g.vram_used_bytes).sum();
+    let total: u64 = gpus.iter().filter_map(|g| g.vram_total_bytes).sum();
+    let rx: f64 = gpus.iter().filter_map(|g| g.pcie_rx_bytes_per_s).sum();
+    let tx: f64 = gpus.iter().filter_map(|g| g.pcie_tx_bytes_per_s).sum();
+    let mut mem = format!("VRAM {:.0}/{:.0} GiB", gib(used), gib(total));
+    if gpus.iter().any(|g| g.pcie_rx_bytes_per_s.is_some()) {
+        mem.push_str(&format!(
+            " · PCIe rx {:.1} tx {:.1} MB/s",
+            rx / 1e6,
+            tx / 1e6
+        ));
+    }
+    [
+        Line::from(format!(
+            "{} GPU · {util} · {power:.0}/{limit:.0} W",
+            gpus.len()
+        )),
+        Line::from(mem),
+    ]
+}
+
+/// One GPU's line: index, utilisation, memory controller, VRAM, power, temperature, clock.
+fn gpu_line(g: &GpuReading) -> Line<'static> {
+    let opt = |x: Option<f64>, unit: &str| x.map_or("–".into(), |x| format!("{x:.0}{unit}"));
+    Line::from(format!(
+        "{} {} mem {} {:.0}/{:.0}G {}/{} {} {}MHz",
+        g.index,
+        opt(g.util_pct, "%"),
+        opt(g.mem_util_pct, "%"),
+        g.vram_used_bytes.map_or(0.0, gib),
+        g.vram_total_bytes.map_or(0.0, gib),
+        opt(g.power_w, ""),
+        opt(g.power_limit_w, "W"),
+        opt(g.temp_c, "°C"),
+        g.sm_clock_mhz.map_or("–".into(), |c| c.to_string()),
+    ))
 }
 
 /// Contexts of the plan, in run order.

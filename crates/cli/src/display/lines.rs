@@ -1,11 +1,10 @@
 //! The line displays: `plain` (a line per event, a summary line per finished cell; logs, CI,
 //! pipes) and `json` (one JSON object per event, for scripts). Both write to stdout.
 
-use super::view::{cell_name, readiness_line, request_error_line, what};
-use llmib_client::driver::{Progress, ProgressEvent};
+use super::view::{event_words, what};
+use llmib_client::progress::{EventKind, Progress, ProgressEvent, json_line};
 use llmib_core::cell::{CellResult, CellStatus, Phase};
 use llmib_core::redact::sanitize_terminal;
-use serde_json::json;
 use std::io::Write;
 use std::time::Instant;
 
@@ -34,33 +33,29 @@ pub fn describe(r: &CellResult) -> String {
     sanitize_terminal(&format!("{what}  {:<15} {figs}", r.status.label()))
 }
 
-/// `plain`: today's lines, plus one per phase and window.
+/// `plain`: a line per event ([`event_words`]), a stage's details indented under its cell.
 pub struct PlainLines;
 
 impl Progress for PlainLines {
     fn event(&self, e: ProgressEvent) {
-        let line = match e {
-            ProgressEvent::CellStarted { index, total, cell } => {
-                format!("[{}/{}] {}", index + 1, total, cell_name(&cell))
-            }
-            ProgressEvent::Phase(p) => format!("  {p}"),
-            ProgressEvent::WindowLive(w) => format!("  {} streams started", w.concurrency),
-            ProgressEvent::Window { window, .. } => format!(
-                "  window closed after {:.1} s",
-                window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9
-            ),
-            ProgressEvent::CellDone(r) => describe(&r),
-            ProgressEvent::Note(n) => format!("note: {}", sanitize_terminal(&n)),
-            ProgressEvent::Readiness { .. } => {
-                format!("  {}", readiness_line(&e).unwrap_or_default())
-            }
-            // Server text: sanitised.
-            ProgressEvent::RequestError { .. } => format!(
-                "  {}",
-                sanitize_terminal(&request_error_line(&e).unwrap_or_default())
-            ),
-            ProgressEvent::Skipped { cell, reason } => {
-                format!("skipped: {}: {reason}", cell_name(&cell))
+        let line = match (&e, event_words(&e)) {
+            (ProgressEvent::CellDone(r), _) => describe(r),
+            (_, None) => return,
+            (_, Some(words)) => {
+                let indent = match e.kind() {
+                    EventKind::Phase
+                    | EventKind::StreamsStarted
+                    | EventKind::Window
+                    | EventKind::Readiness
+                    | EventKind::RequestError => "  ",
+                    EventKind::CellStarted
+                    | EventKind::CellDone
+                    | EventKind::Note
+                    | EventKind::Skipped => "",
+                };
+                // Notes, errors and labels carry server or user text: no control character
+                // reaches the terminal.
+                format!("{indent}{}", sanitize_terminal(&words))
             }
         };
         // A closed stdout (`| head`) must not stop the run: the results are saved anyway.
@@ -68,7 +63,7 @@ impl Progress for PlainLines {
     }
 }
 
-/// `json`: one event per line, `t_s` seconds since the run started.
+/// `json`: one event per line ([`json_line`]), `t_s` seconds since the run started.
 pub struct JsonLines {
     started: Instant,
 }
@@ -85,54 +80,6 @@ impl JsonLines {
 impl Progress for JsonLines {
     fn event(&self, e: ProgressEvent) {
         let t_s = (self.started.elapsed().as_secs_f64() * 1e3).round() / 1e3;
-        let v = match e {
-            ProgressEvent::CellStarted { index, total, cell } => json!({
-                "event": "cell_started", "t_s": t_s, "index": index, "total": total,
-                "phase": cell.key.phase, "context_tokens": cell.key.context_tokens,
-                "concurrency": cell.key.concurrency, "label": cell.label,
-            }),
-            ProgressEvent::Phase(p) => json!({"event": "phase", "t_s": t_s, "phase": p}),
-            ProgressEvent::WindowLive(w) => json!({
-                "event": "streams_started", "t_s": t_s, "concurrency": w.concurrency,
-                "window_s": w.duration.as_secs_f64(),
-            }),
-            ProgressEvent::Window { window, .. } => json!({
-                "event": "window", "t_s": t_s,
-                "start_s": window.start_ns as f64 / 1e9, "end_s": window.end_ns as f64 / 1e9,
-            }),
-            ProgressEvent::CellDone(r) => json!({"event": "cell_done", "t_s": t_s, "row": r}),
-            ProgressEvent::Note(n) => json!({"event": "note", "t_s": t_s, "text": n}),
-            ProgressEvent::Readiness {
-                by,
-                after_s,
-                reason,
-                streams_with_token,
-                concurrency,
-                running,
-                waiting,
-            } => json!({
-                "event": "readiness", "t_s": t_s, "readiness_by": by, "after_s": after_s,
-                "reason": reason, "streams_with_token": streams_with_token,
-                "concurrency": concurrency, "running": running, "waiting": waiting,
-            }),
-            ProgressEvent::RequestError {
-                phase,
-                stream,
-                kind,
-                message,
-                retry_in_s,
-                retry_after,
-            } => json!({
-                "event": "request_error", "t_s": t_s, "phase": phase, "stream": stream,
-                "kind": kind, "message": message, "retry_in_s": retry_in_s,
-                "retry_after": retry_after,
-            }),
-            ProgressEvent::Skipped { cell, reason } => json!({
-                "event": "skipped", "t_s": t_s, "phase": cell.key.phase,
-                "context_tokens": cell.key.context_tokens, "concurrency": cell.key.concurrency,
-                "label": cell.label, "reason": reason,
-            }),
-        };
-        let _ = writeln!(std::io::stdout().lock(), "{v}");
+        let _ = writeln!(std::io::stdout().lock(), "{}", json_line(&e, t_s));
     }
 }

@@ -4,10 +4,10 @@
 //! only when the drawing does.
 
 use super::draw::draw;
-use super::view::Dashboard;
-use llmib_client::driver::ProgressEvent;
+use super::view::{Dashboard, Doing};
 use llmib_client::engine::Gauges;
 use llmib_client::live::LiveWindow;
+use llmib_client::progress::{ProgressEvent, RequestErrorKind, Stage};
 use llmib_core::cell::{CellResult, CellStatus, Phase, QueueObservation};
 use llmib_core::hw::{CpuReading, GpuReading, HwSample};
 use llmib_core::meta::{EngineInfo, HardwareInfo, ModelInfo, Sourced};
@@ -183,7 +183,7 @@ fn prefill_running() {
     let mut d = after_first_context(t0);
     let at = t0 + Duration::from_secs(160);
     start(&mut d, 32768, Phase::Prefill, 1, 5, at);
-    d.apply(&ProgressEvent::Phase("prefill"), at);
+    d.apply(&ProgressEvent::Phase(Stage::Prefill), at);
     insta::assert_snapshot!(render(
         &d,
         Some(&gpus(2)),
@@ -233,7 +233,6 @@ fn window_half_done(t0: Instant) -> (Dashboard, Instant) {
         &ProgressEvent::Readiness {
             by: ReadinessBy::GaugesAndFirstTokens,
             after_s: 2.5,
-            reason: "the server ran all N with none waiting, and every stream had a token",
             streams_with_token: 4,
             concurrency: 4,
             running: Some(4.0),
@@ -395,7 +394,6 @@ fn the_log_shows_readiness_request_errors_and_skips() {
         &ProgressEvent::Readiness {
             by: ReadinessBy::QueueStalled,
             after_s: 2.04,
-            reason: "requests stayed queued while the running count stopped growing",
             streams_with_token: 3,
             concurrency: 4,
             running: Some(3.0),
@@ -403,17 +401,20 @@ fn the_log_shows_readiness_request_errors_and_skips() {
         },
         t0 + Duration::from_secs(3),
     );
-    assert_eq!(d.current.as_ref().map(|c| c.phase), Some("window"));
+    assert_eq!(
+        d.current.as_ref().map(|c| c.phase),
+        Some(Doing::Stage(Stage::Window))
+    );
     for (retry_in_s, retry_after) in [(Some(0.05), false), (Some(2.0), true), (None, false)] {
         d.apply(
             &ProgressEvent::RequestError {
                 phase: if retry_in_s.is_some() {
-                    "window"
+                    Stage::Window
                 } else {
-                    "warm-up"
+                    Stage::WarmUp
                 },
                 stream: 2,
-                kind: "http_500".into(),
+                kind: RequestErrorKind::HttpStatus(500),
                 message: "Internal error\u{1b}[2J".into(),
                 retry_in_s,
                 retry_after,

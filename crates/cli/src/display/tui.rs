@@ -12,8 +12,8 @@
 use super::draw::draw;
 use super::view::Dashboard;
 use llmib_client::driver::CancellationToken;
-use llmib_client::driver::{Progress, ProgressEvent};
 use llmib_client::hwmon::HwMonitor;
+use llmib_client::progress::{Progress, ProgressEvent};
 use ratatui::Terminal;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{
@@ -136,11 +136,26 @@ impl Tui {
 
     fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        let joined = self.thread.take().map(JoinHandle::join);
         restore_terminal();
+        // After the terminal is back, so the line is read: a dashboard that died must not
+        // look like a run that showed nothing.
+        if let Some(Err(panic)) = joined {
+            eprintln!(
+                "warning: the dashboard stopped early after a panic ({}); the run went on and its results are saved",
+                panic_text(panic.as_ref())
+            );
+        }
     }
+}
+
+/// A panic's message, where it is text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 /// The drawing thread: applies the events that arrived, reads the live figures, draws, reads

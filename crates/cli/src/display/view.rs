@@ -3,9 +3,9 @@
 //! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
 //! states (`display/tests.rs`).
 
-use llmib_client::driver::ProgressEvent;
 use llmib_client::engine::{Gauges, SpecCounters};
 use llmib_client::live::LiveWindow;
+use llmib_client::progress::{ProgressEvent, Stage, readiness_reason};
 use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::live::{EtaInputs, RateMeter, eta_s};
 use llmib_core::plan::{Plan, PlannedCell};
@@ -70,12 +70,36 @@ pub struct Current {
     pub index: usize,
     /// Cells in the plan.
     pub total: usize,
-    /// The phase (`prompts`, `warm-up`, `window`, `counting`, …).
-    pub phase: &'static str,
+    /// What it is doing.
+    pub phase: Doing,
     /// When it started.
     pub started: Instant,
     /// The decode window's live state, once its streams start.
     pub live: Option<Arc<LiveWindow>>,
+}
+
+/// What the current cell is doing, as the dashboard shows it: its stage, or (between the
+/// streams' start and the readiness decision) waiting for readiness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doing {
+    /// Started; no stage reported yet.
+    Starting,
+    /// In this stage.
+    Stage(Stage),
+    /// The window's streams run; the readiness judge has not decided.
+    Readiness,
+}
+
+impl Doing {
+    /// The words in the current-cell panel.
+    pub fn label(self) -> &'static str {
+        match self {
+            Doing::Starting => "starting",
+            Doing::Readiness => "waiting for readiness",
+            Doing::Stage(Stage::Prefill) => "prefill scout",
+            Doing::Stage(s) => s.as_str(),
+        }
+    }
 }
 
 /// One event log line.
@@ -192,7 +216,7 @@ impl Dashboard {
                     cell: cell.clone(),
                     index: *index,
                     total: *total,
-                    phase: "starting",
+                    phase: Doing::Starting,
                     started: now,
                     live: None,
                 });
@@ -207,21 +231,17 @@ impl Dashboard {
             ProgressEvent::Phase(p) => {
                 let what = self.current.as_ref().map(|c| cell_name(&c.cell));
                 if let Some(c) = self.current.as_mut() {
-                    c.phase = p;
+                    c.phase = Doing::Stage(*p);
                 }
-                if matches!(*p, "warm-up" | "hidden warm-up" | "prefill") {
+                if matches!(p, Stage::WarmUp | Stage::HiddenWarmUp | Stage::Prefill) {
                     self.say(now, format!("{}: {p}", what.unwrap_or_default()));
                 }
             }
             ProgressEvent::WindowLive(live) => {
                 if let Some(c) = self.current.as_mut() {
                     c.live = Some(live.clone());
-                    c.phase = "readiness";
+                    c.phase = Doing::Readiness;
                 }
-            }
-            ProgressEvent::Window { window, .. } => {
-                let s = window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9;
-                self.say(now, format!("window closed after {s:.1} s"));
             }
             ProgressEvent::CellDone(row) => {
                 let started = self
@@ -242,20 +262,19 @@ impl Dashboard {
                     self.live = LiveFigures::default();
                 }
             }
-            ProgressEvent::Note(n) => self.say(now, format!("note: {n}")),
             ProgressEvent::Readiness { by, .. } => {
                 if *by != ReadinessBy::RequestsErrored
                     && let Some(c) = self.current.as_mut()
                 {
-                    c.phase = "window";
+                    c.phase = Doing::Stage(Stage::Window);
                 }
-                self.say(now, readiness_line(e).unwrap_or_default());
+                self.say(now, event_words(e).unwrap_or_default());
             }
-            ProgressEvent::RequestError { .. } => {
-                self.say(now, request_error_line(e).unwrap_or_default());
-            }
-            ProgressEvent::Skipped { cell, reason } => {
-                self.say(now, format!("skipped: {}: {reason}", cell_name(cell)));
+            ProgressEvent::Window { .. }
+            | ProgressEvent::Note(_)
+            | ProgressEvent::RequestError { .. }
+            | ProgressEvent::Skipped { .. } => {
+                self.say(now, event_words(e).unwrap_or_default());
             }
         }
     }
@@ -411,52 +430,58 @@ fn done_line(r: &CellResult) -> String {
     }
 }
 
-/// The log line of a [`ProgressEvent::Readiness`]: the rule, when, what the ramp showed, and
-/// the rule in words.
-pub fn readiness_line(e: &ProgressEvent) -> Option<String> {
-    let ProgressEvent::Readiness {
-        by,
-        after_s,
-        reason,
-        streams_with_token,
-        concurrency,
-        running,
-        waiting,
-    } = e
-    else {
-        return None;
-    };
-    let mut t = format!(
-        "readiness: {} after {after_s:.1} s · {streams_with_token}/{concurrency} streams with a token",
-        by.as_str()
-    );
-    if let (Some(r), Some(w)) = (running, waiting) {
-        t.push_str(&format!(" · running {r:.0} waiting {w:.0}"));
-    }
-    t.push_str(&format!(" · {reason}"));
-    Some(t)
-}
-
-/// The log line of a [`ProgressEvent::RequestError`]: where, which stream, the error, and when
-/// it is sent again.
-pub fn request_error_line(e: &ProgressEvent) -> Option<String> {
-    let ProgressEvent::RequestError {
-        phase,
-        stream,
-        kind,
-        message,
-        retry_in_s,
-        retry_after,
-    } = e
-    else {
-        return None;
-    };
-    let retry = match retry_in_s {
-        Some(s) if *retry_after => format!("; retry in {s:.1} s (Retry-After)"),
-        Some(s) => format!("; retry in {s:.2} s (backoff)"),
-        None => String::new(),
-    };
-    Some(format!(
-        "{phase} request error, stream {stream}: {kind}: {message}{retry}"
-    ))
+/// An event in words: the one wording of each event, shared by the plain lines and the
+/// dashboard's event log (`None` for a saved row, which each display shows its own way:
+/// [`super::lines::describe`], [`done_line`]). Server text is not sanitised here: each
+/// display does it for its terminal.
+pub fn event_words(e: &ProgressEvent) -> Option<String> {
+    Some(match e {
+        ProgressEvent::CellStarted { index, total, cell } => {
+            format!("[{}/{}] {}", index + 1, total, cell_name(cell))
+        }
+        ProgressEvent::Phase(p) => p.to_string(),
+        ProgressEvent::WindowLive(w) => format!("{} streams started", w.concurrency),
+        ProgressEvent::Window { window, .. } => format!(
+            "window closed after {:.1} s",
+            window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9
+        ),
+        ProgressEvent::CellDone(_) => return None,
+        ProgressEvent::Note(n) => format!("note: {n}"),
+        ProgressEvent::Readiness {
+            by,
+            after_s,
+            streams_with_token,
+            concurrency,
+            running,
+            waiting,
+        } => {
+            let mut t = format!(
+                "readiness: {} after {after_s:.1} s · {streams_with_token}/{concurrency} streams with a token",
+                by.as_str()
+            );
+            if let (Some(r), Some(w)) = (running, waiting) {
+                t.push_str(&format!(" · running {r:.0} waiting {w:.0}"));
+            }
+            t.push_str(&format!(" · {}", readiness_reason(*by)));
+            t
+        }
+        ProgressEvent::RequestError {
+            phase,
+            stream,
+            kind,
+            message,
+            retry_in_s,
+            retry_after,
+        } => {
+            let retry = match retry_in_s {
+                Some(s) if *retry_after => format!("; retry in {s:.1} s (Retry-After)"),
+                Some(s) => format!("; retry in {s:.2} s (backoff)"),
+                None => String::new(),
+            };
+            format!("{phase} request error, stream {stream}: {kind}: {message}{retry}")
+        }
+        ProgressEvent::Skipped { cell, reason } => {
+            format!("skipped: {}: {reason}", cell_name(cell))
+        }
+    })
 }
