@@ -275,7 +275,7 @@ pub async fn run(mut a: EvalArgs) -> Result<()> {
 
 /// Writes `eval.md` and `eval.html` (the accuracy section) into `dir`.
 fn write_accuracy_pages(dir: &Path, s: &EvalSummary, items: &[ItemScore]) -> Result<()> {
-    let view = llmib_report::accuracy::AccuracyView::new(s, items);
+    let view = llmib_report::AccuracyView::new(s, items);
     std::fs::write(dir.join("eval.md"), view.markdown())
         .with_context(|| format!("cannot write {}", dir.join("eval.md").display()))?;
     std::fs::write(dir.join("eval.html"), view.html()?)

@@ -293,7 +293,7 @@ fn write_results(dir: &Path, summary: &TokensSummary<'_>, results: &[TaskResult]
 }
 
 fn markdown(s: &TokensSummary<'_>) -> String {
-    use llmib_report::markdown::escape;
+    use llmib_report::escape_markdown as escape;
     let f = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.1}"));
     let sum = |x: Option<&Summary>, pick: fn(&Summary) -> f64| f(x.map(pick));
     let t = s.stats.completion_tokens.as_ref();

@@ -115,10 +115,32 @@ impl From<&NvmlRaw> for GpuReading {
 /// The fields `nvidia-smi` is asked for, in order ([`parse_nvidia_smi`] reads them back).
 pub const NVIDIA_SMI_QUERY: &str = "index,name,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,temperature.gpu,clocks.sm,clocks.mem";
 
+/// `nvidia-smi` output that is not the answer to [`NVIDIA_SMI_QUERY`] (a different
+/// `nvidia-smi`, or not its output).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmiParseError {
+    /// A line has fewer fields than the query asks for.
+    #[error("nvidia-smi line {line}: {fields} fields, expected 11")]
+    TooFewFields {
+        /// 1-based line number.
+        line: usize,
+        /// Fields found.
+        fields: usize,
+    },
+    /// The first field is not a GPU index.
+    #[error("nvidia-smi line {line}: index `{index}`")]
+    BadIndex {
+        /// 1-based line number.
+        line: usize,
+        /// What stood there.
+        index: String,
+    },
+}
+
 /// Parses `nvidia-smi --query-gpu=<NVIDIA_SMI_QUERY> --format=csv,noheader,nounits`: one GPU
 /// per line, memory in MiB, power in W. `[N/A]`, `[Not Supported]` and other non-numbers give
 /// `None`; a line with too few fields is an error (a different `nvidia-smi`, or not its output).
-pub fn parse_nvidia_smi(text: &str) -> Result<Vec<GpuReading>, String> {
+pub fn parse_nvidia_smi(text: &str) -> Result<Vec<GpuReading>, SmiParseError> {
     const MIB: f64 = 1024.0 * 1024.0;
     let mut gpus = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -127,16 +149,16 @@ pub fn parse_nvidia_smi(text: &str) -> Result<Vec<GpuReading>, String> {
         }
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         if f.len() < 11 {
-            return Err(format!(
-                "nvidia-smi line {}: {} fields, expected 11",
-                i + 1,
-                f.len()
-            ));
+            return Err(SmiParseError::TooFewFields {
+                line: i + 1,
+                fields: f.len(),
+            });
         }
         let num = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
-        let index = f[0]
-            .parse::<u32>()
-            .map_err(|_| format!("nvidia-smi line {}: index `{}`", i + 1, f[0]))?;
+        let index = f[0].parse::<u32>().map_err(|_| SmiParseError::BadIndex {
+            line: i + 1,
+            index: f[0].to_string(),
+        })?;
         gpus.push(GpuReading {
             index,
             name: (!f[1].is_empty()).then(|| f[1].to_string()),

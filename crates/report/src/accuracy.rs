@@ -7,65 +7,66 @@ use crate::ReportError;
 use crate::html::{CSS, generator, render_template, ser};
 use crate::markdown::escape;
 use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
+use llmib_core::dataset::Provenance;
 use serde::Serialize;
 use std::fmt::Write as _;
 
 /// One labelled figure.
 #[derive(Debug, Clone, Serialize)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// What it is.
-    pub label: String,
+    pub(crate) label: String,
     /// The value, formatted.
-    pub value: String,
+    pub(crate) value: String,
 }
 
 /// One subject's accuracy.
 #[derive(Debug, Clone, Serialize)]
-pub struct SubjectRow {
+pub(crate) struct SubjectRow {
     /// Subject or category of the dataset.
-    pub name: String,
+    pub(crate) name: String,
     /// Items.
-    pub n: u64,
+    pub(crate) n: u64,
     /// Accuracy, formatted.
-    pub accuracy: String,
+    pub(crate) accuracy: String,
     /// Its Wilson 95 % interval, formatted.
-    pub interval: String,
+    pub(crate) interval: String,
 }
 
 /// One item that was not correct.
 #[derive(Debug, Clone, Serialize)]
-pub struct MissRow {
+pub(crate) struct MissRow {
     /// Item id.
-    pub id: String,
+    pub(crate) id: String,
     /// Reference answer.
-    pub expected: String,
+    pub(crate) expected: String,
     /// What was read from the answer (`–`: nothing).
-    pub parsed: String,
+    pub(crate) parsed: String,
     /// Wrong, Truncated or Unparseable.
-    pub category: String,
+    pub(crate) category: String,
     /// The server's finish reason.
-    pub finish: String,
+    pub(crate) finish: String,
     /// Completion tokens.
-    pub tokens: String,
+    pub(crate) tokens: String,
     /// The request's error, if it failed.
-    pub error: String,
+    pub(crate) error: String,
 }
 
 /// Everything the accuracy section shows, formatted once.
 #[derive(Debug, Clone, Serialize)]
 pub struct AccuracyView {
     /// `Accuracy: <profile> on <model>`.
-    pub title: String,
+    pub(crate) title: String,
     /// Items, correct, accuracy, interval, throughput, concurrency.
-    pub headline: Vec<Figure>,
+    pub(crate) headline: Vec<Figure>,
     /// Items per category, in the order Correct, Wrong, Truncated, Unparseable.
-    pub categories: Vec<Figure>,
+    pub(crate) categories: Vec<Figure>,
     /// Per subject, as listed in the dataset (alphabetical).
-    pub subjects: Vec<SubjectRow>,
+    pub(crate) subjects: Vec<SubjectRow>,
     /// The items not correct.
-    pub misses: Vec<MissRow>,
+    pub(crate) misses: Vec<MissRow>,
     /// Where the items came from.
-    pub dataset: Vec<Figure>,
+    pub(crate) dataset: Vec<Figure>,
 }
 
 fn pct(x: f64) -> String {
@@ -91,6 +92,45 @@ fn fig(label: &str, value: impl Into<String>) -> Figure {
         label: label.to_string(),
         value: value.into(),
     }
+}
+
+/// One row per item that was not answered correctly.
+fn miss_rows(items: &[ItemScore]) -> Vec<MissRow> {
+    let dash = |o: Option<&str>| o.map_or("–".to_string(), str::to_string);
+    items
+        .iter()
+        .filter(|i| i.category != Category::Correct)
+        .map(|i| MissRow {
+            id: i.id.clone(),
+            expected: i.expected.clone(),
+            parsed: dash(i.parsed.as_deref()),
+            category: category_word(i.category).to_string(),
+            finish: dash(i.finish_reason.as_deref()),
+            tokens: i.completion_tokens.map_or("–".into(), |t| t.to_string()),
+            error: i.error.clone().unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Where the items came from: file, URL, digest, size of the set.
+fn dataset_figures(d: &Provenance) -> Vec<Figure> {
+    let mut dataset = vec![fig("File", d.file.clone())];
+    if let Some(u) = &d.url {
+        dataset.push(fig("Downloaded from", u.clone()));
+    }
+    dataset.push(fig(
+        "sha256",
+        d.sha256
+            .clone()
+            .unwrap_or_else(|| "– (own item file)".into()),
+    ));
+    if d.items_in_set > 0 {
+        dataset.push(fig(
+            "Items in the profile's set",
+            d.items_in_set.to_string(),
+        ));
+    }
+    dataset
 }
 
 impl AccuracyView {
@@ -125,44 +165,13 @@ impl AccuracyView {
                 interval: interval(a),
             })
             .collect();
-        let dash = |o: Option<&str>| o.map_or("–".to_string(), str::to_string);
-        let misses = items
-            .iter()
-            .filter(|i| i.category != Category::Correct)
-            .map(|i| MissRow {
-                id: i.id.clone(),
-                expected: i.expected.clone(),
-                parsed: dash(i.parsed.as_deref()),
-                category: category_word(i.category).to_string(),
-                finish: dash(i.finish_reason.as_deref()),
-                tokens: i.completion_tokens.map_or("–".into(), |t| t.to_string()),
-                error: i.error.clone().unwrap_or_default(),
-            })
-            .collect();
-        let d = &s.dataset;
-        let mut dataset = vec![fig("File", d.file.clone())];
-        if let Some(u) = &d.url {
-            dataset.push(fig("Downloaded from", u.clone()));
-        }
-        dataset.push(fig(
-            "sha256",
-            d.sha256
-                .clone()
-                .unwrap_or_else(|| "– (own item file)".into()),
-        ));
-        if d.items_in_set > 0 {
-            dataset.push(fig(
-                "Items in the profile's set",
-                d.items_in_set.to_string(),
-            ));
-        }
         AccuracyView {
             title: format!("Accuracy: {} on {}", s.profile, s.model),
             headline,
             categories,
             subjects,
-            misses,
-            dataset,
+            misses: miss_rows(items),
+            dataset: dataset_figures(&s.dataset),
         }
     }
 

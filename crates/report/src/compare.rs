@@ -81,6 +81,36 @@ fn letter(i: usize) -> String {
     }
 }
 
+/// Writes `lines` as columns, each padded to its widest cell plus two spaces (the last cell
+/// unpadded, trailing blanks trimmed).
+fn write_aligned(out: &mut String, lines: &[Vec<String>]) {
+    let cols = lines.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l.get(i).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for l in lines {
+        let mut s = String::new();
+        for (i, cell) in l.iter().enumerate() {
+            let pad = widths
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(cell.chars().count());
+            s.push_str(cell);
+            if i + 1 < l.len() {
+                s.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        let _ = writeln!(out, "{}", s.trim_end());
+    }
+}
+
 fn verdict(base: Option<&CellResult>, this: Option<&CellResult>, base_name: &str) -> Verdict {
     match (base, this) {
         (_, None) => Verdict::NotComparable {
@@ -185,7 +215,7 @@ impl Comparison {
     }
 
     /// The baseline's letter (`A`).
-    pub fn baseline(&self) -> String {
+    pub(crate) fn baseline(&self) -> String {
         self.runs
             .first()
             .map_or_else(|| "A".to_string(), |r| r.letter.clone())
@@ -193,7 +223,7 @@ impl Comparison {
 
     /// The words for one entry: `190.7`, `201.3 ×1.06`, `Over capacity`,
     /// `Valid 201.3 (not comparable: …)`.
-    pub fn entry_text(cell: Option<&CellResult>, v: &Verdict) -> String {
+    pub(crate) fn entry_text(cell: Option<&CellResult>, v: &Verdict) -> String {
         let value = |c: &CellResult| {
             if c.status.has_figures() {
                 let rate = number::or_null(table::total(c), number::rate);
@@ -252,31 +282,7 @@ impl Comparison {
             );
             lines.push(l);
         }
-        let cols = lines[0].len();
-        let widths: Vec<usize> = (0..cols)
-            .map(|i| {
-                lines
-                    .iter()
-                    .map(|l| l.get(i).map_or(0, |s| s.chars().count()))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for l in &lines {
-            let mut s = String::new();
-            for (i, cell) in l.iter().enumerate() {
-                let pad = widths
-                    .get(i)
-                    .copied()
-                    .unwrap_or(0)
-                    .saturating_sub(cell.chars().count());
-                s.push_str(cell);
-                if i + 1 < l.len() {
-                    s.push_str(&" ".repeat(pad + 2));
-                }
-            }
-            let _ = writeln!(out, "{}", s.trim_end());
-        }
+        write_aligned(&mut out, &lines);
         let nc = self
             .rows
             .iter()

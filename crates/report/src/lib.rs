@@ -2,8 +2,13 @@
 //! matrix), Markdown, CSV, JSON, and `compare` for several runs side by side.
 //!
 //! The flow is `results dir → Report (model) → Exporter → text`. Every exporter reads the same
-//! [`Report`]; the All-measurements table is one list of [`table::Column`]s shared by the
-//! Markdown, HTML and CSV exporters; numbers are formatted in one place, [`number`].
+//! [`Report`]; the All-measurements table is one list of `table::Column`s shared by the
+//! Markdown, HTML and CSV exporters; numbers are formatted in one place, [`number`] (public, so
+//! that the live display prints the same figures as the reports).
+//!
+//! The modules are private; what a caller needs is re-exported here: [`Report`], [`Format`] and
+//! [`write_reports`] / [`render`] for one run, [`Comparison`] for several, [`AccuracyView`] for
+//! an eval's pages, [`escape_markdown`] for text that goes into Markdown.
 //!
 //! ```no_run
 //! use llmib_report::{Format, write_reports};
@@ -11,20 +16,22 @@
 //! # Ok::<(), llmib_report::ReportError>(())
 //! ```
 
-pub mod accuracy;
-pub mod compare;
-pub mod csv;
-pub mod html;
-pub mod json;
-pub mod markdown;
-pub mod model;
+mod accuracy;
+mod compare;
+mod csv;
+mod html;
+mod json;
+mod markdown;
+mod model;
 pub mod number;
-pub mod table;
+mod table;
 
 #[cfg(test)]
 mod tests;
 
-pub use compare::Comparison;
+pub use accuracy::AccuracyView;
+pub use compare::{CompareRow, Comparison, RunEntry, Verdict};
+pub use markdown::escape as escape_markdown;
 pub use model::Report;
 
 use std::fmt;

@@ -99,7 +99,7 @@ impl Report {
     }
 
     /// Orders the rows and fills planned cells that have no row as Not run.
-    pub fn from_loaded(run: LoadedRun) -> Report {
+    pub(crate) fn from_loaded(run: LoadedRun) -> Report {
         let mut cells = run.cells;
         for planned in &run.info.plan.cells {
             if !cells.iter().any(|c| c.key() == planned.key) {
@@ -124,7 +124,7 @@ impl Report {
     }
 
     /// The label of a context: the row's own label, or the token count written like the seed.
-    pub fn context_label(cell: &CellResult) -> String {
+    pub(crate) fn context_label(cell: &CellResult) -> String {
         if cell.context_label.trim().is_empty() {
             format_tokens(cell.context_tokens)
         } else {
@@ -135,7 +135,7 @@ impl Report {
     /// The model's short name for the title: the last path segment of a repository-style id
     /// (`zai-org/GLM-5.3-Flash` → `GLM-5.3-Flash`), as the seed's title shows it. Names that are
     /// not such an id (spaces, markup, …) are shown whole, so nothing is cut mid-word.
-    pub fn model_short_name(&self) -> String {
+    pub(crate) fn model_short_name(&self) -> String {
         let served = self.info.model.served_model.trim();
         let id_like = served
             .chars()
@@ -157,7 +157,7 @@ impl Report {
     }
 
     /// What the title says the model ran on: `RTX PRO 6000 Blackwell Server Edition 96GB ×8`.
-    pub fn hardware_label(&self) -> String {
+    pub(crate) fn hardware_label(&self) -> String {
         let hw = &self.info.hardware;
         let mut s = match (&hw.gpu_name, &hw.cpu) {
             (Some(gpu), _) if !gpu.trim().is_empty() => {
@@ -184,22 +184,22 @@ impl Report {
     }
 
     /// The page title: `GLM-5.3-Flash on RTX PRO 6000 Blackwell Server Edition 96GB ×8`.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         format!("{} on {}", self.model_short_name(), self.hardware_label())
     }
 
     /// Prefill rows, ascending by context.
-    pub fn prefill(&self) -> impl Iterator<Item = &CellResult> {
+    pub(crate) fn prefill(&self) -> impl Iterator<Item = &CellResult> {
         self.cells.iter().filter(|c| c.phase == Phase::Prefill)
     }
 
     /// Decode rows, by context then N.
-    pub fn decode(&self) -> impl Iterator<Item = &CellResult> {
+    pub(crate) fn decode(&self) -> impl Iterator<Item = &CellResult> {
         self.cells.iter().filter(|c| c.phase == Phase::Decode)
     }
 
     /// The decode matrix.
-    pub fn matrix(&self) -> Matrix<'_> {
+    pub(crate) fn matrix(&self) -> Matrix<'_> {
         let mut contexts: Vec<(u64, String)> = Vec::new();
         let mut conc = BTreeSet::new();
         for c in self.decode() {
@@ -232,7 +232,7 @@ impl Report {
     /// The summary line under the title: `sglang · 0.5.6… · FP8 · 8 contexts (8K–1019K) ×
     /// 8 concurrency levels (1–128) · prefill at 8K, 16K, …`. Facts the run does not know are
     /// left out rather than printed as "unknown" mid-sentence.
-    pub fn summary_line(&self) -> String {
+    pub(crate) fn summary_line(&self) -> String {
         let e = &self.info.engine;
         let mut parts: Vec<String> = Vec::new();
         let name = e
@@ -291,7 +291,7 @@ impl Report {
     }
 
     /// The Hardware, Engine and Run cards with every field of the seed.
-    pub fn cards(&self) -> Vec<Card> {
+    pub(crate) fn cards(&self) -> Vec<Card> {
         let i = &self.info;
         let hw = &i.hardware;
         let e = &i.engine;
@@ -358,7 +358,7 @@ impl Report {
     }
 
     /// The launch command, if the run knows it (already redacted by the runner).
-    pub fn launch_command(&self) -> Option<&str> {
+    pub(crate) fn launch_command(&self) -> Option<&str> {
         self.info
             .launch_command
             .as_deref()
@@ -367,7 +367,7 @@ impl Report {
 
     /// Non-Valid statuses present in the results, in legend order: the legend explains only
     /// what the page shows.
-    pub fn statuses_present(&self) -> Vec<CellStatus> {
+    pub(crate) fn statuses_present(&self) -> Vec<CellStatus> {
         LEGEND_ORDER
             .into_iter()
             .filter(|s| self.cells.iter().any(|c| c.status == *s))
@@ -375,7 +375,7 @@ impl Report {
     }
 
     /// The status legend, one sentence per status present: `Over capacity: not run because …`.
-    pub fn legend(&self) -> Vec<String> {
+    pub(crate) fn legend(&self) -> Vec<String> {
         self.statuses_present()
             .into_iter()
             .map(|s| format!("{}: {}", s.label(), status_explanation(s)))
@@ -384,7 +384,7 @@ impl Report {
 
     /// Notes a reader must see besides the seed's footnotes: an unfinished run, dropped contexts,
     /// unreadable lines, the run's own notes.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         let mut out = Vec::new();
         match self.info.state {
             RunState::Completed => {}
@@ -416,52 +416,62 @@ impl Report {
             );
         }
         if self.info.plan.settings.respect_eos {
-            let early: Vec<String> = self
-                .cells
-                .iter()
-                .filter_map(|c| {
-                    c.requests_stopped_early.map(|n| {
-                        format!(
-                            "{} {} × {} ({n})",
-                            c.phase.label(),
-                            Self::context_label(c),
-                            c.concurrency
-                        )
-                    })
-                })
-                .collect();
-            let which = if early.is_empty() {
-                "no request stopped early".to_string()
-            } else {
-                format!(
-                    "{} cell(s) had requests that stopped early: {}",
-                    early.len(),
-                    early.join(", ")
-                )
-            };
-            out.push(format!(
-                "Requests could end at the model's EOS (--respect-eos), so outputs are shorter \
-                 than the max output where the model stopped: {which}."
-            ));
+            out.push(self.early_stop_note());
         }
+        out.extend(self.client_lag_note());
+        out.extend(self.info.notes.iter().cloned());
+        out
+    }
+
+    /// With `--respect-eos`: which cells had requests that stopped before the max output.
+    fn early_stop_note(&self) -> String {
+        let early: Vec<String> = self
+            .cells
+            .iter()
+            .filter_map(|c| {
+                c.requests_stopped_early.map(|n| {
+                    format!(
+                        "{} {} × {} ({n})",
+                        c.phase.label(),
+                        Self::context_label(c),
+                        c.concurrency
+                    )
+                })
+            })
+            .collect();
+        let which = if early.is_empty() {
+            "no request stopped early".to_string()
+        } else {
+            format!(
+                "{} cell(s) had requests that stopped early: {}",
+                early.len(),
+                early.join(", ")
+            )
+        };
+        format!(
+            "Requests could end at the model's EOS (--respect-eos), so outputs are shorter \
+             than the max output where the model stopped: {which}."
+        )
+    }
+
+    /// The cells where the client itself ran late (None: none did).
+    fn client_lag_note(&self) -> Option<String> {
         let late: Vec<String> = self
             .cells
             .iter()
             .filter(|c| c.client_lag.as_ref().is_some_and(|l| l.warning.is_some()))
             .map(|c| format!("{} × {}", Self::context_label(c), c.concurrency))
             .collect();
-        if !late.is_empty() {
-            out.push(format!(
-                "The client itself ran late in {} cell(s) ({}): one ready task in ten waited \
-                 over a tenth of a token gap (and 0.5 ms) for its turn, so their time-between-token figures \
-                 carry that error (cells.jsonl has each cell's delays under client_lag). Give \
-                 the client more CPU to measure them sharper.",
-                late.len(),
-                late.join(", ")
-            ));
-        }
-        out.extend(self.info.notes.iter().cloned());
-        out
+        (!late.is_empty()).then(|| {
+        format!(
+            "The client itself ran late in {} cell(s) ({}): one ready task in ten waited \
+             over a tenth of a token gap (and 0.5 ms) for its turn, so their time-between-token figures \
+             carry that error (cells.jsonl has each cell's delays under client_lag). Give \
+             the client more CPU to measure them sharper.",
+            late.len(),
+            late.join(", ")
+        )
+    })
     }
 }
 

@@ -18,7 +18,7 @@
 //! Non-finite values cannot come from JSON, but are printed as `—` rather than panicking.
 
 /// What the tables print for a figure that does not apply (null).
-pub const NULL: &str = "—";
+pub(crate) const NULL: &str = "—";
 
 /// Inserts thousands separators into a string of ASCII digits.
 fn group_digits(digits: &str) -> String {
@@ -33,7 +33,7 @@ fn group_digits(digits: &str) -> String {
 }
 
 /// `v` with `decimals` decimals and thousands separators (`1,345.8`).
-pub fn grouped(v: f64, decimals: usize) -> String {
+pub(crate) fn grouped(v: f64, decimals: usize) -> String {
     if !v.is_finite() {
         return NULL.to_string();
     }
@@ -116,7 +116,7 @@ pub fn tbt_ms(v: f64) -> String {
 }
 
 /// Measured window: `30.0 s`.
-pub fn seconds(v: f64) -> String {
+pub(crate) fn seconds(v: f64) -> String {
     if !v.is_finite() {
         NULL.to_string()
     } else {
@@ -125,7 +125,7 @@ pub fn seconds(v: f64) -> String {
 }
 
 /// A setting in seconds, as the Run card prints it: `30 s`, `2.5 s`.
-pub fn setting_seconds(v: f64) -> String {
+pub(crate) fn setting_seconds(v: f64) -> String {
     if !v.is_finite() {
         NULL.to_string()
     } else if (v - v.round()).abs() < 1e-9 {
@@ -136,23 +136,23 @@ pub fn setting_seconds(v: f64) -> String {
 }
 
 /// One decimal, thousands separated: `1.9`, `16.0`.
-pub fn decimal1(v: f64) -> String {
+pub(crate) fn decimal1(v: f64) -> String {
     grouped(v, 1)
 }
 
 /// A token count with its unit: `4,096 tokens`.
-pub fn tokens(n: u64) -> String {
+pub(crate) fn tokens(n: u64) -> String {
     format!("{} tokens", count(n))
 }
 
 /// GPU memory in GB as vendors label it: bytes in GiB, rounded to a whole number (an "80GB"
 /// H100 reports 79.6 GiB, a "96GB" RTX PRO 6000 95.6 GiB).
-pub fn gpu_gb(bytes: u64) -> u64 {
+pub(crate) fn gpu_gb(bytes: u64) -> u64 {
     (bytes as f64 / f64::from(1u32 << 30)).round() as u64
 }
 
 /// A ratio to a baseline: `×1.06`, `×0.97`.
-pub fn ratio(r: f64) -> String {
+pub(crate) fn ratio(r: f64) -> String {
     if !r.is_finite() {
         NULL.to_string()
     } else {
@@ -161,7 +161,7 @@ pub fn ratio(r: f64) -> String {
 }
 
 /// `Some(v)` through `f`, `None` as [`NULL`].
-pub fn or_null<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+pub(crate) fn or_null<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| NULL.to_string(), f)
 }
 

@@ -246,6 +246,25 @@ impl SimConfig {
         if self.decode_step_ms.is_empty() {
             return bad("decode_step_ms: give at least one [batch_size, step_ms] point".into());
         }
+        self.validate_step_table()?;
+        if !(self.per_kv_token_us.is_finite() && self.per_kv_token_us >= 0.0) {
+            return bad("per_kv_token_us: must be zero or positive".into());
+        }
+        if self.spec_tokens == 0 {
+            return bad("spec_tokens: must be at least 1 (1 = no speculative decoding)".into());
+        }
+        if self.block_size == 0 {
+            return bad("block_size: must be at least 1".into());
+        }
+        if self.max_running_requests == Some(0) {
+            return bad("max_running_requests: must be at least 1 when set".into());
+        }
+        self.validate_faults()
+    }
+
+    /// `decode_step_ms`: batch sizes from 1, strictly ascending, each step time positive.
+    fn validate_step_table(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Invalid(m));
         let mut prev = 0u32;
         for &(b, ms) in &self.decode_step_ms {
             if b <= prev {
@@ -260,18 +279,12 @@ impl SimConfig {
             }
             prev = b;
         }
-        if !(self.per_kv_token_us.is_finite() && self.per_kv_token_us >= 0.0) {
-            return bad("per_kv_token_us: must be zero or positive".into());
-        }
-        if self.spec_tokens == 0 {
-            return bad("spec_tokens: must be at least 1 (1 = no speculative decoding)".into());
-        }
-        if self.block_size == 0 {
-            return bad("block_size: must be at least 1".into());
-        }
-        if self.max_running_requests == Some(0) {
-            return bad("max_running_requests: must be at least 1 when set".into());
-        }
+        Ok(())
+    }
+
+    /// Every rate a probability, the queue-full status an HTTP error.
+    fn validate_faults(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Invalid(m));
         let f = &self.faults;
         for (name, v) in [
             ("eos_rate", self.eos_rate),

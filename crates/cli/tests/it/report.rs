@@ -485,7 +485,7 @@ fn browser_eval_page_is_clean() {
         concurrency: 4,
         dataset: Default::default(),
     };
-    let view = llmib_report::accuracy::AccuracyView::new(&summary, &items);
+    let view = llmib_report::AccuracyView::new(&summary, &items);
     let page = artifacts().join("eval.html");
     std::fs::write(&page, view.html().expect("html")).expect("write");
     let (dom, stderr) = run_chromium(&chrome, &work, &page, &["--dump-dom"]);
