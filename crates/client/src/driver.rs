@@ -11,7 +11,7 @@ use crate::burst::send_burst;
 use crate::engine::Engine;
 use crate::hwmon::HwMonitor;
 use crate::live::LiveWindow;
-use crate::progress::{Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage};
+use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::prompt::{BuiltPrompt, PromptBuilder};
 use crate::stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
 use crate::window::{WindowRun, WindowSpec, into_records, run_window, warm_up};
@@ -329,34 +329,22 @@ fn finished_records(
 }
 
 /// Reports the errored requests among `records` (a warm-up's or a burst's, once they are all
-/// done: neither re-sends), the first [`REQUEST_ERROR_EVENTS`] one by one.
-fn report_errors(m: &MatrixRun<'_>, phase: Stage, records: &[RequestRecord]) {
+/// done: neither re-sends).
+fn report_errors(m: &MatrixRun<'_>, stage: Stage, records: &[RequestRecord]) {
     let secrets = m.engine.secrets();
-    let mut shown = 0u32;
-    let mut more = 0u32;
+    let mut errors = RequestErrors::new(m.progress, stage);
     for r in records {
-        let Outcome::Error { kind, message } = &r.outcome else {
-            continue;
-        };
-        if shown == REQUEST_ERROR_EVENTS {
-            more += 1;
-            continue;
+        if let Outcome::Error { kind, message } = &r.outcome {
+            errors.report(
+                r.stream,
+                kind,
+                || redact_text(message, &secrets),
+                None,
+                false,
+            );
         }
-        shown += 1;
-        m.progress.event(ProgressEvent::RequestError {
-            phase,
-            stream: r.stream,
-            kind: RequestErrorKind::parse(kind),
-            message: redact_text(message, &secrets),
-            retry_in_s: None,
-            retry_after: false,
-        });
     }
-    if more > 0 {
-        m.progress.event(ProgressEvent::Note(format!(
-            "{more} more {phase} request errors not listed"
-        )));
-    }
+    errors.finish();
 }
 
 /// A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay one-off

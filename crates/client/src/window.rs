@@ -8,7 +8,7 @@
 
 use crate::engine::Engine;
 use crate::live::LiveWindow;
-use crate::progress::{Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage};
+use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::cell::QueueObservation;
 use llmib_core::figures::Window;
@@ -116,53 +116,42 @@ fn backoff(n: u32) -> Duration {
 /// the window's [`Reporter`].
 struct Issue {
     stream: u32,
-    kind: RequestErrorKind,
+    kind: String,
     message: String,
     retry_in: Duration,
     retry_after: bool,
 }
 
 /// Turns the streams' failed requests into progress events from the window's own task (the
-/// workers only send to a channel): the first [`REQUEST_ERROR_EVENTS`] one by one, the rest
-/// counted in one note.
+/// workers only send to a channel).
 struct Reporter<'a> {
-    progress: &'a dyn Progress,
+    errors: RequestErrors<'a>,
     rx: tokio::sync::mpsc::UnboundedReceiver<Issue>,
     secrets: Vec<String>,
-    shown: u32,
-    more: u32,
 }
 
 impl Reporter<'_> {
     /// Reports what the streams sent since the last call.
     fn drain(&mut self) {
         while let Ok(i) = self.rx.try_recv() {
-            if self.shown == REQUEST_ERROR_EVENTS {
-                self.more += 1;
-                continue;
-            }
-            self.shown += 1;
-            let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
-            self.progress.event(ProgressEvent::RequestError {
-                phase: Stage::Window,
-                stream: i.stream,
-                kind: i.kind,
-                message: redact_text(&i.message, &secrets),
-                retry_in_s: Some(i.retry_in.as_secs_f64()),
-                retry_after: i.retry_after,
-            });
+            let secrets = &self.secrets;
+            self.errors.report(
+                i.stream,
+                &i.kind,
+                || {
+                    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+                    redact_text(&i.message, &secrets)
+                },
+                Some(i.retry_in.as_secs_f64()),
+                i.retry_after,
+            );
         }
     }
 
     /// Reports the rest, and how many were not listed.
     fn finish(&mut self) {
         self.drain();
-        if self.more > 0 {
-            self.progress.event(ProgressEvent::Note(format!(
-                "{} more window request errors not listed",
-                self.more
-            )));
-        }
+        self.errors.finish();
     }
 }
 
@@ -214,7 +203,7 @@ fn start_streams(
                     // Per failed request only; a closed reporter is no reason to stop.
                     let _ = issues.send(Issue {
                         stream: i as u32,
-                        kind: RequestErrorKind::parse(kind),
+                        kind: kind.clone(),
                         message: message.clone(),
                         retry_in: wait,
                         retry_after: asked.is_some(),
@@ -434,11 +423,9 @@ pub async fn run_window(
     let origin = Instant::now();
     let (issues, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut rep = Reporter {
-        progress,
+        errors: RequestErrors::new(progress, Stage::Window),
         rx,
         secrets: engine.secrets().into_iter().map(String::from).collect(),
-        shown: 0,
-        more: 0,
     };
     let streams = start_streams(&engine, requests, origin, live, issues);
     let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel, &mut rep).await;
