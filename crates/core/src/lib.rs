@@ -6,7 +6,6 @@ pub mod accuracy;
 pub mod burst;
 pub mod cell;
 pub mod counting;
-pub mod dataset;
 pub mod figures;
 pub mod hw;
 pub mod lag;
@@ -21,7 +20,6 @@ pub mod size;
 pub mod stats;
 pub mod store;
 pub mod time;
-pub mod tokenstats;
 pub mod verdict;
 
 #[cfg(test)]
