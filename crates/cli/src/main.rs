@@ -2,14 +2,12 @@
 //! and maps the outcome to an exit code. Everything else lives in the library crates.
 
 mod config;
-mod datasets;
 mod display;
 mod drive;
 mod eval_cmd;
 mod report_cmd;
 mod run_cmd;
 mod sim_cmd;
-mod task_cmd;
 
 use clap::{Parser, Subcommand};
 use llmib_core::redact::{redact_text, sanitize_terminal};

@@ -397,7 +397,7 @@ fn run_info(
         state: RunState::Running,
         started_at: now_rfc3339(),
         finished_at: None,
-        url: strip_userinfo(url),
+        url: llmib_core::redact::strip_url_userinfo(url),
         engine: engine.info().clone(),
         model: engine.model().clone(),
         hardware,
@@ -467,25 +467,4 @@ fn is_loopback(url: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[" | "0.0.0.0")
         || host.starts_with("127.")
         || rest.starts_with("[::1]")
-}
-
-/// Drops `user:password@` from a URL before it is stored.
-fn strip_userinfo(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s && !url[s + 3..at].contains('/') => {
-            format!("{}{}", &url[..s + 3], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn userinfo_is_stripped() {
-        assert_eq!(strip_userinfo("http://u:secret@h:1/v1"), "http://h:1/v1");
-        assert_eq!(strip_userinfo("http://h:1/a@b"), "http://h:1/a@b");
-    }
 }

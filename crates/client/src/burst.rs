@@ -1,7 +1,8 @@
 //! Burst / E2E cells, the gathering half: W warm-up requests, then R measured ones, at most N
 //! in flight (slot i always sends stream i's prompt, so the prefix cache serves them as in
 //! sustained decode). Every request runs to its end; nothing is cut. The row is built by
-//! `llmib_core::burst`.
+//! `llmib_core::burst`. The eval crate's long-answer task sends its closed batches through the
+//! same function.
 
 use crate::engine::Engine;
 use crate::stream::{Measured, RequestSpec, measure};
@@ -11,9 +12,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Sends `total` requests over `requests.len()` slots (N in flight), each slot taking the next
-/// request as soon as its last one ends. Records share one clock, `origin`. Returns `None`
-/// when the run was cancelled (the cell is then Not run), or when a slot's task died (a fault,
-/// never a short burst reported as whole).
+/// request as soon as its last one ends. Records share one clock, started here; they come back
+/// slot by slot. Once `cancel` fires no slot takes another request, so fewer come back (the
+/// caller checks it). An error when a slot's task died (a fault, never a short burst reported
+/// as whole). Also the long-answer task's batch (`llmib-eval`): N copies of one request, N
+/// slots, N in all.
 pub async fn send_burst(
     engine: &Arc<Engine>,
     requests: &[RequestSpec],

@@ -3,7 +3,6 @@
 
 pub mod chunk;
 pub mod engine;
-pub mod eval;
 pub mod hardware;
 pub mod http;
 pub mod hwmon;
@@ -15,7 +14,6 @@ pub mod sse;
 
 pub mod burst;
 pub mod counting;
-pub mod download;
 pub mod driver;
 pub mod progress;
 pub mod prompt;

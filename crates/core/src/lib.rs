@@ -7,7 +7,6 @@ pub mod burst;
 pub mod capacity;
 pub mod cell;
 pub mod counting;
-pub mod dataset;
 pub mod figures;
 pub mod hw;
 pub mod lag;
@@ -22,7 +21,6 @@ pub mod size;
 pub mod stats;
 pub mod store;
 pub mod time;
-pub mod tokenstats;
 pub mod verdict;
 
 #[cfg(test)]

@@ -270,6 +270,21 @@ pub fn url_password(url: &str) -> Option<&str> {
     Some(&auth[colon + 1..at]).filter(|p| !p.is_empty())
 }
 
+/// A URL without its userinfo (`https://user:password@host/v1` → `https://host/v1`): the form
+/// in which every file the tool writes keeps a URL (`run.json`, `eval.json`). The userinfo ends
+/// at the authority's last `@`; a text that is not `scheme://…` comes back as it is.
+pub fn strip_url_userinfo(url: &str) -> String {
+    let Some(s) = url.find("://") else {
+        return url.to_string();
+    };
+    let tail = &url[s + 3..];
+    let auth_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+    match tail[..auth_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..s + 3], &tail[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
 /// Length of a URL's authority (what follows `://`): up to the first `/`, whitespace or quote.
 fn authority_len(tail: &str) -> usize {
     tail.find(|c: char| c == '/' || c.is_whitespace() || matches!(c, '"' | '\''))

@@ -235,7 +235,7 @@ impl AccuracyView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llmib_core::dataset::Provenance;
+    use llmib_core::accuracy::{Profile, Provenance};
     use std::collections::BTreeMap;
 
     fn item(id: &str, c: Category) -> ItemScore {
@@ -262,7 +262,7 @@ mod tests {
         let mut by_subject = BTreeMap::new();
         by_subject.insert("law|<b>".to_string(), Accuracy::of(items));
         EvalSummary {
-            profile: "mmlu-pro".into(),
+            profile: Profile::MmluPro,
             model: "<script>m</script>".into(),
             url: "http://x".into(),
             accuracy: Accuracy::of(items),

@@ -6,7 +6,7 @@
 
 use crate::common::*;
 use crate::run::exact_sim;
-use llmib_core::dataset::permutation;
+use llmib_eval::permutation;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

@@ -124,7 +124,7 @@ fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
         .iter()
         .filter(|id| answers_correctly(id, 0.80) && !answers_correctly(id, 0.74))
         .count() as u64;
-    let p = llmib_core::accuracy::mcnemar_exact(flips, 0);
+    let p = llmib_eval::mcnemar_exact(flips, 0);
     assert!(
         out.contains(&format!("{flips} right in A only, 0 right in B only")),
         "{out}"
@@ -142,6 +142,27 @@ fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
 /// A tiny eval against llama.cpp: the generated tiny model answers nonsense, so this checks the
 /// plumbing (chat requests, temperature 0, natural stops, usage) and that every item lands in
 /// one scoring category, with the limit's cuts counted as truncated.
+/// `eval.json` keeps the server's URL as `run.json` does: without its user and password (one
+/// function strips both), and no file of the run holds the password.
+#[test]
+fn eval_json_keeps_no_url_credentials() {
+    let _serial = timing_lock();
+    let base = out_dir("eval-credentials");
+    let _ = std::fs::remove_dir_all(&base);
+    let data = base.join("data");
+    write_fixtures(&data);
+    let sim = Sim::start(exact_sim());
+    let with_userinfo = sim.url.replacen("http://", "http://reader:pa55w0rd@", 1);
+    let out = base.join("run");
+    let e = eval(&with_userinfo, &data, "mmlu-pro", &out, "64");
+    assert_eq!(e["url"], sim.url.as_str(), "{e:#}");
+    for f in ["eval.json", "eval.md", "eval.html", "items.jsonl"] {
+        let body = std::fs::read_to_string(out.join(f)).expect("a result file");
+        assert!(!body.contains("pa55w0rd"), "the password in {f}");
+        assert!(!body.contains("reader@"), "the user in {f}");
+    }
+}
+
 #[test]
 fn llamacpp_tiny_eval_scores_every_item() {
     let Some(paths) = llama() else { return };

@@ -452,7 +452,7 @@ fn browser_compare_page_is_clean() {
 
 #[test]
 fn browser_eval_page_is_clean() {
-    use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
+    use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore, Profile};
     let Some(chrome) = chromium() else { return };
     let work = out_dir("report-browser-eval");
     let item = |id: &str, c: Category| ItemScore {
@@ -472,7 +472,7 @@ fn browser_eval_page_is_clean() {
         item("<script>alert(1)</script>", Category::Wrong),
     ];
     let summary = EvalSummary {
-        profile: "mmlu-pro".into(),
+        profile: Profile::MmluPro,
         model: "\"><svg onload=alert(3)>".into(),
         url: "http://127.0.0.1:1".into(),
         accuracy: Accuracy::of(&items),

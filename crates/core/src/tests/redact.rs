@@ -263,3 +263,16 @@ fn a_redacted_value_leaves_the_reader_in_the_same_state() {
         "HF_TOKEN=<redacted> run"
     );
 }
+
+#[test]
+fn userinfo_is_stripped_from_urls() {
+    assert_eq!(
+        strip_url_userinfo("http://u:secret@h:1/v1"),
+        "http://h:1/v1"
+    );
+    assert_eq!(strip_url_userinfo("https://tok3n@h"), "https://h");
+    assert_eq!(strip_url_userinfo("http://u:p@ss@h/v1"), "http://h/v1");
+    assert_eq!(strip_url_userinfo("http://h:1/a@b"), "http://h:1/a@b");
+    assert_eq!(strip_url_userinfo("http://h?to=a@b"), "http://h?to=a@b");
+    assert_eq!(strip_url_userinfo("not a url"), "not a url");
+}

@@ -8,8 +8,8 @@
 //! `patience` levels in a row that do not, it stops. The chosen level is the fastest probed
 //! (ties to the lower concurrency).
 
-use crate::accuracy::wilson_95;
-use crate::stats::Summary;
+use llmib_core::accuracy::wilson_95;
+use llmib_core::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 /// One probed level.

@@ -1,22 +1,7 @@
-//! The pure decisions behind `eval`'s datasets: which items a profile takes (an evenly spread
+//! The pure decisions behind the datasets: which items a profile takes (an evenly spread
 //! subset, a stratified one for MMLU-Pro), GSM8K's reference answer, and the fixed order in
 //! which a GPQA item's choices are shown. All deterministic, so two runs (an A/B pair) see the
 //! same items in the same form.
-
-use serde::{Deserialize, Serialize};
-
-/// Where the items came from, kept in `eval.json`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Provenance {
-    /// The file read: a cache path, a `--dataset-dir` file.
-    pub file: String,
-    /// Where it was downloaded from (None: a local copy).
-    pub url: Option<String>,
-    /// Its sha256, checked against the pin (None: the project's own item format, unpinned).
-    pub sha256: Option<String>,
-    /// Items in the profile's set (before `--limit`).
-    pub items_in_set: usize,
-}
 
 /// N indices evenly spread over `0..len` (all of them when N ≥ len), in order.
 pub fn spread(len: usize, n: Option<usize>) -> Vec<usize> {

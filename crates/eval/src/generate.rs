@@ -1,9 +1,20 @@
 //! One non-streamed generation for accuracy profiles: the prompt (or one chat message),
 //! temperature 0, ending where the model stops; the answer text, why it ended and its tokens.
 
-use crate::engine::{Engine, PromptInput};
+use llmib_client::engine::{Engine, EngineError, PromptInput};
 use serde_json::Value;
 use std::time::Instant;
+
+/// Why a generation gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenerateError {
+    /// The request failed (transport, status, shape of the answer).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The answer held no choice.
+    #[error("no choices in the answer")]
+    NoChoices,
+}
 
 /// What one generation returned.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +31,12 @@ pub struct Generated {
 
 /// Sends `prompt` to the engine's endpoint with `max_tokens` and temperature 0. The engine must
 /// let requests end at EOS (`set_respect_eos(true)`): an answer is as long as the model makes
-/// it. Errors are one line.
-pub async fn generate(engine: &Engine, prompt: &str, max_tokens: u32) -> Result<Generated, String> {
+/// it.
+pub async fn generate(
+    engine: &Engine,
+    prompt: &str,
+    max_tokens: u32,
+) -> Result<Generated, GenerateError> {
     let mut body = engine.completion_body(
         &engine.model().served_model,
         PromptInput::Text(prompt.to_owned()),
@@ -32,11 +47,8 @@ pub async fn generate(engine: &Engine, prompt: &str, max_tokens: u32) -> Result<
         m.insert("temperature".into(), Value::from(0.0));
     }
     let t0 = Instant::now();
-    let v = engine
-        .generate_json(&body)
-        .await
-        .map_err(|e| e.to_string())?;
-    let choice = v.pointer("/choices/0").ok_or("no choices in the answer")?;
+    let v = engine.generate_json(&body).await?;
+    let choice = v.pointer("/choices/0").ok_or(GenerateError::NoChoices)?;
     let str_at = |p: &str| choice.pointer(p).and_then(Value::as_str).unwrap_or("");
     let out = [
         str_at("/message/reasoning_content"),

@@ -1,0 +1,150 @@
+//! Fetching a file whole (the datasets of `eval`): one GET with a total time limit and a size
+//! cap, errors in one line that say what to do. Verification (sha256) is the caller's.
+//!
+//! A mirror's address may carry a token (`user:password@`, `?sig=…`): every message names the
+//! URL as [`shown_url`] prints it, never as given.
+
+use futures_util::StreamExt;
+use llmib_client::http::{HttpError, HttpOptions, build_client, describe_request_error};
+use std::time::Duration;
+
+/// Why a download failed. `url` is always the shown form.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(#[from] HttpError),
+    /// No HTTP answer (refused, unreachable, TLS…), in the client's words.
+    #[error("{0}")]
+    Transport(String),
+    /// The server answered with an error status.
+    #[error(
+        "{url} answered HTTP {status}: check the address, or download the file yourself and pass --dataset-dir"
+    )]
+    Status {
+        /// The URL, as shown.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The body is larger than any dataset (a wrong URL or a hostile server).
+    #[error("{url} {verb} the {max_bytes} bytes a dataset may have: check the address")]
+    TooLarge {
+        /// The URL, as shown.
+        url: String,
+        /// `is larger than` (announced) or `sent more than` (counted).
+        verb: &'static str,
+        /// The cap.
+        max_bytes: u64,
+    },
+    /// The body stopped coming.
+    #[error("the download from {url} broke after {bytes} bytes: {reason}")]
+    Broken {
+        /// The URL, as shown.
+        url: String,
+        /// Bytes received.
+        bytes: usize,
+        /// What the client said.
+        reason: String,
+    },
+    /// The whole download took too long.
+    #[error(
+        "the download from {url} took over {secs} s: retry, or download the file yourself and pass --dataset-dir"
+    )]
+    TimedOut {
+        /// The URL, as shown.
+        url: String,
+        /// The limit.
+        secs: u64,
+    },
+}
+
+/// Fetches `url` whole; refuses a body over `max_bytes` (hostile or wrong URL) and gives up
+/// after `timeout` in all.
+pub async fn download(
+    url: &str,
+    max_bytes: u64,
+    timeout: Duration,
+) -> Result<Vec<u8>, DownloadError> {
+    let client = build_client(&HttpOptions {
+        connect_timeout: Duration::from_secs(10),
+        max_idle_per_host: 1,
+        ..Default::default()
+    })?;
+    let shown = shown_url(url);
+    let fetch = async {
+        let resp = client.get(url).send().await.map_err(|e| {
+            DownloadError::Transport(describe_request_error(&e.without_url(), &shown))
+        })?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(DownloadError::Status {
+                url: shown.clone(),
+                status: status.as_u16(),
+            });
+        }
+        let too_large = |verb| DownloadError::TooLarge {
+            url: shown.clone(),
+            verb,
+            max_bytes,
+        };
+        if resp.content_length().is_some_and(|n| n > max_bytes) {
+            return Err(too_large("is larger than"));
+        }
+        let mut body = Vec::new();
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| DownloadError::Broken {
+                url: shown.clone(),
+                bytes: body.len(),
+                reason: e.without_url().to_string(),
+            })?;
+            if body.len() as u64 + chunk.len() as u64 > max_bytes {
+                return Err(too_large("sent more than"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    };
+    tokio::time::timeout(timeout, fetch)
+        .await
+        .unwrap_or_else(|_| {
+            Err(DownloadError::TimedOut {
+                url: shown.clone(),
+                secs: timeout.as_secs(),
+            })
+        })
+}
+
+/// A URL as printed and stored: without a user, password, query or fragment (a mirror's token
+/// must not reach the terminal, `eval.json` or the page). The credentials go by
+/// [`llmib_core::redact::strip_url_userinfo`], the one function that strips them everywhere.
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            u.set_query(None);
+            u.set_fragment(None);
+            llmib_core::redact::strip_url_userinfo(u.as_str())
+        }
+        Err(_) => "<an unparseable URL>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_urls_drop_credentials_and_queries() {
+        assert_eq!(
+            shown_url("https://user:tok3n@mirror.example/a/b.csv?sig=s3cret#x"),
+            "https://mirror.example/a/b.csv"
+        );
+        assert_eq!(
+            shown_url("https://tok3n@mirror.example"),
+            "https://mirror.example/"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:8/x"), "http://127.0.0.1:8/x");
+        assert_eq!(shown_url("not a url"), "<an unparseable URL>");
+    }
+}

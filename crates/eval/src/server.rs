@@ -1,0 +1,36 @@
+//! The server an eval asks: how to reach it, and the engine that answers (chat, each answer
+//! ending where the model stops).
+
+use crate::error::EvalError;
+use llmib_client::engine::{Engine, ProbeOptions};
+use std::path::Path;
+use std::time::Duration;
+
+/// How to reach the server.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// Base URL (it may hold a user and password; no file keeps them).
+    pub url: String,
+    /// API key. Never written to any output.
+    pub api_key: Option<String>,
+    /// Model to request (default: the one the server lists).
+    pub model: Option<String>,
+}
+
+/// Probes the server for an eval (accuracy or long-answer) and makes the results folder
+/// `output`. An answer ends where the model stops; chat is what instruction models are served
+/// for.
+pub(crate) async fn answering_engine(server: &Server, output: &Path) -> Result<Engine, EvalError> {
+    let probe = Engine::probe(&ProbeOptions {
+        api_key: server.api_key.clone(),
+        model: server.model.clone(),
+        timeout: Duration::from_secs(10),
+        ..ProbeOptions::new(server.url.clone())
+    })
+    .await?;
+    let mut engine = probe.engine;
+    engine.set_respect_eos(true);
+    engine.set_api(llmib_core::plan::Api::Chat);
+    std::fs::create_dir_all(output).map_err(EvalError::io("create", output))?;
+    Ok(engine)
+}
