@@ -7,7 +7,7 @@ use crate::ReportError;
 use crate::html::{CSS, generator, render_template, ser};
 use crate::markdown::escape;
 use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
-use llmib_core::dataset::Provenance;
+use llmib_core::accuracy::Provenance;
 use serde::Serialize;
 use std::fmt::Write as _;
 
