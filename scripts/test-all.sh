@@ -26,6 +26,8 @@ step "llama.cpp llama-server + tiny model (cached after the first build)"
 eval "$(scripts/llama/paths.sh)"
 export LLAMA_SERVER_BIN LLAMA_MODEL
 
+step "module layering (no import cycles between modules)"
+python3 scripts/module-cycles.py
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy -D warnings"

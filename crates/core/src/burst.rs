@@ -12,7 +12,7 @@
 //! Completion tokens come from the server's final usage where a request reported it, else from
 //! the request's counted chunks.
 
-use crate::cell::{CellResult, CellStatus};
+use crate::cell::{BurstFigures, CellResult, CellStatus};
 use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::{Summary, weighted_summary};
@@ -20,35 +20,6 @@ use crate::verdict::{ErrorTally, bare_result, prompt_check};
 use serde::{Deserialize, Serialize};
 
 const NS_PER_MS: f64 = 1e6;
-
-/// What a burst measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BurstFigures {
-    /// Measured requests (warm-ups excluded).
-    pub requests: u64,
-    /// Of them, finished properly.
-    pub completed: u64,
-    /// Σ completion tokens.
-    pub output_tokens: u64,
-    /// First send to last end, seconds.
-    pub wall_s: f64,
-    /// `output_tokens / wall_s`.
-    pub tok_per_s: f64,
-    /// `requests / wall_s`.
-    pub requests_per_s: f64,
-    /// Send to end, ms.
-    pub e2e_ms: Option<Summary>,
-    /// Send to first token, ms.
-    pub ttft_ms: Option<Summary>,
-    /// First to second chunk, ms.
-    pub ttst_ms: Option<Summary>,
-    /// Per token between chunks, ms.
-    pub tbt_ms: Option<Summary>,
-    /// Requests that ended on `finish_reason = length`.
-    pub max_token_hits: u64,
-    /// Requests whose completion tokens came from final usage (the rest: counted chunks).
-    pub usage_counted: u64,
-}
 
 /// The burst figures of `records` (all on one clock); `None` when there are none.
 pub fn burst_figures(records: &[RequestRecord]) -> Option<BurstFigures> {

@@ -210,7 +210,7 @@ pub struct CellResult {
     pub requests_stopped_early: Option<u64>,
     /// A Burst / E2E cell's own figures (requests/s, E2E latency, TTST, max-token hits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub burst: Option<crate::burst::BurstFigures>,
+    pub burst: Option<BurstFigures>,
     /// What this machine's GPUs and CPU did during the cell, when the server runs here and the
     /// hardware monitor was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -326,4 +326,34 @@ pub struct CellKey {
     pub context_tokens: u64,
     /// N.
     pub concurrency: u32,
+}
+
+/// What a burst measured (the figures are computed by `crate::burst`; the row holds them,
+/// so the type lives with the row and `cell` imports nothing of the modules that fill it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurstFigures {
+    /// Measured requests (warm-ups excluded).
+    pub requests: u64,
+    /// Of them, finished properly.
+    pub completed: u64,
+    /// Σ completion tokens.
+    pub output_tokens: u64,
+    /// First send to last end, seconds.
+    pub wall_s: f64,
+    /// `output_tokens / wall_s`.
+    pub tok_per_s: f64,
+    /// `requests / wall_s`.
+    pub requests_per_s: f64,
+    /// Send to end, ms.
+    pub e2e_ms: Option<Summary>,
+    /// Send to first token, ms.
+    pub ttft_ms: Option<Summary>,
+    /// First to second chunk, ms.
+    pub ttst_ms: Option<Summary>,
+    /// Per token between chunks, ms.
+    pub tbt_ms: Option<Summary>,
+    /// Requests that ended on `finish_reason = length`.
+    pub max_token_hits: u64,
+    /// Requests whose completion tokens came from final usage (the rest: counted chunks).
+    pub usage_counted: u64,
 }

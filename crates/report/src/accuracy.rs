@@ -6,8 +6,8 @@
 use crate::ReportError;
 use crate::html::{CSS, generator, render_template, ser};
 use crate::markdown::escape;
-use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
 use llmib_core::accuracy::Provenance;
+use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
 use serde::Serialize;
 use std::fmt::Write as _;
 

@@ -7,7 +7,7 @@
 use crate::model::Report;
 use crate::table::{Column, Raw};
 use crate::{Exporter, Format, ReportError};
-use llmib_core::burst::BurstFigures;
+use llmib_core::cell::BurstFigures;
 use llmib_core::cell::CellResult;
 use llmib_core::stats::Summary;
 

@@ -198,12 +198,6 @@ fn default_answer_words() -> u32 {
     24
 }
 
-impl Default for SimConfig {
-    fn default() -> Self {
-        crate::profiles::tiny()
-    }
-}
-
 impl SimConfig {
     /// The KV capacity the engine really schedules with: vLLM rounds down to whole blocks.
     pub fn effective_kv_capacity(&self) -> u64 {

@@ -99,6 +99,14 @@ pub(crate) fn hosted(engine: SimConfig) -> SimConfig {
     }
 }
 
+/// The default configuration is the `tiny` profile. The impl lives here, beside the profiles,
+/// so `config` (the types) never imports `profiles` (the values built from them).
+impl Default for SimConfig {
+    fn default() -> Self {
+        tiny()
+    }
+}
+
 /// The `tiny` profile: a 4K-context engine with 1-3 ms steps, for fast tests.
 pub(crate) fn tiny() -> SimConfig {
     SimConfig {
