@@ -126,12 +126,12 @@ pub async fn answering_engine(a: &EvalArgs) -> Result<Engine> {
         api_key: a.api_key.clone(),
         model: a.model.clone(),
         timeout: Duration::from_secs(10),
+        respect_eos: true,
+        api: Some(llmib_core::plan::Api::Chat),
         ..ProbeOptions::new(a.url.clone())
     })
     .await?;
-    let mut engine = probe.engine;
-    engine.set_respect_eos(true);
-    engine.set_api(llmib_core::plan::Api::Chat);
+    let engine = probe.engine;
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("cannot create {}", a.output.display()))?;
     Ok(engine)

@@ -7,6 +7,7 @@ mod display;
 mod drive;
 mod eval_cmd;
 mod report_cmd;
+mod resume;
 mod run_cmd;
 mod sim_cmd;
 mod task_cmd;
