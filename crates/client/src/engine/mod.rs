@@ -125,6 +125,9 @@ pub enum EngineError {
     /// The engine has no such endpoint.
     #[error("{0}")]
     Unsupported(String),
+    /// A request body could not be built (never sent as an empty request).
+    #[error("{0}")]
+    Body(String),
 }
 
 /// What one chat request with a sample message tells about the chat template.
@@ -507,7 +510,7 @@ impl Engine {
         max_tokens: u32,
         deferred: bool,
         limits: StreamLimits,
-    ) -> Result<RequestSpec, String> {
+    ) -> Result<RequestSpec, EngineError> {
         let counting = if deferred {
             Counting::Deferred
         } else {
@@ -517,7 +520,8 @@ impl Engine {
             self.generate_url(),
             &self.completion_body(model, prompt, max_tokens, true),
             counting,
-        )?;
+        )
+        .map_err(EngineError::Body)?;
         spec.limits = limits;
         Ok(spec)
     }
