@@ -10,6 +10,5 @@ mod config;
 fuzz_target!(|s: &str| {
     if let Ok(args) = config::RunArgs::default().merge_text(s, "fuzz.toml") {
         let _ = args.settings();
-        let _ = args.kv_capacity();
     }
 });

@@ -1,19 +1,21 @@
-//! Run configuration in two stages: raw input (flags, a TOML file, environment) is merged with
-//! explicit precedence — defaults < file < environment < flags — and then validated into
-//! [`llmib_core::plan::Settings`] plus connection options, so invalid states never reach the
-//! driver.
+//! Run configuration: one typed struct, [`RunArgs`], is both the `run` flags (clap) and the
+//! `--config` TOML file (serde). Each value is parsed into its type once, by one parser per
+//! kind that both sides call (`value_parser` for a flag, `deserialize_with` for a key), and
+//! the sources are merged field-wise with explicit precedence — defaults < file < environment
+//! < flags — before [`RunArgs::settings`] checks them into [`llmib_core::plan::Settings`], so
+//! invalid states never reach the driver. `docs/config.md` lists every key.
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use llmib_core::meta::EngineKind;
 use llmib_core::plan::Settings;
-use llmib_core::size::{parse_context_list, parse_duration, parse_tokens};
+use llmib_core::size::ContextSpec;
 use serde::Deserialize;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Engine names accepted by `--engine`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineArg {
     /// SGLang.
     Sglang,
@@ -21,19 +23,16 @@ pub enum EngineArg {
     Vllm,
     /// llama.cpp's llama-server.
     #[value(name = "llama.cpp", alias = "llamacpp")]
-    #[serde(alias = "llama.cpp")]
     Llamacpp,
     /// Text Generation Inference.
     Tgi,
     /// TensorRT-LLM's trtllm-serve.
     #[value(name = "tensorrt-llm", alias = "trtllm")]
-    #[serde(alias = "trtllm")]
     TensorrtLlm,
     /// Ollama.
     Ollama,
     /// Any other OpenAI-compatible endpoint.
     #[value(name = "openai", alias = "generic")]
-    #[serde(alias = "generic")]
     Openai,
 }
 
@@ -51,8 +50,23 @@ impl From<EngineArg> for EngineKind {
     }
 }
 
-/// Flags of `run` (and the matrix part of `demo`). Every flag can also be set in `--config`.
-#[derive(Debug, Clone, Default, Args)]
+/// Contexts as `--contexts` takes them (`8K,16K,max,full`): never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextList(pub Vec<ContextSpec>);
+
+/// Concurrency levels as `--concurrency` takes them (`1,2,4`): ascending, unique, never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Levels(pub Vec<u32>);
+
+/// Report formats as `--format` takes them (`html,md`; `all`; `none` for no report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Formats(pub Vec<llmib_report::Format>);
+
+/// Flags of `run` (and the matrix part of `demo`). Every flag but `--config` is also a key of
+/// the `--config` file, spelled with `_` for `-` (`--max-output` is `max_output`), with the
+/// same meaning: both go through the same parser.
+#[derive(Debug, Clone, Default, PartialEq, Args, Deserialize)]
+#[serde(default)]
 pub struct RunArgs {
     /// Base URL of the server (`http://host:8000`, with or without `/v1`).
     #[arg(long, env = "OPENAI_BASE_URL")]
@@ -65,38 +79,48 @@ pub struct RunArgs {
     pub model: Option<String>,
     /// Force the engine instead of detecting it.
     #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
     pub engine: Option<EngineArg>,
     /// Contexts, comma-separated: 8K,16K,…,max,full (K = 1024 tokens).
-    #[arg(long)]
-    pub contexts: Option<String>,
+    #[arg(long, value_parser = parse::contexts)]
+    #[serde(deserialize_with = "de::contexts")]
+    pub contexts: Option<ContextList>,
     /// Concurrency levels, comma-separated: 1,2,4,…
-    #[arg(long)]
-    pub concurrency: Option<String>,
+    #[arg(long, value_parser = parse::levels)]
+    #[serde(deserialize_with = "de::levels")]
+    pub concurrency: Option<Levels>,
     /// Length of each decode window (30s, 2m, 500ms).
-    #[arg(long)]
-    pub duration: Option<String>,
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub duration: Option<Duration>,
     /// max_tokens of decode requests (default 4096).
-    #[arg(long)]
-    pub max_output: Option<String>,
+    #[arg(long, value_parser = parse::max_output)]
+    #[serde(deserialize_with = "de::max_output")]
+    pub max_output: Option<u32>,
     /// KV cache capacity in tokens, overriding what the server reports.
-    #[arg(long)]
-    pub kv_capacity: Option<String>,
+    #[arg(long, value_parser = parse::tokens)]
+    #[serde(deserialize_with = "de::tokens")]
+    pub kv_capacity: Option<u64>,
     /// Decode-context-parallel size: the server's reported KV capacity is multiplied by it.
     #[arg(long)]
     pub dcp_size: Option<u64>,
     /// Time budget for the whole run; cells after it are Not run (e.g. 2h).
-    #[arg(long)]
-    pub max_time: Option<String>,
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub max_time: Option<Duration>,
     /// Longest wait for all N requests to be running before a window opens anyway.
-    #[arg(long)]
-    pub readiness_timeout: Option<String>,
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub readiness_timeout: Option<Duration>,
     /// Longest wait from a request's send to its first token (default 10m); a request that
     /// passes it fails its cell.
-    #[arg(long)]
-    pub first_token_timeout: Option<String>,
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub first_token_timeout: Option<Duration>,
     /// Longest silence between two chunks of a stream (default 2m).
-    #[arg(long)]
-    pub idle_timeout: Option<String>,
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub idle_timeout: Option<Duration>,
     /// Keep per-request records (per-chunk offsets and token counts) in requests.jsonl.
     #[arg(long)]
     pub save_requests: bool,
@@ -108,6 +132,7 @@ pub struct RunArgs {
     pub launch_command: Option<String>,
     /// TOML file with any of these settings; flags override it.
     #[arg(long)]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Results directory (default: `results/run-TIMESTAMP`).
     #[arg(long, short)]
@@ -122,14 +147,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
     /// Report formats written at the end (html,md,csv,json; `none` to skip).
-    #[arg(long)]
-    pub format: Option<String>,
+    #[arg(long, value_parser = parse::formats)]
+    #[serde(deserialize_with = "de::formats")]
+    pub format: Option<Formats>,
     /// The endpoint the requests go to: `completions` (`/v1/completions`), `chat`
     /// (`/v1/chat/completions`, one user message; the chat template's tokens are measured and
-    /// subtracted so prompts stay exact), or `auto`: completions for a detected engine, chat
-    /// for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub api: ApiArg,
+    /// subtracted so prompts stay exact), or `auto` (the default): completions for a detected
+    /// engine, chat for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat
+    /// only).
+    #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
+    pub api: Option<ApiArg>,
     /// Make every decode cell a Burst / E2E cell: R measured requests, at most N in flight,
     /// timed from the first send to the last end (the sustained matrix is not run).
     #[arg(long, value_name = "R")]
@@ -150,9 +178,10 @@ pub struct RunArgs {
     pub tokenizer: Option<String>,
     /// The server's own prefill rate beside the client's (from its prompt-token and
     /// prefill-time counters, where it exports them): `client` (off), `server` (and say when
-    /// unavailable) or `auto`.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub prefill_metric: PrefillMetricArg,
+    /// unavailable) or `auto` (the default).
+    #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
+    pub prefill_metric: Option<PrefillMetricArg>,
     /// Run no prefill cells (decode cells still warm their prompts first).
     #[arg(long, conflicts_with = "prefill_only")]
     pub skip_prefill: bool,
@@ -161,8 +190,9 @@ pub struct RunArgs {
     pub prefill_only: bool,
     /// Extra contexts measured by a prefill cell only, comma-separated (e.g. 2K,4K); default
     /// 8K, the seed tool's sanity point; `none` for no extra context.
-    #[arg(long, value_name = "LIST")]
-    pub prefill_contexts: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = parse::prefill_contexts)]
+    #[serde(deserialize_with = "de::prefill_contexts")]
+    pub prefill_contexts: Option<ContextList>,
     /// Measure each prefill K times cold (a prompt of its own each time): the median and the
     /// spread (default K = 3 when the flag is given alone).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "3")]
@@ -177,13 +207,16 @@ pub struct RunArgs {
     pub respect_eos: bool,
     /// How prompts are made C tokens long: `exact` (the server's tokenizer), `estimate` (from
     /// the server's `usage.prompt_tokens` of probe requests, within 0.5%; for endpoints
-    /// without a tokenizer; contexts show as `≈`), or `auto`: exact where a tokenizer exists.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub token_targeting: TargetingArg,
+    /// without a tokenizer; contexts show as `≈`), or `auto` (the default): exact where a
+    /// tokenizer exists.
+    #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
+    pub token_targeting: Option<TargetingArg>,
     /// What the terminal shows while the run works: `tui` (a full-screen dashboard; the
     /// default on a terminal), `plain` (a line per event; the default otherwise) or `json`
     /// (one JSON event per line, for scripts).
     #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
     pub display: Option<DisplayMode>,
     /// Do not read this machine's GPUs and CPU (the dashboard's hardware panel, and each
     /// row's hardware summary when the server runs here).
@@ -191,6 +224,7 @@ pub struct RunArgs {
     pub no_hw_monitor: bool,
     /// Hardware card set by the caller (the demo's simulator); not a flag.
     #[arg(skip)]
+    #[serde(skip)]
     pub hardware_info: Option<llmib_core::meta::HardwareInfo>,
 }
 
@@ -207,14 +241,13 @@ pub enum ApiArg {
 }
 
 impl ApiArg {
-    /// The endpoint for a server detected as `kind`.
-    pub fn resolve(self, kind: EngineKind) -> llmib_core::plan::Api {
+    /// The endpoint asked for; `None` lets the probe choose by the engine it finds.
+    pub fn choice(self) -> Option<llmib_core::plan::Api> {
         use llmib_core::plan::Api;
         match self {
-            ApiArg::Completions => Api::Completions,
-            ApiArg::Chat => Api::Chat,
-            ApiArg::Auto if kind == EngineKind::Generic => Api::Chat,
-            ApiArg::Auto => Api::Completions,
+            ApiArg::Completions => Some(Api::Completions),
+            ApiArg::Chat => Some(Api::Chat),
+            ApiArg::Auto => None,
         }
     }
 }
@@ -232,14 +265,13 @@ pub enum TargetingArg {
 }
 
 impl TargetingArg {
-    /// The targeting for a server that has (or lacks) a tokenizer.
-    pub fn resolve(self, has_tokenizer: bool) -> llmib_core::plan::Targeting {
+    /// The targeting asked for; `None` lets the probe choose by the tokenizer it finds.
+    pub fn choice(self) -> Option<llmib_core::plan::Targeting> {
         use llmib_core::plan::Targeting;
         match self {
-            TargetingArg::Exact => Targeting::Exact,
-            TargetingArg::Estimate => Targeting::Estimate,
-            TargetingArg::Auto if has_tokenizer => Targeting::Exact,
-            TargetingArg::Auto => Targeting::Estimate,
+            TargetingArg::Exact => Some(Targeting::Exact),
+            TargetingArg::Estimate => Some(Targeting::Estimate),
+            TargetingArg::Auto => None,
         }
     }
 }
@@ -256,6 +288,17 @@ pub enum PrefillMetricArg {
     Auto,
 }
 
+impl From<PrefillMetricArg> for llmib_core::plan::PrefillMetric {
+    fn from(m: PrefillMetricArg) -> Self {
+        use llmib_core::plan::PrefillMetric;
+        match m {
+            PrefillMetricArg::Client => PrefillMetric::Client,
+            PrefillMetricArg::Server => PrefillMetric::Server,
+            PrefillMetricArg::Auto => PrefillMetric::Auto,
+        }
+    }
+}
+
 /// `--display`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DisplayMode {
@@ -267,66 +310,165 @@ pub enum DisplayMode {
     Json,
 }
 
-/// The same settings as a TOML file (`--config bench.toml`). Sizes may be numbers or strings.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    url: Option<String>,
-    api_key: Option<String>,
-    model: Option<String>,
-    engine: Option<EngineArg>,
-    contexts: Option<ListOrString>,
-    concurrency: Option<ListOrString>,
-    duration: Option<NumOrString>,
-    max_output: Option<NumOrString>,
-    kv_capacity: Option<NumOrString>,
-    dcp_size: Option<u64>,
-    max_time: Option<NumOrString>,
-    readiness_timeout: Option<NumOrString>,
-    first_token_timeout: Option<NumOrString>,
-    idle_timeout: Option<NumOrString>,
-    save_requests: Option<bool>,
-    hardware: Option<String>,
-    launch_command: Option<String>,
-    output: Option<PathBuf>,
-    format: Option<ListOrString>,
-}
+/// The parsers of the typed values, one per kind: a flag's `value_parser` and the file's
+/// deserializer both call them, so a key means exactly what its flag means.
+pub mod parse {
+    use super::{ContextList, Formats, Levels};
+    use llmib_core::size::{parse_context_list, parse_duration, parse_tokens};
+    use std::time::Duration;
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum NumOrString {
-    Num(u64),
-    Float(f64),
-    Str(String),
-}
+    /// `8K,16K,max,full`: at least one context.
+    pub fn contexts(s: &str) -> Result<ContextList, String> {
+        let v = parse_context_list(s).map_err(|e| e.to_string())?;
+        if v.is_empty() {
+            return Err("no context given: give at least one size, e.g. 8K,16K".into());
+        }
+        Ok(ContextList(v))
+    }
 
-impl NumOrString {
-    fn into_string(self) -> String {
-        match self {
-            NumOrString::Num(n) => n.to_string(),
-            NumOrString::Float(f) => f.to_string(),
-            NumOrString::Str(s) => s,
+    /// As [`contexts`], or `none` for no context at all.
+    pub fn prefill_contexts(s: &str) -> Result<ContextList, String> {
+        if s.trim() == "none" {
+            return Ok(ContextList(Vec::new()));
+        }
+        parse_context_list(s)
+            .map(ContextList)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `1,2,4`: positive whole numbers, sorted and deduplicated.
+    pub fn levels(s: &str) -> Result<Levels, String> {
+        let mut v = Vec::new();
+        for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+            let n = part
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("`{part}` is not a positive whole number"))?;
+            v.push(n);
+        }
+        if v.is_empty() {
+            return Err("no level given: give levels like 1,2,4,8".into());
+        }
+        v.sort_unstable();
+        v.dedup();
+        Ok(Levels(v))
+    }
+
+    /// `30s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+    pub fn duration(s: &str) -> Result<Duration, String> {
+        parse_duration(s).map_err(|e| e.to_string())
+    }
+
+    /// A token count: `8192`, `8K`, `1M`.
+    pub fn tokens(s: &str) -> Result<u64, String> {
+        parse_tokens(s).map_err(|e| e.to_string())
+    }
+
+    /// A token count that fits a request's `max_tokens`.
+    pub fn max_output(s: &str) -> Result<u32, String> {
+        u32::try_from(tokens(s)?).map_err(|_| format!("`{s}` is too large for max_tokens"))
+    }
+
+    /// `html,md,csv,json`, `all` or `none`.
+    pub fn formats(s: &str) -> Result<Formats, String> {
+        match s.trim() {
+            "" | "all" => Ok(Formats(llmib_report::Format::ALL.to_vec())),
+            "none" => Ok(Formats(Vec::new())),
+            list => list
+                .split(',')
+                .map(|f| f.parse::<llmib_report::Format>().map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()
+                .map(Formats),
         }
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ListOrString {
-    List(Vec<NumOrString>),
-    Str(String),
-}
+/// The file's side of [`parse`]: a key's TOML value (a number, a string, or a list of them,
+/// as before) becomes the text a flag would carry, and goes through the flag's parser.
+mod de {
+    use super::{ContextList, Formats, Levels, parse};
+    use clap::ValueEnum;
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
 
-impl ListOrString {
-    fn into_string(self) -> String {
-        match self {
-            ListOrString::Str(s) => s,
-            ListOrString::List(v) => v
-                .into_iter()
-                .map(NumOrString::into_string)
-                .collect::<Vec<_>>()
-                .join(","),
+    /// A TOML value as the text of a flag.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Int(u64),
+        Float(f64),
+        Str(String),
+        List(Vec<Text>),
+    }
+
+    impl Text {
+        fn into_string(self) -> String {
+            match self {
+                Text::Int(n) => n.to_string(),
+                Text::Float(f) => f.to_string(),
+                Text::Str(s) => s,
+                Text::List(v) => v
+                    .into_iter()
+                    .map(Text::into_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            }
         }
+    }
+
+    fn with<'de, D: Deserializer<'de>, T>(
+        d: D,
+        parse: fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, D::Error> {
+        let text = Text::deserialize(d)?.into_string();
+        parse(&text).map(Some).map_err(D::Error::custom)
+    }
+
+    pub fn contexts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ContextList>, D::Error> {
+        with(d, parse::contexts)
+    }
+
+    pub fn prefill_contexts<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<ContextList>, D::Error> {
+        with(d, parse::prefill_contexts)
+    }
+
+    pub fn levels<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Levels>, D::Error> {
+        with(d, parse::levels)
+    }
+
+    pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        with(d, parse::duration)
+    }
+
+    pub fn tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        with(d, parse::tokens)
+    }
+
+    pub fn max_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        with(d, parse::max_output)
+    }
+
+    pub fn formats<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Formats>, D::Error> {
+        with(d, parse::formats)
+    }
+
+    /// A name of a `ValueEnum`, read as clap reads the flag (aliases included).
+    pub fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(
+        d: D,
+    ) -> Result<Option<T>, D::Error> {
+        let s = String::deserialize(d)?;
+        T::from_str(&s, false).map(Some).map_err(|_| {
+            let names: Vec<String> = T::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
+                .collect();
+            D::Error::custom(format!("`{s}` is not one of: {}", names.join(", ")))
+        })
     }
 }
 
@@ -344,168 +486,171 @@ impl RunArgs {
 
     /// [`RunArgs::merge_file`] on the text of a config file; `origin` names it in errors.
     /// Apart so the loader can be fuzzed without a file (`fuzz/fuzz_targets/config.rs`).
-    pub fn merge_text(mut self, text: &str, origin: &str) -> Result<Self> {
-        let f: FileConfig =
+    pub fn merge_text(self, text: &str, origin: &str) -> Result<Self> {
+        let table: toml::Table =
             toml::from_str(text).with_context(|| format!("{origin} is not a valid config file"))?;
-        fn fill<T>(slot: &mut Option<T>, v: Option<T>) {
-            if slot.is_none() {
-                *slot = v;
-            }
-        }
-        fill(&mut self.url, f.url);
-        fill(&mut self.api_key, f.api_key);
-        fill(&mut self.model, f.model);
-        fill(&mut self.engine, f.engine);
-        fill(
-            &mut self.contexts,
-            f.contexts.map(ListOrString::into_string),
-        );
-        fill(
-            &mut self.concurrency,
-            f.concurrency.map(ListOrString::into_string),
-        );
-        fill(&mut self.duration, f.duration.map(NumOrString::into_string));
-        fill(
-            &mut self.max_output,
-            f.max_output.map(NumOrString::into_string),
-        );
-        fill(
-            &mut self.kv_capacity,
-            f.kv_capacity.map(NumOrString::into_string),
-        );
-        fill(&mut self.dcp_size, f.dcp_size);
-        fill(&mut self.max_time, f.max_time.map(NumOrString::into_string));
-        fill(
-            &mut self.readiness_timeout,
-            f.readiness_timeout.map(NumOrString::into_string),
-        );
-        fill(
-            &mut self.first_token_timeout,
-            f.first_token_timeout.map(NumOrString::into_string),
-        );
-        fill(
-            &mut self.idle_timeout,
-            f.idle_timeout.map(NumOrString::into_string),
-        );
-        fill(&mut self.hardware, f.hardware);
-        fill(&mut self.launch_command, f.launch_command);
-        fill(&mut self.output, f.output);
-        fill(&mut self.format, f.format.map(ListOrString::into_string));
-        self.save_requests |= f.save_requests.unwrap_or(false);
-        Ok(self)
+        check_keys(&table, origin)?;
+        let file: RunArgs =
+            toml::from_str(text).with_context(|| format!("{origin} is not a valid config file"))?;
+        Ok(self.or(file))
     }
 
-    /// Validates the matrix settings.
+    /// Field-wise merge: every value of `self` that is set wins over `lower`'s (a switch is on
+    /// when either turns it on). The macro destructures `lower` whole, so a new field is a
+    /// compile error here until it is merged.
+    pub fn or(self, lower: RunArgs) -> RunArgs {
+        macro_rules! merge {
+            (values: $($v:ident),*; switches: $($s:ident),*) => {{
+                let RunArgs { $($v,)* $($s,)* } = lower;
+                RunArgs { $($v: self.$v.or($v),)* $($s: self.$s || $s,)* }
+            }};
+        }
+        merge!(
+            values: url, api_key, model, engine, contexts, concurrency, duration, max_output,
+                kv_capacity, dcp_size, max_time, readiness_timeout, first_token_timeout,
+                idle_timeout, hardware, launch_command, config, output, resume, format, api,
+                request_count, warmup_request_count, burst_requests_per_concurrency, tokenizer,
+                prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
+                hardware_info;
+            switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
+                serial_server, respect_eos, no_hw_monitor
+        )
+    }
+
+    /// Checks the matrix settings into [`Settings`] (the endpoint and the targeting are the
+    /// probe's to decide; a fresh prompt seed is drawn).
     pub fn settings(&self) -> Result<Settings> {
-        let mut s = Settings {
+        if self.skip_prefill && self.prefill_only {
+            bail!("--skip-prefill and --prefill-only exclude each other: keep one");
+        }
+        let d = Settings::default();
+        Ok(Settings {
+            contexts: self.contexts.clone().map_or(d.contexts, |c| c.0),
+            concurrency: self.concurrency.clone().map_or(d.concurrency, |c| c.0),
+            duration_s: self.duration.map_or(d.duration_s, |t| t.as_secs_f64()),
+            max_output: self.max_output.unwrap_or(d.max_output),
+            max_time_s: self.max_time.map(|t| t.as_secs_f64()),
+            readiness_timeout_s: secs_or(self.readiness_timeout, d.readiness_timeout_s),
+            first_token_timeout_s: secs_or(self.first_token_timeout, d.first_token_timeout_s),
+            idle_timeout_s: secs_or(self.idle_timeout, d.idle_timeout_s),
+            save_requests: self.save_requests,
             respect_eos: self.respect_eos,
             serial_server: self.serial_server,
             skip_prefill: self.skip_prefill,
-            tokenizer_file: self.tokenizer.clone(),
-            prefill_metric: match self.prefill_metric {
-                PrefillMetricArg::Client => llmib_core::plan::PrefillMetric::Client,
-                PrefillMetricArg::Server => llmib_core::plan::PrefillMetric::Server,
-                PrefillMetricArg::Auto => llmib_core::plan::PrefillMetric::Auto,
-            },
             prefill_only: self.prefill_only,
+            tokenizer_file: self.tokenizer.clone(),
+            prefill_metric: self.prefill_metric.unwrap_or_default().into(),
             prefill_repeats: match self.standalone_prefill {
                 Some(0) => bail!("--standalone-prefill takes at least 1 prefill per context"),
                 Some(k) => k,
                 None => 1,
             },
-            ..Settings::default()
-        };
-        if self.request_count.is_some() || self.run_burst {
-            let positive = |v: Option<u32>, flag: &str| -> Result<Option<u32>> {
-                match v {
-                    Some(0) => bail!("{flag} must be at least 1"),
-                    v => Ok(v),
-                }
-            };
-            s.burst = Some(llmib_core::plan::BurstSettings {
-                request_count: positive(self.request_count, "--request-count")?,
-                requests_per_concurrency: positive(
-                    self.burst_requests_per_concurrency,
-                    "--burst-requests-per-concurrency",
-                )?
-                .unwrap_or(5),
-                warmup_request_count: self.warmup_request_count.unwrap_or(0),
-                replace_sustained: !self.run_burst,
-            });
-        }
-        s.prefill_contexts = match self.prefill_contexts.as_deref().map(str::trim) {
             // The seed tool's sanity point: a prefill at 8K in every run (it merges with an
             // 8K decode context; one that does not fit the server is listed as dropped).
-            None => vec![llmib_core::size::ContextSpec::Tokens(8192)],
-            Some("none") => Vec::new(),
-            Some(c) => parse_context_list(c).context("--prefill-contexts")?,
-        };
-        if let Some(c) = &self.contexts {
-            s.contexts = parse_context_list(c).context("--contexts")?;
-            if s.contexts.is_empty() {
-                bail!("--contexts is empty: give at least one size, e.g. 8K,16K");
-            }
-        }
-        if let Some(c) = &self.concurrency {
-            let mut v = Vec::new();
-            for part in c.split(',').filter(|p| !p.trim().is_empty()) {
-                let n: u32 = part
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .with_context(|| {
-                        format!("--concurrency: `{part}` is not a positive whole number")
-                    })?;
-                v.push(n);
-            }
-            if v.is_empty() {
-                bail!("--concurrency is empty: give levels like 1,2,4,8");
-            }
-            v.sort_unstable();
-            v.dedup();
-            s.concurrency = v;
-        }
-        if let Some(d) = &self.duration {
-            s.duration_s = parse_duration(d).context("--duration")?.as_secs_f64();
-        }
-        if let Some(m) = &self.max_output {
-            let m = parse_tokens(m).context("--max-output")?;
-            s.max_output = u32::try_from(m).ok().context("--max-output is too large")?;
-        }
-        if let Some(t) = &self.max_time {
-            s.max_time_s = Some(parse_duration(t).context("--max-time")?.as_secs_f64());
-        }
-        if let Some(t) = &self.readiness_timeout {
-            s.readiness_timeout_s = parse_duration(t)
-                .context("--readiness-timeout")?
-                .as_secs_f64();
-        }
-        if let Some(t) = &self.first_token_timeout {
-            s.first_token_timeout_s = parse_duration(t)
-                .context("--first-token-timeout")?
-                .as_secs_f64();
-        }
-        if let Some(t) = &self.idle_timeout {
-            s.idle_timeout_s = parse_duration(t).context("--idle-timeout")?.as_secs_f64();
-        }
-        s.save_requests = self.save_requests;
-        s.prompt_seed = fresh_seed();
-        Ok(s)
+            prefill_contexts: self
+                .prefill_contexts
+                .clone()
+                .map_or_else(|| vec![ContextSpec::Tokens(8192)], |c| c.0),
+            burst: self.burst()?,
+            prompt_seed: fresh_seed(),
+            ..d
+        })
     }
 
-    /// The `--kv-capacity` override, parsed.
-    pub fn kv_capacity(&self) -> Result<Option<u64>> {
-        self.kv_capacity
-            .as_deref()
-            .map(|k| parse_tokens(k).context("--kv-capacity"))
-            .transpose()
+    /// The Burst / E2E settings, when `--request-count` or `--run-burst` asks for them.
+    pub fn burst(&self) -> Result<Option<llmib_core::plan::BurstSettings>> {
+        if self.request_count.is_none() && !self.run_burst {
+            return Ok(None);
+        }
+        let positive = |v: Option<u32>, flag: &str| -> Result<Option<u32>> {
+            match v {
+                Some(0) => bail!("{flag} must be at least 1"),
+                v => Ok(v),
+            }
+        };
+        Ok(Some(llmib_core::plan::BurstSettings {
+            request_count: positive(self.request_count, "--request-count")?,
+            requests_per_concurrency: positive(
+                self.burst_requests_per_concurrency,
+                "--burst-requests-per-concurrency",
+            )?
+            .unwrap_or(5),
+            warmup_request_count: self.warmup_request_count.unwrap_or(0),
+            replace_sustained: !self.run_burst,
+        }))
     }
+}
+
+fn secs_or(t: Option<Duration>, default_s: f64) -> f64 {
+    t.map_or(default_s, |t| t.as_secs_f64())
+}
+
+/// The keys a config file may hold: every `run` argument of the clap definition but
+/// `--config` itself.
+pub fn file_keys() -> Vec<String> {
+    RunArgs::augment_args(clap::Command::new("run"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .filter(|id| id != "config")
+        .collect()
+}
+
+/// Refuses a key that no flag has, naming it and the nearest key (a typo must not be a
+/// setting silently left at its default).
+fn check_keys(table: &toml::Table, origin: &str) -> Result<()> {
+    let known = file_keys();
+    for key in table.keys() {
+        if key == "config" {
+            bail!("{origin}: `config` cannot be set inside a config file; pass --config once");
+        }
+        if known.iter().any(|k| k == key) {
+            continue;
+        }
+        match nearest(key, &known) {
+            Some(near) => bail!(
+                "{origin}: unknown key `{key}`; did you mean `{near}`? (docs/config.md lists every key)"
+            ),
+            None => bail!("{origin}: unknown key `{key}` (docs/config.md lists every key)"),
+        }
+    }
+    Ok(())
+}
+
+/// The known key closest to `key` by edit distance (`-` read as `_`), if it is close enough
+/// to be a plausible typo.
+fn nearest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
+    let key = key.replace('-', "_");
+    known
+        .iter()
+        .map(|k| (edit_distance(&key, k), k))
+        .min()
+        .filter(|(d, k)| *d <= (k.len() / 3).max(2))
+        .map(|(_, k)| k.as_str())
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diag
+            } else {
+                1 + diag.min(above).min(row[j])
+            };
+            diag = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// A seed that differs between runs, so that no two runs share prompt prefixes (a server's
 /// prefix cache must never serve one run's prompts to the next).
-fn fresh_seed() -> u64 {
+pub fn fresh_seed() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -513,127 +658,5 @@ fn fresh_seed() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use llmib_core::size::ContextSpec;
-
-    #[test]
-    fn prefill_contexts_default_to_the_8k_sanity_point() {
-        let with = |v: Option<&str>| {
-            RunArgs {
-                prefill_contexts: v.map(str::to_owned),
-                ..Default::default()
-            }
-            .settings()
-            .expect("settings")
-            .prefill_contexts
-        };
-        assert_eq!(with(None), vec![ContextSpec::Tokens(8192)]);
-        assert_eq!(with(Some("none")), vec![]);
-        assert_eq!(
-            with(Some("2K,4K")),
-            vec![ContextSpec::Tokens(2048), ContextSpec::Tokens(4096)]
-        );
-    }
-
-    #[test]
-    fn flags_override_the_file() {
-        let dir = std::env::temp_dir().join(format!("llmib-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("bench.toml");
-        std::fs::write(&path, "contexts = [\"8K\", 16384]\nconcurrency = \"1,4\"\nduration = \"10s\"\nmax_output = 128\n").expect("write");
-        let args = RunArgs {
-            config: Some(path),
-            duration: Some("2s".into()),
-            ..Default::default()
-        };
-        let s = args
-            .merge_file()
-            .expect("merge")
-            .settings()
-            .expect("settings");
-        assert_eq!(
-            s.contexts,
-            vec![ContextSpec::Tokens(8192), ContextSpec::Tokens(16384)]
-        );
-        assert_eq!(s.concurrency, vec![1, 4]);
-        assert_eq!(s.duration_s, 2.0);
-        assert_eq!(s.max_output, 128);
-    }
-
-    #[test]
-    fn bad_values_are_errors_not_panics() {
-        let args = RunArgs {
-            concurrency: Some("1,x".into()),
-            ..Default::default()
-        };
-        assert!(args.settings().is_err());
-        let args = RunArgs {
-            contexts: Some("8Q".into()),
-            ..Default::default()
-        };
-        assert!(args.settings().is_err());
-    }
-
-    /// Any config file text, and any values in its keys, give settings or an error: never a
-    /// panic (issue 12's config-loader property).
-    mod props {
-        use super::*;
-        use proptest::prelude::*;
-
-        fn value() -> impl Strategy<Value = String> {
-            prop_oneof![
-                "[0-9.eE+-]{1,24}",
-                "\"[ -~]{0,24}\"",
-                "\\[[0-9, \"a-zK]{0,24}\\]",
-                Just("1e30".to_string()),
-                Just("99999999999999999999".to_string()),
-                Just("true".to_string()),
-            ]
-        }
-
-        fn key() -> impl Strategy<Value = &'static str> {
-            prop_oneof![
-                Just("contexts"),
-                Just("concurrency"),
-                Just("duration"),
-                Just("max_output"),
-                Just("kv_capacity"),
-                Just("max_time"),
-                Just("readiness_timeout"),
-                Just("first_token_timeout"),
-                Just("idle_timeout"),
-                Just("dcp_size"),
-                Just("format"),
-                Just("no_such_key"),
-            ]
-        }
-
-        proptest! {
-            #[test]
-            fn any_config_file_gives_settings_or_an_error(
-                pairs in proptest::collection::vec((key(), value()), 0..6),
-                // Mostly clean files, so that the settings themselves get exercised.
-                noise in prop_oneof![3 => Just(String::new()), 1 => "[ -~\n]{0,40}"],
-            ) {
-                let mut text: String = pairs.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
-                text.push_str(&noise);
-                let dir = std::env::temp_dir().join(format!(
-                    "llmib-cfg-prop-{}-{:?}",
-                    std::process::id(),
-                    std::thread::current().id()
-                ));
-                std::fs::create_dir_all(&dir).expect("dir");
-                let path = dir.join("bench.toml");
-                std::fs::write(&path, &text).expect("write");
-                let args = RunArgs { config: Some(path), ..Default::default() };
-                if let Ok(a) = args.merge_file() {
-                    if let Ok(s) = a.settings() {
-                        prop_assert!(s.duration_s > 0.0 && s.duration_s.is_finite());
-                    }
-                    let _ = a.kv_capacity();
-                }
-            }
-        }
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

@@ -6,10 +6,12 @@ mod display;
 mod drive;
 mod eval_cmd;
 mod report_cmd;
+mod resume;
 mod run_cmd;
 mod sim_cmd;
 
 use clap::{Parser, Subcommand};
+
 use llmib_core::redact::{redact_text, sanitize_terminal};
 use std::process::ExitCode;
 
@@ -40,7 +42,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A value its parser refused (`--duration 99…9`, `--contexts 8Q`) is bad input like
+        // any other: one line and exit code 1, as the run's own checks give.
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.to_string();
+            let line = text.lines().next().unwrap_or_default();
+            eprintln!("{}", sanitize_terminal(line));
+            return ExitCode::from(1);
+        }
+        Err(e) => e.exit(),
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,6 +1,6 @@
 //! `run` and `demo`: probe the server, build the plan, drive the matrix, save, report.
 
-use crate::config::RunArgs;
+use crate::config::{self, ContextList, Formats, Levels, RunArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use llmib_client::driver::MatrixEnd;
@@ -11,6 +11,7 @@ use llmib_core::meta::{HardwareInfo, Sourced};
 use llmib_core::plan::{Plan, Settings};
 use llmib_core::redact::{redact_command, sanitize_terminal};
 use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
+use llmib_core::size::ContextSpec;
 use llmib_core::store::{LoadedRun, RunDir};
 use llmib_core::time::now_rfc3339;
 use llmib_core::verdict::{every_measured_cell_failed, measure_again_on_resume};
@@ -52,20 +53,20 @@ pub struct DemoArgs {
     #[arg(long, default_value = "seed")]
     pub profile: String,
     /// Decode window per cell (the default keeps the full matrix within a few minutes).
-    #[arg(long, default_value = "3s")]
-    pub duration: String,
+    #[arg(long, default_value = "3s", value_parser = config::parse::duration)]
+    pub duration: Duration,
     /// Results directory (default: `results/demo-TIMESTAMP`).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Contexts (default: the seed's, at the profile's scale).
-    #[arg(long)]
-    pub contexts: Option<String>,
+    #[arg(long, value_parser = config::parse::contexts)]
+    pub contexts: Option<ContextList>,
     /// Concurrency levels (default: the seed's).
-    #[arg(long)]
-    pub concurrency: Option<String>,
+    #[arg(long, value_parser = config::parse::levels)]
+    pub concurrency: Option<Levels>,
     /// Report formats written at the end.
-    #[arg(long)]
-    pub format: Option<String>,
+    #[arg(long, value_parser = config::parse::formats)]
+    pub format: Option<Formats>,
     /// What the terminal shows (as `run --display`).
     #[arg(long, value_enum)]
     pub display: Option<crate::config::DisplayMode>,
@@ -101,13 +102,12 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
     );
     let contexts = a.contexts.unwrap_or_else(|| {
         // The seed's contexts, scaled: 8K/64 = 128 tokens … 512K/64 = 8K, then max and full.
-        let mut v: Vec<String> = [8u64, 16, 32, 64, 128, 256, 512]
+        let mut v: Vec<ContextSpec> = [8u64, 16, 32, 64, 128, 256, 512]
             .iter()
-            .map(|k| (k * 1024 / scale).to_string())
+            .map(|k| ContextSpec::Tokens(k * 1024 / scale))
             .collect();
-        v.push("max".into());
-        v.push("full".into());
-        v.join(",")
+        v.extend([ContextSpec::Max, ContextSpec::Full]);
+        ContextList(v)
     });
     let args = RunArgs {
         url: Some(handle.base_url()),
@@ -122,11 +122,13 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
         contexts: Some(contexts),
         // The 8K sanity prefill at the profile's scale (8K/64 = 128 tokens: the demo's first
         // context).
-        prefill_contexts: Some((8192 / scale).max(1).to_string()),
+        prefill_contexts: Some(ContextList(vec![ContextSpec::Tokens(
+            (8192 / scale).max(1),
+        )])),
         concurrency: a.concurrency,
         duration: Some(a.duration),
-        max_output: Some((4096 / scale).max(1).to_string()),
-        readiness_timeout: Some("20s".into()),
+        max_output: Some(u32::try_from((4096 / scale).max(1)).unwrap_or(4096)),
+        readiness_timeout: Some(Duration::from_secs(20)),
         output: Some(a.output.unwrap_or_else(|| default_output("demo"))),
         format: a.format,
         display: a.display,
@@ -149,18 +151,33 @@ fn default_output(prefix: &str) -> PathBuf {
 /// server, prepare the results directory and plan, drive the matrix, write the reports.
 pub async fn run(args: RunArgs) -> Result<Exit> {
     let args = args.merge_file()?;
-    let formats = parse_formats(args.format.as_deref())?;
+    let formats = args
+        .format
+        .clone()
+        .map_or_else(|| llmib_report::Format::ALL.to_vec(), |f| f.0);
+    // Flags are checked before the server is contacted: a typo should not wait for a probe.
+    let mut settings = args.settings()?;
     let resumed = match &args.resume {
-        Some(dir) => Some(
-            RunDir::open(dir.clone())?
+        Some(dir) => {
+            let r = RunDir::open(dir.clone())?
                 .load()
-                .with_context(|| format!("cannot resume from {}", dir.display()))?,
-        ),
+                .with_context(|| format!("cannot resume from {}", dir.display()))?;
+            let url = args
+                .url
+                .as_deref()
+                .map(llmib_core::redact::strip_url_userinfo);
+            let decided = crate::resume::decide(&r.info, &args, dir, url.as_deref())?;
+            settings = Settings {
+                // New prompts: the interrupted run may have sent the old ones, and a server
+                // that cached them would make a resumed prefill measure a cache hit.
+                prompt_seed: settings.prompt_seed,
+                ..decided.settings
+            };
+            Some((r, decided.notes))
+        }
         None => None,
     };
-    // Flags are checked before the server is contacted: a typo should not wait for a probe.
-    let settings = args.settings()?;
-    let (url, probe) = probe_server(&args, resumed.as_ref()).await?;
+    let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
     let Prepared {
         dir,
         plan,
@@ -169,7 +186,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         engine,
         model,
     } = match resumed {
-        Some(r) => prepare_resume(&args, settings, r, probe)?,
+        Some((r, notes)) => prepare_resume(&args, settings, r, notes, probe)?,
         None => prepare_new(&args, settings, &url, probe)?,
     };
     dir.write_info(&info)?;
@@ -196,6 +213,11 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     };
     dir.write_info(&info)?;
     write_reports(&dir, &formats, display != crate::display::DisplayMode::Json);
+    exit_of(end, &dir)
+}
+
+/// The exit code of a driven run, with the line that explains a failure.
+fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
     Ok(match end {
         MatrixEnd::Completed | MatrixEnd::BudgetSpent => {
             let (rows, _) = dir.load_cells()?;
@@ -233,9 +255,12 @@ struct Prepared {
     model: String,
 }
 
-/// Probes the server named by the flags (or by the run being resumed).
+/// Probes the server named by the flags (or by the run being resumed). What the run decided
+/// (endpoint, EOS, targeting, local tokenizer) goes in with the probe's options, so the engine
+/// comes back complete; on resume, the saved run's choices are passed as decided.
 async fn probe_server(
     args: &RunArgs,
+    settings: &Settings,
     resumed: Option<&LoadedRun>,
 ) -> Result<(String, llmib_client::engine::Probe)> {
     let url = args
@@ -243,26 +268,53 @@ async fn probe_server(
         .clone()
         .or_else(|| resumed.map(|r| r.info.url.clone()))
         .context("no server URL: pass --url http://host:port (or set OPENAI_BASE_URL)")?;
+    let local_tokenizer = match &settings.tokenizer_file {
+        Some(path) => Some(Arc::new(
+            LocalTokenizer::load(path).map_err(anyhow::Error::msg)?,
+        )),
+        None => None,
+    };
+    let saved = resumed.map(|r| &r.info);
     let opts = ProbeOptions {
         base_url: url.clone(),
         api_key: args.api_key.clone(),
         model: args
             .model
             .clone()
-            .or_else(|| resumed.map(|r| r.info.model.served_model.clone())),
+            .or_else(|| saved.map(|i| i.model.served_model.clone())),
         engine: args.engine.map(Into::into),
-        kv_capacity: args.kv_capacity()?,
-        dcp_size: args.dcp_size,
+        // A capacity override of the saved run stays with it.
+        kv_capacity: args.kv_capacity.or_else(|| {
+            saved
+                .and_then(|i| i.engine.kv_capacity_tokens.as_ref())
+                .filter(|k| k.source == "--kv-capacity")
+                .map(|k| k.value)
+        }),
+        dcp_size: args
+            .dcp_size
+            .or_else(|| saved.and_then(|i| i.engine.dcp_size)),
         timeout: Duration::from_secs(10),
+        api: match saved {
+            Some(_) => Some(settings.api),
+            None => args.api.and_then(config::ApiArg::choice),
+        },
+        targeting: match saved {
+            Some(_) => Some(settings.token_targeting),
+            None => args.token_targeting.and_then(config::TargetingArg::choice),
+        },
+        respect_eos: settings.respect_eos,
+        local_tokenizer,
     };
     Ok((url, Engine::probe(&opts).await?))
 }
 
-/// Resume: the plan comes from the interrupted run; cells it measured are skipped.
+/// Resume: the plan comes from the interrupted run, with the settings [`crate::resume::decide`]
+/// allowed to change (noted); cells it measured are skipped.
 fn prepare_resume(
     args: &RunArgs,
     settings: Settings,
     r: LoadedRun,
+    resume_notes: Vec<String>,
     probe: llmib_client::engine::Probe,
 ) -> Result<Prepared> {
     let dir = args.resume.clone().context("resume directory")?;
@@ -277,30 +329,20 @@ fn prepare_resume(
     info.state = RunState::Running;
     info.finished_at = None;
     info.notes.push(format!("resumed at {}", now_rfc3339()));
-    // New prompts: the interrupted run may have sent the old ones, and a server that cached
-    // them would make a resumed prefill measure a cache hit.
+    info.notes.extend(resume_notes);
     let mut plan = info.plan.clone();
-    plan.settings.prompt_seed = settings.prompt_seed.max(1);
+    plan.settings = Settings {
+        prompt_seed: settings.prompt_seed.max(1),
+        ..settings
+    };
+    info.plan = plan.clone();
     let model = probe.engine.model().served_model.clone();
-    let mut engine = probe.engine;
-    // The interrupted run's endpoint: its cells and the resumed ones must be comparable.
-    engine.set_api(plan.settings.api);
-    engine.set_respect_eos(plan.settings.respect_eos);
-    let tokenizer = args
-        .tokenizer
-        .as_ref()
-        .or(plan.settings.tokenizer_file.as_ref());
-    if let Some(path) = tokenizer {
-        engine.set_local_tokenizer(Arc::new(
-            LocalTokenizer::load(path).map_err(anyhow::Error::msg)?,
-        ));
-    }
     Ok(Prepared {
         dir: RunDir::create(dir)?,
         plan,
         info,
         done,
-        engine: Arc::new(engine),
+        engine: Arc::new(probe.engine),
         model,
     })
 }
@@ -312,16 +354,9 @@ fn prepare_new(
     url: &str,
     probe: llmib_client::engine::Probe,
 ) -> Result<Prepared> {
-    let mut engine = probe.engine;
-    settings.api = args.api.resolve(engine.kind());
-    settings.token_targeting = args.token_targeting.resolve(engine.has_tokenizer());
-    engine.set_api(settings.api);
-    engine.set_respect_eos(settings.respect_eos);
-    if let Some(path) = &settings.tokenizer_file {
-        engine.set_local_tokenizer(Arc::new(
-            LocalTokenizer::load(path).map_err(anyhow::Error::msg)?,
-        ));
-    }
+    let engine = probe.engine;
+    settings.api = engine.api();
+    settings.token_targeting = engine.targeting();
     let info_engine = engine.info().clone();
     let context_length = info_engine
         .context_length
@@ -445,18 +480,6 @@ fn write_reports(dir: &RunDir, formats: &[llmib_report::Format], tables: bool) {
                 dir.path().display()
             ),
         }
-    }
-}
-
-/// Report formats from `--format` (`none` for no report; default: all).
-fn parse_formats(s: Option<&str>) -> Result<Vec<llmib_report::Format>> {
-    match s.map(str::trim) {
-        None | Some("") | Some("all") => Ok(llmib_report::Format::ALL.to_vec()),
-        Some("none") => Ok(Vec::new()),
-        Some(list) => list
-            .split(',')
-            .map(|f| f.parse::<llmib_report::Format>().map_err(Into::into))
-            .collect(),
     }
 }
 

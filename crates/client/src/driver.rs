@@ -440,13 +440,10 @@ fn requests_for(
                 .prompts
                 .get(&i)
                 .ok_or_else(|| format!("no prompt was built for stream {i}"))?;
-            let spec = m.engine.stream_request(
-                &m.model,
-                p.input.clone(),
-                max_tokens,
-                deferred,
-                limits(m),
-            )?;
+            let spec = m
+                .engine
+                .stream_request(&m.model, p.input.clone(), max_tokens, deferred, limits(m))
+                .map_err(|e| e.to_string())?;
             Ok((i, spec))
         })
         .collect()
@@ -503,7 +500,7 @@ async fn prefill_cell(
             .stream_request(&m.model, prompt.input, 1, true, limits(m))
         {
             Ok(s) => s,
-            Err(e) => return failed_result(cell, "request_body", e),
+            Err(e) => return failed_result(cell, "request_body", e.to_string()),
         };
         let (record, server_rate) = timed_prefill(m, &spec, r).await;
         records.push(record);

@@ -18,6 +18,12 @@ use llmib_core::plan::{Api, Targeting, estimate_tolerance};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// A grown filler text: exact as it is, or its token ids to cut at C.
+enum Grown {
+    Exact(String),
+    Ids(Vec<u32>),
+}
+
 /// A prompt ready to send.
 #[derive(Debug, Clone)]
 pub struct BuiltPrompt {
@@ -528,8 +534,6 @@ impl PromptBuilder {
             return Err(PromptError::NoTokenizer);
         }
         let (per_word, special, template) = self.calibrate().await?;
-        let chat = self.chat != ChatCount::Completions;
-        let end_mark = if chat { CHAT_END } else { "" };
         // What the tokenizer must count for the server to count `context`: a chat message is
         // the context minus the template's tokens (a first guess: the count of the whole
         // prompt decides).
@@ -542,23 +546,41 @@ impl PromptBuilder {
                 });
             }
         };
+        match self
+            .grow(context, stream, target, per_word, template)
+            .await?
+        {
+            Grown::Exact(text) => Ok(BuiltPrompt {
+                input: PromptInput::Text(text),
+                tokens: context,
+            }),
+            Grown::Ids(ids) => self.cut(context, target, special, ids).await,
+        }
+    }
+
+    /// Grows a filler text until the tokenizer counts at least `target` tokens: the text
+    /// itself where it is exact already (completions), else its token ids to cut.
+    async fn grow(
+        &self,
+        context: u64,
+        stream: u32,
+        target: u64,
+        per_word: f64,
+        template: u64,
+    ) -> Result<Grown, PromptError> {
+        let chat = self.chat != ChatCount::Completions;
         let tag = self.tag(context, stream, "");
         let mut words = (((target as f64) / per_word) * 1.03) as usize + 16;
-        // Grow the text until it has at least C tokens.
-        let mut ids;
         let mut attempts = 0;
         loop {
             let mut text = tag.clone();
             self.filler(context, stream, words, &mut text);
-            ids = self.tokenize(context, &text).await?;
+            let ids = self.tokenize(context, &text).await?;
             if ids.len() as u64 >= target {
                 if !chat && ids.len() as u64 == target {
-                    return Ok(BuiltPrompt {
-                        input: PromptInput::Text(text),
-                        tokens: context,
-                    });
+                    return Ok(Grown::Exact(text));
                 }
-                break;
+                return Ok(Grown::Ids(ids));
             }
             attempts += 1;
             if attempts > 6 {
@@ -570,8 +592,19 @@ impl PromptBuilder {
             let missing = target - ids.len() as u64;
             words += ((missing as f64 / per_word) * 1.1) as usize + 16;
         }
-        // Cut at C tokens: detokenize the content ids (after any BOS), add the end mark of a
-        // chat message, and verify by the server's count of the whole prompt.
+    }
+
+    /// Cuts grown token ids at C tokens: detokenizes the content ids (after any BOS), adds the
+    /// end mark of a chat message, and verifies by the server's count of the whole prompt.
+    async fn cut(
+        &self,
+        context: u64,
+        target: u64,
+        special: u64,
+        ids: Vec<u32>,
+    ) -> Result<BuiltPrompt, PromptError> {
+        let chat = self.chat != ChatCount::Completions;
+        let end_mark = if chat { CHAT_END } else { "" };
         let skip = special as usize;
         let mut content_len = (target as usize).saturating_sub(skip + usize::from(chat));
         let mut closest = u64::MAX;

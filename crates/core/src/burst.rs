@@ -17,7 +17,6 @@ use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::{Summary, weighted_summary};
 use crate::verdict::{ErrorTally, bare_result, prompt_check};
-use serde::{Deserialize, Serialize};
 
 const NS_PER_MS: f64 = 1e6;
 

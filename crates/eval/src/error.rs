@@ -2,7 +2,7 @@
 //! parser's complaint) is kept as the error's source, so the CLI joins it on the same line.
 
 use crate::download::DownloadError;
-use llmib_client::engine::ProbeError;
+use llmib_client::engine::{EngineError, ProbeError};
 use llmib_report::ReportError;
 use std::path::PathBuf;
 
@@ -42,6 +42,9 @@ pub enum EvalError {
     /// The server could not be probed.
     #[error(transparent)]
     Probe(#[from] ProbeError),
+    /// A request could not be built from the settings.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
     /// The requests could not be sent, or none of them gave something to score.
     #[error("{0}")]
     Requests(String),

@@ -30,8 +30,8 @@ pub struct Generated {
 }
 
 /// Sends `prompt` to the engine's endpoint with `max_tokens` and temperature 0. The engine must
-/// let requests end at EOS (`set_respect_eos(true)`): an answer is as long as the model makes
-/// it.
+/// let requests end at EOS (`ProbeOptions::respect_eos`): an answer is as long as the model
+/// makes it.
 pub async fn generate(
     engine: &Engine,
     prompt: &str,

@@ -25,12 +25,12 @@ pub(crate) async fn answering_engine(server: &Server, output: &Path) -> Result<E
         api_key: server.api_key.clone(),
         model: server.model.clone(),
         timeout: Duration::from_secs(10),
+        respect_eos: true,
+        api: Some(llmib_core::plan::Api::Chat),
         ..ProbeOptions::new(server.url.clone())
     })
     .await?;
-    let mut engine = probe.engine;
-    engine.set_respect_eos(true);
-    engine.set_api(llmib_core::plan::Api::Chat);
+    let engine = probe.engine;
     std::fs::create_dir_all(output).map_err(EvalError::io("create", output))?;
     Ok(engine)
 }

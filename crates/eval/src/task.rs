@@ -121,15 +121,13 @@ pub async fn run_task(server: &Server, run: &TaskRun) -> Result<(), EvalError> {
     }
     let engine = Arc::new(answering_engine(server, &run.output).await?);
     let model = engine.model().served_model.clone();
-    let spec = engine
-        .stream_request(
-            &model,
-            PromptInput::Text(prompt),
-            run.max_output,
-            true,
-            StreamLimits::default(),
-        )
-        .map_err(EvalError::Requests)?;
+    let spec = engine.stream_request(
+        &model,
+        PromptInput::Text(prompt),
+        run.max_output,
+        true,
+        StreamLimits::default(),
+    )?;
     let secrets = engine.secrets().iter().map(|s| s.to_string()).collect();
     let sender = Sender {
         engine,

@@ -387,8 +387,37 @@ fn a_killed_run_leaves_readable_results_and_resume_finishes_it() {
     assert!(before.len() >= 2 && before.len() < 6, "{before:#?}");
     assert_eq!(run_json(&dir)["state"], "running");
 
-    let o = run_bin(&["run", "--resume", &d, "--url", &sim.url, "--format", "none"]);
+    // A flag that would change the measurement is refused by name, before any cell runs; one
+    // that only governs the run is applied and noted in run.json.
+    let o = run_bin(&["run", "--resume", &d, "--url", &sim.url, "--duration", "5s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--duration"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(cells(&dir).len(), before.len());
+
+    let o = run_bin(&[
+        "run",
+        "--resume",
+        &d,
+        "--url",
+        &sim.url,
+        "--format",
+        "none",
+        "--idle-timeout",
+        "5m",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
+    let info = run_json(&dir);
+    assert_eq!(info["plan"]["settings"]["idle_timeout_s"], 300.0);
+    assert!(
+        info["notes"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("--idle-timeout")))),
+        "{info:#}"
+    );
     let after = cells(&dir);
     for c in [512u64, 1024] {
         assert_eq!(cell(&after, "prefill", c, 1)["status"], "valid");

@@ -365,13 +365,15 @@ async fn run_client(
         let ids: Vec<u32> = (0..PROMPT_BASE + s).map(|k| 100 + k % 997).collect();
         // As the driver builds it: usage on every chunk where the engine streams it.
         let limits = StreamLimits::default();
-        let spec = engine.stream_request(
-            &model,
-            PromptInput::Ids(ids),
-            case.max_tokens,
-            false,
-            limits,
-        )?;
+        let spec = engine
+            .stream_request(
+                &model,
+                PromptInput::Ids(ids),
+                case.max_tokens,
+                false,
+                limits,
+            )
+            .map_err(|e| e.to_string())?;
         let body = spec.body.clone();
         let engine = Arc::clone(&engine);
         let (addr, stop) = (addr.clone(), stop.clone());

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crate::local_tokenizer::LocalTokenizer;
 use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo};
-use llmib_core::plan::Api;
+use llmib_core::plan::{Api, Targeting};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -125,6 +125,9 @@ pub enum EngineError {
     /// The engine has no such endpoint.
     #[error("{0}")]
     Unsupported(String),
+    /// A request body could not be built (never sent as an empty request).
+    #[error("{0}")]
+    Body(String),
 }
 
 /// What one chat request with a sample message tells about the chat template.
@@ -208,11 +211,13 @@ pub struct Engine {
     /// The API key the client sends, kept only to redact it from anything written.
     api_key: Option<String>,
     /// The endpoint generation requests go to.
-    pub(crate) api: Api,
+    api: Api,
+    /// How prompts are made C tokens long.
+    targeting: Targeting,
     /// Let requests end at EOS (no `ignore_eos` / `min_tokens`).
-    pub(crate) respect_eos: bool,
+    respect_eos: bool,
     /// A tokenizer file for counting when the server has no tokenize endpoint.
-    pub(crate) local_tokenizer: Option<Arc<LocalTokenizer>>,
+    local_tokenizer: Option<Arc<LocalTokenizer>>,
 }
 
 /// Limit of a non-streamed generation ([`Engine::generate_json`]): as the default
@@ -276,29 +281,24 @@ impl Engine {
         format!("{}/v1/completions", self.base_url)
     }
 
-    /// Sends generation requests to `api` from now on (set once, before the run starts).
-    pub fn set_api(&mut self, api: Api) {
-        self.api = api;
-    }
-
-    /// Counts chunk texts with `t` where the server has no tokenize endpoint (`--tokenizer`).
-    pub fn set_local_tokenizer(&mut self, t: Arc<LocalTokenizer>) {
-        self.local_tokenizer = Some(t);
-    }
-
     /// The local tokenizer file, if one was given.
     pub fn local_tokenizer(&self) -> Option<&LocalTokenizer> {
         self.local_tokenizer.as_deref()
     }
 
-    /// Lets requests end at the model's EOS from now on (`--respect-eos`).
-    pub fn set_respect_eos(&mut self, on: bool) {
-        self.respect_eos = on;
-    }
-
-    /// The endpoint generation requests go to.
+    /// The endpoint generation requests go to (asked for, or chosen by the probe).
     pub fn api(&self) -> Api {
         self.api
+    }
+
+    /// How prompts are made C tokens long (asked for, or chosen by the probe).
+    pub fn targeting(&self) -> Targeting {
+        self.targeting
+    }
+
+    /// Whether requests may end at the model's EOS.
+    pub fn respects_eos(&self) -> bool {
+        self.respect_eos
     }
 
     /// `POST` target of generation requests: completions or chat completions.
@@ -510,7 +510,7 @@ impl Engine {
         max_tokens: u32,
         deferred: bool,
         limits: StreamLimits,
-    ) -> Result<RequestSpec, String> {
+    ) -> Result<RequestSpec, EngineError> {
         let counting = if deferred {
             Counting::Deferred
         } else {
@@ -520,7 +520,8 @@ impl Engine {
             self.generate_url(),
             &self.completion_body(model, prompt, max_tokens, true),
             counting,
-        )?;
+        )
+        .map_err(EngineError::Body)?;
         spec.limits = limits;
         Ok(spec)
     }

@@ -11,13 +11,15 @@
 use std::time::Duration;
 
 use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo, Sourced};
-use llmib_core::plan::Api;
+use llmib_core::plan::{Api, Targeting};
 use llmib_core::redact::redact_json;
 use serde_json::Value;
+use std::sync::Arc;
 use thiserror::Error;
 
 use super::{Dialect, Engine, MetricsKind, generic, llamacpp, ollama, sglang, tgi, trtllm, vllm};
 use crate::http::{HttpError, HttpOptions, build_client, describe_request_error, describe_status};
+use crate::local_tokenizer::LocalTokenizer;
 use crate::metrics::Metrics;
 
 /// What to probe.
@@ -37,10 +39,22 @@ pub struct ProbeOptions {
     pub dcp_size: Option<u64>,
     /// Timeout of each probe request (and the connect timeout of the client).
     pub timeout: Duration,
+    /// The endpoint generation requests go to; `None`: completions for a detected engine,
+    /// chat for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
+    pub api: Option<Api>,
+    /// How prompts are made C tokens long; `None`: exact where the engine has a tokenize
+    /// endpoint, estimated otherwise.
+    pub targeting: Option<Targeting>,
+    /// Let requests end at the model's EOS (no `ignore_eos` / `min_tokens`).
+    pub respect_eos: bool,
+    /// A tokenizer file that counts chunk texts where the server has no tokenize endpoint.
+    pub local_tokenizer: Option<Arc<LocalTokenizer>>,
 }
 
 impl ProbeOptions {
-    /// Options for `base_url` with defaults: no key, auto model, auto engine, 5 s timeout.
+    /// Options for `base_url` with defaults: no key, auto model, auto engine, 5 s timeout,
+    /// completions (`api: None` chooses by the engine, as `run --api auto` does), automatic
+    /// targeting, `ignore_eos`, no local tokenizer.
     pub fn new(base_url: impl Into<String>) -> Self {
         ProbeOptions {
             base_url: base_url.into(),
@@ -50,6 +64,10 @@ impl ProbeOptions {
             kv_capacity: None,
             dcp_size: None,
             timeout: Duration::from_secs(5),
+            api: Some(Api::Completions),
+            targeting: None,
+            respect_eos: false,
+            local_tokenizer: None,
         }
     }
 }
@@ -164,21 +182,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     let t = opts.timeout;
 
     // 1. The server answers, the key works, the model exists.
-    let models_url = format!("{base}/v1/models");
-    let listed = match fetch(&client, models_url, t).await {
-        Fetch::Json(v) => Some(v),
-        Fetch::Transport(m) => return Err(ProbeError::Unreachable(m)),
-        Fetch::Status(401 | 403, m) => return Err(ProbeError::Auth(m)),
-        // Some endpoints do not list models; a given --model is then trusted.
-        Fetch::Status(_, _) | Fetch::NotJson => None,
-    };
-    let served_models = listed.as_ref().map(model_ids).unwrap_or_default();
-    let served = choose_model(
-        &base,
-        opts.model.as_deref(),
-        &served_models,
-        listed.is_some(),
-    )?;
+    let (served, served_models, listed) = find_model(&client, &base, opts).await?;
 
     // 2. Which engine, and what it tells.
     let mut d = Discovery {
@@ -193,29 +197,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
         None => detect(&client, &base, t, &mut d).await,
     };
     fetch_extra(&client, &base, t, kind, &served, &mut d).await;
-
-    let mut info = EngineInfo {
-        kind: Some(kind),
-        name: Some(kind.name().to_owned()),
-        repository: kind.repository().map(str::to_owned),
-        ..EngineInfo::default()
-    };
-    let mut model = ModelInfo {
-        served_model: served.clone(),
-        ..ModelInfo::default()
-    };
-    let launch = match kind {
-        EngineKind::Sglang => sglang::fill(&d, &mut info, &mut model),
-        EngineKind::Vllm => vllm::fill(&d, &mut info, &mut model),
-        EngineKind::LlamaCpp => llamacpp::fill(&d, &mut info, &mut model),
-        EngineKind::Tgi => tgi::fill(&d, &mut info, &mut model),
-        EngineKind::TrtLlm => trtllm::fill(&d, &mut info, &mut model),
-        EngineKind::Ollama => ollama::fill(&d, &mut info, &mut model),
-        EngineKind::Generic => generic::fill(&d, &mut info, &mut model),
-    };
-    if info.context_length.is_none() {
-        info.context_length = model_max_len(&d, &served);
-    }
+    let (mut info, model, launch) = describe(kind, &d, served);
     let dialect = Dialect::of(kind);
     let mut notes = Vec::new();
     metric_capabilities(kind, dialect, &d, &mut info, &mut notes);
@@ -224,6 +206,8 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
         redact_json(v);
     }
 
+    // 3. What the run decided, resolved against what the probe found: the engine is complete.
+    let has_tokenizer = dialect.tokenizer != super::TokenizerKind::None;
     Ok(Probe {
         engine: Engine {
             kind,
@@ -235,13 +219,77 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             dialect,
             side_timeout: Duration::from_secs(60),
             api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
-            api: Api::Completions,
-            respect_eos: false,
-            local_tokenizer: None,
+            api: opts.api.unwrap_or(match kind {
+                EngineKind::Generic => Api::Chat,
+                _ => Api::Completions,
+            }),
+            targeting: opts.targeting.unwrap_or(if has_tokenizer {
+                Targeting::Exact
+            } else {
+                Targeting::Estimate
+            }),
+            respect_eos: opts.respect_eos,
+            local_tokenizer: opts.local_tokenizer.clone(),
         },
         served_models,
         notes,
     })
+}
+
+/// `/v1/models`: the server answers, the key works, and the model to use (with every model
+/// listed, and the list itself for the engine's own reading).
+async fn find_model(
+    client: &reqwest::Client,
+    base: &str,
+    opts: &ProbeOptions,
+) -> Result<(String, Vec<String>, Option<Value>), ProbeError> {
+    let listed = match fetch(client, format!("{base}/v1/models"), opts.timeout).await {
+        Fetch::Json(v) => Some(v),
+        Fetch::Transport(m) => return Err(ProbeError::Unreachable(m)),
+        Fetch::Status(401 | 403, m) => return Err(ProbeError::Auth(m)),
+        // Some endpoints do not list models; a given --model is then trusted.
+        Fetch::Status(_, _) | Fetch::NotJson => None,
+    };
+    let served_models = listed.as_ref().map(model_ids).unwrap_or_default();
+    let served = choose_model(
+        base,
+        opts.model.as_deref(),
+        &served_models,
+        listed.is_some(),
+    )?;
+    Ok((served, served_models, listed))
+}
+
+/// The Engine and Model cards from what the engine's endpoints answered, and the launch
+/// command where the engine exposes it.
+fn describe(
+    kind: EngineKind,
+    d: &Discovery,
+    served: String,
+) -> (EngineInfo, ModelInfo, Option<String>) {
+    let mut info = EngineInfo {
+        kind: Some(kind),
+        name: Some(kind.name().to_owned()),
+        repository: kind.repository().map(str::to_owned),
+        ..EngineInfo::default()
+    };
+    let mut model = ModelInfo {
+        served_model: served,
+        ..ModelInfo::default()
+    };
+    let launch = match kind {
+        EngineKind::Sglang => sglang::fill(d, &mut info, &mut model),
+        EngineKind::Vllm => vllm::fill(d, &mut info, &mut model),
+        EngineKind::LlamaCpp => llamacpp::fill(d, &mut info, &mut model),
+        EngineKind::Tgi => tgi::fill(d, &mut info, &mut model),
+        EngineKind::TrtLlm => trtllm::fill(d, &mut info, &mut model),
+        EngineKind::Ollama => ollama::fill(d, &mut info, &mut model),
+        EngineKind::Generic => generic::fill(d, &mut info, &mut model),
+    };
+    if info.context_length.is_none() {
+        info.context_length = model_max_len(d, &model.served_model);
+    }
+    (info, model, launch)
 }
 
 /// Picks the model: the one asked for (which must be listed, when the server lists models), or

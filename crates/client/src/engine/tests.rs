@@ -542,6 +542,7 @@ fn completion_bodies_per_dialect() {
         side_timeout: Duration::from_secs(1),
         api_key: None,
         api: llmib_core::plan::Api::Completions,
+        targeting: llmib_core::plan::Targeting::Exact,
         respect_eos: false,
         local_tokenizer: None,
     };

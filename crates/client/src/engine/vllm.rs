@@ -123,31 +123,53 @@ pub(crate) fn fill(d: &Discovery, info: &mut EngineInfo, model: &mut ModelInfo) 
     Some(from_config(cfg, info, model))
 }
 
-/// Reads the dev-mode `/server_info` config and rebuilds `vllm serve …` from it.
+/// Reads the dev-mode `/server_info` config into the cards and rebuilds `vllm serve …` from it.
 fn from_config(cfg: &Value, info: &mut EngineInfo, model: &mut ModelInfo) -> String {
-    let empty = Value::Null;
-    let mc = cfg.get("model_config").unwrap_or(&empty);
-    let cc = cfg.get("cache_config").unwrap_or(&empty);
-    let pc = cfg.get("parallel_config").unwrap_or(&empty);
-    let sc = cfg.get("scheduler_config").unwrap_or(&empty);
-    let spec = cfg.get("speculative_config").unwrap_or(&empty);
-
-    if let Some(q) = str_at(mc, "quantization") {
+    let c = Sections::of(cfg);
+    if let Some(q) = str_at(c.model, "quantization") {
         info.quantization = Some(quantization_label(&q));
     }
-    if let Some(k) = str_at(cc, "cache_dtype") {
+    if let Some(k) = str_at(c.cache, "cache_dtype") {
         info.kv_cache_dtype = Some(k);
     }
-    info.tp_size = u64_at(pc, "tensor_parallel_size");
-    if let Some(n) = u64_at(pc, "decode_context_parallel_size").filter(|&n| n > 1) {
+    info.tp_size = u64_at(c.parallel, "tensor_parallel_size");
+    if let Some(n) = u64_at(c.parallel, "decode_context_parallel_size").filter(|&n| n > 1) {
         info.dcp_size = Some(n);
     }
-    info.speculative_algorithm = str_at(spec, "method");
-    if let Some(p) = str_at(mc, "model") {
+    info.speculative_algorithm = str_at(c.spec, "method");
+    if let Some(p) = str_at(c.model, "model") {
         model.model_path = Some(p);
     }
-    model.revision = str_at(mc, "revision");
+    model.revision = str_at(c.model, "revision");
+    launch_command(&c)
+}
 
+/// The sections of a vLLM config (`Null` where one is missing).
+struct Sections<'a> {
+    model: &'a Value,
+    cache: &'a Value,
+    parallel: &'a Value,
+    scheduler: &'a Value,
+    spec: &'a Value,
+}
+
+impl<'a> Sections<'a> {
+    fn of(cfg: &'a Value) -> Sections<'a> {
+        const NULL: &Value = &Value::Null;
+        let at = |k: &str| cfg.get(k).unwrap_or(NULL);
+        Sections {
+            model: at("model_config"),
+            cache: at("cache_config"),
+            parallel: at("parallel_config"),
+            scheduler: at("scheduler_config"),
+            spec: at("speculative_config"),
+        }
+    }
+}
+
+/// `vllm serve MODEL` with every setting that differs from vLLM's default.
+fn launch_command(c: &Sections<'_>) -> String {
+    let (mc, cc, pc, sc, spec) = (c.model, c.cache, c.parallel, c.scheduler, c.spec);
     let mut parts = vec!["vllm".to_owned(), "serve".to_owned()];
     if let Some(m) = str_at(mc, "model") {
         parts.push(m);

@@ -1,0 +1,216 @@
+//! Tests of the run configuration: typed parsing, the file/flag merge, unknown keys, and the
+//! generated proof that every `run` flag is a config key with the same meaning.
+
+use super::*;
+use clap::{CommandFactory, Parser};
+use llmib_core::size::ContextSpec;
+
+/// `run`'s flags alone, as the binary parses them.
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+fn flags(args: &[&str]) -> Result<RunArgs, clap::Error> {
+    Cli::try_parse_from(std::iter::once("run").chain(args.iter().copied())).map(|c| c.run)
+}
+
+fn file(text: &str) -> Result<RunArgs> {
+    RunArgs::default().merge_text(text, "test.toml")
+}
+
+#[test]
+fn prefill_contexts_default_to_the_8k_sanity_point() {
+    let with = |v: &[&str]| {
+        flags(v)
+            .expect("flags")
+            .settings()
+            .expect("settings")
+            .prefill_contexts
+    };
+    assert_eq!(with(&[]), vec![ContextSpec::Tokens(8192)]);
+    assert_eq!(with(&["--prefill-contexts", "none"]), vec![]);
+    assert_eq!(
+        with(&["--prefill-contexts", "2K,4K"]),
+        vec![ContextSpec::Tokens(2048), ContextSpec::Tokens(4096)]
+    );
+}
+
+#[test]
+fn flags_override_the_file() {
+    let args = flags(&["--duration", "2s"]).expect("flags");
+    let text =
+        "contexts = [\"8K\", 16384]\nconcurrency = \"4,1\"\nduration = \"10s\"\nmax_output = 128\n";
+    let s = args
+        .merge_text(text, "bench.toml")
+        .expect("merge")
+        .settings()
+        .expect("settings");
+    assert_eq!(
+        s.contexts,
+        vec![ContextSpec::Tokens(8192), ContextSpec::Tokens(16384)]
+    );
+    assert_eq!(s.concurrency, vec![1, 4]);
+    assert_eq!(s.duration_s, 2.0);
+    assert_eq!(s.max_output, 128);
+}
+
+#[test]
+fn the_file_takes_numbers_or_strings_for_sizes_and_durations() {
+    let a = file("max_output = 128\nkv_capacity = \"1M\"\nduration = 2.5\nidle_timeout = \"2m\"")
+        .expect("file");
+    assert_eq!(a.max_output, Some(128));
+    assert_eq!(a.kv_capacity, Some(1 << 20));
+    assert_eq!(a.duration, Some(Duration::from_millis(2500)));
+    assert_eq!(a.idle_timeout, Some(Duration::from_secs(120)));
+}
+
+#[test]
+fn bad_values_are_errors_not_panics() {
+    assert!(flags(&["--concurrency", "1,x"]).is_err());
+    assert!(flags(&["--contexts", "8Q"]).is_err());
+    assert!(flags(&["--contexts", ","]).is_err());
+    assert!(file("concurrency = \"1,x\"").is_err());
+    assert!(file("engine = \"nope\"").is_err());
+    let e = file("contexts = \"8Q\"").expect_err("bad size");
+    assert!(format!("{e:#}").contains("8Q"), "{e:#}");
+}
+
+#[test]
+fn an_unknown_key_is_named_with_the_nearest_one() {
+    let e = file("max_outptu = 5").expect_err("unknown key");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("`max_outptu`") && msg.contains("`max_output`"),
+        "{msg}"
+    );
+    let e = file("max-output = 5").expect_err("dashes");
+    assert!(e.to_string().contains("`max_output`"), "{e}");
+    let e = file("zzzzzzzzzz = 1").expect_err("far from anything");
+    assert!(!e.to_string().contains("did you mean"), "{e}");
+    assert!(file("config = \"x.toml\"").is_err());
+}
+
+/// A value clap accepts for `arg`: its last possible value, or the first of a few samples
+/// that its parser takes.
+fn sample(arg: &clap::Arg) -> Option<String> {
+    if let Some(v) = arg.get_possible_values().last() {
+        return Some(v.get_name().to_owned());
+    }
+    let long = format!("--{}", arg.get_long()?);
+    ["2", "8K,16K", "30s", "http://h:1/v1", "html,csv", "x"]
+        .into_iter()
+        .find(|v| flags(&[&long, v]).is_ok())
+        .map(str::to_owned)
+}
+
+/// Every `run` flag (from the clap definition itself, so a new flag is covered without a
+/// change here) is accepted as a config key and gives the same typed value as the flag.
+#[test]
+fn every_flag_is_a_key_with_the_same_meaning() {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut checked = 0;
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        let Some(long) = arg.get_long() else { continue };
+        // `--config` names the file itself; `--help` is clap's.
+        if id == "config" || id == "help" {
+            continue;
+        }
+        let (from_flag, values) = if arg.get_action().takes_values() {
+            let v = sample(arg).unwrap_or_else(|| panic!("no sample value for --{long}"));
+            let parsed = flags(&[&format!("--{long}"), &v]).expect("sample parses");
+            // A number may be written as a TOML number or a string; one of them must do.
+            let mut values = vec![format!("{v:?}")];
+            if v.parse::<u64>().is_ok() {
+                values.push(v.clone());
+            }
+            (parsed, values)
+        } else {
+            (
+                flags(&[&format!("--{long}")]).expect("switch"),
+                vec!["true".into()],
+            )
+        };
+        let same = values.iter().any(|value| {
+            file(&format!("{id} = {value}\n")).is_ok_and(|from_file| from_file == from_flag)
+        });
+        assert!(same, "config key `{id}` does not mean what --{long} means");
+        checked += 1;
+    }
+    assert!(checked > 30, "only {checked} flags found");
+}
+
+/// docs/config.md lists every key.
+#[test]
+fn the_docs_list_every_key() {
+    let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/config.md"));
+    for key in file_keys() {
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "docs/config.md does not list `{key}`"
+        );
+    }
+}
+
+#[test]
+fn nearest_is_a_plausible_typo_only() {
+    let known: Vec<String> = ["duration", "max_output"].map(String::from).to_vec();
+    assert_eq!(nearest("duraton", &known), Some("duration"));
+    assert_eq!(nearest("colour", &known), None);
+    assert_eq!(edit_distance("kitten", "sitting"), 3);
+}
+
+/// Any config file text, and any values in its keys, give settings or an error: never a
+/// panic (issue 12's config-loader property).
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[0-9.eE+-]{1,24}",
+            "\"[ -~]{0,24}\"",
+            "\\[[0-9, \"a-zK]{0,24}\\]",
+            Just("1e30".to_string()),
+            Just("99999999999999999999".to_string()),
+            Just("true".to_string()),
+        ]
+    }
+
+    fn key() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("contexts"),
+            Just("concurrency"),
+            Just("duration"),
+            Just("max_output"),
+            Just("kv_capacity"),
+            Just("max_time"),
+            Just("readiness_timeout"),
+            Just("first_token_timeout"),
+            Just("idle_timeout"),
+            Just("dcp_size"),
+            Just("format"),
+            Just("no_such_key"),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_config_file_gives_settings_or_an_error(
+            pairs in proptest::collection::vec((key(), value()), 0..6),
+            // Mostly clean files, so that the settings themselves get exercised.
+            noise in prop_oneof![3 => Just(String::new()), 1 => "[ -~\n]{0,40}"],
+        ) {
+            let mut text: String = pairs.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+            text.push_str(&noise);
+            if let Ok(a) = file(&text)
+                && let Ok(s) = a.settings()
+            {
+                prop_assert!(s.duration_s > 0.0 && s.duration_s.is_finite());
+            }
+        }
+    }
+}

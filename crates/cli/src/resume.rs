@@ -1,0 +1,262 @@
+//! `--resume`: the saved run's settings are the base, and no setting given again is dropped
+//! silently. A setting that only governs how the run proceeds (a timeout, the time budget,
+//! which cells to retry, what is kept) is applied and noted in `run.json`; one that would
+//! change what is measured (the matrix, the window, the output length, the endpoint, the
+//! model, the server's description) is refused with a message that names it, since the
+//! resumed cells must be comparable with the saved ones.
+
+use crate::config::RunArgs;
+use anyhow::{Result, bail};
+use llmib_core::meta::EngineKind;
+use llmib_core::plan::{Api, Settings};
+use llmib_core::redact::redact_command;
+use llmib_core::run::RunInfo;
+use std::fmt::Debug;
+use std::path::Path;
+
+/// The settings a resumed run goes on with, and what changed in them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed {
+    /// The saved settings with the changes that may be made on resume.
+    pub settings: Settings,
+    /// One line per change, for `run.json`'s notes.
+    pub notes: Vec<String>,
+}
+
+/// Seconds, shown as a duration.
+#[derive(Clone, Copy, PartialEq)]
+struct Secs(f64);
+
+impl Debug for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}s", self.0)
+    }
+}
+
+/// A setting that would change the measurement: given again, it must equal the saved one.
+fn fixed<T: PartialEq + Debug>(flag: &str, given: Option<T>, saved: T) -> Result<()> {
+    match given {
+        Some(g) if g != saved => bail!(
+            "--{flag} {g:?} differs from the resumed run's {saved:?}: it would change what the \
+             run measures; resume without --{flag}, or start a new run"
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// A setting that may change on resume: applied, and noted when it differs.
+fn changeable<T: PartialEq + Debug>(
+    flag: &str,
+    given: Option<T>,
+    slot: &mut T,
+    notes: &mut Vec<String>,
+) {
+    if let Some(g) = given
+        && g != *slot
+    {
+        notes.push(format!("--{flag} changed on resume: {slot:?} → {g:?}"));
+        *slot = g;
+    }
+}
+
+/// Decides the settings of a resumed run from the saved run `saved` (in `dir`) and the
+/// settings given now (`args`: flags, environment and config file merged), with `url` the
+/// server as given now (credentials stripped). Pure.
+pub fn decide(saved: &RunInfo, args: &RunArgs, dir: &Path, url: Option<&str>) -> Result<Resumed> {
+    classified(args);
+    refuse_changed_measurement(saved, args, dir)?;
+    let (settings, mut notes) = apply_changes(&saved.plan.settings, args);
+    if let Some(u) = url
+        && u != saved.url
+    {
+        notes.push(format!(
+            "resumed against {u} (the run began at {})",
+            saved.url
+        ));
+    }
+    Ok(Resumed { settings, notes })
+}
+
+/// Every field of [`RunArgs`], by what resume does with it: a new field does not compile
+/// until it is put in one class and handled there.
+fn classified(args: &RunArgs) {
+    let RunArgs {
+        // Fixed: `refuse_changed_measurement`.
+        model: _,
+        engine: _,
+        contexts: _,
+        concurrency: _,
+        duration: _,
+        max_output: _,
+        kv_capacity: _,
+        dcp_size: _,
+        hardware: _,
+        launch_command: _,
+        output: _,
+        force: _,
+        api: _,
+        request_count: _,
+        warmup_request_count: _,
+        run_burst: _,
+        burst_requests_per_concurrency: _,
+        prefill_metric: _,
+        skip_prefill: _,
+        prefill_only: _,
+        prefill_contexts: _,
+        standalone_prefill: _,
+        serial_server: _,
+        respect_eos: _,
+        token_targeting: _,
+        // Changeable: `apply_changes` (and the URL note in `decide`).
+        url: _,
+        max_time: _,
+        readiness_timeout: _,
+        first_token_timeout: _,
+        idle_timeout: _,
+        save_requests: _,
+        tokenizer: _,
+        retry_failed: _,
+        // Per call: not saved with the run.
+        api_key: _,
+        config: _,
+        resume: _,
+        format: _,
+        display: _,
+        no_hw_monitor: _,
+        hardware_info: _,
+    } = args;
+}
+
+/// Refuses a setting given again with another value than the saved run measured with.
+fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Result<()> {
+    let s = &saved.plan.settings;
+    if a.force {
+        bail!("--force replaces a run and --resume continues one: pass only one of them");
+    }
+    fixed("output", a.output.as_deref(), dir)?;
+    fixed(
+        "model",
+        a.model.as_deref(),
+        saved.model.served_model.as_str(),
+    )?;
+    let kind = a.engine.map(|e| Some(EngineKind::from(e)));
+    fixed("engine", kind, saved.engine.kind)?;
+    fixed(
+        "contexts",
+        a.contexts.clone().map(|c| c.0),
+        s.contexts.clone(),
+    )?;
+    let levels = a.concurrency.clone().map(|c| c.0);
+    fixed("concurrency", levels, s.concurrency.clone())?;
+    let window = a.duration.map(|d| Secs(d.as_secs_f64()));
+    fixed("duration", window, Secs(s.duration_s))?;
+    fixed("max-output", a.max_output, s.max_output)?;
+    let kv = a.kv_capacity.map(Some);
+    fixed("kv-capacity", kv, saved.plan.kv_capacity_tokens)?;
+    fixed("dcp-size", a.dcp_size.map(Some), saved.engine.dcp_size)?;
+    // `auto` chose by the same server when the run began.
+    let auto_api = match saved.engine.kind {
+        Some(EngineKind::Generic) | None => Api::Chat,
+        Some(_) => Api::Completions,
+    };
+    fixed("api", a.api.map(|x| x.choice().unwrap_or(auto_api)), s.api)?;
+    let targeting = a.token_targeting.and_then(|t| t.choice());
+    fixed("token-targeting", targeting, s.token_targeting)?;
+    let burst_given = a.request_count.is_some()
+        || a.warmup_request_count.is_some()
+        || a.run_burst
+        || a.burst_requests_per_concurrency.is_some();
+    let burst = burst_given.then(|| a.burst()).transpose()?;
+    fixed("request-count / --run-burst", burst, s.burst)?;
+    let metric = a.prefill_metric.map(Into::into);
+    fixed("prefill-metric", metric, s.prefill_metric)?;
+    fixed(
+        "skip-prefill",
+        a.skip_prefill.then_some(true),
+        s.skip_prefill,
+    )?;
+    fixed(
+        "prefill-only",
+        a.prefill_only.then_some(true),
+        s.prefill_only,
+    )?;
+    let extra = a.prefill_contexts.clone().map(|c| c.0);
+    fixed("prefill-contexts", extra, s.prefill_contexts.clone())?;
+    fixed(
+        "standalone-prefill",
+        a.standalone_prefill,
+        s.prefill_repeats,
+    )?;
+    fixed(
+        "serial-server",
+        a.serial_server.then_some(true),
+        s.serial_server,
+    )?;
+    fixed("respect-eos", a.respect_eos.then_some(true), s.respect_eos)?;
+    let launch = a.launch_command.as_deref().map(redact_command);
+    fixed(
+        "launch-command",
+        launch,
+        saved.launch_command.clone().unwrap_or_default(),
+    )?;
+    if let Some(h) = &a.hardware {
+        let h = llmib_client::hardware::parse_hardware_override(h)
+            .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?;
+        fixed("hardware", Some(h), saved.hardware.clone())?;
+    }
+    Ok(())
+}
+
+/// The saved settings with the changes resume allows, and a note for each.
+fn apply_changes(saved: &Settings, a: &RunArgs) -> (Settings, Vec<String>) {
+    let mut settings = saved.clone();
+    let mut notes = Vec::new();
+    let secs = |d: Option<std::time::Duration>| d.map(|d| Secs(d.as_secs_f64()));
+    let mut budget = settings.max_time_s.map(Secs);
+    changeable(
+        "max-time",
+        secs(a.max_time).map(Some),
+        &mut budget,
+        &mut notes,
+    );
+    settings.max_time_s = budget.map(|b| b.0);
+    for (flag, given, slot) in [
+        (
+            "readiness-timeout",
+            a.readiness_timeout,
+            &mut settings.readiness_timeout_s,
+        ),
+        (
+            "first-token-timeout",
+            a.first_token_timeout,
+            &mut settings.first_token_timeout_s,
+        ),
+        ("idle-timeout", a.idle_timeout, &mut settings.idle_timeout_s),
+    ] {
+        let mut v = Secs(*slot);
+        changeable(flag, secs(given), &mut v, &mut notes);
+        *slot = v.0;
+    }
+    let keep = a.save_requests.then_some(true);
+    changeable(
+        "save-requests",
+        keep,
+        &mut settings.save_requests,
+        &mut notes,
+    );
+    let tokenizer = a.tokenizer.clone().map(Some);
+    changeable(
+        "tokenizer",
+        tokenizer,
+        &mut settings.tokenizer_file,
+        &mut notes,
+    );
+    if a.retry_failed {
+        notes.push("--retry-failed on resume: failed cells are measured again".into());
+    }
+    (settings, notes)
+}
+
+#[cfg(test)]
+#[path = "resume_tests.rs"]
+mod tests;

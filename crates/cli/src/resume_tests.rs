@@ -1,0 +1,191 @@
+//! Tests of the resume decision: which settings may change on resume, which are refused.
+
+use super::*;
+use crate::config::{ContextList, Levels};
+use llmib_core::plan::Plan;
+use llmib_core::size::ContextSpec;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn saved() -> RunInfo {
+    let settings = Settings {
+        contexts: vec![ContextSpec::Tokens(1024)],
+        concurrency: vec![1, 2],
+        ..Settings::default()
+    };
+    RunInfo {
+        schema_version: llmib_core::run::SCHEMA_VERSION,
+        tool: llmib_core::run::ToolInfo::current(),
+        state: llmib_core::run::RunState::Interrupted,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        finished_at: None,
+        url: "http://h:1".into(),
+        engine: llmib_core::meta::EngineInfo {
+            kind: Some(EngineKind::Vllm),
+            ..Default::default()
+        },
+        model: llmib_core::meta::ModelInfo {
+            served_model: "m".into(),
+            ..Default::default()
+        },
+        hardware: Default::default(),
+        launch_command: None,
+        launch_command_source: None,
+        plan: Plan::build(settings, Some(100_000), None),
+        notes: Vec::new(),
+    }
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from("results/r")
+}
+
+fn decide_with(args: RunArgs) -> Result<Resumed> {
+    decide(&saved(), &args, &dir(), None)
+}
+
+#[test]
+fn nothing_given_resumes_with_the_saved_settings() {
+    let r = decide_with(RunArgs::default()).expect("resume");
+    assert_eq!(r.settings, saved().plan.settings);
+    assert!(r.notes.is_empty());
+}
+
+#[test]
+fn the_same_measurement_settings_are_accepted() {
+    let r = decide_with(RunArgs {
+        contexts: Some(ContextList(vec![ContextSpec::Tokens(1024)])),
+        concurrency: Some(Levels(vec![1, 2])),
+        model: Some("m".into()),
+        output: Some(dir()),
+        ..Default::default()
+    })
+    .expect("same settings");
+    assert!(r.notes.is_empty());
+}
+
+#[test]
+fn a_change_of_measurement_is_refused_by_name() {
+    let cases: Vec<(&str, RunArgs)> = vec![
+        (
+            "--contexts",
+            RunArgs {
+                contexts: Some(ContextList(vec![ContextSpec::Tokens(2048)])),
+                ..Default::default()
+            },
+        ),
+        (
+            "--concurrency",
+            RunArgs {
+                concurrency: Some(Levels(vec![4])),
+                ..Default::default()
+            },
+        ),
+        (
+            "--duration",
+            RunArgs {
+                duration: Some(Duration::from_secs(5)),
+                ..Default::default()
+            },
+        ),
+        (
+            "--max-output",
+            RunArgs {
+                max_output: Some(16),
+                ..Default::default()
+            },
+        ),
+        (
+            "--api",
+            RunArgs {
+                api: Some(crate::config::ApiArg::Chat),
+                ..Default::default()
+            },
+        ),
+        (
+            "--model",
+            RunArgs {
+                model: Some("other".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "--respect-eos",
+            RunArgs {
+                respect_eos: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "--request-count",
+            RunArgs {
+                request_count: Some(3),
+                ..Default::default()
+            },
+        ),
+        (
+            "--output",
+            RunArgs {
+                output: Some("elsewhere".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "--force",
+            RunArgs {
+                force: true,
+                ..Default::default()
+            },
+        ),
+    ];
+    for (flag, args) in cases {
+        let e = decide_with(args).expect_err(flag).to_string();
+        assert!(e.contains(flag), "{flag}: {e}");
+    }
+}
+
+#[test]
+fn a_change_of_how_the_run_proceeds_is_applied_and_noted() {
+    let r = decide_with(RunArgs {
+        idle_timeout: Some(Duration::from_secs(300)),
+        max_time: Some(Duration::from_secs(3600)),
+        save_requests: true,
+        tokenizer: Some("t.json".into()),
+        retry_failed: true,
+        ..Default::default()
+    })
+    .expect("resume");
+    assert_eq!(r.settings.idle_timeout_s, 300.0);
+    assert_eq!(r.settings.max_time_s, Some(3600.0));
+    assert!(r.settings.save_requests);
+    assert_eq!(r.settings.tokenizer_file.as_deref(), Some("t.json"));
+    for flag in [
+        "--idle-timeout",
+        "--max-time",
+        "--save-requests",
+        "--tokenizer",
+        "--retry-failed",
+    ] {
+        assert!(
+            r.notes.iter().any(|n| n.contains(flag)),
+            "{flag}: {:?}",
+            r.notes
+        );
+    }
+}
+
+#[test]
+fn a_moved_server_is_noted() {
+    let r = decide(
+        &saved(),
+        &RunArgs::default(),
+        &dir(),
+        Some("http://other:2"),
+    )
+    .expect("resume");
+    assert!(
+        r.notes.iter().any(|n| n.contains("http://other:2")),
+        "{:?}",
+        r.notes
+    );
+}
