@@ -4,6 +4,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let (cells, skipped) = llmib_core::store::parse_cells(data);
+    let (cells, skipped) = llmib_core::parse_cells(data);
     assert!(cells.len() + skipped <= data.len() + 1);
 });

@@ -3,6 +3,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|s: &str| {
-    let m = llmib_client::metrics::Metrics::parse(s);
+    let m = llmib_client::Metrics::parse(s);
     let _ = m.skipped_lines();
 });

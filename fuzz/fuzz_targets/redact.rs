@@ -2,7 +2,7 @@
 //! the terminal sanitiser leaves no control character.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use llmib_core::redact::{redact_command, redact_text, sanitize_terminal};
+use llmib_core::{redact_command, redact_text, sanitize_terminal};
 
 fuzz_target!(|s: &str| {
     let once = redact_command(s);

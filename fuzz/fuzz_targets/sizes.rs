@@ -1,7 +1,7 @@
 //! Size, context-list and duration parsers on any text: an answer within bounds or an error.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use llmib_core::size::{MAX_DURATION_S, parse_context_list, parse_duration, parse_tokens};
+use llmib_core::{MAX_DURATION_S, parse_context_list, parse_duration, parse_tokens};
 
 fuzz_target!(|s: &str| {
     let _ = parse_tokens(s);

@@ -10,8 +10,8 @@
 mod emission;
 
 use emission::{Judged, error_pct, run_and_judge};
-use llmib_core::plan::Settings;
-use llmib_core::size::ContextSpec;
+use llmib_core::ContextSpec;
+use llmib_core::Settings;
 
 fn sim(spec_tokens: u32) -> llmib_sim::SimConfig {
     let mut c = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");

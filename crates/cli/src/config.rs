@@ -2,14 +2,14 @@
 //! `--config` TOML file (serde). Each value is parsed into its type once, by one parser per
 //! kind that both sides call (`value_parser` for a flag, `deserialize_with` for a key), and
 //! the sources are merged field-wise with explicit precedence — defaults < file < environment
-//! < flags — before [`RunArgs::settings`] checks them into [`llmib_core::plan::Settings`], so
+//! < flags — before [`RunArgs::settings`] checks them into [`llmib_core::Settings`], so
 //! invalid states never reach the driver. `docs/config.md` lists every key.
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use llmib_core::meta::EngineKind;
-use llmib_core::plan::Settings;
-use llmib_core::size::ContextSpec;
+use llmib_core::ContextSpec;
+use llmib_core::EngineKind;
+use llmib_core::Settings;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -225,7 +225,7 @@ pub struct RunArgs {
     /// Hardware card set by the caller (the demo's simulator); not a flag.
     #[arg(skip)]
     #[serde(skip)]
-    pub hardware_info: Option<llmib_core::meta::HardwareInfo>,
+    pub hardware_info: Option<llmib_core::HardwareInfo>,
 }
 
 /// `--api`.
@@ -242,8 +242,8 @@ pub enum ApiArg {
 
 impl ApiArg {
     /// The endpoint asked for; `None` lets the probe choose by the engine it finds.
-    pub fn choice(self) -> Option<llmib_core::plan::Api> {
-        use llmib_core::plan::Api;
+    pub fn choice(self) -> Option<llmib_core::Api> {
+        use llmib_core::Api;
         match self {
             ApiArg::Completions => Some(Api::Completions),
             ApiArg::Chat => Some(Api::Chat),
@@ -266,8 +266,8 @@ pub enum TargetingArg {
 
 impl TargetingArg {
     /// The targeting asked for; `None` lets the probe choose by the tokenizer it finds.
-    pub fn choice(self) -> Option<llmib_core::plan::Targeting> {
-        use llmib_core::plan::Targeting;
+    pub fn choice(self) -> Option<llmib_core::Targeting> {
+        use llmib_core::Targeting;
         match self {
             TargetingArg::Exact => Some(Targeting::Exact),
             TargetingArg::Estimate => Some(Targeting::Estimate),
@@ -288,9 +288,9 @@ pub enum PrefillMetricArg {
     Auto,
 }
 
-impl From<PrefillMetricArg> for llmib_core::plan::PrefillMetric {
+impl From<PrefillMetricArg> for llmib_core::PrefillMetric {
     fn from(m: PrefillMetricArg) -> Self {
-        use llmib_core::plan::PrefillMetric;
+        use llmib_core::PrefillMetric;
         match m {
             PrefillMetricArg::Client => PrefillMetric::Client,
             PrefillMetricArg::Server => PrefillMetric::Server,
@@ -314,7 +314,7 @@ pub enum DisplayMode {
 /// deserializer both call them, so a key means exactly what its flag means.
 pub mod parse {
     use super::{ContextList, Formats, Levels};
-    use llmib_core::size::{parse_context_list, parse_duration, parse_tokens};
+    use llmib_core::{parse_context_list, parse_duration, parse_tokens};
     use std::time::Duration;
 
     /// `8K,16K,max,full`: at least one context.
@@ -558,7 +558,7 @@ impl RunArgs {
     }
 
     /// The Burst / E2E settings, when `--request-count` or `--run-burst` asks for them.
-    pub fn burst(&self) -> Result<Option<llmib_core::plan::BurstSettings>> {
+    pub fn burst(&self) -> Result<Option<llmib_core::BurstSettings>> {
         if self.request_count.is_none() && !self.run_burst {
             return Ok(None);
         }
@@ -568,7 +568,7 @@ impl RunArgs {
                 v => Ok(v),
             }
         };
-        Ok(Some(llmib_core::plan::BurstSettings {
+        Ok(Some(llmib_core::BurstSettings {
             request_count: positive(self.request_count, "--request-count")?,
             requests_per_concurrency: positive(
                 self.burst_requests_per_concurrency,

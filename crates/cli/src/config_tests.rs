@@ -3,7 +3,7 @@
 
 use super::*;
 use clap::{CommandFactory, Parser};
-use llmib_core::size::ContextSpec;
+use llmib_core::ContextSpec;
 
 /// `run`'s flags alone, as the binary parses them.
 #[derive(Debug, Parser)]

@@ -12,7 +12,7 @@ mod sim_cmd;
 
 use clap::{Parser, Subcommand};
 
-use llmib_core::redact::{redact_text, sanitize_terminal};
+use llmib_core::{redact_text, sanitize_terminal};
 use std::process::ExitCode;
 
 /// Measures an LLM inference server: prefill per context and sustained decode per
@@ -99,10 +99,10 @@ fn given_secrets() -> Vec<String> {
         } else if let Some(k) = a.strip_prefix("--api-key=") {
             v.push(k.to_string());
         }
-        v.extend(llmib_core::redact::url_password(a).map(str::to_string));
+        v.extend(llmib_core::url_password(a).map(str::to_string));
     }
     if let Ok(u) = std::env::var("OPENAI_BASE_URL") {
-        v.extend(llmib_core::redact::url_password(&u).map(str::to_string));
+        v.extend(llmib_core::url_password(&u).map(str::to_string));
     }
     v.retain(|k| !k.is_empty());
     v

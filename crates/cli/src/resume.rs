@@ -7,10 +7,10 @@
 
 use crate::config::RunArgs;
 use anyhow::{Result, bail};
-use llmib_core::meta::EngineKind;
-use llmib_core::plan::{Api, Settings};
-use llmib_core::redact::redact_command;
-use llmib_core::run::RunInfo;
+use llmib_core::EngineKind;
+use llmib_core::RunInfo;
+use llmib_core::redact_command;
+use llmib_core::{Api, Settings};
 use std::fmt::Debug;
 use std::path::Path;
 
@@ -200,7 +200,7 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
         saved.launch_command.clone().unwrap_or_default(),
     )?;
     if let Some(h) = &a.hardware {
-        let h = llmib_client::hardware::parse_hardware_override(h)
+        let h = llmib_client::parse_hardware_override(h)
             .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?;
         fixed("hardware", Some(h), saved.hardware.clone())?;
     }

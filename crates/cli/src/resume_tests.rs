@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::config::{ContextList, Levels};
-use llmib_core::plan::Plan;
-use llmib_core::size::ContextSpec;
+use llmib_core::ContextSpec;
+use llmib_core::Plan;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,17 +14,17 @@ fn saved() -> RunInfo {
         ..Settings::default()
     };
     RunInfo {
-        schema_version: llmib_core::run::SCHEMA_VERSION,
-        tool: llmib_core::run::ToolInfo::current(),
-        state: llmib_core::run::RunState::Interrupted,
+        schema_version: llmib_core::SCHEMA_VERSION,
+        tool: llmib_core::ToolInfo::current(),
+        state: llmib_core::RunState::Interrupted,
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: None,
         url: "http://h:1".into(),
-        engine: llmib_core::meta::EngineInfo {
+        engine: llmib_core::EngineInfo {
             kind: Some(EngineKind::Vllm),
             ..Default::default()
         },
-        model: llmib_core::meta::ModelInfo {
+        model: llmib_core::ModelInfo {
             served_model: "m".into(),
             ..Default::default()
         },

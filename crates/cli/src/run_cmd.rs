@@ -3,18 +3,18 @@
 use crate::config::{self, ContextList, Formats, Levels, RunArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use llmib_client::driver::MatrixEnd;
-use llmib_client::engine::{Engine, ProbeOptions};
-use llmib_client::local_tokenizer::LocalTokenizer;
-use llmib_core::cell::CellKey;
-use llmib_core::meta::{HardwareInfo, Sourced};
-use llmib_core::plan::{Plan, Settings};
-use llmib_core::redact::{redact_command, sanitize_terminal};
-use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
-use llmib_core::size::ContextSpec;
-use llmib_core::store::{LoadedRun, RunDir};
-use llmib_core::time::now_rfc3339;
-use llmib_core::verdict::{every_measured_cell_failed, measure_again_on_resume};
+use llmib_client::LocalTokenizer;
+use llmib_client::MatrixEnd;
+use llmib_client::{Engine, ProbeOptions};
+use llmib_core::CellKey;
+use llmib_core::ContextSpec;
+use llmib_core::now_rfc3339;
+use llmib_core::{HardwareInfo, Sourced};
+use llmib_core::{LoadedRun, RunDir};
+use llmib_core::{Plan, Settings};
+use llmib_core::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
+use llmib_core::{every_measured_cell_failed, measure_again_on_resume};
+use llmib_core::{redact_command, sanitize_terminal};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -162,10 +162,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
             let r = RunDir::open(dir.clone())?
                 .load()
                 .with_context(|| format!("cannot resume from {}", dir.display()))?;
-            let url = args
-                .url
-                .as_deref()
-                .map(llmib_core::redact::strip_url_userinfo);
+            let url = args.url.as_deref().map(llmib_core::strip_url_userinfo);
             let decided = crate::resume::decide(&r.info, &args, dir, url.as_deref())?;
             settings = Settings {
                 // New prompts: the interrupted run may have sent the old ones, and a server
@@ -262,7 +259,7 @@ async fn probe_server(
     args: &RunArgs,
     settings: &Settings,
     resumed: Option<&LoadedRun>,
-) -> Result<(String, llmib_client::engine::Probe)> {
+) -> Result<(String, llmib_client::Probe)> {
     let url = args
         .url
         .clone()
@@ -315,7 +312,7 @@ fn prepare_resume(
     settings: Settings,
     r: LoadedRun,
     resume_notes: Vec<String>,
-    probe: llmib_client::engine::Probe,
+    probe: llmib_client::Probe,
 ) -> Result<Prepared> {
     let dir = args.resume.clone().context("resume directory")?;
     let aborted = r.info.state == RunState::Aborted;
@@ -352,7 +349,7 @@ fn prepare_new(
     args: &RunArgs,
     mut settings: Settings,
     url: &str,
-    probe: llmib_client::engine::Probe,
+    probe: llmib_client::Probe,
 ) -> Result<Prepared> {
     let engine = probe.engine;
     settings.api = engine.api();
@@ -400,10 +397,10 @@ fn run_info(
     let probed_launch = engine.launch_command().map(str::to_string);
     let hardware = match &args.hardware {
         _ if args.hardware_info.is_some() => args.hardware_info.clone().unwrap_or_default(),
-        Some(h) => llmib_client::hardware::parse_hardware_override(h)
+        Some(h) => llmib_client::parse_hardware_override(h)
             .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?,
         // Local facts describe the server only when it runs on this machine.
-        None if is_loopback(url) => llmib_client::hardware::detect_local(),
+        None if is_loopback(url) => llmib_client::detect_local(),
         None => Default::default(),
     };
     let (launch_command, launch_command_source) = match (&args.launch_command, &probed_launch) {
@@ -432,7 +429,7 @@ fn run_info(
         state: RunState::Running,
         started_at: now_rfc3339(),
         finished_at: None,
-        url: llmib_core::redact::strip_url_userinfo(url),
+        url: llmib_core::strip_url_userinfo(url),
         engine: engine.info().clone(),
         model: engine.model().clone(),
         hardware,
@@ -449,7 +446,7 @@ fn run_info(
 /// URL. A round trip through JSON reaches every field, present or added later.
 fn redacted_info(info: RunInfo, secrets: &[&str]) -> Result<RunInfo> {
     let mut v = serde_json::to_value(&info).context("run.json header")?;
-    llmib_core::redact::redact_strings(&mut v, secrets);
+    llmib_core::redact_strings(&mut v, secrets);
     serde_json::from_value(v).context("run.json header after redaction")
 }
 

@@ -8,7 +8,7 @@
 
 use crate::engine::Engine;
 use crate::stream::Measured;
-use llmib_core::counting::{CountReport, Tokenized, count_request, needs_tokenizer};
+use llmib_core::{CountReport, Tokenized, count_request, needs_tokenizer};
 use std::collections::HashSet;
 
 /// Asks the tokenizer for `text`'s length, once more if the first call fails (a tokenize call

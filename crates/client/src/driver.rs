@@ -15,20 +15,20 @@ use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::prompt::{BuiltPrompt, PromptBuilder};
 use crate::stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
 use crate::window::{WindowRun, WindowSpec, into_records, run_window, warm_up};
-use llmib_core::burst::burst_result;
-use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
-use llmib_core::counting::CountReport;
-use llmib_core::figures::server_prefill_rate;
-use llmib_core::plan::{Plan, PlannedCell, PrefillMetric, Targeting, estimate_tolerance};
-use llmib_core::record::{Outcome, RequestRecord};
-use llmib_core::redact::redact_text;
-use llmib_core::size::duration_from_secs;
-use llmib_core::store::{RunDir, StoreError};
-use llmib_core::time::now_rfc3339;
-use llmib_core::verdict::{
+use llmib_core::CountReport;
+use llmib_core::burst_result;
+use llmib_core::duration_from_secs;
+use llmib_core::now_rfc3339;
+use llmib_core::redact_text;
+use llmib_core::server_prefill_rate;
+use llmib_core::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::{
     DecodeObservation, ErrorTally, bare_result, decode_result, failed_result, interrupted_result,
     over_capacity_result, prefill_result, prefill_series_result,
 };
+use llmib_core::{Outcome, RequestRecord};
+use llmib_core::{Plan, PlannedCell, PrefillMetric, Targeting, estimate_tolerance};
+use llmib_core::{RunDir, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,11 +109,7 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             let s = &m.plan.settings;
             let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
             let k = cell.key;
-            let needs = llmib_core::capacity::kv_tokens_needed(
-                k.concurrency,
-                k.context_tokens,
-                s.max_output,
-            );
+            let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
             m.progress.event(ProgressEvent::Skipped {
                 cell: cell.clone(),
                 reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),
@@ -509,8 +505,7 @@ async fn prefill_cell(
     let mut row = prefill_series_result(cell, &records, expected, tolerance);
     if row.status == CellStatus::Valid {
         // The server's rate of the same cold prefills, median like the client's.
-        row.server_prompt_tok_per_s =
-            llmib_core::stats::Summary::of_vec(&mut server_rates).map(|s| s.p50);
+        row.server_prompt_tok_per_s = llmib_core::Summary::of_vec(&mut server_rates).map(|s| s.p50);
     }
     row
 }

@@ -10,7 +10,7 @@
 
 use std::process::Command;
 
-use llmib_core::meta::HardwareInfo;
+use llmib_core::HardwareInfo;
 use thiserror::Error;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;

@@ -6,7 +6,7 @@
 //! The thread never touches the measurement: it shares only two mutex-guarded slots, taken
 //! once a second by the thread and on demand by readers.
 
-use llmib_core::hw::{
+use llmib_core::{
     CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERY, NvmlRaw, parse_nvidia_smi,
 };
 use nvml_wrapper::Nvml;

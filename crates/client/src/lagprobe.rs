@@ -2,7 +2,7 @@
 //! milliseconds, yields and times how long it waits to run again. That wait is what a stream
 //! whose socket just became readable waits before its chunk is stamped, so it
 //! estimates how late the client's stamps were (it samples the runtime's queue, not each read);
-//! the verdict on it is `llmib_core::lag::client_lag`.
+//! the verdict on it is `llmib_core::client_lag`.
 
 use std::time::Duration;
 use tokio::task::JoinHandle;

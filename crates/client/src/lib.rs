@@ -1,24 +1,58 @@
 //! The client side: HTTP/SSE, engine adapters, exact-length prompts and the driver that runs
 //! the cells of a speed test matrix.
+//!
+//! Modules are private; the `pub use` lists below are the crate's whole surface, so the
+//! compiler reports any function no caller needs. Every type a public item exposes is
+//! re-exported too (`unnameable_types` keeps that true).
 
-pub mod chunk;
-pub mod engine;
-pub mod hardware;
-pub mod http;
-pub mod hwmon;
-pub mod lagprobe;
-pub mod live;
-pub mod local_tokenizer;
-pub mod metrics;
-pub mod sse;
+#![warn(unnameable_types)]
 
-pub mod burst;
-pub mod counting;
-pub mod driver;
-pub mod progress;
-pub mod prompt;
-pub mod stream;
-pub mod window;
+mod burst;
+mod chunk;
+mod counting;
+mod driver;
+mod engine;
+mod hardware;
+mod http;
+mod hwmon;
+mod lagprobe;
+mod live;
+mod local_tokenizer;
+mod metrics;
+mod progress;
+mod prompt;
+mod sse;
+mod stream;
+mod window;
+
+// The server: engine adapters, their probe and the HTTP client under them.
+pub use engine::{
+    ChatCalibration, Engine, EngineError, Gauges, Probe, ProbeError, ProbeOptions, PromptInput,
+    SpecCounters,
+};
+pub use http::{HttpError, HttpOptions, build_client, describe_request_error};
+pub use local_tokenizer::LocalTokenizer;
+pub use metrics::{Metrics, Sample};
+
+// One request, streamed and measured: the wire format, the record and the prompt it sends.
+pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
+pub use counting::count_tokens;
+pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
+pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
+pub use stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
+
+// Running cells: the matrix driver, bursts, and what they tell the displays.
+pub use burst::send_burst;
+pub use driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun, run_matrix};
+pub use live::{LiveWindow, StreamLive};
+pub use progress::{
+    EventKind, Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage, json_line,
+    readiness_reason,
+};
+
+// The machine the client runs on.
+pub use hardware::{HardwareParseError, detect_local, parse_hardware_override};
+pub use hwmon::HwMonitor;
 
 #[cfg(test)]
 mod props;

@@ -8,7 +8,7 @@
 //! [`LiveWindow::tokens_exact`]).
 
 use crate::engine::Gauges;
-use llmib_core::readiness::ReadinessBy;
+use llmib_core::ReadinessBy;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};

@@ -6,10 +6,10 @@
 //! imports the other for it.
 
 use crate::live::LiveWindow;
-use llmib_core::cell::{CellResult, Phase};
-use llmib_core::figures::Window;
-use llmib_core::plan::PlannedCell;
-use llmib_core::readiness::ReadinessBy;
+use llmib_core::PlannedCell;
+use llmib_core::ReadinessBy;
+use llmib_core::Window;
+use llmib_core::{CellResult, Phase};
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
@@ -85,7 +85,7 @@ impl Serialize for Stage {
 }
 
 /// Why a request failed: the `kind` of a request error, and the key of the row's `errors`
-/// tally. The stream measurement is the only producer ([`crate::stream`]); the record keeps
+/// tally. The stream measurement is the only producer (`stream::measure`); the record keeps
 /// the name as text (`Outcome::Error::kind`), which [`RequestErrorKind::parse`] reads back.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RequestErrorKind {
@@ -320,17 +320,10 @@ pub fn readiness_reason(by: ReadinessBy) -> &'static str {
     }
 }
 
-/// A sink for progress events (terminal bar, plain lines, or nothing in tests).
+/// A sink for progress events (the dashboard, plain lines or JSON events).
 pub trait Progress: Send + Sync {
     /// Receives one event.
     fn event(&self, e: ProgressEvent);
-}
-
-/// A progress sink that drops everything.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn event(&self, _e: ProgressEvent) {}
 }
 
 /// A stage's failed requests as events: the first [`REQUEST_ERROR_EVENTS`] one by one, the

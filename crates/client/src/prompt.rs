@@ -14,7 +14,7 @@
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
 use crate::engine::{Engine, EngineError, PromptInput};
-use llmib_core::plan::{Api, Targeting, estimate_tolerance};
+use llmib_core::{Api, Targeting, estimate_tolerance};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -353,7 +353,7 @@ impl PromptBuilder {
 
     /// Estimated targeting: probe requests (`max_tokens = 1`) read the server's count; the word
     /// count is corrected by secant steps until the count is within
-    /// `llmib_core::plan::estimate_tolerance` of C (exact when it lands). At most 8 probes.
+    /// `llmib_core::estimate_tolerance` of C (exact when it lands). At most 8 probes.
     async fn build_estimated(
         &mut self,
         context: u64,

@@ -1,27 +1,85 @@
 //! Core of llm-inference-bench: the validated plan, per-request records, the figures computed
 //! from them (pure functions), cell statuses and the results store. No HTTP, no terminal, so
 //! everything here is tested without sockets.
+//!
+//! Modules are private; the `pub use` lists below are the crate's whole surface, so the
+//! compiler reports any function no caller needs. Every type a public item exposes is
+//! re-exported too (`unnameable_types` keeps that true).
 
-pub mod accuracy;
-pub mod burst;
-pub mod capacity;
-pub mod cell;
-pub mod counting;
-pub mod figures;
-pub mod hw;
-pub mod lag;
-pub mod live;
-pub mod meta;
-pub mod plan;
-pub mod readiness;
-pub mod record;
-pub mod redact;
-pub mod run;
-pub mod size;
-pub mod stats;
-pub mod store;
-pub mod time;
-pub mod verdict;
+#![warn(unnameable_types)]
+
+mod accuracy;
+mod burst;
+mod capacity;
+mod cell;
+mod counting;
+mod figures;
+mod hw;
+mod lag;
+mod live;
+mod meta;
+mod plan;
+mod readiness;
+mod record;
+mod redact;
+mod run;
+mod size;
+mod stats;
+mod store;
+mod time;
+mod verdict;
+
+// What a run is asked to do: settings, the validated plan, sizes and durations.
+pub use capacity::kv_tokens_needed;
+pub use plan::{
+    Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, Plan, PlannedCell, PlannedContext,
+    PrefillMetric, Settings, Targeting, estimate_tolerance,
+};
+pub use size::{
+    ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
+    parse_duration, parse_tokens,
+};
+
+// What a request and a cell observed, and the figures computed from it.
+pub use burst::burst_result;
+pub use cell::{
+    BurstFigures, CellKey, CellResult, CellStatus, Phase, PromptCheck, QueueObservation,
+};
+pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
+pub use record::{Chunk, Outcome, RequestRecord};
+pub use stats::Summary;
+
+// Decisions: readiness, token counting, the client's own lateness and each cell's row.
+pub use counting::{CountReport, Tokenized, count_request, needs_tokenizer};
+pub use lag::{ClientLag, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag};
+pub use readiness::{Opened, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
+pub use verdict::{
+    DecodeObservation, ErrorTally, bare_result, decode_result, every_measured_cell_failed,
+    failed_result, failing_window_done, interrupted_result, measure_again_on_resume,
+    over_capacity_result, prefill_result, prefill_series_result,
+};
+
+// The run's metadata, the results store and what keeps secrets out of both.
+pub use hw::{
+    CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERY, NvmlRaw, SmiParseError,
+    parse_nvidia_smi,
+};
+pub use meta::{
+    Capabilities, EngineInfo, EngineKind, HardwareInfo, ModelInfo, Sourced, TokenCountSource,
+};
+pub use redact::{
+    REDACTED, is_secret_name, redact_command, redact_json, redact_strings, redact_text,
+    sanitize_terminal, strip_url_userinfo, url_password,
+};
+pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
+pub use store::{LoadedRun, RunDir, StoreError, parse_cells};
+pub use time::now_rfc3339;
+
+// The live view's arithmetic (rates, ETA) and the records of an eval run.
+pub use accuracy::{Accuracy, Category, EvalSummary, ItemScore, Profile, Provenance, wilson_95};
+pub use live::{
+    DEFAULT_CELL_OVERHEAD_S, DEFAULT_PREFILL_TOK_PER_S, EtaInputs, RateMeter, eta_s, short_duration,
+};
 
 #[cfg(test)]
 #[path = "tests/props.rs"]

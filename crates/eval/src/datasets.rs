@@ -14,7 +14,7 @@ use crate::error::EvalError;
 use crate::formats::{Item, Layout, parse};
 use crate::jsonl::read_jsonl;
 use crate::select::{spread, stratified};
-use llmib_core::accuracy::{Profile, Provenance};
+use llmib_core::{Profile, Provenance};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

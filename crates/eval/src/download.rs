@@ -5,7 +5,7 @@
 //! URL as [`shown_url`] prints it, never as given.
 
 use futures_util::StreamExt;
-use llmib_client::http::{HttpError, HttpOptions, build_client, describe_request_error};
+use llmib_client::{HttpError, HttpOptions, build_client, describe_request_error};
 use std::time::Duration;
 
 /// Why a download failed. `url` is always the shown form.
@@ -118,13 +118,13 @@ pub async fn download(
 
 /// A URL as printed and stored: without a user, password, query or fragment (a mirror's token
 /// must not reach the terminal, `eval.json` or the page). The credentials go by
-/// [`llmib_core::redact::strip_url_userinfo`], the one function that strips them everywhere.
+/// [`llmib_core::strip_url_userinfo`], the one function that strips them everywhere.
 pub fn shown_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut u) => {
             u.set_query(None);
             u.set_fragment(None);
-            llmib_core::redact::strip_url_userinfo(u.as_str())
+            llmib_core::strip_url_userinfo(u.as_str())
         }
         Err(_) => "<an unparseable URL>".to_string(),
     }

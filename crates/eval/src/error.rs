@@ -2,7 +2,7 @@
 //! parser's complaint) is kept as the error's source, so the CLI joins it on the same line.
 
 use crate::download::DownloadError;
-use llmib_client::engine::{EngineError, ProbeError};
+use llmib_client::{EngineError, ProbeError};
 use llmib_report::ReportError;
 use std::path::PathBuf;
 

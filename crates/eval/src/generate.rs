@@ -1,7 +1,7 @@
 //! One non-streamed generation for accuracy profiles: the prompt (or one chat message),
 //! temperature 0, ending where the model stops; the answer text, why it ended and its tokens.
 
-use llmib_client::engine::{Engine, EngineError, PromptInput};
+use llmib_client::{Engine, EngineError, PromptInput};
 use serde_json::Value;
 use std::time::Instant;
 

@@ -13,6 +13,8 @@
 //! the crate's surface. Module imports run one way: `accuracy` and `task` (the runs) use the
 //! datasets, scoring, generation and file helpers below them, never the other way round.
 
+#![warn(unnameable_types)]
+
 mod accuracy;
 mod datasets;
 mod download;
@@ -33,7 +35,7 @@ pub use download::{DownloadError, download, shown_url};
 pub use error::EvalError;
 pub use formats::Item;
 pub use generate::{GenerateError, Generated, generate};
-pub use llmib_core::accuracy::Profile;
+pub use llmib_core::Profile;
 pub use score::{
     AnswerFormat, Paired, answer_format, mcnemar_exact, pair, parse_letter, parse_number, score,
 };

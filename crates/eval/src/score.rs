@@ -3,7 +3,7 @@
 //! McNemar test. Pure functions with known answers; the records they fill are
 //! `llmib_core::accuracy`'s.
 
-use llmib_core::accuracy::{Accuracy, Category, ItemScore, Profile};
+use llmib_core::{Accuracy, Category, ItemScore, Profile};
 use serde::{Deserialize, Serialize};
 
 /// What an item's expected answer looks like.

@@ -2,7 +2,7 @@
 //! ending where the model stops).
 
 use crate::error::EvalError;
-use llmib_client::engine::{Engine, ProbeOptions};
+use llmib_client::{Engine, ProbeOptions};
 use std::path::Path;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ pub(crate) async fn answering_engine(server: &Server, output: &Path) -> Result<E
         model: server.model.clone(),
         timeout: Duration::from_secs(10),
         respect_eos: true,
-        api: Some(llmib_core::plan::Api::Chat),
+        api: Some(llmib_core::Api::Chat),
         ..ProbeOptions::new(server.url.clone())
     })
     .await?;

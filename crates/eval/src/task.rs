@@ -2,7 +2,7 @@
 //! one long-answer task. One prefix-cache scout, then the adaptive concurrency search
 //! ([`crate::tokenstats::next_step`] decides; this file only sends the batches), then more
 //! batches at the chosen level until `min_results`. Each batch is one closed burst of the
-//! client's burst driver (`llmib_client::burst::send_burst`: L copies, L in flight, each to
+//! client's burst driver (`llmib_client::send_burst`: L copies, L in flight, each to
 //! its end). Writes `tasks.jsonl`, `tokens.json` and `tokens.md` ([`crate::tokens`]).
 //!
 //! Requests are streamed (TTFT is measured at the first content chunk), end where the model
@@ -13,12 +13,12 @@ use crate::error::EvalError;
 use crate::server::{Server, answering_engine};
 use crate::tokens::{TokensSummary, write_results};
 use crate::tokenstats::{LevelResult, Step, TaskResult, TaskStats, final_line, next_step};
-use llmib_client::burst::send_burst;
-use llmib_client::counting::count_tokens;
-use llmib_client::engine::{Engine, PromptInput};
-use llmib_client::stream::{Measured, RequestSpec, StreamLimits};
-use llmib_core::accuracy::Profile;
-use llmib_core::record::Outcome;
+use llmib_client::count_tokens;
+use llmib_client::send_burst;
+use llmib_client::{Engine, PromptInput};
+use llmib_client::{Measured, RequestSpec, StreamLimits};
+use llmib_core::Outcome;
+use llmib_core::Profile;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -330,10 +330,9 @@ impl Sender {
         let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
         let (finish_reason, error) = match &r.outcome {
             Outcome::Finished { reason } => (Some(reason.clone()), None),
-            Outcome::Error { message, .. } => (
-                None,
-                Some(llmib_core::redact::redact_text(message, &secrets)),
-            ),
+            Outcome::Error { message, .. } => {
+                (None, Some(llmib_core::redact_text(message, &secrets)))
+            }
             Outcome::Cancelled => (None, Some("cancelled".to_string())),
         };
         TaskResult {

@@ -4,8 +4,8 @@
 use crate::error::EvalError;
 use crate::jsonl::{to_jsonl, write};
 use crate::tokenstats::{LevelResult, TaskResult, TaskStats};
-use llmib_core::accuracy::Profile;
-use llmib_core::stats::Summary;
+use llmib_core::Profile;
+use llmib_core::Summary;
 use serde::Serialize;
 use std::path::Path;
 

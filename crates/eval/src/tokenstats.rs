@@ -8,8 +8,8 @@
 //! `patience` levels in a row that do not, it stops. The chosen level is the fastest probed
 //! (ties to the lower concurrency).
 
-use llmib_core::accuracy::wilson_95;
-use llmib_core::stats::Summary;
+use llmib_core::Summary;
+use llmib_core::wilson_95;
 use serde::{Deserialize, Serialize};
 
 /// One probed level.

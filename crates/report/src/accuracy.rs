@@ -6,8 +6,8 @@
 use crate::ReportError;
 use crate::html::{CSS, generator, render_template, ser};
 use crate::markdown::escape;
-use llmib_core::accuracy::Provenance;
-use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore};
+use llmib_core::Provenance;
+use llmib_core::{Accuracy, Category, EvalSummary, ItemScore};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -235,7 +235,7 @@ impl AccuracyView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llmib_core::accuracy::{Profile, Provenance};
+    use llmib_core::{Profile, Provenance};
     use std::collections::BTreeMap;
 
     fn item(id: &str, c: Category) -> ItemScore {

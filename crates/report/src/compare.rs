@@ -9,7 +9,7 @@ use crate::html::{self, render_template, ser};
 use crate::model::Report;
 use crate::number;
 use crate::table::{self, status_key};
-use llmib_core::cell::{CellResult, Phase};
+use llmib_core::{CellResult, Phase};
 use minijinja::Value;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -227,7 +227,7 @@ impl Comparison {
         let value = |c: &CellResult| {
             if c.status.has_figures() {
                 let rate = number::or_null(table::total(c), number::rate);
-                if c.status == llmib_core::cell::CellStatus::Valid {
+                if c.status == llmib_core::CellStatus::Valid {
                     rate
                 } else {
                     format!("{rate} ({})", c.status.label())

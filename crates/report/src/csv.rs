@@ -7,9 +7,9 @@
 use crate::model::Report;
 use crate::table::{Column, Raw};
 use crate::{Exporter, Format, ReportError};
-use llmib_core::cell::BurstFigures;
-use llmib_core::cell::CellResult;
-use llmib_core::stats::Summary;
+use llmib_core::BurstFigures;
+use llmib_core::CellResult;
+use llmib_core::Summary;
 
 /// The CSV exporter.
 #[derive(Debug, Clone, Copy, Default)]

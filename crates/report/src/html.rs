@@ -7,7 +7,7 @@ use crate::model::{Report, status_explanation};
 use crate::number;
 use crate::table::{self, Column, Table, status_key};
 use crate::{Exporter, Format, ReportError};
-use llmib_core::cell::{CellResult, CellStatus};
+use llmib_core::{CellResult, CellStatus};
 use minijinja::{Environment, Value};
 use serde::Serialize;
 

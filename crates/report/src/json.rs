@@ -8,10 +8,10 @@
 
 use crate::model::Report;
 use crate::{Exporter, Format, ReportError};
-use llmib_core::cell::CellResult;
-use llmib_core::meta::{EngineInfo, HardwareInfo, ModelInfo};
-use llmib_core::plan::DroppedContext;
-use llmib_core::run::{RunState, ToolInfo};
+use llmib_core::CellResult;
+use llmib_core::DroppedContext;
+use llmib_core::{EngineInfo, HardwareInfo, ModelInfo};
+use llmib_core::{RunState, ToolInfo};
 use serde::Serialize;
 
 /// Version of the `results.json` schema.

@@ -16,6 +16,8 @@
 //! # Ok::<(), llmib_report::ReportError>(())
 //! ```
 
+#![warn(unnameable_types)]
+
 mod accuracy;
 mod compare;
 mod csv;
@@ -43,7 +45,7 @@ use std::str::FromStr;
 pub enum ReportError {
     /// The results directory could not be read.
     #[error(transparent)]
-    Store(#[from] llmib_core::store::StoreError),
+    Store(#[from] llmib_core::StoreError),
     /// A report file could not be written.
     #[error("{path}: {source} (check that the output folder exists and is writable)")]
     Write {

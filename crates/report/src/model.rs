@@ -5,10 +5,10 @@
 //! Nothing is invented: a fact the run does not know is `None` here and printed as "unknown".
 
 use crate::number;
-use llmib_core::cell::{CellResult, CellStatus, Phase};
-use llmib_core::run::{RunInfo, RunState};
-use llmib_core::size::format_tokens;
-use llmib_core::store::{LoadedRun, RunDir};
+use llmib_core::format_tokens;
+use llmib_core::{CellResult, CellStatus, Phase};
+use llmib_core::{LoadedRun, RunDir};
+use llmib_core::{RunInfo, RunState};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -491,7 +491,7 @@ mod tests {
     fn a_hardware_summary_gets_its_table_in_markdown_and_html() {
         let mut run = golden();
         assert!(crate::table::Table::hardware(&Report::from_loaded(run.clone())).is_none());
-        run.cells[1].hardware = Some(llmib_core::hw::HwSummary {
+        run.cells[1].hardware = Some(llmib_core::HwSummary {
             samples: 30,
             gpus: 8,
             source: "nvml".into(),
@@ -534,7 +534,7 @@ mod tests {
     fn cells_where_the_client_ran_late_are_named_in_the_notes() {
         let mut run = golden();
         let mut delays: Vec<f64> = vec![0.1, 0.1, 5.0, 5.0, 5.0];
-        let lag = llmib_core::lag::client_lag(&mut delays, Some(5.2)).expect("samples");
+        let lag = llmib_core::client_lag(&mut delays, Some(5.2)).expect("samples");
         assert!(lag.warning.is_some());
         let cell = run
             .cells

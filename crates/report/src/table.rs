@@ -4,7 +4,7 @@
 
 use crate::model::Report;
 use crate::number;
-use llmib_core::cell::{CellResult, Phase};
+use llmib_core::{CellResult, Phase};
 
 /// One column of the All-measurements table, in the seed's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -275,7 +275,7 @@ impl Table {
             ("Wall time", true),
         ];
         let null = || number::NULL.to_string();
-        let ms = |s: Option<&llmib_core::stats::Summary>, p90: bool| {
+        let ms = |s: Option<&llmib_core::Summary>, p90: bool| {
             s.map_or_else(null, |s| number::ttft_ms(if p90 { s.p90 } else { s.p50 }))
         };
         let rows: Vec<(&CellResult, Vec<String>)> = report
@@ -369,7 +369,7 @@ pub fn matrix_cell_lines(c: &CellResult) -> Vec<String> {
         return vec![c.status.label().to_string()];
     }
     let mut lines = vec![number::or_null(c.total_tok_per_s, number::rate)];
-    if c.status != llmib_core::cell::CellStatus::Valid {
+    if c.status != llmib_core::CellStatus::Valid {
         lines.push(c.status.label().to_string());
     }
     if let Some(t) = c.ttft_ms_p50 {

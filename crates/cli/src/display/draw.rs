@@ -4,9 +4,9 @@
 //! panel). Everything shown from the server was sanitised when it entered the model.
 
 use super::view::{Dashboard, LiveFigures, cell_name};
-use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
-use llmib_core::hw::{CpuReading, GpuReading, HwSample};
-use llmib_core::live::short_duration;
+use llmib_core::short_duration;
+use llmib_core::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::{CpuReading, GpuReading, HwSample};
 use llmib_report::number::{rate, rate_compact, tbt_ms, ttft_ms};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -2,9 +2,9 @@
 //! pipes) and `json` (one JSON object per event, for scripts). Both write to stdout.
 
 use super::view::{event_words, what};
-use llmib_client::progress::{EventKind, Progress, ProgressEvent, json_line};
-use llmib_core::cell::{CellResult, CellStatus, Phase};
-use llmib_core::redact::sanitize_terminal;
+use llmib_client::{EventKind, Progress, ProgressEvent, json_line};
+use llmib_core::sanitize_terminal;
+use llmib_core::{CellResult, CellStatus, Phase};
 use std::io::Write;
 use std::time::Instant;
 

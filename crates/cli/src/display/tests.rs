@@ -5,16 +5,16 @@
 
 use super::draw::draw;
 use super::view::{Dashboard, Doing};
-use llmib_client::engine::Gauges;
-use llmib_client::live::LiveWindow;
-use llmib_client::progress::{ProgressEvent, RequestErrorKind, Stage};
-use llmib_core::cell::{CellResult, CellStatus, Phase, QueueObservation};
-use llmib_core::hw::{CpuReading, GpuReading, HwSample};
-use llmib_core::meta::{EngineInfo, HardwareInfo, ModelInfo, Sourced};
-use llmib_core::plan::{Plan, Settings};
-use llmib_core::readiness::ReadinessBy;
-use llmib_core::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
-use llmib_core::size::ContextSpec;
+use llmib_client::Gauges;
+use llmib_client::LiveWindow;
+use llmib_client::{ProgressEvent, RequestErrorKind, Stage};
+use llmib_core::ContextSpec;
+use llmib_core::ReadinessBy;
+use llmib_core::{CellResult, CellStatus, Phase, QueueObservation};
+use llmib_core::{CpuReading, GpuReading, HwSample};
+use llmib_core::{EngineInfo, HardwareInfo, ModelInfo, Sourced};
+use llmib_core::{Plan, Settings};
+use llmib_core::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::sync::Arc;

@@ -11,9 +11,9 @@
 
 use super::draw::draw;
 use super::view::Dashboard;
-use llmib_client::driver::CancellationToken;
-use llmib_client::hwmon::HwMonitor;
-use llmib_client::progress::{Progress, ProgressEvent};
+use llmib_client::CancellationToken;
+use llmib_client::HwMonitor;
+use llmib_client::{Progress, ProgressEvent};
 use ratatui::Terminal;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{

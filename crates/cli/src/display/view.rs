@@ -3,15 +3,15 @@
 //! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
 //! states (`display/tests.rs`).
 
-use llmib_client::engine::{Gauges, SpecCounters};
-use llmib_client::live::LiveWindow;
-use llmib_client::progress::{ProgressEvent, Stage, readiness_reason};
-use llmib_core::cell::{CellKey, CellResult, CellStatus, Phase};
-use llmib_core::live::{EtaInputs, RateMeter, eta_s};
-use llmib_core::plan::{Plan, PlannedCell};
-use llmib_core::readiness::ReadinessBy;
-use llmib_core::redact::sanitize_terminal;
-use llmib_core::run::RunInfo;
+use llmib_client::LiveWindow;
+use llmib_client::{Gauges, SpecCounters};
+use llmib_client::{ProgressEvent, Stage, readiness_reason};
+use llmib_core::ReadinessBy;
+use llmib_core::RunInfo;
+use llmib_core::sanitize_terminal;
+use llmib_core::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::{EtaInputs, RateMeter, eta_s};
+use llmib_core::{Plan, PlannedCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;

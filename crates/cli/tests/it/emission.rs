@@ -6,12 +6,12 @@
 //! In-process on purpose: the window's instants and the simulator's stamps are then on one
 //! monotonic clock, so no clock mapping adds error to the comparison.
 
-use llmib_client::driver::{CancellationToken, MatrixEnd, MatrixRun, run_matrix};
-use llmib_client::engine::{Engine, ProbeOptions};
-use llmib_client::progress::{Progress, ProgressEvent};
-use llmib_core::cell::{CellResult, Phase};
-use llmib_core::plan::{Plan, Settings};
-use llmib_core::store::RunDir;
+use llmib_client::{CancellationToken, MatrixEnd, MatrixRun, run_matrix};
+use llmib_client::{Engine, ProbeOptions};
+use llmib_client::{Progress, ProgressEvent};
+use llmib_core::RunDir;
+use llmib_core::{CellResult, Phase};
+use llmib_core::{Plan, Settings};
 use llmib_sim::{ChunkStamp, EmittedFigures, SimConfig};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -85,7 +85,7 @@ fn eval_scores_fixture_items_and_compare_pairs_two_runs() {
     let acc = num(&ea["accuracy"], "accuracy");
     assert!(lo < acc && acc < hi, "{lo} < {acc} < {hi}");
     let k = want(&gsm_ids, 0.80) as u64;
-    let (wl, wh) = llmib_core::accuracy::wilson_95(k, 40).expect("interval");
+    let (wl, wh) = llmib_core::wilson_95(k, 40).expect("interval");
     assert!((lo - wl).abs() < 1e-12 && (hi - wh).abs() < 1e-12);
     assert!(k > 20 && k < 40, "the fixture ids spread: {k}");
     let md = std::fs::read_to_string(base.join("a").join("eval.md")).expect("eval.md");

@@ -9,9 +9,9 @@
 
 use crate::common::*;
 use crate::emission::{error_pct, run_and_judge};
-use llmib_core::cell::CellStatus;
-use llmib_core::plan::Settings;
-use llmib_core::size::ContextSpec;
+use llmib_core::CellStatus;
+use llmib_core::ContextSpec;
+use llmib_core::Settings;
 use llmib_sim::SimConfig;
 
 /// The vLLM-like simulator with room for N = 128 at 1K, its decode steps slow enough that a
@@ -101,8 +101,8 @@ fn high_concurrency_figures_match_what_the_simulator_emitted_in_the_window() {
         );
         assert_eq!(
             lag.warning.is_some(),
-            lag_pct > llmib_core::lag::WARN_SHARE_OF_TBT * 100.0
-                && lag.delay_ms.p90 > llmib_core::lag::WARN_FLOOR_MS,
+            lag_pct > llmib_core::WARN_SHARE_OF_TBT * 100.0
+                && lag.delay_ms.p90 > llmib_core::WARN_FLOOR_MS,
             "N = {n}: the warning follows the recorded delay: {lag:?}"
         );
         assert_close(&format!("N = {n}: TBT p50"), tool, truth, lag_pct.max(1.0));

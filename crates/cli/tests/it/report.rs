@@ -379,7 +379,7 @@ fn browser_renders_hostile_strings_as_text() {
     if let Some(c) = report
         .cells
         .iter_mut()
-        .find(|c| c.phase == llmib_core::cell::Phase::Decode)
+        .find(|c| c.phase == llmib_core::Phase::Decode)
     {
         c.status_reason = Some("</td><script>alert(5)</script>".to_string());
     }
@@ -452,7 +452,7 @@ fn browser_compare_page_is_clean() {
 
 #[test]
 fn browser_eval_page_is_clean() {
-    use llmib_core::accuracy::{Accuracy, Category, EvalSummary, ItemScore, Profile};
+    use llmib_core::{Accuracy, Category, EvalSummary, ItemScore, Profile};
     let Some(chrome) = chromium() else { return };
     let work = out_dir("report-browser-eval");
     let item = |id: &str, c: Category| ItemScore {

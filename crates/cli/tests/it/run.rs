@@ -608,19 +608,17 @@ fn a_million_token_prompt_is_exact_and_quick() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let probe = llmib_client::engine::Engine::probe(&llmib_client::engine::ProbeOptions::new(
-            sim.url.clone(),
-        ))
-        .await
-        .expect("probe");
+        let probe = llmib_client::Engine::probe(&llmib_client::ProbeOptions::new(sim.url.clone()))
+            .await
+            .expect("probe");
         let engine = std::sync::Arc::new(probe.engine);
-        let mut builder = llmib_client::prompt::PromptBuilder::new(engine.clone(), 42);
+        let mut builder = llmib_client::PromptBuilder::new(engine.clone(), 42);
         let t = std::time::Instant::now();
         let p = builder.build(1 << 20, 0).await.expect("prompt");
         let took = t.elapsed();
         eprintln!("built a {}-token prompt in {took:?}", p.tokens);
         assert_eq!(p.tokens, 1 << 20);
-        let llmib_client::engine::PromptInput::Text(text) = &p.input else {
+        let llmib_client::PromptInput::Text(text) = &p.input else {
             panic!("a text prompt")
         };
         // The server's own count of the prompt as it will be sent (BOS included).
@@ -631,7 +629,7 @@ fn a_million_token_prompt_is_exact_and_quick() {
         assert_eq!(ids.len(), 1 << 20);
         // A second stream's prompt differs from its very first token on (no shared prefix).
         let q = builder.build(1 << 20, 1).await.expect("prompt");
-        let llmib_client::engine::PromptInput::Text(text2) = &q.input else {
+        let llmib_client::PromptInput::Text(text2) = &q.input else {
             panic!("a text prompt")
         };
         assert_ne!(text.get(..40), text2.get(..40));

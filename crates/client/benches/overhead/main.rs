@@ -12,7 +12,7 @@
 //! - the simulator child serves `llmib_sim` on loopback and, for the timing cases, records when
 //!   it handed each content chunk to hyper (`stamp_chunks`);
 //! - the client child probes the simulator with `Engine::probe` and runs N closed-loop streams
-//!   through `llmib_client::stream::measure`, the per-request path of `run`. A fresh process
+//!   through `llmib_client::measure`, the per-request path of `run`. A fresh process
 //!   per case, so its CPU time (`/proc/self/stat`) and peak RSS (`VmHWM`) are the client's
 //!   alone and never carry over from another case. It also reads the simulator's CPU time over
 //!   the same window, to show which side is the limit.
@@ -29,10 +29,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use llmib_client::chunk::{StreamItem, parse_event};
-use llmib_client::engine::{Engine, ProbeOptions, PromptInput};
-use llmib_client::sse::SseDecoder;
-use llmib_client::stream::{Measured, StreamLimits, measure};
+use llmib_client::SseDecoder;
+use llmib_client::{Engine, ProbeOptions, PromptInput};
+use llmib_client::{Measured, StreamLimits, measure};
+use llmib_client::{StreamItem, parse_event};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -447,9 +447,8 @@ async fn run_client(
                 for m in ms {
                     let rec = &m.record;
                     r.requests += 1;
-                    r.record_bytes += (rec.chunks.capacity()
-                        * std::mem::size_of::<llmib_core::record::Chunk>())
-                        as u64;
+                    r.record_bytes +=
+                        (rec.chunks.capacity() * std::mem::size_of::<llmib_core::Chunk>()) as u64;
                     if rec.is_error() {
                         r.errors += 1;
                         r.first_error
@@ -639,7 +638,7 @@ fn client_code_only() -> (f64, f64) {
     let ticks = ticks_per_second();
     let origin = Instant::now();
     let mut dec = SseDecoder::new();
-    let mut chunks: Vec<llmib_core::record::Chunk> = Vec::new();
+    let mut chunks: Vec<llmib_core::Chunk> = Vec::new();
     let cpu0 = cpu_seconds("self", ticks).unwrap_or(0.0);
     for _ in 0..N {
         let t_ns = origin.elapsed().as_nanos() as u64;
@@ -648,7 +647,7 @@ fn client_code_only() -> (f64, f64) {
             if let Ok(StreamItem::Chunk(c)) = parse_event(&ev)
                 && c.usage.and_then(|u| u.completion_tokens).is_some()
             {
-                chunks.push(llmib_core::record::Chunk { t_ns, tokens: 1 });
+                chunks.push(llmib_core::Chunk { t_ns, tokens: 1 });
             }
         }
         // A window keeps its records; a long one is cleared here to keep memory flat.

@@ -3,7 +3,7 @@
 //! unknown fields such as `ignore_eos`), only `stream_options.include_usage`; every capability
 //! stays unknown, and there are no gauges, counters or tokenizer.
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
+use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::Value;
 
 use super::probe::Discovery;

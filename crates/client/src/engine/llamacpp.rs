@@ -9,7 +9,7 @@
 //! a request finishes, not per token. Metric names from ggml-org/llama.cpp
 //! `tools/server/server-context.cpp`.
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
+use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
 use super::probe::Discovery;

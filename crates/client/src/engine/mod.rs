@@ -28,8 +28,8 @@ mod tests;
 use std::time::Duration;
 
 use crate::local_tokenizer::LocalTokenizer;
-use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo};
-use llmib_core::plan::{Api, Targeting};
+use llmib_core::{Api, Targeting};
+use llmib_core::{EngineInfo, EngineKind, ModelInfo};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -256,12 +256,12 @@ impl Engine {
 
     /// The literal secrets of this connection (the API key, the URL's password), to remove
     /// from anything the tool writes that came from the server
-    /// (`llmib_core::redact::redact_text`).
+    /// (`llmib_core::redact_text`).
     pub fn secrets(&self) -> Vec<&str> {
         self.api_key
             .as_deref()
             .into_iter()
-            .chain(llmib_core::redact::url_password(&self.base_url))
+            .chain(llmib_core::url_password(&self.base_url))
             .collect()
     }
 

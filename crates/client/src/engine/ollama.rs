@@ -7,7 +7,7 @@
 //! context (`<arch>.context_length` in `/api/show`) is kept in `extra` only, since Ollama
 //! truncates prompts to its configured `num_ctx`, usually far less.
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
+use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
 use super::probe::Discovery;

@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use llmib_core::meta::{EngineInfo, EngineKind, ModelInfo, Sourced};
-use llmib_core::plan::{Api, Targeting};
-use llmib_core::redact::redact_json;
+use llmib_core::redact_json;
+use llmib_core::{Api, Targeting};
+use llmib_core::{EngineInfo, EngineKind, ModelInfo, Sourced};
 use serde_json::Value;
 use std::sync::Arc;
 use thiserror::Error;

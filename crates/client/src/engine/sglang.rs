@@ -7,8 +7,8 @@
 //! launch command can be rebuilt from the effective arguments. Its `/health` runs a one-token
 //! generation, which is why the probe never calls it.
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
-use llmib_core::redact::{REDACTED, is_secret_name};
+use llmib_core::{EngineInfo, ModelInfo};
+use llmib_core::{REDACTED, is_secret_name};
 use serde_json::{Map, Value};
 
 use super::probe::Discovery;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use llmib_core::meta::EngineKind;
+use llmib_core::EngineKind;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -541,8 +541,8 @@ fn completion_bodies_per_dialect() {
         dialect: Dialect::of(kind),
         side_timeout: Duration::from_secs(1),
         api_key: None,
-        api: llmib_core::plan::Api::Completions,
-        targeting: llmib_core::plan::Targeting::Exact,
+        api: llmib_core::Api::Completions,
+        targeting: llmib_core::Targeting::Exact,
         respect_eos: false,
         local_tokenizer: None,
     };

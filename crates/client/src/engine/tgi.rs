@@ -7,7 +7,7 @@
 //! (`tgi_request_generated_tokens_sum`). SSE lines come as `data:` without a space (axum).
 //! Field names from huggingface/text-generation-inference `router/src/lib.rs` (`Info`).
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
+use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::Value;
 
 use super::probe::Discovery;

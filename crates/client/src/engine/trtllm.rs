@@ -8,7 +8,7 @@
 //! tokensPerBlock` of an iteration's `kvCacheStats`, so it is known at probe time only if the
 //! engine has run since start. There is no cumulative token counter, and no tokenize endpoint.
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
+use llmib_core::{EngineInfo, ModelInfo};
 
 use super::probe::Discovery;
 use super::util::{commit_from_version, sourced, str_at};

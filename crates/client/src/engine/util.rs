@@ -1,7 +1,7 @@
 //! Small readers shared by the engine modules: typed fields of loosely typed JSON, and the
 //! source commit hidden in version strings.
 
-use llmib_core::meta::Sourced;
+use llmib_core::Sourced;
 use serde_json::Value;
 
 /// A non-empty string field.

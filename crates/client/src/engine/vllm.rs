@@ -5,7 +5,7 @@
 //! Metric names from vllm-project/vllm `vllm/v1/metrics/loggers.py`; `num_requests_waiting`
 //! carries a `reason` label (capacity/deferred) on recent builds, so it is summed.
 
-use llmib_core::meta::{EngineInfo, ModelInfo};
+use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
 use super::probe::Discovery;

@@ -2,8 +2,8 @@
 //! replaced (byte for byte) and against docs/dashboard.md; the names of stages and kinds.
 
 use super::*;
-use llmib_core::cell::{CellKey, CellStatus};
-use llmib_core::verdict::bare_result;
+use llmib_core::bare_result;
+use llmib_core::{CellKey, CellStatus};
 use serde_json::{Value, json};
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 use crate::compare::Verdict;
 use crate::{Comparison, Report};
-use llmib_core::cell::{CellStatus, Phase};
+use llmib_core::{CellStatus, Phase};
 use std::path::Path;
 
 fn golden() -> Report {

@@ -3,7 +3,7 @@
 //! so that any change to what a reader sees is reviewed.
 
 use crate::{Format, Report, write_reports};
-use llmib_core::cell::{CellStatus, Phase};
+use llmib_core::{CellStatus, Phase};
 use std::path::{Path, PathBuf};
 
 fn seed_dir() -> PathBuf {
@@ -24,7 +24,7 @@ fn render(format: Format) -> String {
 
 #[test]
 fn golden_run_is_complete_core_format() {
-    let dir = llmib_core::store::RunDir::open(seed_dir()).expect("open");
+    let dir = llmib_core::RunDir::open(seed_dir()).expect("open");
     let loaded = dir.load().expect("load");
     assert_eq!(loaded.skipped_lines, 0, "every line of cells.jsonl parses");
     assert_eq!(loaded.cells.len(), 73);

@@ -202,7 +202,7 @@ fn the_schema_catches_broken_documents() {
 #[test]
 fn a_hardware_summary_validates() {
     let mut doc = golden_doc();
-    let summary = llmib_core::hw::HwSummary {
+    let summary = llmib_core::HwSummary {
         samples: 30,
         gpus: 8,
         source: "nvml".into(),
