@@ -266,9 +266,7 @@ async fn probe_server(
         .or_else(|| resumed.map(|r| r.info.url.clone()))
         .context("no server URL: pass --url http://host:port (or set OPENAI_BASE_URL)")?;
     let local_tokenizer = match &settings.tokenizer_file {
-        Some(path) => Some(Arc::new(
-            LocalTokenizer::load(path).map_err(anyhow::Error::msg)?,
-        )),
+        Some(path) => Some(Arc::new(LocalTokenizer::load(path)?)),
         None => None,
     };
     let saved = resumed.map(|r| &r.info);

@@ -11,6 +11,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// A burst slot's task died (a panic or an abort): a fault, never a short burst reported as
+/// whole.
+#[derive(Debug, thiserror::Error)]
+#[error("a burst slot died: {0}")]
+pub struct BurstError(#[source] tokio::task::JoinError);
+
 /// Sends `total` requests over `requests.len()` slots (N in flight), each slot taking the next
 /// request as soon as its last one ends. Records share one clock, started here; they come back
 /// slot by slot. Once `cancel` fires no slot takes another request, so fewer come back (the
@@ -22,7 +28,7 @@ pub async fn send_burst(
     requests: &[RequestSpec],
     total: u32,
     cancel: &CancellationToken,
-) -> Result<Vec<Measured>, String> {
+) -> Result<Vec<Measured>, BurstError> {
     let origin = Instant::now();
     let next = Arc::new(AtomicU32::new(0));
     let mut slots = Vec::with_capacity(requests.len());
@@ -39,7 +45,7 @@ pub async fn send_burst(
     }
     let mut all = Vec::with_capacity(total as usize);
     for s in slots {
-        all.extend(s.await.map_err(|e| format!("a burst slot died: {e}"))?);
+        all.extend(s.await.map_err(BurstError)?);
     }
     Ok(all)
 }

@@ -44,7 +44,7 @@ async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> (Tokenized, b
     let used_local = local.is_some() && !wanted.is_empty();
     for t in wanted {
         let n = match local {
-            Some(l) => l.count(t),
+            Some(l) => l.count(t).map_err(|e| e.to_string()),
             None => tokenize_len(engine, t).await,
         };
         out.insert(t.to_string(), n);

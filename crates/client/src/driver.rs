@@ -271,7 +271,7 @@ async fn burst_cell(
         m.progress.event(ProgressEvent::Phase(Stage::BurstWarmUp));
         match send_burst(&m.engine, &requests, b.warmup_request_count, &m.cancel).await {
             Ok(w) => warmup_errors.add_records(&into_records(w), "warmup_"),
-            Err(e) => return failed_result(cell, "fault", e),
+            Err(e) => return failed_result(cell, "fault", e.to_string()),
         }
     }
     if m.cancel.is_cancelled() {
@@ -280,7 +280,7 @@ async fn burst_cell(
     m.progress.event(ProgressEvent::Phase(Stage::Burst));
     let mut measured = match send_burst(&m.engine, &requests, b.requests(n), &m.cancel).await {
         Ok(v) => v,
-        Err(e) => return failed_result(cell, "fault", e),
+        Err(e) => return failed_result(cell, "fault", e.to_string()),
     };
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);

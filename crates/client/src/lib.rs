@@ -31,7 +31,7 @@ pub use engine::{
     SpecCounters,
 };
 pub use http::{HttpError, HttpOptions, build_client, describe_request_error};
-pub use local_tokenizer::LocalTokenizer;
+pub use local_tokenizer::{LocalTokenizer, TokenizerError};
 pub use metrics::{Metrics, Sample};
 
 // One request, streamed and measured: the wire format, the record and the prompt it sends.
@@ -39,10 +39,10 @@ pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
 pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
-pub use stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
+pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 
 // Running cells: the matrix driver, bursts, and what they tell the displays.
-pub use burst::send_burst;
+pub use burst::{BurstError, send_burst};
 pub use driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun, run_matrix};
 pub use live::{LiveWindow, StreamLive};
 pub use progress::{

@@ -3,6 +3,22 @@
 //! with it instead of falling back to one token per chunk. The row says so
 //! (`token_count_note`).
 
+/// Why a tokenizer file could not be loaded or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenizerError {
+    /// The file is missing or not a `tokenizer.json`.
+    #[error("--tokenizer {path}: not a readable tokenizer.json ({detail})")]
+    Load {
+        /// The file given.
+        path: String,
+        /// What the tokenizers library said.
+        detail: String,
+    },
+    /// Encoding a text failed.
+    #[error("the local tokenizer failed: {0}")]
+    Encode(String),
+}
+
 /// A loaded `tokenizer.json`.
 pub struct LocalTokenizer {
     inner: tokenizers::Tokenizer,
@@ -19,9 +35,11 @@ impl std::fmt::Debug for LocalTokenizer {
 
 impl LocalTokenizer {
     /// Loads `path`; the error says what is wrong with the file in one line.
-    pub fn load(path: &str) -> Result<LocalTokenizer, String> {
-        let inner = tokenizers::Tokenizer::from_file(path)
-            .map_err(|e| format!("--tokenizer {path}: not a readable tokenizer.json ({e})"))?;
+    pub fn load(path: &str) -> Result<LocalTokenizer, TokenizerError> {
+        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError::Load {
+            path: path.to_string(),
+            detail: e.to_string(),
+        })?;
         Ok(LocalTokenizer {
             inner,
             path: path.to_string(),
@@ -29,11 +47,11 @@ impl LocalTokenizer {
     }
 
     /// Tokens in `text`, without special tokens (a chunk of generated text).
-    pub fn count(&self, text: &str) -> Result<u32, String> {
+    pub fn count(&self, text: &str) -> Result<u32, TokenizerError> {
         self.inner
             .encode(text, false)
             .map(|e| e.len() as u32)
-            .map_err(|e| format!("the local tokenizer failed: {e}"))
+            .map_err(|e| TokenizerError::Encode(e.to_string()))
     }
 }
 
@@ -61,7 +79,9 @@ mod tests {
         );
         assert_eq!(t.count(""), Ok(0));
         std::fs::write(&p, "{not json").expect("write");
-        let e = LocalTokenizer::load(p.to_str().unwrap_or_default()).expect_err("bad file");
+        let e = LocalTokenizer::load(p.to_str().unwrap_or_default())
+            .expect_err("bad file")
+            .to_string();
         assert!(e.starts_with("--tokenizer ") && !e.contains('\n'), "{e}");
     }
 }

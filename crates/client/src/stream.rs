@@ -79,9 +79,8 @@ impl RequestSpec {
         url: String,
         body: &impl serde::Serialize,
         counting: Counting,
-    ) -> Result<RequestSpec, String> {
-        let body = serde_json::to_vec(body)
-            .map_err(|e| format!("the request body could not be serialised: {e}"))?;
+    ) -> Result<RequestSpec, BodyError> {
+        let body = serde_json::to_vec(body).map_err(BodyError)?;
         Ok(RequestSpec {
             url,
             body: body.into(),
@@ -90,6 +89,11 @@ impl RequestSpec {
         })
     }
 }
+
+/// A request body that could not be serialised (never sent as an empty request).
+#[derive(Debug, thiserror::Error)]
+#[error("the request body could not be serialised: {0}")]
+pub struct BodyError(#[source] serde_json::Error);
 
 /// A measured request, with the texts of its content chunks when counting is deferred.
 #[derive(Debug, Clone)]
@@ -517,7 +521,8 @@ mod tests {
         // JSON object keys must be strings: a map keyed by pairs cannot be written.
         let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
         let e = RequestSpec::new("http://x/v1/completions".into(), &bad, Counting::Deferred)
-            .expect_err("not serialisable");
+            .expect_err("not serialisable")
+            .to_string();
         assert!(e.contains("could not be serialised"), "{e}");
         let ok = RequestSpec::new("u".into(), &serde_json::json!({"a": 1}), Counting::Deferred)
             .expect("serialisable");

@@ -293,7 +293,7 @@ impl Sender {
         let copies = vec![self.spec.clone(); n as usize];
         let mut measured = send_burst(&self.engine, &copies, n, &CancellationToken::new())
             .await
-            .map_err(EvalError::Requests)?;
+            .map_err(|e| EvalError::Requests(e.to_string()))?;
         let wall_s = t0.elapsed().as_secs_f64();
         let texts: Vec<String> = measured
             .iter()

@@ -521,7 +521,7 @@ impl Engine {
             &self.completion_body(model, prompt, max_tokens, true),
             counting,
         )
-        .map_err(EngineError::Body)?;
+        .map_err(|e| EngineError::Body(e.to_string()))?;
         spec.limits = limits;
         Ok(spec)
     }

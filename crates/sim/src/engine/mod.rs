@@ -218,8 +218,11 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let _ = self.tx.send(Cmd::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        // A scheduler that panicked must not vanish with the engine: say so in one line.
+        if let Some(Err(_)) = self.thread.take().map(std::thread::JoinHandle::join) {
+            eprintln!(
+                "simulator: the scheduler thread had panicked; its last requests ended early"
+            );
         }
     }
 }
