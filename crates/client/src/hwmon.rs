@@ -252,6 +252,24 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
 mod tests {
     use super::*;
 
+    /// A monitor thread that panicked is reported when the monitor is dropped, and the drop
+    /// itself goes on (the run's end must not panic for it).
+    #[test]
+    fn a_panicked_monitor_thread_is_reported_not_propagated() {
+        let m = HwMonitor {
+            slots: Arc::new(Mutex::new(Slots::default())),
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: std::thread::Builder::new()
+                .spawn(|| panic!("sensor exploded"))
+                .ok(),
+        };
+        drop(m);
+        let boxed: Box<dyn std::any::Any + Send> = Box::new(String::from("owned"));
+        assert_eq!(panic_text(boxed.as_ref()), "owned");
+        let boxed: Box<dyn std::any::Any + Send> = Box::new(3u8);
+        assert_eq!(panic_text(boxed.as_ref()), "no message");
+    }
+
     /// On any machine (GPU or not) the monitor reads the CPU and summarises a cell.
     #[test]
     fn reads_this_machine_and_summarises_a_cell() {

@@ -231,3 +231,26 @@ impl Drop for Tui {
         self.shutdown();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A drawing thread that panicked is reported when the dashboard stops, and stopping
+    /// goes on (the run's results must still be written after it).
+    #[test]
+    fn a_panicked_drawing_thread_is_reported_not_propagated() {
+        let (events, _rx) = channel();
+        let thread = std::thread::Builder::new()
+            .spawn(|| panic!("frame exploded"))
+            .expect("a thread");
+        Tui {
+            events,
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: Some(thread),
+        }
+        .finish();
+        let boxed: Box<dyn std::any::Any + Send> = Box::new("static");
+        assert_eq!(panic_text(boxed.as_ref()), "static");
+    }
+}
