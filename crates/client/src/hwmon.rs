@@ -239,8 +239,9 @@ impl Drop for HwMonitor {
     }
 }
 
-/// A panic's message, where it is text.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+/// A panic's message, where it is text (for the one-line report of a thread that died; the
+/// dashboard's thread uses it too).
+pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
     panic
         .downcast_ref::<&str>()
         .copied()

@@ -52,7 +52,7 @@ pub use progress::{
 
 // The machine the client runs on.
 pub use hardware::{HardwareParseError, detect_local, parse_hardware_override};
-pub use hwmon::HwMonitor;
+pub use hwmon::{HwMonitor, panic_text};
 
 #[cfg(test)]
 mod props;

@@ -90,7 +90,7 @@ pub struct QueueObservation {
     /// Whether readiness came before the limit (false: measured anyway, marked queued).
     pub ready: bool,
     /// The rule that opened the window: `gauges_and_first_tokens`, `first_tokens`,
-    /// `queue_stalled` or `timeout` (`llmib_core::readiness::ReadinessBy`).
+    /// `queue_stalled` or `timeout` (`ReadinessBy`).
     pub readiness_by: Option<String>,
     /// Seconds from the first send until the gauges alone first showed N running and none
     /// waiting. On an engine that counts a request in prefill as running this comes well before

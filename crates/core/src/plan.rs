@@ -251,69 +251,10 @@ pub fn resolve_contexts(
     limit: Option<u64>,
     max_output: u32,
 ) -> (Vec<PlannedContext>, Vec<DroppedContext>) {
-    let m = u64::from(max_output);
     let mut out: Vec<PlannedContext> = Vec::new();
     let mut dropped = Vec::new();
     for &spec in specs {
-        let planned = match (spec, limit) {
-            (ContextSpec::Tokens(c), None) => Ok(PlannedContext {
-                tokens: c,
-                label: format_tokens(c),
-                decode: true,
-                spec,
-            }),
-            (ContextSpec::Tokens(c), Some(l)) if c + m < l => Ok(PlannedContext {
-                tokens: c,
-                label: format_tokens(c),
-                decode: true,
-                spec,
-            }),
-            (ContextSpec::Tokens(c), Some(l)) if c < l => Ok(PlannedContext {
-                tokens: c,
-                label: format_tokens(c),
-                decode: false,
-                spec,
-            }),
-            (ContextSpec::Tokens(c), Some(l)) => Err(format!(
-                "{} tokens does not fit the server's context length of {}",
-                format_tokens(c),
-                format_tokens(l)
-            )),
-            (ContextSpec::Max | ContextSpec::Full, None) => {
-                Err("the server's context length is unknown; pass explicit sizes".to_string())
-            }
-            (ContextSpec::Max, Some(l)) => {
-                let room = l.saturating_sub(m + 1);
-                let c = if room >= 1024 {
-                    room / 1024 * 1024
-                } else {
-                    room
-                };
-                if c == 0 {
-                    Err(format!("max output {m} leaves no room in a context of {l}"))
-                } else {
-                    Ok(PlannedContext {
-                        tokens: c,
-                        label: format_tokens(c),
-                        decode: true,
-                        spec,
-                    })
-                }
-            }
-            (ContextSpec::Full, Some(l)) => {
-                if l < 3 {
-                    Err("context length too small".to_string())
-                } else {
-                    Ok(PlannedContext {
-                        tokens: l - 2,
-                        label: format_tokens(l),
-                        decode: false,
-                        spec,
-                    })
-                }
-            }
-        };
-        match planned {
+        match resolve_one(spec, limit, u64::from(max_output)) {
             Ok(p) => {
                 if let Some(existing) = out.iter_mut().find(|e| e.tokens == p.tokens) {
                     existing.decode |= p.decode;
@@ -326,6 +267,46 @@ pub fn resolve_contexts(
     }
     out.sort_by_key(|p| p.tokens);
     (out, dropped)
+}
+
+/// One context against the server's limit `limit` with max output `m` (the rules of
+/// [`resolve_contexts`]); the error is the reason it is dropped.
+fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedContext, String> {
+    let planned = |tokens: u64, label: u64, decode: bool| PlannedContext {
+        tokens,
+        label: format_tokens(label),
+        decode,
+        spec,
+    };
+    match (spec, limit) {
+        (ContextSpec::Tokens(c), None) => Ok(planned(c, c, true)),
+        (ContextSpec::Tokens(c), Some(l)) if c + m < l => Ok(planned(c, c, true)),
+        (ContextSpec::Tokens(c), Some(l)) if c < l => Ok(planned(c, c, false)),
+        (ContextSpec::Tokens(c), Some(l)) => Err(format!(
+            "{} tokens does not fit the server's context length of {}",
+            format_tokens(c),
+            format_tokens(l)
+        )),
+        (ContextSpec::Max | ContextSpec::Full, None) => {
+            Err("the server's context length is unknown; pass explicit sizes".to_string())
+        }
+        (ContextSpec::Max, Some(l)) => {
+            let room = l.saturating_sub(m + 1);
+            let c = if room >= 1024 {
+                room / 1024 * 1024
+            } else {
+                room
+            };
+            if c == 0 {
+                Err(format!("max output {m} leaves no room in a context of {l}"))
+            } else {
+                Ok(planned(c, c, true))
+            }
+        }
+        (ContextSpec::Full, Some(l)) if l < 3 => Err("context length too small".to_string()),
+        // Labelled by the context length, as the seed does; sends limit − 2 tokens.
+        (ContextSpec::Full, Some(l)) => Ok(planned(l - 2, l, false)),
+    }
 }
 
 /// One step of the plan, in run order.

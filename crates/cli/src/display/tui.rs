@@ -12,7 +12,7 @@
 use super::draw::draw;
 use super::view::Dashboard;
 use llmib_client::CancellationToken;
-use llmib_client::HwMonitor;
+use llmib_client::{HwMonitor, panic_text};
 use llmib_client::{Progress, ProgressEvent};
 use ratatui::Terminal;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -147,15 +147,6 @@ impl Tui {
             );
         }
     }
-}
-
-/// A panic's message, where it is text.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("no message")
 }
 
 /// The drawing thread: applies the events that arrived, reads the live figures, draws, reads
