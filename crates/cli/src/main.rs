@@ -44,12 +44,23 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        // A value its parser refused (`--duration 99…9`, `--contexts 8Q`) is bad input like
-        // any other: one line and exit code 1, as the run's own checks give.
-        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+        // A value its parser refused (`--duration 99…9`, `--contexts 8Q`, `--profile nope`) is
+        // bad input like any other: one line (with the possible values, where clap lists
+        // them) and exit code 1, as the run's own checks give.
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue
+            ) =>
+        {
             let text = e.to_string();
-            let line = text.lines().next().unwrap_or_default();
-            eprintln!("{}", sanitize_terminal(line));
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("{}", sanitize_terminal(&line.join(" ")));
             return ExitCode::from(1);
         }
         Err(e) => e.exit(),
