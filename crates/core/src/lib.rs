@@ -9,6 +9,7 @@
 #![warn(unnameable_types)]
 
 mod accuracy;
+mod arrival;
 mod burst;
 mod capacity;
 mod cell;
@@ -24,6 +25,7 @@ mod record;
 mod redact;
 mod run;
 mod size;
+mod slo;
 mod stats;
 mod store;
 mod time;
@@ -58,6 +60,10 @@ pub use verdict::{
     failed_result, failing_window_done, interrupted_result, measure_again_on_resume,
     over_capacity_result, prefill_result, prefill_series_result,
 };
+
+// Open-loop load: arrival schedules and service-level objectives.
+pub use arrival::{ArrivalError, ArrivalPattern, schedule};
+pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use hw::{
