@@ -12,6 +12,7 @@ mod accuracy;
 mod arrival;
 mod burst;
 mod capacity;
+mod capacity_search;
 mod cell;
 mod counting;
 mod figures;
@@ -63,6 +64,7 @@ pub use verdict::{
 
 // Open-loop load: arrival schedules and service-level objectives.
 pub use arrival::{ArrivalError, ArrivalPattern, schedule};
+pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_step};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 
 // The run's metadata, the results store and what keeps secrets out of both.
