@@ -10,6 +10,7 @@
 //!   time, zero tok/s), so a server that fails under load cannot hold an SLO by failing the slow
 //!   requests.
 
+use crate::record::{Outcome, RequestRecord};
 use crate::size::parse_duration;
 use crate::stats::percentile_sorted;
 use std::fmt;
@@ -219,6 +220,29 @@ pub struct RequestSample {
     pub e2e_s: Option<f64>,
     /// Output tokens.
     pub output_tokens: u64,
+}
+
+impl RequestSample {
+    /// The figures of one request's record (METHOD.md): TTFT = first content token − send,
+    /// TPOT = (last token − first token) / (output tokens − 1), E2E = end − send, output
+    /// tokens as counted per chunk. Only a request the server finished is `ok`: one cut at the
+    /// drain limit or failed meets no SLO.
+    pub fn of_record(r: &RequestRecord) -> RequestSample {
+        let tokens = r.tokens();
+        let tpot_s = match (r.chunks.first(), r.chunks.last()) {
+            (Some(first), Some(last)) if tokens >= 2 => {
+                Some(last.t_ns.saturating_sub(first.t_ns) as f64 / 1e9 / (tokens - 1) as f64)
+            }
+            _ => None,
+        };
+        RequestSample {
+            ok: matches!(r.outcome, Outcome::Finished { .. }),
+            ttft_s: r.ttft_ns().map(|t| t as f64 / 1e9),
+            tpot_s,
+            e2e_s: Some(r.end_ns.saturating_sub(r.sent_ns) as f64 / 1e9),
+            output_tokens: tokens,
+        }
+    }
 }
 
 impl Slo {

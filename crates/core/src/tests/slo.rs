@@ -147,3 +147,39 @@ fn one_token_answers_cannot_break_a_tpot_limit() {
     assert!(v.holds);
     assert_eq!(v.attainment, Some(1.0));
 }
+
+#[test]
+fn a_records_figures_follow_the_method() {
+    use crate::record::{Chunk, Outcome, RequestRecord};
+    let chunk = |t_ns, tokens| Chunk { t_ns, tokens };
+    let mut r = RequestRecord {
+        stream: 0,
+        sent_ns: 1_000_000_000,
+        headers_ns: None,
+        // First token at 1.2 s; 1 + 2 + 1 tokens, the last at 1.5 s.
+        chunks: vec![
+            chunk(1_200_000_000, 1),
+            chunk(1_400_000_000, 2),
+            chunk(1_500_000_000, 1),
+        ],
+        end_ns: 1_600_000_000,
+        outcome: Outcome::Finished {
+            reason: "length".into(),
+        },
+        prompt_tokens_reported: None,
+        completion_tokens_reported: Some(4),
+        cached_tokens_reported: None,
+    };
+    let s = RequestSample::of_record(&r);
+    assert!(s.ok);
+    assert_eq!(s.output_tokens, 4);
+    assert!((s.ttft_s.expect("ttft") - 0.2).abs() < 1e-12);
+    // (1.5 − 1.2) s over 3 tokens after the first.
+    assert!((s.tpot_s.expect("tpot") - 0.1).abs() < 1e-12);
+    assert!((s.e2e_s.expect("e2e") - 0.6).abs() < 1e-12);
+    // One token: no TPOT. Cut at the drain limit: not ok.
+    r.chunks.truncate(1);
+    assert_eq!(RequestSample::of_record(&r).tpot_s, None);
+    r.outcome = Outcome::Cancelled;
+    assert!(!RequestSample::of_record(&r).ok);
+}
