@@ -96,10 +96,12 @@ pub fn schedule(
     let mut due_s = 0.0;
     let mut out = Vec::with_capacity((rate * duration_s).ceil().min(1e7) as usize);
     for n in 1u64.. {
-        // A constant schedule is computed, not summed, so no rounding drifts over many gaps.
         due_s = match pattern {
+            // Computed, not summed, so no rounding drifts over many gaps.
             ArrivalPattern::Constant => n as f64 * mean_gap_s,
-            _ => due_s + mean_gap_s * unit_gap(pattern, &mut rng),
+            ArrivalPattern::Poisson => due_s + mean_gap_s * rng.exponential(),
+            // Gamma(k) has mean k: divided by k, the gap's mean stays 1/R.
+            ArrivalPattern::Gamma { shape } => due_s + mean_gap_s * rng.gamma(shape) / shape,
         };
         if due_s >= duration_s {
             return Ok(out);
@@ -107,15 +109,6 @@ pub fn schedule(
         out.push((due_s * 1e9).round() as u64);
     }
     Ok(out)
-}
-
-/// One gap in units of the mean gap (mean 1).
-fn unit_gap(pattern: ArrivalPattern, rng: &mut SplitMix64) -> f64 {
-    match pattern {
-        ArrivalPattern::Constant => 1.0,
-        ArrivalPattern::Poisson => rng.exponential(),
-        ArrivalPattern::Gamma { shape } => rng.gamma(shape) / shape,
-    }
 }
 
 /// SplitMix64 (Steele, Lea and Flood 2014): small, fast and fixed forever, which is what a

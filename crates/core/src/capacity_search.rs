@@ -60,9 +60,6 @@ pub enum Capacity {
 
 /// The next step of the search over the points measured so far.
 pub fn next_step(points: &[RatePoint], b: SearchBounds) -> SearchStep {
-    if points.is_empty() {
-        return SearchStep::Measure(b.start.clamp(b.floor, b.ceiling));
-    }
     let failed = points
         .iter()
         .filter(|p| !p.holds)
@@ -85,6 +82,7 @@ pub fn next_step(points: &[RatePoint], b: SearchBounds) -> SearchStep {
             failed_at: f,
         }),
         (Some(h), Some(f)) => SearchStep::Measure((h + f) / 2.0),
+        // Nothing measured yet (any point is either held or failed).
         (None, None) => SearchStep::Measure(b.start.clamp(b.floor, b.ceiling)),
     }
 }
