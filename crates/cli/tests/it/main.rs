@@ -9,6 +9,7 @@ mod emission;
 mod eval;
 mod faults;
 mod highconc;
+mod interrupt;
 mod llamacpp;
 mod report;
 mod run;
