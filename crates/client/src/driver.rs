@@ -212,6 +212,13 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
         Phase::Prefill => prefill_cell(m, &mut st.builder, cp, cell).await,
         Phase::Decode => decode_cell(m, &mut st.builder, cp, cell, &mut st.warm_ttft_ms).await,
         Phase::Burst => burst_cell(m, &mut st.builder, cp, cell).await,
+        // The open-loop section runs after the matrix (`crate::load_driver`), never as a
+        // planned cell.
+        Phase::Rate | Phase::Capacity => failed_result(
+            cell,
+            "internal",
+            "an open-loop cell in the matrix's plan".into(),
+        ),
     }
 }
 

@@ -198,6 +198,7 @@ mod tests {
                 phase: Phase::Burst,
                 context_tokens: 100,
                 concurrency: 2,
+                rate_mrps: 0,
             },
             label: "100".into(),
             over_capacity: false,

@@ -19,6 +19,10 @@ pub enum Phase {
     Decode,
     /// Burst / E2E: a finite batch of requests, at most N in flight, timed end to end.
     Burst,
+    /// Open-loop: requests arrive at a request rate R on a seeded schedule for the window.
+    Rate,
+    /// A context's capacity under the SLO: the largest rate and concurrency that hold it.
+    Capacity,
 }
 
 impl Phase {
@@ -28,6 +32,8 @@ impl Phase {
             Phase::Prefill => "Prefill",
             Phase::Decode => "Sustained decode",
             Phase::Burst => "Burst / E2E",
+            Phase::Rate => "Open-loop rate",
+            Phase::Capacity => "Capacity",
         }
     }
 }
@@ -219,6 +225,69 @@ pub struct CellResult {
     /// warning when that is large against the TBT (`llmib_core::lag`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_lag: Option<crate::lag::ClientLag>,
+    /// Open-loop rows: the request rate asked for, requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_rate: Option<f64>,
+    /// Open-loop rows: (requests sent − 1) / (last send − first send); null with fewer than
+    /// two sends.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub achieved_request_rate: Option<Option<f64>>,
+    /// Open-loop rows: requests that ended in an error, or were cut at the drain limit.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub failed_requests: Option<Option<u64>>,
+    /// Rows judged against an SLO: requests that met every limit / requests sent.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub slo_attainment: Option<Option<f64>>,
+    /// Rows judged against an SLO: requests that met it per second of the cell's span.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub goodput_rps: Option<Option<f64>>,
+    /// Rows judged against an SLO: their output tokens per second of the span.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub goodput_tok_per_s: Option<Option<f64>>,
+    /// Capacity rows: the largest request rate whose cell holds the SLO (null: none does).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub capacity_request_rate: Option<Option<f64>>,
+    /// Capacity rows: the largest concurrency whose decode cell holds the SLO (null: none
+    /// does, or no decode cell was measured).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub capacity_concurrency: Option<Option<u32>>,
+    /// An open-loop cell's own figures (schedule, pacing, queue, latencies, the SLO's limits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Box<crate::load::RateFigures>>,
+    /// A capacity row's search: every measured point and how the answer was reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Box<crate::load::CapacityFigures>>,
+    /// A decode row judged against the run's SLO (closed loop: its finished requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<crate::load::SloRow>,
 }
 
 impl CellResult {
@@ -265,6 +334,17 @@ impl CellResult {
             burst: None,
             hardware: None,
             client_lag: None,
+            request_rate: None,
+            achieved_request_rate: None,
+            failed_requests: None,
+            slo_attainment: None,
+            goodput_rps: None,
+            goodput_tok_per_s: None,
+            capacity_request_rate: None,
+            capacity_concurrency: None,
+            rate: None,
+            capacity: None,
+            slo: None,
         }
     }
 
@@ -313,8 +393,34 @@ impl CellResult {
             phase: self.phase,
             context_tokens: self.context_tokens,
             concurrency: self.concurrency,
+            rate_mrps: self.request_rate.map_or(0, rate_mrps),
         }
     }
+}
+
+/// A request rate as a cell key holds it: milli-requests per second, rounded (a rate is
+/// written with at most three decimals, so two rates a key tells apart differ in the table).
+pub fn rate_mrps(rate: f64) -> u64 {
+    if rate.is_finite() && rate > 0.0 {
+        (rate * 1000.0).round() as u64
+    } else {
+        0
+    }
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// Reads a field that is absent (`None`), null (`Some(None)`) or a value (`Some(Some(v))`):
+/// the open-loop rows write their figures as null where they do not apply, so a reader tells
+/// "not this kind of row" from "no figure".
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// Identity of one measurement in the matrix.
@@ -326,6 +432,10 @@ pub struct CellKey {
     pub context_tokens: u64,
     /// N.
     pub concurrency: u32,
+    /// An open-loop cell's request rate, milli-requests per second ([`rate_mrps`]); 0 for
+    /// every other phase.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rate_mrps: u64,
 }
 
 /// What a burst measured (the figures are computed by `crate::burst`; the row holds them,

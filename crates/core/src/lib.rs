@@ -19,6 +19,7 @@ mod figures;
 mod hw;
 mod lag;
 mod live;
+mod load;
 mod meta;
 mod plan;
 mod readiness;
@@ -65,6 +66,12 @@ pub use verdict::{
 // Open-loop load: arrival schedules and service-level objectives.
 pub use arrival::{ArrivalError, ArrivalPattern, schedule};
 pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_step};
+pub use cell::rate_mrps;
+pub use load::{
+    CapacityFigures, CapacityInputs, CapacityPoint, LimitRow, LoadSettings, RateFigures,
+    RateObservation, RateSpec, RateSpecError, SloRow, auto_rates, capacity_cell,
+    capacity_concurrency, capacity_result, closed_loop_slo, rate_cell, rate_result, round_rate,
+};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 
 // The run's metadata, the results store and what keeps secrets out of both.

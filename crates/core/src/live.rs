@@ -104,6 +104,9 @@ pub fn eta_s(remaining: &[PlannedCell], warmed: &HashMap<u64, u32>, inp: &EtaInp
                 total += f64::from(cold) * ctx / rate + inp.window_s + overhead;
                 *seen = (*seen).max(c.key.concurrency);
             }
+            // A rate cell is its window plus the drain; a capacity row measures nothing.
+            Phase::Rate => total += inp.window_s + overhead,
+            Phase::Capacity => {}
         }
     }
     total

@@ -88,6 +88,9 @@ pub struct Settings {
     /// 1: the one scout). The row gives the median and the spread.
     #[serde(default = "one")]
     pub prefill_repeats: u32,
+    /// The open-loop section of each context (`--request-rate`, `--find-capacity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::load::LoadSettings>,
 }
 
 fn one() -> u32 {
@@ -206,6 +209,7 @@ impl Default for Settings {
             prefill_only: false,
             prefill_contexts: Vec::new(),
             prefill_repeats: 1,
+            load: None,
             tokenizer_file: None,
             prefill_metric: PrefillMetric::Auto,
         }
@@ -365,6 +369,7 @@ pub fn matrix(
                 phase: Phase::Prefill,
                 context_tokens: c.tokens,
                 concurrency: 1,
+                rate_mrps: 0,
             },
             label: c.label.clone(),
             over_capacity: false,
@@ -379,6 +384,7 @@ pub fn matrix(
                     phase: Phase::Decode,
                     context_tokens: c.tokens,
                     concurrency: n,
+                    rate_mrps: 0,
                 },
                 label: c.label.clone(),
                 over_capacity: crate::capacity::exceeds(need, kv_capacity),
@@ -436,6 +442,7 @@ impl Plan {
         if settings.prefill_only {
             contexts.iter_mut().for_each(|c| c.decode = false);
         }
+        let skip_decode = settings.load.as_ref().is_some_and(|l| l.skip_decode);
         if settings.token_targeting == Targeting::Estimate {
             // Every table says the context is approximate.
             for c in &mut contexts {
@@ -453,6 +460,11 @@ impl Plan {
         }
         if settings.skip_prefill {
             cells.retain(|c| c.key.phase != Phase::Prefill);
+        }
+        // `--skip-decode`: the contexts keep `decode` (their open-loop sections run), the
+        // closed-loop cells go.
+        if skip_decode {
+            cells.retain(|c| !matches!(c.key.phase, Phase::Decode | Phase::Burst));
         }
         Plan {
             settings,

@@ -207,6 +207,19 @@ impl fmt::Display for SloLimit {
     }
 }
 
+impl fmt::Display for Slo {
+    /// The limits as `--slo` takes them, comma-separated (times in ms).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, l) in self.limits.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{l}")?;
+        }
+        Ok(())
+    }
+}
+
 /// What one request of a cell showed.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RequestSample {

@@ -155,7 +155,7 @@ impl Column {
 pub fn total(c: &CellResult) -> Option<f64> {
     match c.phase {
         Phase::Prefill => c.prompt_tok_per_s.or(c.total_tok_per_s),
-        Phase::Decode | Phase::Burst => c.total_tok_per_s,
+        Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity => c.total_tok_per_s,
     }
 }
 

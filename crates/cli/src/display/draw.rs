@@ -461,6 +461,7 @@ fn prefill_lines(d: &Dashboard) -> Vec<Line<'static>> {
             phase: Phase::Prefill,
             context_tokens: ctx,
             concurrency: 1,
+            rate_mrps: 0,
         };
         let (text, style) = match d.rows.get(&key) {
             Some(r) if r.status.has_figures() => (
@@ -607,6 +608,7 @@ fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
                 phase: Phase::Decode,
                 context_tokens: ctx,
                 concurrency: n,
+                rate_mrps: 0,
             };
             let (text, style) = match d.rows.get(&key) {
                 Some(r) => (

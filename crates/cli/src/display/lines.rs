@@ -11,7 +11,7 @@ use std::time::Instant;
 /// A finished cell in one line: what, status, and its figures (a dash for a figure the row
 /// does not have, never a made-up 0).
 pub fn describe(r: &CellResult) -> String {
-    let what = what(r.phase, &r.context_label, r.concurrency, 6);
+    let what = what(r.key(), &r.context_label, 6);
     let fig =
         |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |x| format!("{x:.digits$}"));
     let figs = match (r.phase, r.status) {

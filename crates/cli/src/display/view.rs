@@ -295,7 +295,7 @@ impl Dashboard {
                     self.overheads.push((wall - window).max(0.0));
                 }
             }
-            Phase::Decode | Phase::Burst => {}
+            Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity => {}
         }
     }
 
@@ -400,23 +400,27 @@ impl Dashboard {
     }
 }
 
-/// `decode 32K × 16`, `prefill 8K`, `burst 8K × 4`; `width` right-aligns the context.
-pub fn what(phase: Phase, label: &str, n: u32, width: usize) -> String {
-    match phase {
+/// `decode 32K × 16`, `prefill 8K`, `burst 8K × 4`, `rate 8K @ 2.5/s`, `capacity 8K`; `width`
+/// right-aligns the context.
+pub fn what(key: CellKey, label: &str, width: usize) -> String {
+    let n = key.concurrency;
+    match key.phase {
         Phase::Prefill => format!("prefill {label:>width$}"),
         Phase::Decode => format!("decode {label:>width$} × {n}"),
         Phase::Burst => format!("burst {label:>width$} × {n}"),
+        Phase::Rate => format!("rate {label:>width$} @ {}/s", key.rate_mrps as f64 / 1000.0),
+        Phase::Capacity => format!("capacity {label:>width$}"),
     }
 }
 
 /// [`what`] of a planned cell.
 pub fn cell_name(c: &PlannedCell) -> String {
-    what(c.key.phase, &c.label, c.key.concurrency, 0)
+    what(c.key, &c.label, 0)
 }
 
 /// The log line of a saved row.
 fn done_line(r: &CellResult) -> String {
-    let what = what(r.phase, &r.context_label, r.concurrency, 0);
+    let what = what(r.key(), &r.context_label, 0);
     match r.status {
         CellStatus::Failed => format!(
             "{what}: Failed: {}",

@@ -13,6 +13,7 @@ fn cell(phase: Phase) -> PlannedCell {
             phase,
             context_tokens: 32768,
             concurrency: 4,
+            rate_mrps: 0,
         },
         label: "32K".into(),
         over_capacity: false,

@@ -7,6 +7,7 @@ fn cell(phase: Phase, ctx: u64, n: u32, over: bool) -> PlannedCell {
             phase,
             context_tokens: ctx,
             concurrency: n,
+            rate_mrps: 0,
         },
         label: ctx.to_string(),
         over_capacity: over,

@@ -171,6 +171,7 @@ fn cell(n: u32) -> PlannedCell {
             phase: Phase::Decode,
             context_tokens: 1024,
             concurrency: n,
+            rate_mrps: 0,
         },
         label: "1K".into(),
         over_capacity: false,

@@ -1,0 +1,399 @@
+//! Known-answer tests of the open-loop rows: a rate cell's figures, SLO verdict and pacing
+//! warning; the closed-loop SLO; the capacity row; auto rates and `--request-rate` parsing.
+
+use super::*;
+use crate::capacity_search::Capacity;
+use crate::cell::{CellResult, CellStatus, Phase};
+use crate::counting::CountReport;
+use crate::figures::Window;
+use crate::meta::TokenCountSource;
+use crate::record::{Chunk, Outcome, RequestRecord};
+
+const MS: u64 = 1_000_000;
+
+/// Request `i`: sent at `sent` ms, tokens at `chunks` ms (one each), ended at the last chunk.
+fn rec(i: u32, sent: u64, chunks: &[u64]) -> RequestRecord {
+    RequestRecord {
+        stream: i,
+        sent_ns: sent * MS,
+        headers_ns: None,
+        chunks: chunks
+            .iter()
+            .map(|t| Chunk {
+                t_ns: t * MS,
+                tokens: 1,
+            })
+            .collect(),
+        end_ns: chunks.last().copied().unwrap_or(sent) * MS,
+        outcome: Outcome::Finished {
+            reason: "length".into(),
+        },
+        prompt_tokens_reported: Some(100),
+        completion_tokens_reported: Some(chunks.len() as u64),
+        cached_tokens_reported: None,
+    }
+}
+
+fn obs<'a>(
+    records: &'a [RequestRecord],
+    due_ns: &'a [u64],
+    waited: &'a [bool],
+    slo: Option<&'a Slo>,
+) -> RateObservation<'a> {
+    RateObservation {
+        records,
+        scheduled_ns: due_ns,
+        waited,
+        requested_rate: 10.0,
+        arrival: ArrivalPattern::Constant,
+        max_concurrency: None,
+        max_in_flight: 2,
+        slo,
+        count: CountReport::new(),
+        nominal_source: TokenCountSource::ServerUsagePerChunk,
+        expected_prompt_tokens: 100,
+        prompt_tolerance: 0,
+        fault: None,
+    }
+}
+
+/// Three requests due every 100 ms, each sent 50 µs late; the third is slow to start.
+fn three() -> (Vec<RequestRecord>, Vec<u64>) {
+    let late = 50_000; // 50 µs
+    let mut rs = vec![
+        rec(0, 100, &[150, 160, 170, 180]),
+        rec(1, 200, &[250, 270, 290]),
+        rec(2, 300, &[800, 810]),
+    ];
+    for r in &mut rs {
+        r.sent_ns += late;
+        for c in &mut r.chunks {
+            c.t_ns += late;
+        }
+        r.end_ns += late;
+    }
+    (rs, vec![100 * MS, 200 * MS, 300 * MS])
+}
+
+#[test]
+fn a_rate_cell_has_the_figures_method_defines() {
+    let (rs, due) = three();
+    let slo: Slo = "ttft_p50=100ms,tpot_p99=25ms".parse().expect("slo");
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false; 3], Some(&slo)),
+    );
+    assert_eq!(row.phase, Phase::Rate);
+    assert_eq!(row.status, CellStatus::Valid);
+    assert_eq!(row.request_rate, Some(10.0));
+    // Sends 100 ms apart: (3 − 1) / 0.2 s.
+    let achieved = row.achieved_request_rate.flatten().expect("achieved");
+    assert!((achieved - 10.0).abs() < 1e-9, "{achieved}");
+    assert_eq!(
+        (row.requests_sent, row.completed_requests),
+        (Some(3), Some(3))
+    );
+    assert_eq!(row.failed_requests, Some(Some(0)));
+    // 9 tokens from the first send (100.05 ms) to the last end (810.05 ms).
+    assert_eq!(row.output_tokens, Some(9));
+    let tok_s = row.total_tok_per_s.expect("tok/s");
+    assert!((tok_s - 9.0 / 0.71).abs() < 1e-9, "{tok_s}");
+    let f = row.rate.as_ref().expect("rate figures");
+    // TTFT 50, 50, 500 ms; TPOT 10, 20, 10 ms; E2E 80, 90, 510 ms.
+    let ttft = f.ttft_ms.as_ref().expect("ttft");
+    assert_eq!((ttft.min, ttft.p50, ttft.max), (50.0, 50.0, 500.0));
+    let tpot = f.tpot_ms.as_ref().expect("tpot");
+    assert!((tpot.p50 - 10.0).abs() < 1e-9 && (tpot.max - 20.0).abs() < 1e-9);
+    let e2e = f.e2e_ms.as_ref().expect("e2e");
+    assert!((e2e.max - 510.0).abs() < 1e-9, "{e2e:?}");
+    let user = f.per_user_tok_per_s.as_ref().expect("per user");
+    assert!((user.p50 - 100.0).abs() < 1e-6 && (user.min - 50.0).abs() < 1e-6);
+    assert!((row.per_request_tok_per_s.expect("p50") - 100.0).abs() < 1e-6);
+    // Every request 50 µs late: queue and pacing error say so; no warning at 100 ms gaps.
+    let pacing = f.pacing_error_us.as_ref().expect("pacing");
+    assert!((pacing.p99 - 50.0).abs() < 1e-6, "{pacing:?}");
+    assert!((f.queue_ms.as_ref().expect("queue").p50 - 0.05).abs() < 1e-9);
+    assert_eq!(f.pacing_warning, None);
+    assert_eq!(f.schedule_rate, Some(10.0));
+    // SLO: TTFT p50 = 50 ms holds; TPOT p99 ≈ 19.8 ms holds; the third request (TTFT 500)
+    // misses the per-request TTFT limit: 2 of 3 met.
+    let s = f.slo.as_ref().expect("slo");
+    assert_eq!((s.judged, s.met, s.holds), (3, 2, true));
+    assert_eq!(row.slo_attainment, Some(Some(2.0 / 3.0)));
+    let goodput = row.goodput_rps.flatten().expect("goodput");
+    assert!((goodput - 2.0 / 0.71).abs() < 1e-9);
+    let good_tok = row.goodput_tok_per_s.flatten().expect("goodput tok/s");
+    assert!((good_tok - 7.0 / 0.71).abs() < 1e-9);
+    assert_eq!(row.key().rate_mrps, 10_000);
+}
+
+#[test]
+fn failures_and_drain_cuts_count_against_attainment_and_the_cell_is_kept() {
+    let (mut rs, due) = three();
+    rs[1].outcome = Outcome::Error {
+        kind: "http_500".into(),
+        message: "boom".into(),
+    };
+    rs[2].outcome = Outcome::Cancelled;
+    let slo: Slo = "e2e_p50=1s".parse().expect("slo");
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false; 3], Some(&slo)),
+    );
+    assert_eq!(
+        row.status,
+        CellStatus::Valid,
+        "a cell with a finished request is kept"
+    );
+    assert_eq!(row.failed_requests, Some(Some(2)));
+    assert_eq!(row.completed_requests, Some(1));
+    assert_eq!(row.slo_attainment, Some(Some(1.0 / 3.0)));
+    assert_eq!(row.errors.get("http_500"), Some(&1));
+    assert_eq!(row.errors.get("drain_cut"), Some(&1));
+    assert_eq!(row.rate.as_ref().map(|f| f.unfinished_requests), Some(1));
+    // Failed requests are the worst values: E2E p50 of (90 ms, ∞, ∞) breaks 1 s.
+    assert!(
+        !row.rate
+            .as_ref()
+            .and_then(|f| f.slo.clone())
+            .expect("slo")
+            .holds
+    );
+    for r in &mut rs {
+        r.outcome = Outcome::Cancelled;
+    }
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false; 3], Some(&slo)),
+    );
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(row.slo_attainment, Some(Some(0.0)), "kept with its figures");
+    assert_eq!(row.goodput_rps, Some(Some(0.0)));
+}
+
+#[test]
+fn a_late_client_is_warned_and_a_cap_is_queue_time_not_pacing_error() {
+    let (mut rs, due) = three();
+    // The third request 5 ms late against 100 ms gaps: p99 over 1 ms and 10 ms? 5 ms < 10 ms
+    // (a tenth of the gap): no warning yet.
+    rs[2].sent_ns = 305 * MS;
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false; 3], None),
+    );
+    assert_eq!(
+        row.rate.as_ref().and_then(|f| f.pacing_warning.clone()),
+        None
+    );
+    // 30 ms late: a warning that names the achieved rate.
+    rs[2].sent_ns = 330 * MS;
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false; 3], None),
+    );
+    let w = row
+        .rate
+        .as_ref()
+        .and_then(|f| f.pacing_warning.clone())
+        .expect("warning");
+    assert!(w.contains("could not keep the schedule"), "{w}");
+    // The same delay behind a cap is client queue time, not a pacing error.
+    let waited = [false, false, true];
+    let capped = RateObservation {
+        max_concurrency: Some(2),
+        ..obs(&rs, &due, &waited, None)
+    };
+    let row = rate_result(&rate_cell(100, "100", 10.0), capped);
+    let f = row.rate.as_ref().expect("figures");
+    assert_eq!(f.pacing_warning, None);
+    assert!((f.queue_ms.as_ref().expect("queue").max - 30.0).abs() < 1e-3);
+    assert!(f.pacing_error_us.as_ref().expect("pacing").max < 100.0);
+    // No SLO: the goodput columns are null, not 0.
+    assert_eq!(row.slo_attainment, Some(None));
+    assert_eq!(row.goodput_rps, Some(None));
+}
+
+#[test]
+fn the_rate_rows_contract_names_are_written_and_read_back() {
+    let (rs, due) = three();
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false; 3], None),
+    );
+    let line = serde_json::to_string(&row).expect("json");
+    let v: serde_json::Value = serde_json::from_str(&line).expect("value");
+    assert_eq!(v["phase"], "rate");
+    for k in [
+        "request_rate",
+        "achieved_request_rate",
+        "requests_sent",
+        "completed_requests",
+        "failed_requests",
+        "slo_attainment",
+        "goodput_rps",
+        "goodput_tok_per_s",
+    ] {
+        assert!(v.get(k).is_some(), "{k} missing from {line}");
+    }
+    assert!(v["slo_attainment"].is_null(), "null without an SLO");
+    let back: CellResult = serde_json::from_str(&line).expect("read back");
+    assert_eq!(back.key(), row.key());
+    assert_eq!(back.achieved_request_rate, row.achieved_request_rate);
+    assert_eq!(back.rate.as_ref().map(|f| f.scheduled), Some(3));
+    assert_eq!(
+        back.slo_attainment,
+        Some(None),
+        "null reads back as null, not absent"
+    );
+    // A decode row carries none of them.
+    let decode = crate::cell::CellResult::empty(Phase::Decode, 100, "100", 1, CellStatus::Valid);
+    let d = serde_json::to_value(&decode).expect("json");
+    assert!(d.get("request_rate").is_none() && d.get("goodput_rps").is_none());
+}
+
+fn decode_row(n: u32, holds: Option<bool>) -> CellResult {
+    let mut r = CellResult::empty(Phase::Decode, 100, "100", n, CellStatus::Valid);
+    r.measured_s = Some(10.0);
+    r.slo = holds.map(|holds| SloRow {
+        slo: "ttft_p99=1000ms".into(),
+        judged: 10,
+        met: 10 * u64::from(holds),
+        attainment: Some(if holds { 1.0 } else { 0.0 }),
+        holds,
+        limits: vec![],
+    });
+    r
+}
+
+#[test]
+fn capacity_concurrency_is_the_largest_n_with_every_smaller_n_holding() {
+    let rows = vec![
+        decode_row(1, Some(true)),
+        decode_row(2, Some(true)),
+        decode_row(4, Some(false)),
+        decode_row(8, Some(true)),
+    ];
+    assert_eq!(
+        capacity_concurrency(&rows, 100).map(|r| r.concurrency),
+        Some(2)
+    );
+    assert_eq!(capacity_concurrency(&rows, 200), None, "another context");
+    let none = vec![decode_row(1, Some(false)), decode_row(2, Some(true))];
+    assert_eq!(capacity_concurrency(&none, 100), None);
+}
+
+#[test]
+fn a_capacity_row_keeps_every_point_and_says_none_where_none_holds() {
+    let (rs, due) = three();
+    let slo: Slo = "ttft_p50=100ms".parse().expect("slo");
+    let mut points = vec![];
+    for rate in [10.0, 20.0] {
+        points.push(rate_result(
+            &rate_cell(100, "100", rate),
+            RateObservation {
+                requested_rate: rate,
+                ..obs(&rs, &due, &[false; 3], Some(&slo))
+            },
+        ));
+    }
+    let rows = vec![decode_row(1, Some(true)), decode_row(2, Some(true))];
+    let row = capacity_result(
+        &capacity_cell(100, "100"),
+        CapacityInputs {
+            slo: &slo,
+            precision: 0.05,
+            answer: Capacity::Found {
+                rate: 20.0,
+                failed_at: 21.0,
+            },
+            rate_rows: &points,
+            rows: &rows,
+            synchronous_rate: Some(2.0),
+            saturation_rate: Some(30.0),
+        },
+    );
+    assert_eq!(row.phase, Phase::Capacity);
+    assert_eq!(row.capacity_request_rate, Some(Some(20.0)));
+    assert_eq!(row.capacity_concurrency, Some(Some(2)));
+    assert_eq!(row.goodput_rps, points[1].goodput_rps);
+    let c = row.capacity.as_ref().expect("search");
+    assert_eq!(c.points.len(), 2);
+    assert_eq!((c.outcome.as_str(), c.failed_at), ("found", Some(21.0)));
+    assert_eq!(c.concurrency_goodput_rps, Some(1.0));
+    let none = capacity_result(
+        &capacity_cell(100, "100"),
+        CapacityInputs {
+            answer: Capacity::None,
+            rows: &[],
+            ..CapacityInputs {
+                slo: &slo,
+                precision: 0.05,
+                answer: Capacity::None,
+                rate_rows: &points,
+                rows: &[],
+                synchronous_rate: None,
+                saturation_rate: None,
+            }
+        },
+    );
+    assert_eq!(none.capacity_request_rate, Some(None));
+    assert_eq!(none.capacity_concurrency, Some(None));
+    assert_eq!(none.status_reason.as_deref(), Some("no rate meets the SLO"));
+    let v = serde_json::to_value(&none).expect("json");
+    assert!(v["capacity_request_rate"].is_null() && v.get("capacity_request_rate").is_some());
+}
+
+#[test]
+fn a_decode_cell_is_judged_on_the_requests_that_ended_in_its_window() {
+    let (mut rs, _) = three();
+    rs[1].outcome = Outcome::Cancelled; // cut by the window's close: not judged
+    let slo: Slo = "ttft_p50=100ms".parse().expect("slo");
+    let w = Window {
+        start_ns: 0,
+        end_ns: 900 * MS,
+    };
+    let s = closed_loop_slo(&slo, &rs, w);
+    assert_eq!((s.judged, s.met), (2, 1));
+    assert_eq!(s.attainment, Some(0.5));
+    assert_eq!(s.limits[0].key, "ttft_p50");
+}
+
+#[test]
+fn auto_rates_span_the_synchronous_rate_and_saturation() {
+    assert_eq!(auto_rates(1.0, 9.0, 5), Some(vec![1.0, 3.0, 5.0, 7.0, 9.0]));
+    // A server that runs one request at a time: from half the synchronous rate to it.
+    assert_eq!(auto_rates(2.0, 2.0, 3), Some(vec![1.0, 1.5, 2.0]));
+    assert_eq!(auto_rates(0.0, 2.0, 3), None);
+    assert_eq!(round_rate(1.234_567), 1.235);
+    assert_eq!(round_rate(1234.567), 1235.0);
+    assert_eq!(round_rate(0.012_345), 0.012);
+}
+
+#[test]
+fn request_rates_read_as_lists_or_auto() {
+    assert_eq!("1,2.5, 4".parse(), Ok(RateSpec::List(vec![1.0, 2.5, 4.0])));
+    assert_eq!("auto".parse(), Ok(RateSpec::Auto { points: 8 }));
+    assert_eq!("auto:5".parse(), Ok(RateSpec::Auto { points: 5 }));
+    assert!("auto:1".parse::<RateSpec>().is_err());
+    let e = "2,-1".parse::<RateSpec>().expect_err("negative");
+    assert!(e.to_string().contains("`-1`"), "{e}");
+    let l = LoadSettings {
+        rates: Some(RateSpec::Auto { points: 3 }),
+        arrival: "gamma:0.5".parse().expect("gamma"),
+        slo: Some("ttft_p99=2s".parse().expect("slo")),
+        find_capacity: true,
+        precision: 0.05,
+        max_concurrency: Some(8),
+        drain_s: 60.0,
+        skip_decode: false,
+    };
+    let json = serde_json::to_string(&l).expect("json");
+    assert!(
+        json.contains("\"gamma:0.5\"") && json.contains("ttft_p99=2000ms"),
+        "{json}"
+    );
+    assert_eq!(
+        serde_json::from_str::<LoadSettings>(&json).expect("back"),
+        l
+    );
+}
