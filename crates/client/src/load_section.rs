@@ -342,7 +342,9 @@ async fn rate_cell_row(
         max_concurrency: s.load.max_concurrency,
         drain: duration_from_secs(s.load.drain_s),
     };
-    let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live).await;
+    m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
+    let slo = s.load.slo.clone();
+    let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live, slo).await;
     if run.interrupted {
         return interrupted_result(cell);
     }

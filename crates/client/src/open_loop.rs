@@ -9,6 +9,7 @@
 use crate::engine::Engine;
 use crate::pacer::Pacer;
 use crate::stream::{Measured, RequestSpec, measure};
+use llmib_core::{RequestSample, Slo};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -56,8 +57,26 @@ pub struct OpenLoopLive {
     pub ended: AtomicU64,
     /// Of them, ended in an error.
     pub errors: AtomicU64,
+    /// Of the ended ones, requests that met the SLO (as counted so far: chunk counts can
+    /// still change when counting is deferred).
+    pub met: AtomicU64,
     /// The rate asked for, milli-requests per second.
     pub rate_mrps: AtomicU64,
+    /// When the first and the last request so far were fired, ns from the cell origin.
+    pub first_fire_ns: AtomicU64,
+    /// See `first_fire_ns`.
+    pub last_fire_ns: AtomicU64,
+}
+
+impl OpenLoopLive {
+    /// The rate the client has kept so far: (fired − 1) / (last fire − first fire).
+    pub fn achieved_rate(&self) -> Option<f64> {
+        let fired = self.fired.load(Ordering::Relaxed);
+        let first = self.first_fire_ns.load(Ordering::Relaxed);
+        let last = self.last_fire_ns.load(Ordering::Relaxed);
+        let span = last.saturating_sub(first) as f64 / 1e9;
+        (fired >= 2 && span > 0.0).then(|| (fired - 1) as f64 / span)
+    }
 }
 
 /// Shared by the request tasks of one cell.
@@ -69,6 +88,7 @@ struct Shared {
     cap: Option<Arc<Semaphore>>,
     live: Arc<OpenLoopLive>,
     max_in_flight: AtomicU64,
+    slo: Option<Slo>,
 }
 
 /// One request task: wait for the cap if there is one, then send and measure.
@@ -93,6 +113,12 @@ async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedS
     if m.record.is_error() {
         s.live.errors.fetch_add(1, Ordering::Relaxed);
     }
+    if s.slo
+        .as_ref()
+        .is_some_and(|slo| slo.meets(&RequestSample::of_record(&m.record)))
+    {
+        s.live.met.fetch_add(1, Ordering::Relaxed);
+    }
     // The receiver lives until every fired request has reported or the cell gave up.
     let _ = tx.send(Done { i, waited, m });
 }
@@ -110,6 +136,7 @@ pub(crate) async fn run_open_loop(
     spec: &OpenLoopSpec,
     cancel: &CancellationToken,
     live: Arc<OpenLoopLive>,
+    slo: Option<Slo>,
 ) -> OpenLoopRun {
     let n = spec.due_ns.len().min(requests.len());
     live.scheduled.store(n, Ordering::Relaxed);
@@ -125,12 +152,18 @@ pub(crate) async fn run_open_loop(
             .map(|c| Arc::new(Semaphore::new(c.max(1) as usize))),
         live: live.clone(),
         max_in_flight: AtomicU64::new(0),
+        slo,
     });
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let handle = tokio::runtime::Handle::current();
     let fire = {
         let shared = shared.clone();
         move |i: usize| {
+            let at = shared.origin.elapsed().as_nanos() as u64;
+            if i == 0 {
+                shared.live.first_fire_ns.store(at, Ordering::Relaxed);
+            }
+            shared.live.last_fire_ns.store(at, Ordering::Relaxed);
             shared.live.fired.store(i + 1, Ordering::Relaxed);
             handle.spawn(one_request(shared.clone(), i, tx.clone()));
         }

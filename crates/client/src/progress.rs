@@ -6,6 +6,7 @@
 //! imports the other for it.
 
 use crate::live::LiveWindow;
+use crate::open_loop::OpenLoopLive;
 use llmib_core::PlannedCell;
 use llmib_core::ReadinessBy;
 use llmib_core::Window;
@@ -14,6 +15,7 @@ use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// Request errors reported one by one per cell; the rest are counted in one note (a failing
 /// server at N = 256 must not flood the log).
@@ -189,6 +191,8 @@ pub enum EventKind {
     Phase,
     /// [`ProgressEvent::WindowLive`].
     StreamsStarted,
+    /// [`ProgressEvent::OpenLoopLive`].
+    OpenLoopStarted,
     /// [`ProgressEvent::Readiness`].
     Readiness,
     /// [`ProgressEvent::RequestError`].
@@ -210,6 +214,7 @@ impl EventKind {
             EventKind::CellStarted => "cell_started",
             EventKind::Phase => "phase",
             EventKind::StreamsStarted => "streams_started",
+            EventKind::OpenLoopStarted => "open_loop_started",
             EventKind::Readiness => "readiness",
             EventKind::RequestError => "request_error",
             EventKind::Window => "window",
@@ -251,6 +256,9 @@ pub enum ProgressEvent {
     /// A decode window's streams start: its live state, to poll while it runs (ramp, then the
     /// window).
     WindowLive(Arc<LiveWindow>),
+    /// An open-load cell starts sending on its schedule: its live counts, to poll while it
+    /// runs.
+    OpenLoopLive(Arc<OpenLoopLive>),
     /// A row was saved.
     CellDone(Box<CellResult>),
     /// Something a user should read.
@@ -305,6 +313,7 @@ impl ProgressEvent {
             ProgressEvent::Phase(_) => EventKind::Phase,
             ProgressEvent::Window { .. } => EventKind::Window,
             ProgressEvent::WindowLive(_) => EventKind::StreamsStarted,
+            ProgressEvent::OpenLoopLive(_) => EventKind::OpenLoopStarted,
             ProgressEvent::CellDone(_) => EventKind::CellDone,
             ProgressEvent::Note(_) => EventKind::Note,
             ProgressEvent::Readiness { .. } => EventKind::Readiness,
@@ -417,6 +426,9 @@ enum WireBody<'a> {
         context_tokens: u64,
         concurrency: u32,
         label: &'a str,
+        /// Open-load cells only: the rate asked for.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        request_rate: Option<f64>,
     },
     Phase {
         phase: Stage,
@@ -446,6 +458,10 @@ enum WireBody<'a> {
         start_s: f64,
         end_s: f64,
     },
+    OpenLoopStarted {
+        request_rate: f64,
+        scheduled: usize,
+    },
     Skipped {
         phase: Phase,
         context_tokens: u64,
@@ -471,11 +487,17 @@ impl<'a> WireBody<'a> {
                 context_tokens: cell.key.context_tokens,
                 concurrency: cell.key.concurrency,
                 label: &cell.label,
+                request_rate: (cell.key.phase == Phase::Rate)
+                    .then_some(cell.key.rate_mrps as f64 / 1000.0),
             },
             ProgressEvent::Phase(p) => WireBody::Phase { phase: *p },
             ProgressEvent::WindowLive(w) => WireBody::StreamsStarted {
                 concurrency: w.concurrency,
                 window_s: w.duration.as_secs_f64(),
+            },
+            ProgressEvent::OpenLoopLive(l) => WireBody::OpenLoopStarted {
+                request_rate: l.rate_mrps.load(Ordering::Relaxed) as f64 / 1000.0,
+                scheduled: l.scheduled.load(Ordering::Relaxed),
             },
             ProgressEvent::Window { window, .. } => WireBody::Window {
                 start_s: window.start_ns as f64 / 1e9,

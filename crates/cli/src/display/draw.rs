@@ -3,7 +3,7 @@
 //! terminal under 100 columns or 30 rows gets the compact layout (no borders, one line per
 //! panel). Everything shown from the server was sanitised when it entered the model.
 
-use super::view::{Dashboard, LiveFigures, cell_name};
+use super::view::{Dashboard, LiveFigures, OpenFigures, cell_name};
 use llmib_core::short_duration;
 use llmib_core::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::{CpuReading, GpuReading, HwSample};
@@ -205,6 +205,18 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
         title,
     );
     let l = &d.live;
+    if let Some(o) = &l.open {
+        let ratio = if o.scheduled > 0 {
+            o.fired as f64 / o.scheduled as f64
+        } else {
+            0.0
+        };
+        let label = format!("sent {}/{}", o.fired, o.scheduled);
+        let gauge = Gauge::default().gauge_style(Style::new().fg(Color::Cyan));
+        f.render_widget(gauge.ratio(ratio.clamp(0.0, 1.0)).label(label), bar);
+        f.render_widget(Paragraph::new(open_lines(o)), rest);
+        return;
+    }
     let (ratio, label) = match l.window {
         Some((done, total)) if total > 0.0 => (
             (done / total).clamp(0.0, 1.0),
@@ -236,6 +248,31 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
             f.render_widget(Paragraph::new(Line::from(one)), rest);
         }
     }
+}
+
+/// An open-load cell's live lines: the rate asked and kept, the queue, the SLO so far.
+fn open_lines(o: &OpenFigures) -> Vec<Line<'static>> {
+    let achieved = o.achieved.map_or("–".into(), |a| format!("{a:.2}"));
+    let attainment = if o.ended > 0 {
+        format!("{:.1} %", 100.0 * o.met as f64 / o.ended as f64)
+    } else {
+        "–".into()
+    };
+    vec![
+        Line::from(vec![
+            Span::raw("rate "),
+            Span::styled(format!("{achieved}/s"), bold()),
+            Span::raw(format!(" of {}/s asked", o.requested)),
+        ]),
+        Line::from(format!(
+            "in flight {} · queued for the cap {}",
+            o.in_flight, o.waiting
+        )),
+        Line::from(format!(
+            "ended {} · errors {} · SLO met {} ({attainment})",
+            o.ended, o.errors, o.met
+        )),
+    ]
 }
 
 fn live_lines(l: &LiveFigures) -> Vec<Line<'static>> {

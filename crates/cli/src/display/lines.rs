@@ -45,6 +45,7 @@ impl Progress for PlainLines {
                 let indent = match e.kind() {
                     EventKind::Phase
                     | EventKind::StreamsStarted
+                    | EventKind::OpenLoopStarted
                     | EventKind::Window
                     | EventKind::Readiness
                     | EventKind::RequestError => "  ",

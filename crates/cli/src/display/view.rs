@@ -3,8 +3,8 @@
 //! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
 //! states (`display/tests.rs`).
 
-use llmib_client::LiveWindow;
 use llmib_client::{Gauges, SpecCounters};
+use llmib_client::{LiveWindow, OpenLoopLive};
 use llmib_client::{ProgressEvent, Stage, readiness_reason};
 use llmib_core::ReadinessBy;
 use llmib_core::RunInfo;
@@ -14,6 +14,7 @@ use llmib_core::{EtaInputs, RateMeter, eta_s};
 use llmib_core::{Plan, PlannedCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Event log lines kept (the panel shows the newest that fit).
@@ -76,6 +77,8 @@ pub struct Current {
     pub started: Instant,
     /// The decode window's live state, once its streams start.
     pub live: Option<Arc<LiveWindow>>,
+    /// An open-load cell's live counts, once it starts sending.
+    pub open_loop: Option<Arc<OpenLoopLive>>,
 }
 
 /// What the current cell is doing, as the dashboard shows it: its stage, or (between the
@@ -130,6 +133,31 @@ pub struct LiveFigures {
     pub window: Option<(f64, f64)>,
     /// Seconds the ramp has run (until readiness).
     pub ramp_s: f64,
+    /// An open-load cell's figures, while one runs.
+    pub open: Option<OpenFigures>,
+}
+
+/// What an open-load cell shows while it sends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenFigures {
+    /// The rate asked for, requests/s.
+    pub requested: f64,
+    /// The rate kept so far.
+    pub achieved: Option<f64>,
+    /// Requests sent, of the schedule's.
+    pub fired: usize,
+    /// Requests in the schedule.
+    pub scheduled: usize,
+    /// Requests running now.
+    pub in_flight: u64,
+    /// Requests waiting for the `--max-concurrency` cap (client queue).
+    pub waiting: u64,
+    /// Requests ended, errored, and meeting the SLO.
+    pub ended: u64,
+    /// See `ended`.
+    pub errors: u64,
+    /// See `ended`.
+    pub met: u64,
 }
 
 /// The dashboard's whole state.
@@ -219,6 +247,7 @@ impl Dashboard {
                     phase: Doing::Starting,
                     started: now,
                     live: None,
+                    open_loop: None,
                 });
                 self.live = LiveFigures::default();
                 self.meter.reset();
@@ -242,6 +271,12 @@ impl Dashboard {
                     c.live = Some(live.clone());
                     c.phase = Doing::Readiness;
                 }
+            }
+            ProgressEvent::OpenLoopLive(live) => {
+                if let Some(c) = self.current.as_mut() {
+                    c.open_loop = Some(live.clone());
+                }
+                self.say(now, event_words(e).unwrap_or_default());
             }
             ProgressEvent::CellDone(row) => {
                 let started = self
@@ -301,6 +336,10 @@ impl Dashboard {
 
     /// Reads the current window's live state at `now` (a few times a second).
     pub fn tick(&mut self, now: Instant) {
+        if let Some(open) = self.current.as_ref().and_then(|c| c.open_loop.clone()) {
+            self.live.open = Some(open_figures(&open));
+            return;
+        }
         let Some(live) = self.current.as_ref().and_then(|c| c.live.clone()) else {
             return;
         };
@@ -327,6 +366,7 @@ impl Dashboard {
                 .map_or(now, |(at, _)| at)
                 .saturating_duration_since(started)
                 .as_secs_f64(),
+            open: None,
         };
         if let Some((at, g)) = live.gauges() {
             self.observe_gauges(at, g);
@@ -400,6 +440,22 @@ impl Dashboard {
     }
 }
 
+/// The live counts of an open-load cell, read once.
+fn open_figures(l: &OpenLoopLive) -> OpenFigures {
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    OpenFigures {
+        requested: load(&l.rate_mrps) as f64 / 1000.0,
+        achieved: l.achieved_rate(),
+        fired: l.fired.load(Ordering::Relaxed),
+        scheduled: l.scheduled.load(Ordering::Relaxed),
+        in_flight: load(&l.in_flight),
+        waiting: load(&l.waiting),
+        ended: load(&l.ended),
+        errors: load(&l.errors),
+        met: load(&l.met),
+    }
+}
+
 /// `decode 32K × 16`, `prefill 8K`, `burst 8K × 4`, `rate 8K @ 2.5/s`, `capacity 8K`; `width`
 /// right-aligns the context.
 pub fn what(key: CellKey, label: &str, width: usize) -> String {
@@ -445,6 +501,11 @@ pub fn event_words(e: &ProgressEvent) -> Option<String> {
         }
         ProgressEvent::Phase(p) => p.to_string(),
         ProgressEvent::WindowLive(w) => format!("{} streams started", w.concurrency),
+        ProgressEvent::OpenLoopLive(l) => format!(
+            "sending {} requests at {}/s",
+            l.scheduled.load(Ordering::Relaxed),
+            l.rate_mrps.load(Ordering::Relaxed) as f64 / 1000.0
+        ),
         ProgressEvent::Window { window, .. } => format!(
             "window closed after {:.1} s",
             window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9

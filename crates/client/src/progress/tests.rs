@@ -73,18 +73,38 @@ fn every_kind() -> Vec<ProgressEvent> {
         },
         ProgressEvent::CellDone(Box::new(row)),
         ProgressEvent::Note("3 more window request errors not listed".into()),
+        ProgressEvent::OpenLoopLive(Arc::new(open_live())),
+        ProgressEvent::CellStarted {
+            index: 12,
+            total: 14,
+            cell: llmib_core::rate_cell(32768, "32K", 2.5),
+        },
     ]
+}
+
+fn open_live() -> OpenLoopLive {
+    let l = OpenLoopLive::default();
+    l.scheduled.store(30, Ordering::Relaxed);
+    l.rate_mrps.store(2_500, Ordering::Relaxed);
+    l
 }
 
 /// The JSON events as they were written by hand before the wire type (version 1 of the
 /// format): the reference the serde form must match byte for byte.
 fn hand_written(e: &ProgressEvent, t_s: f64) -> Value {
     match e {
-        ProgressEvent::CellStarted { index, total, cell } => json!({
-            "event": "cell_started", "t_s": t_s, "index": index, "total": total,
-            "phase": cell.key.phase, "context_tokens": cell.key.context_tokens,
-            "concurrency": cell.key.concurrency, "label": cell.label,
-        }),
+        ProgressEvent::CellStarted { index, total, cell } => {
+            let mut v = json!({
+                "event": "cell_started", "t_s": t_s, "index": index, "total": total,
+                "phase": cell.key.phase, "context_tokens": cell.key.context_tokens,
+                "concurrency": cell.key.concurrency, "label": cell.label,
+            });
+            // Added with open load: only on a rate cell, so older events keep their bytes.
+            if cell.key.phase == Phase::Rate {
+                v["request_rate"] = json!(cell.key.rate_mrps as f64 / 1000.0);
+            }
+            v
+        }
         ProgressEvent::Phase(p) => json!({"event": "phase", "t_s": t_s, "phase": p.as_str()}),
         ProgressEvent::WindowLive(w) => json!({
             "event": "streams_started", "t_s": t_s, "concurrency": w.concurrency,
@@ -96,6 +116,12 @@ fn hand_written(e: &ProgressEvent, t_s: f64) -> Value {
         }),
         ProgressEvent::CellDone(r) => json!({"event": "cell_done", "t_s": t_s, "row": r}),
         ProgressEvent::Note(n) => json!({"event": "note", "t_s": t_s, "text": n}),
+        // Added with open load (not in version 1 of the format).
+        ProgressEvent::OpenLoopLive(l) => json!({
+            "event": "open_loop_started", "t_s": t_s,
+            "request_rate": l.rate_mrps.load(Ordering::Relaxed) as f64 / 1000.0,
+            "scheduled": l.scheduled.load(Ordering::Relaxed),
+        }),
         ProgressEvent::Readiness {
             by,
             after_s,
@@ -201,6 +227,8 @@ fn every_event_round_trips_with_the_documented_fields() {
             .unwrap_or_else(|| panic!("{kind} is not documented"));
         let mut want: Vec<&str> = fields.iter().map(String::as_str).collect();
         want.extend(["event", "t_s"]);
+        // The one optional field: a cell_started event has it on an open-load cell only.
+        want.retain(|f| *f != "request_rate" || kind != "cell_started" || v.get(f).is_some());
         want.sort_unstable();
         let mut got: Vec<&str> = v
             .as_object()
@@ -212,6 +240,7 @@ fn every_event_round_trips_with_the_documented_fields() {
         assert_eq!(got, want, "{kind}");
         seen.push(kind);
     }
+    seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), doc.len(), "an undocumented or untested kind");
 }
