@@ -220,6 +220,7 @@ pub struct RunArgs {
     pub find_capacity: bool,
     /// The capacity search stops when its bracket is this narrow, a fraction (default 0.05).
     #[arg(long, value_name = "FRACTION", value_parser = parse::precision)]
+    #[serde(deserialize_with = "de::precision")]
     pub capacity_precision: Option<f64>,
     /// Open load: at most N requests in flight; the rest wait (client queue time).
     #[arg(long, value_name = "N")]
@@ -531,6 +532,10 @@ mod de {
 
     pub fn slo<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Slo>, D::Error> {
         with(d, parse::slo)
+    }
+
+    pub fn precision<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        with(d, parse::precision)
     }
 
     /// A name of a `ValueEnum`, read as clap reads the flag (aliases included).

@@ -99,10 +99,20 @@ fn sample(arg: &clap::Arg) -> Option<String> {
         return Some(v.get_name().to_owned());
     }
     let long = format!("--{}", arg.get_long()?);
-    ["2", "8K,16K", "30s", "http://h:1/v1", "html,csv", "x"]
-        .into_iter()
-        .find(|v| flags(&[&long, v]).is_ok())
-        .map(str::to_owned)
+    [
+        "2",
+        "8K,16K",
+        "30s",
+        "http://h:1/v1",
+        "html,csv",
+        "0.05",
+        "poisson",
+        "ttft_p99=2s",
+        "x",
+    ]
+    .into_iter()
+    .find(|v| flags(&[&long, v]).is_ok())
+    .map(str::to_owned)
 }
 
 /// Every `run` flag (from the clap definition itself, so a new flag is covered without a
@@ -213,4 +223,30 @@ mod props {
             }
         }
     }
+}
+
+#[test]
+fn open_load_settings_are_checked_together() {
+    let load = |v: &[&str]| flags(v).expect("flags").load();
+    assert_eq!(load(&[]).expect("none"), None);
+    let l = load(&[
+        "--request-rate",
+        "auto:4",
+        "--slo",
+        "ttft_p99=2s",
+        "--find-capacity",
+    ])
+    .expect("load")
+    .expect("some");
+    assert_eq!(l.rates, Some(llmib_core::RateSpec::Auto { points: 4 }));
+    assert_eq!((l.precision, l.drain_s), (0.05, 120.0));
+    assert_eq!(l.arrival, llmib_core::ArrivalPattern::Poisson);
+    let e = load(&["--find-capacity"]).expect_err("no slo");
+    assert!(e.to_string().contains("--slo"), "{e}");
+    let e = load(&["--arrival", "constant"]).expect_err("stray");
+    assert!(e.to_string().contains("--request-rate"), "{e}");
+    let e = flags(&["--slo", "itl_p50=1ms"]).expect_err("unknown figure");
+    assert!(e.to_string().contains("ttft, tpot, e2e, user_tok_s"), "{e}");
+    assert!(flags(&["--capacity-precision", "5%"]).is_ok());
+    assert!(flags(&["--capacity-precision", "1.5"]).is_err());
 }

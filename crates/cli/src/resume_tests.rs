@@ -189,3 +189,13 @@ fn a_moved_server_is_noted() {
         r.notes
     );
 }
+
+#[test]
+fn open_load_settings_are_fixed_on_resume() {
+    let e = decide_with(RunArgs {
+        request_rate: Some("2,4".parse().expect("rates")),
+        ..RunArgs::default()
+    })
+    .expect_err("a run saved without open load");
+    assert!(e.to_string().contains("request-rate"), "{e}");
+}
