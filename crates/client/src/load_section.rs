@@ -83,10 +83,12 @@ pub(crate) async fn run_load_sections(
             ctx,
             load,
             next_stream: OPEN_LOOP_STREAMS,
+            // Resume: the rows `--resume` kept (a Not run row, or a Failed one with
+            // --retry-failed, is measured again).
             rate_rows: prior
                 .iter()
-                .filter(|r| r.context_tokens == ctx.tokens && r.request_rate.is_some())
-                .filter(|r| r.phase == llmib_core::Phase::Rate && r.status != CellStatus::NotRun)
+                .filter(|r| r.phase == llmib_core::Phase::Rate && r.context_tokens == ctx.tokens)
+                .filter(|r| m.done.contains(&r.key()))
                 .cloned()
                 .collect(),
             synchronous: None,
