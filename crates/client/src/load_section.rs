@@ -39,6 +39,10 @@ const MAX_SEARCH_STEPS: usize = 24;
 
 /// What one context's section carries from cell to cell.
 struct Section<'s> {
+    /// Why the run stops before the next cell (Ctrl-C, the time budget), if it does.
+    stop: &'s dyn Fn() -> MatrixEnd,
+    /// Set when a cell of this section was stopped: how the run ended.
+    ended: Option<MatrixEnd>,
     ctx: &'s PlannedContext,
     load: &'s LoadSettings,
     /// The next unused open-load stream index at this context.
@@ -80,6 +84,8 @@ pub(crate) async fn run_load_sections(
             continue;
         }
         let mut s = Section {
+            stop: &stop,
+            ended: None,
             ctx,
             load,
             next_stream: OPEN_LOOP_STREAMS,
@@ -94,19 +100,27 @@ pub(crate) async fn run_load_sections(
             synchronous: None,
             saturation: None,
         };
-        if run_section(m, builder, &mut s).await? {
-            *end = MatrixEnd::Interrupted;
+        run_section(m, builder, &mut s).await?;
+        if let Some(e) = s.ended {
+            let cell = capacity_cell(ctx.tokens, &ctx.label);
+            if load.find_capacity && !m.done.contains(&cell.key) {
+                save(
+                    m,
+                    bare_result(&cell, CellStatus::NotRun, Some(not_run_reason(&e))),
+                )?;
+            }
+            *end = e;
         }
     }
     Ok(())
 }
 
-/// One context's sweep and search; true when Ctrl-C stopped it.
+/// One context's sweep and search (`s.ended` says whether the run stopped it).
 async fn run_section(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     s: &mut Section<'_>,
-) -> Result<bool, DriverError> {
+) -> Result<(), DriverError> {
     let rates = match &s.load.rates {
         Some(RateSpec::List(v)) => v.iter().map(|r| round_rate(*r)).collect(),
         Some(RateSpec::Auto { points }) => {
@@ -124,16 +138,13 @@ async fn run_section(
     };
     for rate in rates {
         if measured_rate(m, builder, s, rate).await?.is_none() {
-            return Ok(true);
+            return Ok(());
         }
     }
-    if !s.load.find_capacity {
-        return Ok(false);
+    match (s.load.find_capacity, s.load.slo.as_ref()) {
+        (true, Some(slo)) => search(m, builder, s, slo).await,
+        _ => Ok(()),
     }
-    let Some(slo) = s.load.slo.as_ref() else {
-        return Ok(false);
-    };
-    search(m, builder, s, slo).await
 }
 
 fn note_no_span(m: &MatrixRun<'_>, s: &Section<'_>) {
@@ -144,16 +155,16 @@ fn note_no_span(m: &MatrixRun<'_>, s: &Section<'_>) {
 }
 
 /// The capacity search: bracket and bisect with `next_step`, every point saved; then the
-/// context's capacity row. True when Ctrl-C stopped it.
+/// context's capacity row (`s.ended` says whether the run stopped it first).
 async fn search(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     s: &mut Section<'_>,
     slo: &Slo,
-) -> Result<bool, DriverError> {
+) -> Result<(), DriverError> {
     let cell = capacity_cell(s.ctx.tokens, &s.ctx.label);
     if m.done.contains(&cell.key) {
-        return Ok(false);
+        return Ok(());
     }
     if s.synchronous.is_none() {
         measure_span(m, builder, s).await;
@@ -181,7 +192,7 @@ async fn search(
                     .await?
                     .is_none()
                 {
-                    return Ok(true);
+                    return Ok(());
                 }
                 if s.rate_rows.len() == before {
                     // The rate rounds to one measured already (or its cell could not be
@@ -206,8 +217,7 @@ async fn search(
         },
     );
     row.finished_at = Some(now_rfc3339());
-    save(m, row)?;
-    Ok(false)
+    save(m, row)
 }
 
 /// The search's answer from the points it has, whatever the bracket's width.
@@ -244,6 +254,15 @@ async fn measured_rate(
     if s.rate_rows.iter().any(|r| r.key() == cell.key) {
         return Ok(Some(()));
     }
+    let stop = (s.stop)();
+    if stop != MatrixEnd::Completed {
+        save(
+            m,
+            bare_result(&cell, CellStatus::NotRun, Some(not_run_reason(&stop))),
+        )?;
+        s.ended = Some(stop);
+        return Ok(None);
+    }
     m.progress.event(ProgressEvent::CellStarted {
         index: m.plan.cells.len() + s.rate_rows.len(),
         total: m.plan.cells.len() + s.rate_rows.len() + 1,
@@ -260,8 +279,12 @@ async fn measured_rate(
         row.hardware = hw.end_cell();
     }
     let interrupted = row.status == CellStatus::NotRun;
+    if interrupted {
+        row.status_reason = Some(not_run_reason(&MatrixEnd::Interrupted));
+    }
     save(m, row.clone())?;
     if interrupted {
+        s.ended = Some(MatrixEnd::Interrupted);
         return Ok(None);
     }
     s.rate_rows.push(row);

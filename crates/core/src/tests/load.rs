@@ -412,3 +412,13 @@ fn a_closed_batch_rate_is_finished_requests_over_the_span() {
     );
     assert_eq!(closed_batch_rate(&[]), None);
 }
+
+#[test]
+fn every_row_of_a_rate_cell_carries_its_rate() {
+    let cell = rate_cell(100, "100", 2.5);
+    let row = crate::verdict::failed_result(&cell, "schedule", "no request".into());
+    assert_eq!(row.request_rate, Some(2.5));
+    assert_eq!(row.key(), cell.key);
+    let row = crate::verdict::interrupted_result(&cell);
+    assert_eq!(row.key(), cell.key);
+}
