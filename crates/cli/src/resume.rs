@@ -170,6 +170,24 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
     fixed("api", a.api.map(|x| x.choice().unwrap_or(auto_api)), s.api)?;
     let targeting = a.token_targeting.and_then(|t| t.choice());
     fixed("token-targeting", targeting, s.token_targeting)?;
+    refuse_changed_cells(s, a)?;
+    let launch = a.launch_command.as_deref().map(redact_command);
+    fixed(
+        "launch-command",
+        launch,
+        saved.launch_command.clone().unwrap_or_default(),
+    )?;
+    if let Some(h) = &a.hardware {
+        let h = llmib_client::parse_hardware_override(h)
+            .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?;
+        fixed("hardware", Some(h), saved.hardware.clone())?;
+    }
+    Ok(())
+}
+
+/// Refuses a change of which cells a context has: bursts, prefill profiles, single-flight,
+/// EOS, open load.
+fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
     let burst_given = a.request_count.is_some()
         || a.warmup_request_count.is_some()
         || a.run_burst
@@ -208,17 +226,6 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
         load,
         s.load.clone(),
     )?;
-    let launch = a.launch_command.as_deref().map(redact_command);
-    fixed(
-        "launch-command",
-        launch,
-        saved.launch_command.clone().unwrap_or_default(),
-    )?;
-    if let Some(h) = &a.hardware {
-        let h = llmib_client::parse_hardware_override(h)
-            .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?;
-        fixed("hardware", Some(h), saved.hardware.clone())?;
-    }
     Ok(())
 }
 

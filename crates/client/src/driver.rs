@@ -157,19 +157,28 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             ));
         }
     }
-    // A run of open load alone: the server's one-off costs belong to no rate cell either.
-    let first_load_context = m.plan.contexts.iter().find(|c| c.decode);
-    if let (Some(_), Some(c), false) = (
-        &m.plan.settings.load,
-        first_load_context,
-        st.hidden_warmup_done,
-    ) && end == MatrixEnd::Completed
-    {
-        hidden_warm_up(&m, &mut st.builder, c.tokens).await;
-    }
-    let stop = || stop_reason(&m, started);
-    crate::load_section::run_load_sections(&m, &mut st.builder, &mut end, stop).await?;
+    open_load(&m, &mut st, &mut end, started).await?;
     Ok(end)
+}
+
+/// The open-load sections after the matrix (`crate::load_section`). A run of open load alone
+/// gets the hidden warm-up first: the server's one-off costs belong to no rate cell either.
+async fn open_load(
+    m: &MatrixRun<'_>,
+    st: &mut RunState,
+    end: &mut MatrixEnd,
+    started: Instant,
+) -> Result<(), DriverError> {
+    let first_load_context = m.plan.contexts.iter().find(|c| c.decode);
+    if let (Some(_), Some(c)) = (&m.plan.settings.load, first_load_context)
+        && !st.hidden_warmup_done
+        && *end == MatrixEnd::Completed
+    {
+        hidden_warm_up(m, &mut st.builder, c.tokens).await;
+        st.hidden_warmup_done = true;
+    }
+    let stop = || stop_reason(m, started);
+    crate::load_section::run_load_sections(m, &mut st.builder, end, stop).await
 }
 
 /// What the run carries from cell to cell.
