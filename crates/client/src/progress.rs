@@ -123,6 +123,8 @@ pub enum RequestErrorKind {
     TimeoutIdle,
     /// `[DONE]` without a finish reason.
     NoFinishReason,
+    /// The server's usage claims more completion tokens than the request's `max_tokens`.
+    CountDisagreement,
     /// The stream ended without `[DONE]`.
     NoDone,
     /// A name this build does not produce (kept as written, never dropped).
@@ -131,7 +133,7 @@ pub enum RequestErrorKind {
 
 impl RequestErrorKind {
     /// The kinds with a fixed name (everything but `HttpStatus` and `Other`).
-    const NAMED: [(RequestErrorKind, &'static str); 10] = [
+    const NAMED: [(RequestErrorKind, &'static str); 11] = [
         (RequestErrorKind::Connect, "connect"),
         (RequestErrorKind::Timeout, "timeout"),
         (RequestErrorKind::Http, "http"),
@@ -142,6 +144,7 @@ impl RequestErrorKind {
         (RequestErrorKind::TimeoutIdle, "timeout_idle"),
         (RequestErrorKind::NoFinishReason, "no_finish_reason"),
         (RequestErrorKind::NoDone, "no_done"),
+        (RequestErrorKind::CountDisagreement, "count_disagreement"),
     ];
 
     /// The name in records, rows and events (`http_500`, `stream_error`, …).

@@ -70,6 +70,9 @@ pub struct RequestSpec {
     pub counting: Counting,
     /// How long the stream may stay silent.
     pub limits: StreamLimits,
+    /// The request's `max_tokens`, where the caller knows it: a server whose usage claims more
+    /// completion tokens than that is not believed (the request fails with the reason).
+    pub max_tokens: Option<u32>,
 }
 
 impl RequestSpec {
@@ -86,6 +89,7 @@ impl RequestSpec {
             body: body.into(),
             counting,
             limits: StreamLimits::default(),
+            max_tokens: None,
         })
     }
 }
@@ -185,7 +189,10 @@ async fn drive(
     };
     let mut body = resp.bytes_stream();
     let mut dec = SseDecoder::new();
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        max_tokens: spec.max_tokens,
+        ..Seen::default()
+    };
     // Tokens of this request already added to the live count.
     let mut published = 0u64;
     // Before the first content chunk the send-to-first-token limit runs; after it, the idle
@@ -248,6 +255,8 @@ struct Seen {
     finish: Option<String>,
     /// `[DONE]` arrived.
     done: bool,
+    /// The request's `max_tokens`, where known.
+    max_tokens: Option<u32>,
 }
 
 /// Takes the events complete in `dec` after a read at `t`, accounting each chunk. `Err`: an
@@ -277,6 +286,19 @@ fn read_events(
             Ok(StreamItem::Chunk(c)) => c,
             Err(e) => return Err(error(RequestErrorKind::Malformed, e)),
         };
+        // A count above max_tokens cannot be true (the server was asked for at most that): it
+        // is a disagreement to report, never a measurement.
+        let claimed = c.usage.as_ref().and_then(|u| u.completion_tokens);
+        if let (Some(max), Some(ct)) = (seen.max_tokens, claimed)
+            && ct > u64::from(max)
+        {
+            return Err(error(
+                RequestErrorKind::CountDisagreement,
+                format!(
+                    "the server's usage claims {ct} completion tokens for a request of at most {max} (max_tokens): no figure is taken from it"
+                ),
+            ));
+        }
         account(m, &c, t, counting, &mut seen.last_completion);
         if let Some(f) = c.finish_reason {
             seen.finish = Some(f.to_string());
@@ -541,5 +563,89 @@ mod tests {
             v.iter().map(|c| c.tokens).collect::<Vec<_>>(),
             vec![1, 1, 1]
         );
+    }
+
+    /// A server that answers every request with these SSE events and `[DONE]`.
+    async fn sse_server(events: Vec<String>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let events = events.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let _ = s.read(&mut buf).await;
+                    let mut body = String::new();
+                    for e in events {
+                        body.push_str(&format!("data: {e}\n\n"));
+                    }
+                    body.push_str("data: [DONE]\n\n");
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = s.write_all(head.as_bytes()).await;
+                    let _ = s.write_all(body.as_bytes()).await;
+                });
+            }
+        });
+        format!("http://{addr}/v1/completions")
+    }
+
+    fn chunk_json(text: &str, completion: u64, finish: Option<&str>) -> String {
+        serde_json::json!({
+            "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 8, "completion_tokens": completion},
+        })
+        .to_string()
+    }
+
+    /// A usage count above the request's max_tokens is a disagreement, never a measurement:
+    /// before the check, 10^12 claimed tokens became a chunk of (10^12 as u32) tokens.
+    #[tokio::test]
+    async fn a_usage_count_above_max_tokens_fails_the_request_with_the_reason() {
+        let absurd = sse_server(vec![
+            chunk_json("a", 1, None),
+            chunk_json("b", 1_000_000_000_000, Some("length")),
+        ])
+        .await;
+        let client =
+            crate::http::build_client(&crate::http::HttpOptions::default()).expect("client");
+        let mut spec = RequestSpec::new(absurd, &serde_json::json!({}), Counting::UsagePerChunk)
+            .expect("spec");
+        spec.max_tokens = Some(64);
+        let cancel = CancellationToken::new();
+        let m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
+        match &m.record.outcome {
+            Outcome::Error { kind, message } => {
+                assert_eq!(kind, "count_disagreement");
+                assert!(
+                    message.contains("1000000000000") && message.contains("64"),
+                    "{message}"
+                );
+            }
+            o => panic!(
+                "believed an absurd count: {o:?}, chunks {:?}",
+                m.record.chunks
+            ),
+        }
+        assert!(m.record.tokens() <= 64);
+        // The same stream within max_tokens is measured as before.
+        let fine = sse_server(vec![
+            chunk_json("a", 1, None),
+            chunk_json("b", 2, Some("length")),
+        ])
+        .await;
+        spec.url = fine;
+        let m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
+        assert!(
+            matches!(m.record.outcome, Outcome::Finished { .. }),
+            "{:?}",
+            m.record.outcome
+        );
+        assert_eq!(m.record.tokens(), 2);
     }
 }

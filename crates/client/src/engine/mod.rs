@@ -523,6 +523,7 @@ impl Engine {
         )
         .map_err(|e| EngineError::Body(e.to_string()))?;
         spec.limits = limits;
+        spec.max_tokens = Some(max_tokens);
         Ok(spec)
     }
 
