@@ -173,7 +173,19 @@ pub(crate) fn normalize_base_url(url: &str) -> Result<String, ProbeError> {
 }
 
 pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
-    let base = normalize_base_url(&opts.base_url)?;
+    let mut base = normalize_base_url(&opts.base_url)?;
+    let mut notes = Vec::new();
+    // The HTTP client turns URL credentials into Basic auth, which replaces the key's Bearer
+    // header: with a key, the key is what the user means, so the URL's credentials go.
+    if opts.api_key.is_some() {
+        let bare = llmib_core::strip_url_userinfo(&base);
+        if bare != base {
+            notes.push(
+                "the URL's user:password was dropped: the API key is sent as Bearer instead (give no --api-key to send the URL's credentials)".to_string(),
+            );
+            base = bare;
+        }
+    }
     let client = build_client(&HttpOptions {
         api_key: opts.api_key.clone(),
         connect_timeout: opts.timeout,
@@ -199,7 +211,6 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     fetch_extra(&client, &base, t, kind, &served, &mut d).await;
     let (mut info, model, launch) = describe(kind, &d, served);
     let dialect = Dialect::of(kind);
-    let mut notes = Vec::new();
     metric_capabilities(kind, dialect, &d, &mut info, &mut notes);
     apply_overrides(opts, &mut info);
     for v in info.extra.values_mut() {

@@ -130,6 +130,30 @@ fn sglang_routes() -> Vec<Route> {
     ]
 }
 
+/// URL credentials and a key: the key goes as Bearer and the URL's Basic auth does not replace
+/// it (it used to: the server saw only Basic and answered 401); a note says so.
+#[tokio::test]
+async fn a_key_is_sent_as_bearer_even_with_credentials_in_the_url() {
+    let (url, seen) = serve(sglang_routes()).await;
+    let with_creds = url.replacen("http://", "http://user:pw@", 1);
+    let mut o = opts(&format!("{with_creds}/v1"));
+    o.api_key = Some("sk-test".into());
+    let p = Engine::probe(&o).await.expect("probe");
+    assert_eq!(
+        p.engine.base_url(),
+        url,
+        "credentials dropped from the base URL"
+    );
+    assert!(
+        p.notes.iter().any(|n| n.contains("dropped")),
+        "{:?}",
+        p.notes
+    );
+    let log = seen.lock().expect("lock").join("\n").to_ascii_lowercase();
+    assert!(log.contains("authorization: bearer sk-test"), "{log}");
+    assert!(!log.contains("authorization: basic"), "{log}");
+}
+
 const SEED_COMMAND: &str = "sglang serve --model-path zai-org/GLM-5.3-Flash --served-model-name zai-org/GLM-5.3-Flash --trust-remote-code --tp 8 --reasoning-parser glm45 --tool-call-parser glm47 --context-length 1048576 --mem-fraction-static 0.76 --enable-metrics --host 0.0.0.0 --port 8000 --api-key <redacted> --kv-cache-dtype fp8_e4m3 --dsa-prefill-backend flashinfer_sparse_mla --dsa-decode-backend flashinfer_sparse_mla --linear-attn-backend triton --attention-backend dsa --fp8-gemm-backend cutlass --moe-runner-backend triton --speculative-algorithm DFLASH --speculative-draft-model-path incoai/GLM-5.3-Flash-DFlash2 --speculative-draft-attention-backend fa4";
 
 #[tokio::test]
