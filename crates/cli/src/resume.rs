@@ -242,16 +242,15 @@ fn apply_changes(saved: &Settings, a: &RunArgs) -> (Settings, Vec<String>) {
         &mut notes,
     );
     settings.max_time_s = budget.map(|b| b.0);
+    let mut first = settings.first_token_timeout_s.map(Secs);
+    let given = secs(a.first_token_timeout).map(Some);
+    changeable("first-token-timeout", given, &mut first, &mut notes);
+    settings.first_token_timeout_s = first.map(|f| f.0);
     for (flag, given, slot) in [
         (
             "readiness-timeout",
             a.readiness_timeout,
             &mut settings.readiness_timeout_s,
-        ),
-        (
-            "first-token-timeout",
-            a.first_token_timeout,
-            &mut settings.first_token_timeout_s,
         ),
         ("idle-timeout", a.idle_timeout, &mut settings.idle_timeout_s),
     ] {

@@ -99,6 +99,7 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     };
     let mut end = MatrixEnd::Completed;
     let total = m.plan.cells.len();
+    let mut recent: Vec<CellResult> = Vec::new();
 
     for (index, cell) in m.plan.cells.iter().enumerate() {
         if m.done.contains(&cell.key) {
@@ -147,18 +148,35 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             row.status_reason = Some(not_run_reason(&end));
         }
         let failed = row.status == CellStatus::Failed;
+        recent.push(row.clone());
+        if recent.len() > 4 {
+            recent.remove(0);
+        }
         save(&m, row)?;
-        // A failed cell is data, but a server that no longer answers at all ends the run: every
-        // later cell would fail the same way.
-        if failed && !m.engine.alive().await {
-            end = MatrixEnd::ServerGone(format!(
-                "the server at {} stopped answering",
-                m.engine.base_url()
-            ));
+        if failed && let Some(gone) = server_gone(&m, &recent).await {
+            end = gone;
         }
     }
     open_load(&m, &mut st, &mut end, started).await?;
     Ok(end)
+}
+
+/// After a failed cell: whether the server is gone, so the run ends (every later cell would
+/// fail the same way) — it no longer answers at all, or it accepts requests and never answers
+/// them (`llmib_core::first_token_stall`: two cells in a row without a first token).
+async fn server_gone(m: &MatrixRun<'_>, recent: &[CellResult]) -> Option<MatrixEnd> {
+    if !m.engine.alive().await {
+        return Some(MatrixEnd::ServerGone(format!(
+            "the server at {} stopped answering",
+            m.engine.base_url()
+        )));
+    }
+    llmib_core::first_token_stall(recent).then(|| {
+        MatrixEnd::ServerGone(format!(
+            "the server at {} accepts requests but sent no first token in two cells in a row (raise --first-token-timeout if its prefill is that slow)",
+            m.engine.base_url()
+        ))
+    })
 }
 
 /// The open-load sections after the matrix (`crate::load_section`). A run of open load alone
@@ -378,16 +396,21 @@ async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context:
     m.progress.event(ProgressEvent::Phase(Stage::HiddenWarmUp));
     let p = builder.throwaway(context.min(512));
     let max = m.plan.settings.max_output.min(32);
-    if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true, limits(m)) {
+    let lim = limits(m, context.min(512), 1);
+    m.progress.event(ProgressEvent::Note(format!(
+        "hidden warm-up: waiting for the server's first token (at most {:.0} s)",
+        lim.first_token.as_secs_f64()
+    )));
+    if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true, lim) {
         warm_up(&m.engine, &[(0, spec)], &m.cancel).await;
     }
 }
 
-/// The run's silence limits for every request it sends.
-pub(crate) fn limits(m: &MatrixRun<'_>) -> StreamLimits {
+/// The silence limits of a request of `prompt_tokens` sent with `in_flight − 1` others like it.
+pub(crate) fn limits(m: &MatrixRun<'_>, prompt_tokens: u64, in_flight: u32) -> StreamLimits {
     let s = &m.plan.settings;
     StreamLimits {
-        first_token: duration_from_secs(s.first_token_timeout_s),
+        first_token: duration_from_secs(s.first_token_limit_s(prompt_tokens, in_flight)),
         idle: duration_from_secs(s.idle_timeout_s),
     }
 }
@@ -458,7 +481,10 @@ fn requests_for(
     max_tokens: u32,
     deferred: bool,
 ) -> Result<Vec<(u32, RequestSpec)>, String> {
+    let streams: Vec<u32> = streams.collect();
+    let lim = limits(m, cp.context, streams.len() as u32);
     streams
+        .into_iter()
         .map(|i| {
             let p = cp
                 .prompts
@@ -466,7 +492,7 @@ fn requests_for(
                 .ok_or_else(|| format!("no prompt was built for stream {i}"))?;
             let spec = m
                 .engine
-                .stream_request(&m.model, p.input.clone(), max_tokens, deferred, limits(m))
+                .stream_request(&m.model, p.input.clone(), max_tokens, deferred, lim)
                 .map_err(|e| e.to_string())?;
             Ok((i, spec))
         })
@@ -519,10 +545,13 @@ async fn prefill_cell(
             Ok(p) => p,
             Err(e) => return failed_result(cell, e.kind(), e.to_string()),
         };
-        let spec = match m
-            .engine
-            .stream_request(&m.model, prompt.input, 1, true, limits(m))
-        {
+        let spec = match m.engine.stream_request(
+            &m.model,
+            prompt.input,
+            1,
+            true,
+            limits(m, prompt.tokens, 1),
+        ) {
             Ok(s) => s,
             Err(e) => return failed_result(cell, "request_body", e.to_string()),
         };

@@ -301,6 +301,8 @@ async fn fresh_requests(
 ) -> Result<(Vec<RequestSpec>, u64), (&'static str, String)> {
     let mut out = Vec::with_capacity(count);
     let mut tokens = s.ctx.tokens;
+    // Open load queues behind as many prompts as the server admits at once.
+    let lim = limits(m, s.ctx.tokens, saturation_slots(m, s));
     for _ in 0..count {
         if m.cancel.is_cancelled() {
             break;
@@ -313,7 +315,7 @@ async fn fresh_requests(
         tokens = p.tokens;
         let spec = m
             .engine
-            .stream_request(&m.model, p.input, max_tokens, false, limits(m))
+            .stream_request(&m.model, p.input, max_tokens, false, lim)
             .map_err(|e| ("request_body", e.to_string()))?;
         out.push(spec);
     }

@@ -37,7 +37,8 @@ mod verdict;
 pub use capacity::kv_tokens_needed;
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, Plan, PlannedCell, PlannedContext,
-    PrefillMetric, Settings, Targeting, estimate_tolerance,
+    PrefillMetric, SLOW_PREFILL_TOK_PER_S, Settings, Targeting, estimate_tolerance,
+    first_token_default_s,
 };
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
@@ -59,8 +60,8 @@ pub use lag::{ClientLag, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag};
 pub use readiness::{Opened, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 pub use verdict::{
     DecodeObservation, ErrorTally, bare_result, decode_result, every_measured_cell_failed,
-    failed_result, failing_window_done, interrupted_result, measure_again_on_resume,
-    over_capacity_result, prefill_result, prefill_series_result,
+    failed_result, failing_window_done, first_token_stall, interrupted_result,
+    measure_again_on_resume, over_capacity_result, prefill_result, prefill_series_result,
 };
 
 // Open-loop load: arrival schedules and service-level objectives.

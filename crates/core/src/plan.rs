@@ -44,10 +44,11 @@ pub struct Settings {
     /// Seed for prompt prefixes (a fresh one per run unless given).
     pub prompt_seed: u64,
     /// Longest wait from a request's send to its first content chunk (response headers
-    /// included), seconds: sized for a 1M-token prefill on a slow deployment. A request that
-    /// passes it fails its cell with the reason, so no warm-up or prefill can hang a run.
-    #[serde(default = "default_first_token_timeout_s")]
-    pub first_token_timeout_s: f64,
+    /// included), seconds, when the user gave one; `None`: it follows the prompts
+    /// ([`first_token_default_s`]). A request that passes it fails its cell with the reason,
+    /// so no warm-up or prefill can hang a run.
+    #[serde(default)]
+    pub first_token_timeout_s: Option<f64>,
     /// Longest silence between two chunks of a stream once it has produced, seconds.
     #[serde(default = "default_idle_timeout_s")]
     pub idle_timeout_s: f64,
@@ -178,8 +179,26 @@ impl Api {
     }
 }
 
-fn default_first_token_timeout_s() -> f64 {
-    600.0
+/// The slow prefill rate the default first-token limit allows for, tokens per second.
+pub const SLOW_PREFILL_TOK_PER_S: f64 = 2000.0;
+
+/// The default first-token limit of a request sent with `in_flight − 1` others of the same
+/// prompt length (`prompt_tokens`): every one of their prompts at a slow 2,000 tok/s of
+/// prefill, and never under 60 s. A short prompt to a server that accepts and never answers
+/// fails within a minute; a 1M-token prefill keeps a long limit (8.7 min), and N cold prompts
+/// sent at once N times that.
+pub fn first_token_default_s(prompt_tokens: u64, in_flight: u32) -> f64 {
+    let queued = prompt_tokens as f64 * f64::from(in_flight.max(1));
+    (queued / SLOW_PREFILL_TOK_PER_S).max(60.0)
+}
+
+impl Settings {
+    /// The first-token limit of a request (see [`first_token_default_s`]): the user's where
+    /// given.
+    pub fn first_token_limit_s(&self, prompt_tokens: u64, in_flight: u32) -> f64 {
+        self.first_token_timeout_s
+            .unwrap_or_else(|| first_token_default_s(prompt_tokens, in_flight))
+    }
 }
 
 fn default_idle_timeout_s() -> f64 {
@@ -198,7 +217,7 @@ impl Default for Settings {
             save_requests: false,
             gauge_interval_ms: 250,
             prompt_seed: 0,
-            first_token_timeout_s: default_first_token_timeout_s(),
+            first_token_timeout_s: None,
             idle_timeout_s: default_idle_timeout_s(),
             api: Api::Completions,
             token_targeting: Targeting::Exact,
@@ -481,6 +500,19 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_first_token_limit_follows_the_prompts_sent_together() {
+        use super::{Settings, first_token_default_s};
+        assert_eq!(first_token_default_s(256, 1), 60.0, "a short prompt: a minute");
+        assert_eq!(first_token_default_s(1_048_576, 1), 524.288, "1M tokens at 2,000/s");
+        assert_eq!(first_token_default_s(131_072, 8), 524.288, "8 cold prompts queue");
+        assert_eq!(first_token_default_s(1000, 0), 60.0);
+        let mut s = Settings::default();
+        assert_eq!(s.first_token_limit_s(1_048_576, 1), 524.288);
+        s.first_token_timeout_s = Some(5.0);
+        assert_eq!(s.first_token_limit_s(1_048_576, 1), 5.0, "an explicit flag wins");
+    }
+
     use super::*;
 
     const K: u64 = 1024;

@@ -380,6 +380,25 @@ pub fn every_measured_cell_failed(rows: &[CellResult]) -> Option<String> {
     )
 }
 
+/// Whether the server accepts requests but never answers them: the last two measured rows
+/// (Over capacity and Not run ones are not measured) both Failed, every error of each a
+/// first-token timeout (warm-up or window). The run stops there rather than wait out the limit
+/// cell after cell.
+pub fn first_token_stall(rows: &[CellResult]) -> bool {
+    let measured = rows
+        .iter()
+        .rev()
+        .filter(|r| !matches!(r.status, CellStatus::OverCapacity | CellStatus::NotRun))
+        .take(2);
+    let stalled = |r: &CellResult| {
+        r.status == CellStatus::Failed
+            && !r.errors.is_empty()
+            && r.errors.keys().all(|k| k.ends_with("timeout_first_token"))
+    };
+    let v: Vec<&CellResult> = measured.collect();
+    v.len() == 2 && v.into_iter().all(stalled)
+}
+
 /// The row of a cell the plan predicted over the KV capacity: never run, whatever else happens.
 pub fn over_capacity_result(cell: &PlannedCell, max_output: u32, kv_capacity: u64) -> CellResult {
     let k = cell.key;

@@ -534,3 +534,27 @@ fn a_standalone_prefill_row_is_the_median_with_its_spread() {
     assert_eq!(row.status, CellStatus::Failed);
     assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
 }
+
+#[test]
+fn two_cells_in_a_row_without_a_first_token_are_a_stalled_server() {
+    let mk = |status: CellStatus, kinds: &[&str]| {
+        let mut r = CellResult::empty(Phase::Decode, 1024, "1K", 1, status);
+        for k in kinds {
+            r.errors.insert((*k).to_string(), 2);
+        }
+        r
+    };
+    let stall = || {
+        mk(
+            CellStatus::Failed,
+            &["warmup_timeout_first_token", "timeout_first_token"],
+        )
+    };
+    let skipped = mk(CellStatus::NotRun, &[]);
+    assert!(first_token_stall(&[stall(), skipped.clone(), stall()]));
+    assert!(!first_token_stall(&[stall()]), "one cell is not a pattern");
+    let other = mk(CellStatus::Failed, &["timeout_first_token", "http_500"]);
+    assert!(!first_token_stall(&[other, stall()]));
+    assert!(!first_token_stall(&[stall(), mk(CellStatus::Valid, &[])]));
+    assert!(!first_token_stall(&[mk(CellStatus::Failed, &[]), stall()]));
+}
