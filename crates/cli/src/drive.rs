@@ -40,21 +40,40 @@ pub struct Drive<'a> {
     pub server_local: bool,
 }
 
-/// Waits for Ctrl-C or, on Unix, SIGTERM (what `kill`, systemd and container runtimes send):
-/// both stop the run the same way, with what was measured saved. `false` if no signal can be
-/// watched.
-async fn interrupt() -> bool {
+/// A signal that stops the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Ctrl-C (SIGINT).
+    CtrlC,
+    /// SIGTERM: what `kill`, systemd and container runtimes send.
+    Term,
+}
+
+impl Stop {
+    /// What the terminal is told: the words name the signal that came, so a `kill` is not
+    /// told to press Ctrl-C.
+    fn words(self) -> &'static str {
+        match self {
+            Stop::CtrlC => "interrupted: saving what is done (Ctrl-C again to force quit)",
+            Stop::Term => "terminated (SIGTERM): saving what is done (a second signal forces quit)",
+        }
+    }
+}
+
+/// Waits for Ctrl-C or, on Unix, SIGTERM: both stop the run the same way, with what was
+/// measured saved. `None` if no signal can be watched.
+async fn interrupt() -> Option<Stop> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         if let Ok(mut term) = signal(SignalKind::terminate()) {
             return tokio::select! {
-                c = tokio::signal::ctrl_c() => c.is_ok(),
-                t = term.recv() => t.is_some(),
+                c = tokio::signal::ctrl_c() => c.ok().map(|_| Stop::CtrlC),
+                t = term.recv() => t.map(|_| Stop::Term),
             };
         }
     }
-    tokio::signal::ctrl_c().await.is_ok()
+    tokio::signal::ctrl_c().await.ok().map(|_| Stop::CtrlC)
 }
 
 /// Drives the matrix with the chosen display and signal handling.
@@ -62,13 +81,13 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {
-        if interrupt().await {
+        if let Some(stop) = interrupt().await {
             // The dashboard stops drawing before the terminal is given back, or it would paint
             // over the main screen while the run saves what it has.
             release_terminal();
-            eprintln!("\ninterrupted: saving what is done (Ctrl-C again to force quit)");
+            eprintln!("\n{}", stop.words());
             c2.cancel();
-            if interrupt().await {
+            if interrupt().await.is_some() {
                 std::process::exit(130);
             }
         }

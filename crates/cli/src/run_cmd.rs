@@ -412,12 +412,9 @@ fn run_info(
         ),
         (None, None) => (None, None),
     };
+    // Dropped contexts are the plan's (`plan.dropped_contexts`), which every report lists: not
+    // notes again.
     let mut notes: Vec<String> = probe_notes;
-    notes.extend(
-        plan.dropped_contexts
-            .iter()
-            .map(|d| format!("context {} dropped: {}", d.spec, d.reason)),
-    );
     if plan.kv_capacity_tokens.is_none() {
         notes.push("KV capacity unknown: no cell was predicted Over capacity; queueing is detected instead".into());
     }

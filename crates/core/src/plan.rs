@@ -503,14 +503,30 @@ mod tests {
     #[test]
     fn the_first_token_limit_follows_the_prompts_sent_together() {
         use super::{Settings, first_token_default_s};
-        assert_eq!(first_token_default_s(256, 1), 60.0, "a short prompt: a minute");
-        assert_eq!(first_token_default_s(1_048_576, 1), 524.288, "1M tokens at 2,000/s");
-        assert_eq!(first_token_default_s(131_072, 8), 524.288, "8 cold prompts queue");
+        assert_eq!(
+            first_token_default_s(256, 1),
+            60.0,
+            "a short prompt: a minute"
+        );
+        assert_eq!(
+            first_token_default_s(1_048_576, 1),
+            524.288,
+            "1M tokens at 2,000/s"
+        );
+        assert_eq!(
+            first_token_default_s(131_072, 8),
+            524.288,
+            "8 cold prompts queue"
+        );
         assert_eq!(first_token_default_s(1000, 0), 60.0);
         let mut s = Settings::default();
         assert_eq!(s.first_token_limit_s(1_048_576, 1), 524.288);
         s.first_token_timeout_s = Some(5.0);
-        assert_eq!(s.first_token_limit_s(1_048_576, 1), 5.0, "an explicit flag wins");
+        assert_eq!(
+            s.first_token_limit_s(1_048_576, 1),
+            5.0,
+            "an explicit flag wins"
+        );
     }
 
     use super::*;

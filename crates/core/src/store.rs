@@ -27,7 +27,7 @@ pub const REQUESTS_FILE: &str = "requests.jsonl";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file could not be read or written.
-    #[error("{path}: {source} (check the output directory's permissions and free space)")]
+    #[error("{path}: {source}{}", io_advice(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -47,6 +47,20 @@ pub enum StoreError {
         /// What was wrong.
         detail: String,
     },
+}
+
+/// What to do about an I/O error, by its kind: only advice that fits it (a missing directory
+/// was told to check free space).
+fn io_advice(e: &std::io::Error) -> &'static str {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::NotFound => " (check the path: no such results directory or file)",
+        K::PermissionDenied | K::ReadOnlyFilesystem => " (check the directory's permissions)",
+        K::StorageFull | K::QuotaExceeded | K::WriteZero => {
+            " (free some disk space, then --resume)"
+        }
+        _ => "",
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -315,6 +329,28 @@ fn append_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each I/O error gets the advice that fits it, and only that.
+    #[test]
+    fn io_errors_give_advice_that_fits_them() {
+        let e = |kind| {
+            StoreError::Io {
+                path: PathBuf::from("r/cells.jsonl"),
+                source: std::io::Error::from(kind),
+            }
+            .to_string()
+        };
+        let missing = e(std::io::ErrorKind::NotFound);
+        assert!(
+            missing.contains("check the path") && !missing.contains("disk"),
+            "{missing}"
+        );
+        assert!(e(std::io::ErrorKind::StorageFull).contains("free some disk space"));
+        assert!(e(std::io::ErrorKind::PermissionDenied).contains("permissions"));
+        let other = e(std::io::ErrorKind::InvalidData);
+        assert!(!other.contains('('), "no advice that does not fit: {other}");
+    }
+
     use crate::cell::{CellStatus, Phase};
 
     #[test]

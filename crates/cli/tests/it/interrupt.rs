@@ -142,6 +142,14 @@ fn ctrl_c_saves_what_is_done_and_exits_130() {
         );
         assert!(rows.iter().any(|r| r["status"] == "not_run"), "{rows:#?}");
         assert_eq!(run_json(&dir)["state"], "interrupted", "{signal}");
+        // The terminal is told which signal came (a kill was told to press Ctrl-C).
+        let err = String::from_utf8_lossy(&out.stderr);
+        let says = if signal == "-TERM" {
+            "SIGTERM"
+        } else {
+            "Ctrl-C"
+        };
+        assert!(err.contains(says), "{signal}: {err}");
     }
 }
 

@@ -557,6 +557,18 @@ fn a_spent_time_budget_marks_the_rest_not_run() {
         !dir.join("report.html").exists(),
         "format = none from the file"
     );
+    // The default 8K prefill context does not fit the 4K server: it is listed once, as a
+    // dropped context of the plan, and not again among the notes (the report printed both).
+    let run = run_json(&dir);
+    let dropped = run["plan"]["dropped_contexts"].as_array().expect("dropped");
+    assert_eq!(dropped.len(), 1, "{dropped:#?}");
+    let notes = run["notes"].as_array().expect("notes");
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.as_str().unwrap_or("").contains("dropped")),
+        "{notes:#?}"
+    );
 }
 
 /// Without gauges (an engine started without metrics) readiness comes from first tokens, and a

@@ -95,8 +95,21 @@ pub enum ProbeError {
     /// The key was refused.
     #[error("{0}")]
     Auth(String),
+    /// `/v1/models` is not there and no model was given: the URL is not an OpenAI-compatible
+    /// server's root.
+    #[error(
+        "{url}/v1/models answered HTTP 404: check --url (the server's root, e.g. http://host:8000); --model NAME only helps a server that serves completions but lists no models"
+    )]
+    NotAnApi {
+        /// The server.
+        url: String,
+    },
     /// The requested model is not served.
-    #[error("model {model:?} is not served at {url}; server serves: {}; pass --model", available.join(", "))]
+    #[error(
+        "model {:?} is not served at {url}; server serves: {}; pass --model with one of them",
+        short(model),
+        short_list(available)
+    )]
     ModelNotFound {
         /// The server.
         url: String,
@@ -109,7 +122,10 @@ pub enum ProbeError {
     #[error("cannot tell which model to use: {0}; pass --model NAME")]
     NoModel(String),
     /// No model given and the server lists several.
-    #[error("{url} serves several models: {}; pass --model", models.join(", "))]
+    #[error(
+        "{url} serves several models: {}; pass --model with one of them",
+        short_list(models)
+    )]
     SeveralModels {
         /// The server.
         url: String,
@@ -122,6 +138,26 @@ pub enum ProbeError {
     /// The client could not be built.
     #[error("{0}")]
     Client(String),
+}
+
+/// A server-provided name cut for a one-line message (a model id can be a megabyte long).
+fn short(s: &str) -> String {
+    const MAX: usize = 120;
+    if s.chars().count() <= MAX {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(MAX).collect();
+    format!("{cut}… ({} characters)", s.chars().count())
+}
+
+/// A server's list of names for a one-line message: the first ten, then how many more.
+fn short_list(items: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut out: Vec<String> = items.iter().take(SHOWN).map(|m| short(m)).collect();
+    if items.len() > SHOWN {
+        out.push(format!("… and {} more", items.len() - SHOWN));
+    }
+    out.join(", ")
 }
 
 impl From<HttpError> for ProbeError {
@@ -258,6 +294,11 @@ async fn find_model(
         Fetch::Json(v) => Some(v),
         Fetch::Transport(m) => return Err(ProbeError::Unreachable(m)),
         Fetch::Status(401 | 403, m) => return Err(ProbeError::Auth(m)),
+        Fetch::Status(404, _) if opts.model.is_none() => {
+            return Err(ProbeError::NotAnApi {
+                url: base.to_owned(),
+            });
+        }
         // Some endpoints do not list models; a given --model is then trusted.
         Fetch::Status(_, _) | Fetch::NotJson => None,
     };

@@ -404,7 +404,7 @@ async fn generic_endpoint_needs_a_model_when_several_are_served() {
     let err = Engine::probe(&opts(&url)).await.expect_err("several");
     let m = err.to_string();
     assert!(
-        m.contains("gpt-4o-mini, gpt-4o") && m.ends_with("pass --model"),
+        m.contains("gpt-4o-mini, gpt-4o") && m.ends_with("pass --model with one of them"),
         "{m}"
     );
 
@@ -425,6 +425,42 @@ async fn generic_endpoint_needs_a_model_when_several_are_served() {
         m.contains("server serves: gpt-4o-mini, gpt-4o; pass --model"),
         "{m}"
     );
+}
+
+/// 10,000 listed models and a megabyte-long id: the error line stays short (it printed 180 KB).
+#[tokio::test]
+async fn a_huge_model_list_is_cut_in_the_error_line() {
+    let mut ids: Vec<Value> = (0..10_000)
+        .map(|i| json!({"id": format!("model-{i}")}))
+        .collect();
+    ids[0] = json!({"id": "x".repeat(1 << 20)});
+    let body = json!({"object": "list", "data": ids}).to_string();
+    let (url, _) = serve(vec![ok("GET", "/v1/models", &body)]).await;
+    let m = Engine::probe(&opts(&url))
+        .await
+        .expect_err("several")
+        .to_string();
+    assert!(m.len() < 2_000, "{} bytes", m.len());
+    assert!(
+        m.contains("… and 9990 more") && m.contains("(1048576 characters)"),
+        "{m}"
+    );
+    let mut o = opts(&url);
+    o.model = Some("y".repeat(1 << 20));
+    let m = Engine::probe(&o).await.expect_err("not served").to_string();
+    assert!(m.len() < 3_000, "{} bytes", m.len());
+}
+
+/// A URL whose `/v1/models` is not there is not an OpenAI-compatible root: the error says to
+/// check --url, not to pass --model.
+#[tokio::test]
+async fn a_404_on_the_model_list_says_to_check_the_url() {
+    let (url, _) = serve(vec![]).await;
+    let m = Engine::probe(&opts(&url))
+        .await
+        .expect_err("404")
+        .to_string();
+    assert!(m.contains("HTTP 404") && m.contains("check --url"), "{m}");
 }
 
 #[tokio::test]
