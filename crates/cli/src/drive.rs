@@ -80,6 +80,7 @@ async fn interrupt() -> Option<Stop> {
 pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
+    let (dir, mut info) = (d.dir.clone(), d.info.clone());
     tokio::spawn(async move {
         if let Some(stop) = interrupt().await {
             // The dashboard stops drawing before the terminal is given back, or it would paint
@@ -88,6 +89,10 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
             eprintln!("\n{}", stop.words());
             c2.cancel();
             if interrupt().await.is_some() {
+                // Forced out: run.json must not keep saying `running` (the rows are saved).
+                info.state = llmib_core::RunState::Interrupted;
+                info.finished_at = Some(llmib_core::now_rfc3339());
+                let _ = dir.write_info(&info);
                 std::process::exit(130);
             }
         }

@@ -201,8 +201,18 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         hw_monitor: !args.no_hw_monitor,
         server_local: is_loopback(&url),
     })
-    .await?;
+    .await;
     info.finished_at = Some(now_rfc3339());
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => {
+            // The store failed (a full disk): say so in run.json where it can still be written,
+            // so the run is not left `running`.
+            info.state = RunState::Aborted;
+            let _ = dir.write_info(&info);
+            return Err(e);
+        }
+    };
     info.state = match &end {
         MatrixEnd::Completed | MatrixEnd::BudgetSpent => RunState::Completed,
         MatrixEnd::Interrupted => RunState::Interrupted,

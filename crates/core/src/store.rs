@@ -244,13 +244,19 @@ fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> 
         path: path.to_path_buf(),
         detail: e.to_string(),
     })?;
-    {
+    let written = (|| {
         let mut f = File::create(&tmp).map_err(io(&tmp))?;
         f.write_all(&json).map_err(io(&tmp))?;
         f.write_all(b"\n").map_err(io(&tmp))?;
         f.sync_all().map_err(io(&tmp))?;
+        fs::rename(&tmp, path).map_err(io(path))
+    })();
+    if let Err(e) = written {
+        // A full disk left a 0-byte run.json.tmp beside the last good run.json: the old file
+        // stays, the torn one goes.
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    fs::rename(&tmp, path).map_err(io(path))?;
     // Make the rename itself durable.
     if let Some(dir) = path.parent()
         && let Ok(d) = File::open(dir)
@@ -329,6 +335,21 @@ fn append_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write that fails leaves the last good file and no temporary one beside it.
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let root = std::env::temp_dir().join(format!("llmib-store-tmp-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("run.json")).expect("a directory where the file goes");
+        let e = write_atomic(&root.join("run.json"), &serde_json::json!({"a": 1}));
+        assert!(e.is_err(), "a rename onto a directory fails");
+        assert!(
+            !root.join("run.json.tmp").exists(),
+            "the temporary file is removed"
+        );
+        let _ = fs::remove_dir_all(&root);
+    }
 
     /// Each I/O error gets the advice that fits it, and only that.
     #[test]

@@ -153,6 +153,35 @@ fn ctrl_c_saves_what_is_done_and_exits_130() {
     }
 }
 
+/// Two Ctrl-C in quick succession force the run out, and run.json says interrupted, not
+/// running (the second signal used to exit before anything was written).
+#[test]
+fn a_second_ctrl_c_forces_quit_and_run_json_is_not_left_running() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-sigint-twice");
+    let d = dir.to_str().unwrap_or_default().to_string();
+    let child = spawn_small_run(&sim.url, &d, "2s");
+    wait_for_rows(&dir, 1);
+    for _ in 0..2 {
+        let ok = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .map(|s| s.success());
+        assert_eq!(ok.ok(), Some(true));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(run_json(&dir)["state"], "interrupted");
+    assert!(!dir.join("run.json.tmp").exists());
+}
+
 #[test]
 fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
     let _serial = timing_lock();
