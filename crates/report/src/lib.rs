@@ -23,9 +23,12 @@ mod compare;
 mod csv;
 mod html;
 mod json;
+mod load;
+mod load_chart;
 mod markdown;
 mod model;
 pub mod number;
+mod pareto;
 mod table;
 
 #[cfg(test)]
