@@ -20,6 +20,7 @@
 
 mod accuracy;
 mod compare;
+mod compare_load;
 mod csv;
 mod html;
 mod json;

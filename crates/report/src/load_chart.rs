@@ -198,13 +198,16 @@ fn summary(
     c.rate.as_deref().and_then(s).map(at)
 }
 
-/// The charts of a context, in the order the page shows them.
-fn specs() -> Vec<(
+/// A chart: its key (in the element id), title, unit and series.
+type Spec = (
     &'static str,
     &'static str,
     &'static str,
     Vec<(&'static str, Pick)>,
-)> {
+);
+
+/// The charts of a context, in the order the page shows them.
+fn specs() -> Vec<Spec> {
     vec![
         (
             "ttft",
