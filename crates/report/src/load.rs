@@ -181,13 +181,15 @@ fn rate_texts(c: &CellResult) -> Vec<String> {
 }
 
 /// The outcome of a capacity row's rate: `12.5/s`, `≥ 32/s` (every rate up to the ceiling held),
-/// or `no rate meets the SLO`.
+/// `no rate meets the SLO` (the figure is null), or the status of a row without a search
+/// (`Not run`).
 pub(crate) fn capacity_rate_text(c: &CellResult) -> String {
     let at_least = c.capacity.as_ref().is_some_and(|f| f.outcome == "at_least");
-    match flat(c.capacity_request_rate) {
-        Some(r) if at_least => format!("≥ {}", req_rate(r)),
-        Some(r) => req_rate(r),
-        None => "no rate meets the SLO".to_string(),
+    match c.capacity_request_rate {
+        Some(Some(r)) if at_least => format!("≥ {}", req_rate(r)),
+        Some(Some(r)) => req_rate(r),
+        Some(None) => "no rate meets the SLO".to_string(),
+        None => c.status.label().to_string(),
     }
 }
 

@@ -329,18 +329,7 @@ fn chart(
             }
         })
         .collect();
-    let marks = rows
-        .iter()
-        .filter(|c| load::off_pace(c))
-        .filter_map(|c| {
-            let (r, a) = (c.request_rate?, c.achieved_request_rate.flatten()?);
-            Some(Mark {
-                from: sx(r),
-                to: sx(a),
-                title: format!("achieved {} of the {} asked", req_rate(a), req_rate(r)),
-            })
-        })
-        .collect();
+    let marks = achieved_marks(rows, &frame);
     Some(LineChart {
         id: id.to_string(),
         title: title.to_string(),
@@ -350,6 +339,21 @@ fn chart(
         series,
         marks,
     })
+}
+
+/// The achieved rate of every off-pace row, marked on the x axis from its requested rate.
+fn achieved_marks(rows: &[&CellResult], frame: &Frame) -> Vec<Mark> {
+    rows.iter()
+        .filter(|c| load::off_pace(c))
+        .filter_map(|c| {
+            let (r, a) = (c.request_rate?, c.achieved_request_rate.flatten()?);
+            Some(Mark {
+                from: frame.sx(r),
+                to: frame.sx(a),
+                title: format!("achieved {} of the {} asked", req_rate(a), req_rate(r)),
+            })
+        })
+        .collect()
 }
 
 /// A point's tooltip: `8K at 10/s: TTFT p99 812 ms (achieved 9.2/s)`.

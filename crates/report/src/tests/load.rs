@@ -357,3 +357,30 @@ fn compare_pairs_rate_cells_by_rate_and_capacity_rows_by_context() {
     // minijinja escapes `/` too.
     assert!(html.contains("max rate 6&#x2f;s (+2)"), "{html}");
 }
+
+#[test]
+fn planned_open_loop_rows_without_a_result_show_as_not_run() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/seed-run");
+    let mut run = llmib_core::RunDir::open(dir)
+        .and_then(|d| d.load())
+        .expect("golden");
+    run.info.plan.cells.push(rate_cell(8192, "8K", 2.5));
+    run.info.plan.cells.push(capacity_cell(8192, "8K"));
+    let r = Report::from_loaded(run);
+    let rate = find(&r, llmib_core::Phase::Rate, 8192, Some(2.5));
+    assert_eq!(rate.status, llmib_core::CellStatus::NotRun);
+    let md = Format::Markdown.exporter().render(&r).expect("md");
+    assert!(md.contains("| 8K | 2.5/s | — | — | — | — |"), "{md}");
+    // A capacity row that was never searched says so, not "no rate meets the SLO".
+    assert!(md.contains("| 8K | Not run | — |"), "{md}");
+    // With a rate cell at 8K in the last key position, the rows stay in key order.
+    let keys: Vec<_> = r.cells.iter().map(CellResult::key).collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn a_capacity_that_reached_the_ceiling_is_at_least() {
+    let rows = vec![rate_row((8192, "8K"), 1.0, 100, 10, 0)];
+    let c = capacity_row((8192, "8K"), Capacity::AtLeast { rate: 1.0 }, &rows);
+    assert_eq!(crate::load::capacity_rate_text(&c), "≥ 1/s");
+}
