@@ -5,11 +5,12 @@
 //! dropped, so a reader sees the whole matrix of every run.
 
 use crate::ReportError;
+use crate::compare_load;
 use crate::html::{self, render_template, ser};
 use crate::model::Report;
 use crate::number;
 use crate::table::{self, status_key};
-use llmib_core::{CellResult, Phase};
+use llmib_core::{CellKey, CellResult, Phase};
 use minijinja::Value;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -56,8 +57,11 @@ pub struct CompareRow {
     pub context_tokens: u64,
     /// Label.
     pub context_label: String,
-    /// N.
+    /// N (0 for the open-loop rows).
     pub concurrency: u32,
+    /// A rate cell's requested rate, requests per second (rate cells are paired by context
+    /// and rate, capacity rows by context).
+    pub request_rate: Option<f64>,
     /// One per run, in run order: the run's row (if any) and its verdict.
     pub entries: Vec<(Option<CellResult>, Verdict)>,
 }
@@ -151,22 +155,13 @@ impl Comparison {
                 report,
             })
             .collect();
-        let mut keys: BTreeSet<(Phase, u64, u32)> = BTreeSet::new();
+        // The key pairs rate cells by context and rate, capacity rows by context.
+        let mut keys: BTreeSet<CellKey> = BTreeSet::new();
         for r in &runs {
-            keys.extend(
-                r.report
-                    .cells
-                    .iter()
-                    .map(|c| (c.phase, c.context_tokens, c.concurrency)),
-            );
+            keys.extend(r.report.cells.iter().map(CellResult::key));
         }
-        let find = |r: &RunEntry, k: &(Phase, u64, u32)| {
-            r.report
-                .cells
-                .iter()
-                .find(|c| (c.phase, c.context_tokens, c.concurrency) == *k)
-                .cloned()
-        };
+        let find =
+            |r: &RunEntry, k: &CellKey| r.report.cells.iter().find(|c| c.key() == *k).cloned();
         let rows = keys
             .iter()
             .map(|k| {
@@ -190,10 +185,11 @@ impl Comparison {
                     })
                     .collect();
                 CompareRow {
-                    phase: k.0,
-                    context_tokens: k.1,
+                    phase: k.phase,
+                    context_tokens: k.context_tokens,
                     context_label: label,
-                    concurrency: k.2,
+                    concurrency: k.concurrency,
+                    request_rate: (k.rate_mrps > 0).then(|| k.rate_mrps as f64 / 1000.0),
                     entries,
                 }
             })
@@ -222,10 +218,17 @@ impl Comparison {
     }
 
     /// The words for one entry: `190.7`, `201.3 ×1.06`, `Over capacity`,
-    /// `Valid 201.3 (not comparable: …)`.
-    pub(crate) fn entry_text(cell: Option<&CellResult>, v: &Verdict) -> String {
+    /// `Valid 201.3 (not comparable: …)`; an open-loop row shows its own figures with their
+    /// differences from `base`, the baseline's row (`compare_load`).
+    pub(crate) fn entry_text(
+        base: Option<&CellResult>,
+        cell: Option<&CellResult>,
+        v: &Verdict,
+    ) -> String {
         let value = |c: &CellResult| {
-            if c.status.has_figures() {
+            if let Some(text) = compare_load::entry_value(c, base) {
+                text
+            } else if c.status.has_figures() {
                 let rate = number::or_null(table::total(c), number::rate);
                 if c.status == llmib_core::CellStatus::Valid {
                     rate
@@ -239,7 +242,7 @@ impl Comparison {
         match (cell, v) {
             (None, Verdict::NotComparable { reason }) => format!("— (not comparable: {reason})"),
             (None, _) => number::NULL.to_string(),
-            (Some(c), Verdict::Comparable { ratio: Some(r) }) => {
+            (Some(c), Verdict::Comparable { ratio: Some(r) }) if !crate::load::is_load(c) => {
                 format!("{} {}", value(c), number::ratio(*r))
             }
             (Some(c), Verdict::NotComparable { reason }) => {
@@ -273,12 +276,13 @@ impl Comparison {
             let mut l = vec![
                 row.phase.label().to_string(),
                 row.context_label.clone(),
-                row.concurrency.to_string(),
+                compare_load::load_column(row.phase, row.concurrency, row.request_rate),
             ];
+            let base = row.entries.first().and_then(|e| e.0.as_ref());
             l.extend(
                 row.entries
                     .iter()
-                    .map(|(c, v)| Self::entry_text(c.as_ref(), v)),
+                    .map(|(c, v)| Self::entry_text(base, c.as_ref(), v)),
             );
             lines.push(l);
         }
@@ -335,7 +339,8 @@ impl Comparison {
                 phase: r.phase.label(),
                 context: r.context_label.clone(),
                 tokens: r.context_tokens,
-                n: r.concurrency,
+                n: compare_load::load_column(r.phase, r.concurrency, r.request_rate),
+                n_sort: r.request_rate.unwrap_or(f64::from(r.concurrency)),
                 entries: self.entry_views(&r.entries),
             })
             .collect()
@@ -379,15 +384,22 @@ impl Comparison {
 
     /// One measurement's entries, one per run.
     fn entry_views(&self, entries: &[(Option<CellResult>, Verdict)]) -> Vec<EntryView> {
+        let base = entries.first().and_then(|e| e.0.as_ref());
         entries
             .iter()
             .enumerate()
-            .map(|(i, (c, v))| self.entry_view(i, c, v))
+            .map(|(i, (c, v))| self.entry_view(base, i, c, v))
             .collect()
     }
 
     /// Run `i`'s entry of one measurement, as the page shows it.
-    fn entry_view(&self, i: usize, c: &Option<CellResult>, v: &Verdict) -> EntryView {
+    fn entry_view(
+        &self,
+        base: Option<&CellResult>,
+        i: usize,
+        c: &Option<CellResult>,
+        v: &Verdict,
+    ) -> EntryView {
         EntryView {
             letter: self
                 .runs
@@ -398,16 +410,16 @@ impl Comparison {
                 .as_ref()
                 .map(status_key)
                 .unwrap_or_else(|| "missing".into()),
-            text: Self::entry_text(c.as_ref(), v),
+            text: Self::entry_text(base, c.as_ref(), v),
             short: match v {
                 Verdict::NotComparable { .. } => {
                     let value = match c {
-                        Some(c) => Self::entry_text(Some(c), &Verdict::SameStatus),
+                        Some(c) => Self::entry_text(base, Some(c), &Verdict::SameStatus),
                         None => number::NULL.to_string(),
                     };
                     format!("{value} · not comparable")
                 }
-                _ => Self::entry_text(c.as_ref(), v),
+                _ => Self::entry_text(base, c.as_ref(), v),
             },
             class: match v {
                 Verdict::Baseline => "base",
@@ -446,7 +458,9 @@ struct RowView {
     phase: &'static str,
     context: String,
     tokens: u64,
-    n: u32,
+    /// N, or a rate cell's requested rate.
+    n: String,
+    n_sort: f64,
     entries: Vec<EntryView>,
 }
 

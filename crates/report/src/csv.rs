@@ -2,13 +2,16 @@
 //! generated from the same [`Column`] list as the tables. Values are unrounded numbers in the
 //! header's unit (a spreadsheet should not parse `9,232.0`); null is an empty field. Columns
 //! after the seed's carry the rest of the report: token-count source, the server's reported
-//! prompt lengths and prefill rate, and the Burst / E2E figures.
+//! prompt lengths and prefill rate, the Burst / E2E figures, and the open-loop figures (rate
+//! cells and capacity rows: rates, failures, SLO attainment, goodput, capacity, and the rate
+//! cells' latency, queue and pacing percentiles).
 
 use crate::model::Report;
 use crate::table::{Column, Raw};
 use crate::{Exporter, Format, ReportError};
 use llmib_core::BurstFigures;
 use llmib_core::CellResult;
+use llmib_core::RateFigures;
 use llmib_core::Summary;
 
 /// The CSV exporter.
@@ -101,7 +104,79 @@ const EXTRA: &[Extra] = &[
     ("Burst wall time (s)", |c| {
         Raw::num(c.burst.as_ref().map(|b| b.wall_s))
     }),
+    ("Request rate (req/s)", |c| Raw::num(c.request_rate)),
+    ("Achieved request rate (req/s)", |c| {
+        Raw::num(c.achieved_request_rate.flatten())
+    }),
+    ("Failed requests", |c| Raw::int(c.failed_requests.flatten())),
+    ("SLO attainment", |c| Raw::num(c.slo_attainment.flatten())),
+    ("Goodput (req/s)", |c| Raw::num(c.goodput_rps.flatten())),
+    ("Goodput (tok/s)", |c| {
+        Raw::num(c.goodput_tok_per_s.flatten())
+    }),
+    ("Capacity request rate (req/s)", |c| {
+        Raw::num(c.capacity_request_rate.flatten())
+    }),
+    ("Capacity concurrency", |c| {
+        Raw::int(c.capacity_concurrency.flatten().map(u64::from))
+    }),
+    ("Rate TTFT p99 (ms)", |c| {
+        rate_at(c, |f| f.ttft_ms.as_ref(), |s| s.p99)
+    }),
+    ("Rate TPOT p50 (ms)", |c| {
+        rate_at(c, |f| f.tpot_ms.as_ref(), |s| s.p50)
+    }),
+    ("Rate TPOT p99 (ms)", |c| {
+        rate_at(c, |f| f.tpot_ms.as_ref(), |s| s.p99)
+    }),
+    ("Rate ITL p99 (ms)", |c| {
+        rate_at(c, |f| f.itl_ms.as_ref(), |s| s.p99)
+    }),
+    ("Rate E2E p50 (ms)", |c| {
+        rate_at(c, |f| f.e2e_ms.as_ref(), |s| s.p50)
+    }),
+    ("Rate E2E p90 (ms)", |c| {
+        rate_at(c, |f| f.e2e_ms.as_ref(), |s| s.p90)
+    }),
+    ("Rate E2E p99 (ms)", |c| {
+        rate_at(c, |f| f.e2e_ms.as_ref(), |s| s.p99)
+    }),
+    ("Rate queue p50 (ms)", |c| {
+        rate_at(c, |f| f.queue_ms.as_ref(), |s| s.p50)
+    }),
+    ("Rate queue p99 (ms)", |c| {
+        rate_at(c, |f| f.queue_ms.as_ref(), |s| s.p99)
+    }),
+    ("Rate pacing error p50 (us)", |c| {
+        rate_at(c, |f| f.pacing_error_us.as_ref(), |s| s.p50)
+    }),
+    ("Rate pacing error p99 (us)", |c| {
+        rate_at(c, |f| f.pacing_error_us.as_ref(), |s| s.p99)
+    }),
+    ("Pacing warning", |c| {
+        c.rate
+            .as_ref()
+            .and_then(|f| f.pacing_warning.clone())
+            .map_or(Raw::Null, Raw::Text)
+    }),
+    ("SLO", |c| {
+        let slo = c
+            .rate
+            .as_ref()
+            .and_then(|f| f.slo.as_ref().map(|s| s.slo.clone()));
+        slo.or_else(|| c.capacity.as_ref().map(|f| f.slo.clone()))
+            .map_or(Raw::Null, Raw::Text)
+    }),
 ];
+
+/// One percentile of one of a rate row's summaries.
+fn rate_at(
+    c: &CellResult,
+    pick: fn(&RateFigures) -> Option<&Summary>,
+    at: fn(&Summary) -> f64,
+) -> Raw {
+    Raw::num(c.rate.as_deref().and_then(pick).map(at))
+}
 
 /// One percentile of one of a burst row's summaries.
 fn burst_ms(

@@ -18,6 +18,7 @@ pub const JS: &str = include_str!("../templates/script.js");
 const REPORT_TEMPLATE: &str = include_str!("../templates/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../templates/compare.html");
 const ACCURACY_TEMPLATE: &str = include_str!("../templates/accuracy.html");
+const LOAD_TEMPLATE: &str = include_str!("../templates/load.html");
 
 /// The HTML exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,6 +40,8 @@ pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
         .map_err(err("compare.html"))?;
     env.add_template("accuracy.html", ACCURACY_TEMPLATE)
         .map_err(err("accuracy.html"))?;
+    env.add_template("load.html", LOAD_TEMPLATE)
+        .map_err(err("load.html"))?;
     Ok(env)
 }
 
@@ -305,6 +308,7 @@ impl Exporter for HtmlExporter {
             table => ser(Table::measurements(report, &Column::ALL)),
             hardware => ser(Table::hardware(report)),
             bursts => ser(Table::bursts(report)),
+            load => ser(crate::load_chart::view(report)),
             notes => ser(report.notes()),
             generator => ser(generator()),
             css => Value::from_safe_string(CSS.to_string()),

@@ -10,6 +10,7 @@ use crate::model::Report;
 use crate::{Exporter, Format, ReportError};
 use llmib_core::CellResult;
 use llmib_core::DroppedContext;
+use llmib_core::LoadSettings;
 use llmib_core::{EngineInfo, HardwareInfo, ModelInfo};
 use llmib_core::{RunState, ToolInfo};
 use serde::Serialize;
@@ -97,6 +98,10 @@ pub struct RunDoc<'a> {
     pub notes: Vec<String>,
     /// Lines of `cells.jsonl` that could not be read.
     pub skipped_cell_lines: usize,
+    /// What the open-loop section was asked to do (rates, arrivals, SLO, capacity search);
+    /// absent when the run had none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<&'a LoadSettings>,
 }
 
 fn non_empty(s: &str) -> Option<&str> {
@@ -143,6 +148,7 @@ impl<'a> ResultsDoc<'a> {
                 dropped_contexts: &p.dropped_contexts,
                 notes: report.notes(),
                 skipped_cell_lines: report.skipped_lines,
+                load: p.settings.load.as_ref(),
             },
             cells: &report.cells,
         }

@@ -20,12 +20,16 @@
 
 mod accuracy;
 mod compare;
+mod compare_load;
 mod csv;
 mod html;
 mod json;
+mod load;
+mod load_chart;
 mod markdown;
 mod model;
 pub mod number;
+mod pareto;
 mod table;
 
 #[cfg(test)]

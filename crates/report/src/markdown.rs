@@ -89,6 +89,7 @@ impl Exporter for MarkdownExporter {
         prefill_section(&mut out, report);
         decode_section(&mut out, report);
         measurements_section(&mut out, report);
+        load_section(&mut out, report);
         extra_sections(&mut out, report);
         notes_section(&mut out, report);
         while out.ends_with("\n\n") {
@@ -190,6 +191,51 @@ fn measurements_section(out: &mut String, report: &Report) {
     out.push('\n');
     for line in report.legend() {
         let _ = writeln!(out, "- {}", escape(&line));
+    }
+}
+
+/// The Load section (open-loop rate cells and capacity rows), where the run has them: the
+/// capacity table, the rate cells, the Pareto frontier of each context and the pacing warnings.
+fn load_section(out: &mut String, report: &Report) {
+    if !report.has_load() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Load\n\n{}", crate::load::LOAD_CAPTION);
+    let sub = |out: &mut String, title: &str, t: &Table| {
+        let _ = writeln!(out, "\n### {title}\n");
+        let rows: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
+            .collect();
+        pipe_table(out, &t.columns, &t.numeric, &rows);
+    };
+    if let Some(t) = Table::capacity(report) {
+        sub(out, "Capacity under the SLO", &t);
+    }
+    if let Some(t) = Table::rates(report) {
+        sub(out, "Open-loop rate cells", &t);
+    }
+    let front = crate::pareto::frontier_rows(report);
+    if !front.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n### Pareto frontier\n\nPer context, the cells (decode and rate alike) that no \
+             other cell beats on both total output tok/s and per-user tok/s.\n"
+        );
+        let header = ["Context", "Cell", "Per-user tok/s", "Total tok/s"].map(String::from);
+        let rows: Vec<Vec<String>> = front
+            .iter()
+            .map(|r| r.iter().map(|s| escape(s)).collect())
+            .collect();
+        pipe_table(out, &header, &[false, false, true, true], &rows);
+    }
+    let warnings = crate::load::pacing_warnings(report);
+    if !warnings.is_empty() {
+        out.push('\n');
+        for w in warnings {
+            let _ = writeln!(out, "- {}", escape(&w));
+        }
     }
 }
 

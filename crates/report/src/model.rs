@@ -111,11 +111,16 @@ impl Report {
                     CellStatus::NotRun,
                 );
                 c.status_reason = Some(MISSING_ROW_REASON.to_string());
+                if planned.key.rate_mrps > 0 {
+                    // An open-loop cell: its rate is part of its identity.
+                    c.request_rate = Some(planned.key.rate_mrps as f64 / 1000.0);
+                }
                 cells.push(c);
             }
         }
-        // Stable sort: the seed lists every prefill first, then decode by context and N.
-        cells.sort_by_key(|c| (c.phase, c.context_tokens, c.concurrency));
+        // Stable sort: the seed lists every prefill first, then decode by context and N; the
+        // open-loop rows follow, rate cells by context and rate, then the capacity rows.
+        cells.sort_by_key(|c| c.key());
         Report {
             info: run.info,
             cells,

@@ -119,6 +119,7 @@ impl Column {
         match self {
             Column::Phase => Raw::Text(c.phase.label().to_string()),
             Column::Context => Raw::Num(c.context_tokens as f64),
+            Column::RequestsAtOnce if crate::load::is_load(c) => Raw::Null,
             Column::RequestsAtOnce => Raw::Num(f64::from(c.concurrency)),
             Column::Status => Raw::Text(c.status.label().to_string()),
             Column::TotalTokPerS => num(total(c)),
@@ -137,6 +138,7 @@ impl Column {
         match self {
             Column::Phase => c.phase.label().to_string(),
             Column::Context => Report::context_label(c),
+            Column::RequestsAtOnce if crate::load::is_load(c) => number::NULL.to_string(),
             Column::RequestsAtOnce => c.concurrency.to_string(),
             Column::Status => c.status.label().to_string(),
             Column::TotalTokPerS => number::or_null(total(c), number::rate),
@@ -200,11 +202,13 @@ pub fn status_key(c: &CellResult) -> String {
 }
 
 impl Table {
-    /// The All-measurements table of a report, with `columns`.
+    /// The All-measurements table of a report, with `columns`: every row but the open-loop
+    /// ones, which have their own tables in the Load section (the CSV keeps them all).
     pub fn measurements(report: &Report, columns: &[Column]) -> Table {
         let rows = report
             .cells
             .iter()
+            .filter(|c| !crate::load::is_load(c))
             .map(|c| TableRow {
                 status: status_key(c),
                 cells: columns
@@ -233,7 +237,10 @@ impl Table {
 impl Table {
     /// A table of printed texts, one row per cell (styled by its status), with `cols` as
     /// (title, numeric); `None` when there are no rows (the section is left out).
-    fn of_texts(cols: &[(&str, bool)], rows: Vec<(&CellResult, Vec<String>)>) -> Option<Table> {
+    pub(crate) fn of_texts(
+        cols: &[(&str, bool)],
+        rows: Vec<(&CellResult, Vec<String>)>,
+    ) -> Option<Table> {
         let rows: Vec<TableRow> = rows
             .into_iter()
             .map(|(c, texts)| TableRow {

@@ -159,6 +159,29 @@ const CHECKS: &str = r###"<script>
   r.iframes = all("iframe, object, embed").length;
   r.resources = performance.getEntriesByType("resource").map(function (e) { return e.name; });
   r.height = document.documentElement.scrollHeight;
+  // The Load section, where the run has open-loop rows: what each chart drew, and its size.
+  var width = function (el) { return el.getBoundingClientRect().width; };
+  var load = document.getElementById("load");
+  r.load = !load ? null : {
+    charts: all("#load svg.lchart").map(function (s) {
+      return { id: s.parentNode.id, width: width(s),
+        lines: all("polyline", s).map(function (p) { return p.points.numberOfItems; }),
+        dots: all("circle.pt", s).length };
+    }),
+    paretos: all("#load svg.pchart").map(function (s) {
+      var f = s.querySelector("polyline.frontier");
+      return { width: width(s), frontier: f ? f.points.numberOfItems : 0,
+        frontierLength: f ? f.getTotalLength() : 0,
+        onFrontier: all("circle.on-frontier", s).length,
+        rate: all("circle.dot.rate", s).length, decode: all("circle.dot.decode", s).length };
+    }),
+    achieved: all("#load g.achieved").length,
+    capacity: all("#capacity-table tbody tr").map(function (tr) {
+      return all("td", tr).map(function (c) { return c.textContent; });
+    }),
+    rates: all("#rate-table tbody tr").length,
+    warnings: all("#pacing-warnings li").map(function (li) { return li.textContent; })
+  };
   var pre = document.createElement("pre");
   pre.id = "llmib-verdict";
   pre.textContent = JSON.stringify(r);
@@ -508,6 +531,183 @@ fn browser_eval_page_is_clean() {
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console output: {console:#?}");
     screenshot(&chrome, &work, &page, "eval.png", "1280,1000", false);
+}
+
+/// An open-loop rate cell built by llmib_core's own row function: 8 requests due every
+/// 1/rate s (request i sent `late_ms` × i late), first token `ttft_ms` after the send, then 19
+/// more `tpot_ms` apart.
+fn rate_row(
+    ctx: (u64, &str),
+    rate: f64,
+    (ttft_ms, tpot_ms, late_ms): (u64, u64, u64),
+    slo: &llmib_core::Slo,
+) -> llmib_core::CellResult {
+    use llmib_core::{Chunk, Outcome, RateObservation, RequestRecord};
+    const MS: u64 = 1_000_000;
+    let gap = (1000.0 / rate) as u64;
+    let due: Vec<u64> = (0..8u64).map(|i| i * gap * MS).collect();
+    let records: Vec<RequestRecord> = (0..8u32)
+        .map(|i| {
+            let sent = due[i as usize] + u64::from(i) * late_ms * MS;
+            let chunks: Vec<Chunk> = (0..20u64)
+                .map(|k| Chunk {
+                    t_ns: sent + (ttft_ms + k * tpot_ms) * MS,
+                    tokens: 1,
+                })
+                .collect();
+            RequestRecord {
+                stream: i,
+                sent_ns: sent,
+                headers_ns: None,
+                end_ns: chunks.last().map_or(sent, |c| c.t_ns),
+                chunks,
+                outcome: Outcome::Finished {
+                    reason: "length".into(),
+                },
+                prompt_tokens_reported: Some(ctx.0),
+                completion_tokens_reported: Some(20),
+                cached_tokens_reported: None,
+            }
+        })
+        .collect();
+    llmib_core::rate_result(
+        &llmib_core::rate_cell(ctx.0, ctx.1, rate),
+        RateObservation {
+            records: &records,
+            scheduled_ns: &due,
+            waited: &[false; 8],
+            requested_rate: rate,
+            arrival: llmib_core::ArrivalPattern::Constant,
+            max_concurrency: None,
+            max_in_flight: 4,
+            slo: Some(slo),
+            count: llmib_core::CountReport::new(),
+            nominal_source: llmib_core::TokenCountSource::ServerUsagePerChunk,
+            expected_prompt_tokens: ctx.0,
+            prompt_tolerance: 0,
+            fault: None,
+        },
+    )
+}
+
+/// The golden run with an open-loop section: rate cells at 8K (the last one paced late) and
+/// 16K, a capacity row at 8K (4/s) and one at 16K where no rate holds the SLO.
+fn load_run() -> llmib_report::Report {
+    use llmib_core::{Capacity, CapacityInputs, capacity_cell, capacity_result};
+    let mut report = llmib_report::Report::load(&seed_dir()).expect("golden run");
+    let slo: llmib_core::Slo = "ttft_p99=400ms,tpot_p50=20ms".parse().expect("slo");
+    let (k8, k16) = ((8192, "8K"), (16384, "16K"));
+    let at8: Vec<_> = [
+        (1.0, (100, 10, 0)),
+        (2.0, (120, 12, 0)),
+        (4.0, (200, 15, 0)),
+        (8.0, (900, 30, 30)),
+    ]
+    .into_iter()
+    .map(|(rate, shape)| rate_row(k8, rate, shape, &slo))
+    .collect();
+    let at16 = vec![rate_row(k16, 1.0, (800, 25, 0), &slo)];
+    let capacity = |ctx: (u64, &str), answer, points: &[llmib_core::CellResult]| {
+        capacity_result(
+            &capacity_cell(ctx.0, ctx.1),
+            CapacityInputs {
+                slo: &slo,
+                precision: 0.05,
+                answer,
+                rate_rows: points,
+                rows: &[],
+                synchronous_rate: Some(1.0),
+                saturation_rate: Some(10.0),
+            },
+        )
+    };
+    let found = Capacity::Found {
+        rate: 4.0,
+        failed_at: 8.0,
+    };
+    report.cells.push(capacity(k8, found, &at8));
+    report.cells.push(capacity(k16, Capacity::None, &at16));
+    report.cells.extend(at8);
+    report.cells.extend(at16);
+    report.cells.sort_by_key(llmib_core::CellResult::key);
+    report
+}
+
+#[test]
+fn browser_load_section_draws_its_charts_and_the_pareto_frontier() {
+    let Some(chrome) = chromium() else { return };
+    let work = out_dir("report-browser-load");
+    let html = llmib_report::Format::Html
+        .exporter()
+        .render(&load_run())
+        .expect("html");
+    let page = artifacts().join("load.html");
+    std::fs::write(&page, &html).expect("write page");
+    let probe_page = work.join("checked.html");
+    instrumented(&html, &probe_page);
+    let (dom, stderr) = run_chromium(
+        &chrome,
+        &work,
+        &probe_page,
+        &["--window-size=1280,900", "--dump-dom"],
+    );
+    let v = verdict(&dom, &stderr);
+    // The open-loop rows are in the Load section, not in All measurements.
+    assert_clean(&v, &stderr, 64);
+    assert_eq!(v["tableRows"].as_array().map(Vec::len), Some(73));
+    let load = &v["load"];
+    assert!(load.is_object(), "the Load section is shown: {v}");
+    let charts = load["charts"].as_array().expect("charts");
+    // 8K: TTFT, TPOT, goodput, attainment; 16K the same with one point each.
+    assert_eq!(charts.len(), 8, "{charts:#?}");
+    for c in charts {
+        assert!(c["width"].as_f64().unwrap_or(0.0) > 100.0, "drawn: {c}");
+        assert!(c["dots"].as_u64().unwrap_or(0) >= 1, "points: {c}");
+    }
+    let ttft = charts
+        .iter()
+        .find(|c| c["id"] == "load-0-ttft")
+        .expect("8K TTFT chart");
+    assert_eq!(
+        ttft["lines"],
+        serde_json::json!([4, 4]),
+        "p50 and p99, 4 rates"
+    );
+    assert!(
+        load["achieved"].as_u64().unwrap_or(0) >= 1,
+        "the late rate is marked"
+    );
+    let paretos = load["paretos"].as_array().expect("pareto charts");
+    assert_eq!(paretos.len(), 2);
+    let p8 = &paretos[0];
+    assert!(p8["width"].as_f64().unwrap_or(0.0) > 100.0);
+    assert!(p8["decode"].as_u64().unwrap_or(0) >= 1 && p8["rate"].as_u64() == Some(4));
+    assert!(p8["frontier"].as_u64().unwrap_or(0) >= 2, "{p8}");
+    assert!(p8["frontierLength"].as_f64().unwrap_or(0.0) > 0.0, "{p8}");
+    assert_eq!(p8["frontier"], p8["onFrontier"]);
+    let capacity = load["capacity"].as_array().expect("capacity rows");
+    assert_eq!(capacity.len(), 2);
+    assert_eq!(capacity[0][1], "4/s");
+    assert_eq!(capacity[1][1], "no rate meets the SLO");
+    assert_eq!(load["rates"].as_u64(), Some(5));
+    let warnings = load["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0]
+            .as_str()
+            .is_some_and(|w| w.starts_with("8K at 8/s (achieved 6.452/s)")),
+        "{warnings:?}"
+    );
+    let height = v["height"].as_u64().unwrap_or(4000).clamp(800, 12_000);
+    screenshot(
+        &chrome,
+        &work,
+        &page,
+        "load.png",
+        &format!("1280,{height}"),
+        false,
+    );
+    screenshot(&chrome, &work, &page, "load-phone.png", "390,3000", false);
 }
 
 /// A copy of the golden run in a fresh folder, so commands may write into it.

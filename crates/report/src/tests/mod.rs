@@ -3,4 +3,5 @@
 
 mod compare;
 mod golden;
+pub(crate) mod load;
 mod schema;

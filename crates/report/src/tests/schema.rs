@@ -216,3 +216,51 @@ fn a_hardware_summary_validates() {
     doc["cells"][1]["hardware"]["source"] = json!("guess");
     assert!(!errors(&doc).is_empty(), "unknown source");
 }
+
+/// A run with open-loop rows (rate cells, capacity rows, the run's load settings) validates;
+/// a rate row without a contract column, or with a figure of the wrong type, does not.
+#[test]
+fn open_loop_rows_validate() {
+    let mut report = super::load::load_report();
+    report.info.plan.settings.load = Some(llmib_core::LoadSettings {
+        rates: Some("1,2,4,8".parse().expect("rates")),
+        arrival: "poisson".parse().expect("arrival"),
+        slo: Some(super::load::SLO.parse().expect("slo")),
+        find_capacity: true,
+        precision: 0.05,
+        max_concurrency: None,
+        drain_s: 60.0,
+        skip_decode: false,
+    });
+    let text = Format::Json.exporter().render(&report).expect("json");
+    let doc: Value = serde_json::from_str(&text).expect("JSON");
+    assert!(doc["run"]["load"].is_object());
+    let errs = errors(&doc);
+    assert!(errs.is_empty(), "{errs:#?}");
+    let rate_at = |doc: &Value| -> usize {
+        doc["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .position(|c| c["phase"] == "rate")
+            .expect("a rate row")
+    };
+    let mut broken = doc.clone();
+    let i = rate_at(&broken);
+    if let Some(o) = broken["cells"][i].as_object_mut() {
+        o.remove("failed_requests");
+    }
+    assert!(!errors(&broken).is_empty(), "a missing open-loop column");
+    let mut broken = doc.clone();
+    broken["cells"][i]["slo_attainment"] = json!("100%");
+    assert!(!errors(&broken).is_empty(), "attainment as text");
+    let mut broken = doc.clone();
+    let cap = broken["cells"]
+        .as_array_mut()
+        .expect("cells")
+        .iter_mut()
+        .find(|c| c["phase"] == "capacity")
+        .expect("a capacity row");
+    cap["capacity"]["outcome"] = json!("maybe");
+    assert!(!errors(&broken).is_empty(), "an unknown outcome");
+}

@@ -1,0 +1,437 @@
+//! The Load section's throughput–latency charts: per context, request rate on x and one small
+//! line chart per figure (TTFT p50 and p99, TPOT p50, goodput and achieved rate, SLO
+//! attainment). Laid out here in SVG user units; the template only draws what it is given, and
+//! every text in it is escaped like the rest of the page.
+//!
+//! A point sits at its cell's requested rate. Where the client achieved a rate more than 2 %
+//! off it, the chart marks the achieved rate on the x axis (an arrow from the requested rate)
+//! and the point's tooltip says so.
+
+use crate::load::{self, LoadContext, req_rate};
+use crate::model::Report;
+use crate::number;
+use crate::table::Table;
+use llmib_core::{CellResult, RateFigures, Summary};
+use serde::Serialize;
+
+/// Chart size and plot margins, SVG units.
+pub(crate) const W: f64 = 360.0;
+pub(crate) const H: f64 = 220.0;
+const LEFT: f64 = 58.0;
+const RIGHT: f64 = 14.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 40.0;
+
+/// One tick of an axis: where, and its label.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Tick {
+    pub pos: f64,
+    pub label: String,
+}
+
+/// The plot area and its axes.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Frame {
+    pub x0: f64,
+    pub x1: f64,
+    pub y0: f64,
+    pub y1: f64,
+    /// The values at the ends of the axes.
+    pub x_top: f64,
+    pub y_top: f64,
+    pub x_ticks: Vec<Tick>,
+    pub y_ticks: Vec<Tick>,
+    pub x_label: String,
+    pub y_label: String,
+}
+
+/// Rounds to one decimal (SVG coordinates stay short).
+pub(crate) fn r1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// A "nice" step (1, 2, 2.5 or 5 × 10^k) that cuts `max` into about four ticks.
+pub(crate) fn nice_step(max: f64) -> f64 {
+    if !(max.is_finite() && max > 0.0) {
+        return 1.0;
+    }
+    let raw = max / 4.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let m = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 2.5 {
+        2.5
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+/// The axis top (a whole number of steps at or above `max`) and its ticks from 0.
+fn ticks(max: f64, fmt: fn(f64) -> String) -> (f64, Vec<(f64, String)>) {
+    let step = nice_step(max);
+    let n = (max / step).ceil().max(1.0) as u32;
+    let top = step * f64::from(n);
+    let t = (0..=n)
+        .map(|i| {
+            let v = step * f64::from(i);
+            (v, fmt(v))
+        })
+        .collect();
+    (top, t)
+}
+
+/// A short axis number: `12`, `2.5`, `1.2K`.
+pub(crate) fn axis_num(v: f64) -> String {
+    if v.abs() >= 10_000.0 {
+        format!("{}K", number::grouped(v / 1000.0, 0))
+    } else if v.abs() >= 1000.0 {
+        format!("{}K", number::grouped(v / 1000.0, 1))
+    } else if (v - v.round()).abs() < 1e-9 {
+        number::grouped(v, 0)
+    } else {
+        let s = number::grouped(v, 3);
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+impl Frame {
+    /// Axes from 0 to the data's maxima, rounded up to a whole number of nice steps.
+    pub(crate) fn new(x_max: f64, y_max: f64, x_label: &str, y_label: &str) -> Frame {
+        let (x_top, xs) = ticks(x_max, axis_num);
+        let (y_top, ys) = ticks(y_max, axis_num);
+        let mut f = Frame {
+            x0: LEFT,
+            x1: W - RIGHT,
+            y0: H - BOTTOM,
+            y1: TOP,
+            x_top,
+            y_top,
+            x_ticks: Vec::new(),
+            y_ticks: Vec::new(),
+            x_label: x_label.to_string(),
+            y_label: y_label.to_string(),
+        };
+        f.x_ticks = xs
+            .into_iter()
+            .map(|(v, label)| Tick {
+                pos: f.sx(v),
+                label,
+            })
+            .collect();
+        f.y_ticks = ys
+            .into_iter()
+            .map(|(v, label)| Tick {
+                pos: f.sy(v),
+                label,
+            })
+            .collect();
+        f
+    }
+
+    /// Where `v` lies on the x axis.
+    pub(crate) fn sx(&self, v: f64) -> f64 {
+        r1(self.x0 + v / self.x_top * (self.x1 - self.x0))
+    }
+
+    /// Where `v` lies on the y axis.
+    pub(crate) fn sy(&self, v: f64) -> f64 {
+        r1(self.y0 - v / self.y_top * (self.y0 - self.y1))
+    }
+}
+
+/// A point of a series.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Point {
+    pub x: f64,
+    pub y: f64,
+    /// Tooltip.
+    pub title: String,
+    /// The client did not achieve the requested rate here.
+    pub off_pace: bool,
+}
+
+/// One line of a chart.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Series {
+    pub name: &'static str,
+    /// CSS class (`s1` … `s3`), for its colour.
+    pub class: &'static str,
+    /// The polyline, `x,y x,y …`.
+    pub line: String,
+    pub points: Vec<Point>,
+}
+
+/// The achieved rate marked on the x axis where it differs from the requested rate.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Mark {
+    pub from: f64,
+    pub to: f64,
+    pub title: String,
+}
+
+/// One small chart.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LineChart {
+    pub id: String,
+    pub title: String,
+    pub width: f64,
+    pub height: f64,
+    pub frame: Frame,
+    pub series: Vec<Series>,
+    pub marks: Vec<Mark>,
+}
+
+/// A figure of a rate row for one series: its value, if any.
+type Pick = fn(&CellResult) -> Option<f64>;
+
+fn summary(
+    c: &CellResult,
+    s: fn(&RateFigures) -> Option<&Summary>,
+    at: fn(&Summary) -> f64,
+) -> Option<f64> {
+    c.rate.as_deref().and_then(s).map(at)
+}
+
+/// A chart: its key (in the element id), title, unit and series.
+type Spec = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<(&'static str, Pick)>,
+);
+
+/// The charts of a context, in the order the page shows them.
+fn specs() -> Vec<Spec> {
+    vec![
+        (
+            "ttft",
+            "TTFT",
+            "ms",
+            vec![
+                ("TTFT p50", |c| {
+                    summary(c, |f| f.ttft_ms.as_ref(), |s| s.p50)
+                }),
+                ("TTFT p99", |c| {
+                    summary(c, |f| f.ttft_ms.as_ref(), |s| s.p99)
+                }),
+            ],
+        ),
+        (
+            "tpot",
+            "TPOT p50",
+            "ms",
+            vec![("TPOT p50", |c| {
+                summary(c, |f| f.tpot_ms.as_ref(), |s| s.p50)
+            })],
+        ),
+        (
+            "goodput",
+            "Goodput and achieved rate",
+            "req/s",
+            vec![
+                ("Goodput", |c| c.goodput_rps.flatten()),
+                ("Achieved rate", |c| c.achieved_request_rate.flatten()),
+            ],
+        ),
+        (
+            "attainment",
+            "SLO attainment",
+            "%",
+            vec![("Attainment", |c| {
+                c.slo_attainment.flatten().map(|a| a * 100.0)
+            })],
+        ),
+    ]
+}
+
+const CLASSES: [&str; 3] = ["s1", "s2", "s3"];
+
+/// The charts of one context (a chart whose series have no point is left out).
+pub(crate) fn context_charts(l: &LoadContext<'_>, index: usize) -> Vec<LineChart> {
+    let rows: Vec<&CellResult> = l
+        .rates
+        .iter()
+        .copied()
+        .filter(|c| c.request_rate.is_some())
+        .collect();
+    specs()
+        .into_iter()
+        .filter_map(|(key, title, unit, picks)| {
+            chart(&rows, &format!("load-{index}-{key}"), title, unit, &picks)
+        })
+        .collect()
+}
+
+/// One chart of `rows` with a series per pick; `None` when no row has any of the figures.
+fn chart(
+    rows: &[&CellResult],
+    id: &str,
+    title: &str,
+    unit: &str,
+    picks: &[(&'static str, Pick)],
+) -> Option<LineChart> {
+    let values: Vec<Vec<(f64, f64, &CellResult)>> = picks
+        .iter()
+        .map(|(_, pick)| {
+            rows.iter()
+                .filter_map(|c| Some((c.request_rate?, pick(c)?, *c)))
+                .filter(|(x, y, _)| x.is_finite() && y.is_finite())
+                .collect()
+        })
+        .collect();
+    if values.iter().all(Vec::is_empty) {
+        return None;
+    }
+    let achieved = rows
+        .iter()
+        .filter_map(|c| c.achieved_request_rate.flatten());
+    let x_max = rows
+        .iter()
+        .filter_map(|c| c.request_rate)
+        .chain(achieved)
+        .fold(0.0_f64, f64::max);
+    let y_max = if unit == "%" {
+        100.0
+    } else {
+        values.iter().flatten().map(|v| v.1).fold(0.0_f64, f64::max)
+    };
+    let frame = Frame::new(x_max, y_max, "request rate (req/s)", unit);
+    let (sx, sy) = (|v| frame.sx(v), |v| frame.sy(v));
+    let series = picks
+        .iter()
+        .zip(&values)
+        .zip(CLASSES)
+        .map(|(((name, _), vals), class)| {
+            let points: Vec<Point> = vals
+                .iter()
+                .map(|(x, y, c)| Point {
+                    x: sx(*x),
+                    y: sy(*y),
+                    title: point_title(c, name, *y, unit),
+                    off_pace: load::off_pace(c),
+                })
+                .collect();
+            Series {
+                name,
+                class,
+                line: points
+                    .iter()
+                    .map(|p| format!("{},{}", p.x, p.y))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                points,
+            }
+        })
+        .collect();
+    let marks = achieved_marks(rows, &frame);
+    Some(LineChart {
+        id: id.to_string(),
+        title: title.to_string(),
+        width: W,
+        height: H,
+        frame,
+        series,
+        marks,
+    })
+}
+
+/// The achieved rate of every off-pace row, marked on the x axis from its requested rate.
+fn achieved_marks(rows: &[&CellResult], frame: &Frame) -> Vec<Mark> {
+    rows.iter()
+        .filter(|c| load::off_pace(c))
+        .filter_map(|c| {
+            let (r, a) = (c.request_rate?, c.achieved_request_rate.flatten()?);
+            Some(Mark {
+                from: frame.sx(r),
+                to: frame.sx(a),
+                title: format!("achieved {} of the {} asked", req_rate(a), req_rate(r)),
+            })
+        })
+        .collect()
+}
+
+/// A point's tooltip: `8K at 10/s: TTFT p99 812 ms (achieved 9.2/s)`.
+fn point_title(c: &CellResult, name: &str, y: f64, unit: &str) -> String {
+    let value = match unit {
+        "%" => format!("{}%", number::decimal1(y)),
+        "req/s" => req_rate(y),
+        _ => number::ttft_ms(y),
+    };
+    let mut s = format!(
+        "{} at {}: {name} {value}",
+        Report::context_label(c),
+        load::requested(c)
+    );
+    if load::off_pace(c) {
+        s.push_str(&format!(" (achieved {})", load::achieved(c)));
+    }
+    s
+}
+
+/// One context of the Load section on the page.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ContextView {
+    pub label: String,
+    pub charts: Vec<LineChart>,
+    pub pareto: Option<crate::pareto::ParetoChart>,
+}
+
+/// What the page's Load section draws; `None` when the run has no open-loop rows.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LoadView {
+    pub caption: &'static str,
+    pub contexts: Vec<ContextView>,
+    pub capacity: Option<Table>,
+    pub rates: Option<Table>,
+    pub warnings: Vec<String>,
+}
+
+/// The Load section of `report`, or `None` without rate cells and capacity rows.
+pub(crate) fn view(report: &Report) -> Option<LoadView> {
+    if !report.has_load() {
+        return None;
+    }
+    let contexts = report
+        .load_contexts()
+        .iter()
+        .enumerate()
+        .map(|(i, l)| ContextView {
+            label: l.label.clone(),
+            charts: context_charts(l, i),
+            pareto: crate::pareto::chart(report, l.tokens, &l.label, i),
+        })
+        .collect();
+    Some(LoadView {
+        caption: load::LOAD_CAPTION,
+        contexts,
+        capacity: Table::capacity(report),
+        rates: Table::rates(report),
+        warnings: load::pacing_warnings(report),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_steps_and_axis_numbers() {
+        assert_eq!(nice_step(10.0), 2.5);
+        assert_eq!(nice_step(100.0), 25.0);
+        assert_eq!(nice_step(16.0), 5.0);
+        assert_eq!(nice_step(7.0), 2.0);
+        assert_eq!(nice_step(0.0), 1.0);
+        assert_eq!(axis_num(2.5), "2.5");
+        assert_eq!(axis_num(1500.0), "1.5K");
+        assert_eq!(axis_num(20.0), "20");
+        let (top, t) = ticks(9.0, axis_num);
+        assert_eq!(top, 10.0);
+        assert_eq!(t.len(), 5);
+    }
+}
