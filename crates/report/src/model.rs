@@ -424,8 +424,41 @@ impl Report {
             out.push(self.early_stop_note());
         }
         out.extend(self.client_lag_note());
+        out.extend(self.failed_notes());
         out.extend(self.info.notes.iter().cloned());
         out
+    }
+
+    /// A cell's name in words: `1K × 4`, `1K at 2.5/s` (a rate cell), `1K` (prefill, capacity).
+    pub(crate) fn cell_label(c: &CellResult) -> String {
+        match c.phase {
+            Phase::Rate => format!(
+                "{} at {}",
+                Self::context_label(c),
+                crate::load::requested(c)
+            ),
+            Phase::Prefill | Phase::Capacity => Self::context_label(c),
+            Phase::Decode | Phase::Burst => {
+                format!("{} × {}", Self::context_label(c), c.concurrency)
+            }
+        }
+    }
+
+    /// Why each Failed cell failed (its first error, else its status reason): a table cell
+    /// only says "Failed", and the reason was left in cells.jsonl.
+    fn failed_notes(&self) -> Vec<String> {
+        self.cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Failed)
+            .map(|c| {
+                let why = c
+                    .first_error
+                    .as_deref()
+                    .or(c.status_reason.as_deref())
+                    .unwrap_or("no reason recorded");
+                format!("{} {} failed: {why}", c.phase.label(), Self::cell_label(c))
+            })
+            .collect()
     }
 
     /// With `--respect-eos`: which cells had requests that stopped before the max output.

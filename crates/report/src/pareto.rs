@@ -6,7 +6,6 @@
 //! `per_request_tok_per_s` (a decode cell's median per-request rate; a rate cell's per-user
 //! tok/s p50, 1 / TPOT). Cells without both figures are left out, never drawn at 0.
 
-use crate::load;
 use crate::load_chart::{Frame, H, W};
 use crate::model::Report;
 use crate::number;
@@ -44,10 +43,7 @@ pub(crate) fn frontier(points: &[(f64, f64)]) -> Vec<usize> {
 
 /// The cell's name on the chart.
 fn label(c: &CellResult) -> String {
-    match c.phase {
-        Phase::Rate => format!("{} at {}", Report::context_label(c), load::requested(c)),
-        _ => format!("{} × {}", Report::context_label(c), c.concurrency),
-    }
+    Report::cell_label(c)
 }
 
 /// The points of one context: its decode and rate cells with both figures.

@@ -26,11 +26,40 @@ pub fn describe(r: &CellResult) -> String {
             fig(r.ttft_ms_p50, 0),
             fig(r.tbt_ms_p50, 1)
         ),
-        (_, CellStatus::Failed) => r.first_error.clone().unwrap_or_default(),
+        (Phase::Rate, s) if s != CellStatus::NotRun => format!(
+            "{:>10} tok/s  sent {}/s  TTFT {} ms  SLO met {}  {}",
+            fig(r.total_tok_per_s, 1),
+            fig(r.achieved_request_rate.flatten(), 2),
+            fig(r.ttft_ms_p50, 0),
+            r.slo_attainment
+                .flatten()
+                .map_or("–".into(), |a| format!("{:.1} %", a * 100.0)),
+            failed_why(r),
+        ),
+        (Phase::Capacity, CellStatus::Valid) => format!(
+            "max rate {}  max concurrency {}  {}",
+            r.capacity_request_rate
+                .flatten()
+                .map_or("none".into(), |x| format!("{x}/s")),
+            r.capacity_concurrency
+                .flatten()
+                .map_or("none".into(), |n| n.to_string()),
+            r.status_reason.as_deref().unwrap_or_default()
+        ),
+        (_, CellStatus::Failed) => failed_why(r),
         _ => String::new(),
     };
     // Labels and errors come from the server: no control character reaches the terminal.
     sanitize_terminal(&format!("{what}  {:<15} {figs}", r.status.label()))
+}
+
+/// Why a row failed, or why some of its requests did: its first error, else its reason (a
+/// stall inside a window fails a cell with a reason and no request error).
+fn failed_why(r: &CellResult) -> String {
+    r.first_error
+        .clone()
+        .or_else(|| r.status_reason.clone())
+        .unwrap_or_default()
 }
 
 /// `plain`: a line per event ([`event_words`]), a stage's details indented under its cell.

@@ -527,3 +527,54 @@ fn gpus_that_do_not_fit_are_counted() {
     assert!(!s.contains("│7 90% mem"), "{s}");
     assert!(s.contains("CPU 12%"), "{s}");
 }
+
+/// An open-load cell on the dashboard: the rate kept against the rate asked, the queue for the
+/// cap, and the SLO attainment so far.
+#[test]
+fn an_open_load_cell_shows_its_rate_queue_and_attainment() {
+    let t0 = Instant::now();
+    let mut d = after_first_context(t0);
+    let at = t0 + Duration::from_secs(200);
+    let cell = llmib_core::rate_cell(32768, "32K", 2.5);
+    d.apply(
+        &ProgressEvent::CellStarted {
+            index: 20,
+            total: 21,
+            cell,
+        },
+        at,
+    );
+    let live = Arc::new(llmib_client::OpenLoopLive::default());
+    live.scheduled.store(75, Ordering::Relaxed);
+    live.fired.store(30, Ordering::Relaxed);
+    live.rate_mrps.store(2_500, Ordering::Relaxed);
+    live.first_fire_ns.store(400_000_000, Ordering::Relaxed);
+    live.last_fire_ns.store(12_000_000_000, Ordering::Relaxed);
+    live.in_flight.store(6, Ordering::Relaxed);
+    live.waiting.store(2, Ordering::Relaxed);
+    live.ended.store(22, Ordering::Relaxed);
+    live.errors.store(1, Ordering::Relaxed);
+    live.met.store(20, Ordering::Relaxed);
+    d.apply(&ProgressEvent::OpenLoopLive(live), at);
+    d.tick(at + Duration::from_secs(12));
+    let screen = render(&d, Some(&gpus(2)), at + Duration::from_secs(12), 120, 36);
+    assert!(screen.contains("rate 2.50/s of 2.5/s asked"), "{screen}");
+    assert!(
+        screen.contains("in flight 6 · queued for the cap 2"),
+        "{screen}"
+    );
+    assert!(screen.contains("SLO met 20 (90.9 %)"), "{screen}");
+    assert!(screen.contains("sent 30/75"), "{screen}");
+}
+
+/// A Failed row whose window stalled has a reason and no request error: the line says it.
+#[test]
+fn a_failed_line_says_why_even_without_a_request_error() {
+    let mut r = row(Phase::Decode, 8192, 4, CellStatus::Failed, 0.0);
+    r.status_reason = Some("the window stalled".into());
+    let line = super::lines::describe(&r);
+    assert!(
+        line.contains("Failed") && line.contains("the window stalled"),
+        "{line}"
+    );
+}

@@ -384,3 +384,35 @@ fn a_capacity_that_reached_the_ceiling_is_at_least() {
     let c = capacity_row((8192, "8K"), Capacity::AtLeast { rate: 1.0 }, &rows);
     assert_eq!(crate::load::capacity_rate_text(&c), "≥ 1/s");
 }
+
+/// A Failed cell says why in the notes of every report (the table says only "Failed"; the
+/// reason was left in cells.jsonl).
+#[test]
+fn a_failed_cells_reason_is_in_the_notes() {
+    let mut r = load_report();
+    let mut stalled = CellResult::empty(
+        llmib_core::Phase::Decode,
+        8192,
+        "8K",
+        4,
+        llmib_core::CellStatus::Failed,
+    );
+    stalled.status_reason = Some("the window stalled: no token for 2 s".into());
+    r.cells.push(stalled);
+    let mut rate = find(&r, llmib_core::Phase::Rate, 8192, Some(2.0)).clone();
+    rate.status = llmib_core::CellStatus::Failed;
+    rate.first_error = Some("HTTP 500: <boom>".into());
+    r.cells.push(rate);
+    let md = Format::Markdown.exporter().render(&r).expect("md");
+    assert!(
+        md.contains("Sustained decode 8K × 4 failed: the window stalled: no token for 2 s"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Open-loop rate 8K at 2/s failed: HTTP 500"),
+        "{md}"
+    );
+    let html = Format::Html.exporter().render(&r).expect("html");
+    assert!(html.contains("the window stalled: no token for 2 s"));
+    assert!(!html.contains("<boom>"), "server text is escaped");
+}
