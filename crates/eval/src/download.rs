@@ -5,7 +5,7 @@
 //! URL as [`shown_url`] prints it, never as given.
 
 use futures_util::StreamExt;
-use llmib_client::{HttpError, HttpOptions, build_client, describe_request_error};
+use llmib_client::{HttpError, HttpOptions, build_client};
 use std::time::Duration;
 
 /// Why a download failed. `url` is always the shown form.
@@ -59,6 +59,20 @@ pub enum DownloadError {
     },
 }
 
+/// An error and its causes in one line, without advice (the client's advice is a server's).
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = c.source();
+    }
+    parts.join(": ")
+}
+
 /// Fetches `url` whole; refuses a body over `max_bytes` (hostile or wrong URL) and gives up
 /// after `timeout` in all.
 pub async fn download(
@@ -74,7 +88,12 @@ pub async fn download(
     let shown = shown_url(url);
     let fetch = async {
         let resp = client.get(url).send().await.map_err(|e| {
-            DownloadError::Transport(describe_request_error(&e.without_url(), &shown))
+            // The client's words name the URL as a server's (`check --url`, "is the server
+            // running"): here it is the dataset's, so the advice is the dataset's.
+            DownloadError::Transport(format!(
+                "cannot download the dataset from {shown} ({}): check the network, or download the file yourself and pass --dataset-dir (or point --dataset-url at a copy)",
+                causes(&e.without_url())
+            ))
         })?;
         let status = resp.status();
         if !status.is_success() {
@@ -146,5 +165,29 @@ mod tests {
         );
         assert_eq!(shown_url("http://127.0.0.1:8/x"), "http://127.0.0.1:8/x");
         assert_eq!(shown_url("not a url"), "<an unparseable URL>");
+    }
+
+    /// An unreachable dataset host is the network's or the dataset URL's problem: the advice
+    /// says so, never "check --url" (the server's flag).
+    #[tokio::test]
+    async fn a_failed_download_says_to_check_the_network_not_the_server() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let e = download(
+            &format!("http://127.0.0.1:{port}/d.csv"),
+            1 << 20,
+            Duration::from_secs(5),
+        )
+        .await
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            e.contains("check the network") && e.contains("--dataset-dir"),
+            "{e}"
+        );
+        assert!(!e.contains("--url") || e.contains("--dataset-url"), "{e}");
+        assert!(!e.contains("is the server running"), "{e}");
     }
 }
