@@ -13,7 +13,15 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 step "toolchain components"
-rustup component add rustfmt clippy >/dev/null 2>&1 || true
+# Installed when rustup is there; either way both must work, or the lint steps below would
+# fail with a confusing message (a failed install used to pass silently).
+if command -v rustup >/dev/null 2>&1; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || echo "warning: rustup could not add rustfmt/clippy" >&2
+fi
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  echo "error: cargo fmt and cargo clippy are needed: run 'rustup component add rustfmt clippy'" >&2
+  exit 1
+fi
 
 if ! command -v chromium >/dev/null 2>&1; then
   step "installing chromium (browser test of the HTML report)"
@@ -46,6 +54,7 @@ status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
+ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 echo
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed, ${ignored} ignored"
 exit "$status"
