@@ -63,6 +63,10 @@ pub struct Levels(pub Vec<u32>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Formats(pub Vec<llmib_report::Format>);
 
+/// `--extra-body` as it is taken: a JSON object without the tool's own keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraBody(pub serde_json::Map<String, serde_json::Value>);
+
 /// Flags of `run` (and the matrix part of `demo`). Every flag but `--config` is also a key of
 /// the `--config` file, spelled with `_` for `-` (`--max-output` is `max_output`), with the
 /// same meaning: both go through the same parser.
@@ -199,6 +203,23 @@ pub struct RunArgs {
     /// spread (default K = 3 when the flag is given alone).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "3")]
     pub standalone_prefill: Option<u32>,
+    /// Sampling temperature sent with every generation request (default: the server's).
+    /// Token counts stay exact with sampling on: they come from the server's usage.
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling `top_p` sent with every generation request.
+    #[arg(long, value_name = "P")]
+    pub top_p: Option<f64>,
+    /// The server's sampling `seed`, sent with every generation request (not the prompts'
+    /// seed).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// A JSON object merged into every generation request (e.g. '{"reasoning_effort":"low"}'
+    /// or '{"chat_template_kwargs":{"enable_thinking":false}}'); the tool's own keys
+    /// (max_tokens, stream, …) are refused.
+    #[arg(long, value_name = "JSON", value_parser = parse::extra_body)]
+    #[serde(deserialize_with = "de::extra_body")]
+    pub extra_body: Option<ExtraBody>,
     /// Open load: per context, one rate cell per request rate (requests/s, comma-separated),
     /// or `auto[:K]`: the synchronous rate and the saturation throughput first, then K rates
     /// spanning them (default 8). Each cell sends for `--duration`.
@@ -350,7 +371,7 @@ pub enum DisplayMode {
 /// The parsers of the typed values, one per kind: a flag's `value_parser` and the file's
 /// deserializer both call them, so a key means exactly what its flag means.
 pub mod parse {
-    use super::{ArrivalPattern, ContextList, Formats, Levels, RateSpec, Slo};
+    use super::{ArrivalPattern, ContextList, ExtraBody, Formats, Levels, RateSpec, Slo};
     use llmib_core::{parse_context_list, parse_duration, parse_tokens};
     use std::time::Duration;
 
@@ -409,6 +430,11 @@ pub mod parse {
             .map_err(|e: llmib_core::RateSpecError| e.to_string())
     }
 
+    /// A JSON object without the tool's own keys.
+    pub fn extra_body(s: &str) -> Result<ExtraBody, String> {
+        llmib_core::RequestControls::parse_extra_body(s).map(ExtraBody)
+    }
+
     /// `poisson`, `constant` or `gamma:SHAPE`.
     pub fn arrival(s: &str) -> Result<ArrivalPattern, String> {
         s.parse()
@@ -454,7 +480,7 @@ pub mod parse {
 /// The file's side of [`parse`]: a key's TOML value (a number, a string, or a list of them,
 /// as before) becomes the text a flag would carry, and goes through the flag's parser.
 mod de {
-    use super::{ArrivalPattern, ContextList, Formats, Levels, RateSpec, Slo, parse};
+    use super::{ArrivalPattern, ContextList, ExtraBody, Formats, Levels, RateSpec, Slo, parse};
     use clap::ValueEnum;
     use serde::de::Error as _;
     use serde::{Deserialize, Deserializer};
@@ -535,6 +561,16 @@ mod de {
         with(d, parse::slo)
     }
 
+    /// A TOML table or a JSON string, either way through the flag's parser.
+    pub fn extra_body<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExtraBody>, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let text = match v {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        parse::extra_body(&text).map(Some).map_err(D::Error::custom)
+    }
+
     pub fn precision<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
         with(d, parse::precision)
     }
@@ -594,6 +630,7 @@ impl RunArgs {
                 request_count, warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
+                temperature, top_p, seed, extra_body,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode,
@@ -637,8 +674,29 @@ impl RunArgs {
                 .map_or_else(|| vec![ContextSpec::Tokens(8192)], |c| c.0),
             burst: self.burst()?,
             load: self.load()?,
+            request: self.request_controls()?,
             prompt_seed: fresh_seed(),
             ..d
+        })
+    }
+
+    /// What every generation request carries beyond the tool's own keys.
+    pub fn request_controls(&self) -> Result<llmib_core::RequestControls> {
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            bail!("--temperature must be a number of 0 or more");
+        }
+        if let Some(p) = self.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            bail!("--top-p must be above 0 and at most 1");
+        }
+        Ok(llmib_core::RequestControls {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            extra_body: self.extra_body.clone().map(|e| e.0),
         })
     }
 

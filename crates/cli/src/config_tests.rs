@@ -108,6 +108,7 @@ fn sample(arg: &clap::Arg) -> Option<String> {
         "0.05",
         "poisson",
         "ttft_p99=2s",
+        r#"{"top_k":20}"#,
         "x",
     ]
     .into_iter()
@@ -249,4 +250,43 @@ fn open_load_settings_are_checked_together() {
     assert!(e.to_string().contains("ttft, tpot, e2e, user_tok_s"), "{e}");
     assert!(flags(&["--capacity-precision", "5%"]).is_ok());
     assert!(flags(&["--capacity-precision", "1.5"]).is_err());
+}
+
+#[test]
+fn request_controls_go_to_settings_and_the_tools_own_keys_are_refused() {
+    let c = flags(&[
+        "--temperature",
+        "0.7",
+        "--top-p",
+        "0.9",
+        "--seed",
+        "42",
+        "--extra-body",
+        r#"{"chat_template_kwargs":{"enable_thinking":false}}"#,
+    ])
+    .expect("flags")
+    .settings()
+    .expect("settings")
+    .request;
+    assert_eq!(
+        (c.temperature, c.top_p, c.seed),
+        (Some(0.7), Some(0.9), Some(42))
+    );
+    let mut body = serde_json::Map::new();
+    c.apply(&mut body);
+    assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+    let e = flags(&["--extra-body", r#"{"max_tokens":5}"#]).expect_err("own key");
+    assert!(e.to_string().contains("`max_tokens`"), "{e}");
+    assert!(flags(&["--extra-body", "[1]"]).is_err());
+    let e = flags(&["--top-p", "1.5"])
+        .expect("flags")
+        .settings()
+        .expect_err("top-p");
+    assert!(e.to_string().contains("--top-p"), "{e}");
+    // A TOML table in a file is the same object.
+    let f = file("[extra_body]\nreasoning_effort = \"low\"\n").expect("table");
+    assert_eq!(
+        f.extra_body.map(|e| e.0["reasoning_effort"].clone()),
+        Some(serde_json::json!("low"))
+    );
 }

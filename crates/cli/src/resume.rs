@@ -115,6 +115,10 @@ fn classified(args: &RunArgs) {
         max_concurrency: _,
         drain_timeout: _,
         skip_decode: _,
+        temperature: _,
+        top_p: _,
+        seed: _,
+        extra_body: _,
         // Changeable: `apply_changes` (and the URL note in `decide`).
         url: _,
         max_time: _,
@@ -219,6 +223,14 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         s.serial_server,
     )?;
     fixed("respect-eos", a.respect_eos.then_some(true), s.respect_eos)?;
+    let controls_given =
+        a.temperature.is_some() || a.top_p.is_some() || a.seed.is_some() || a.extra_body.is_some();
+    let controls = controls_given.then(|| a.request_controls()).transpose()?;
+    fixed(
+        "temperature / --top-p / --seed / --extra-body",
+        controls,
+        s.request.clone(),
+    )?;
     let load_given = a.request_rate.is_some() || a.find_capacity;
     let load = load_given.then(|| a.load()).transpose()?;
     fixed(

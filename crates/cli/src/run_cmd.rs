@@ -309,6 +309,7 @@ async fn probe_server(
         },
         respect_eos: settings.respect_eos,
         local_tokenizer,
+        request: settings.request.clone(),
     };
     Ok((url, Engine::probe(&opts).await?))
 }

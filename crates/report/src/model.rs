@@ -357,7 +357,10 @@ impl Report {
                         number::setting_seconds(s.duration_s),
                     ),
                     f("Max output", number::tokens(u64::from(s.max_output))),
-                ],
+                ]
+                .into_iter()
+                .chain(request_controls(&s.request).map(|t| f("Request controls", t)))
+                .collect(),
             },
         ]
     }
@@ -636,4 +639,22 @@ mod tests {
         run.info.model.served_model = "qwen3:8b".to_string();
         assert_eq!(Report::from_loaded(run).model_short_name(), "qwen3:8b");
     }
+}
+
+/// What every request carried beyond the tool's keys, in words (`None`: nothing).
+fn request_controls(r: &llmib_core::RequestControls) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(t) = r.temperature {
+        parts.push(format!("temperature {t}"));
+    }
+    if let Some(p) = r.top_p {
+        parts.push(format!("top_p {p}"));
+    }
+    if let Some(seed) = r.seed {
+        parts.push(format!("seed {seed}"));
+    }
+    if let Some(extra) = &r.extra_body {
+        parts.push(serde_json::Value::Object(extra.clone()).to_string());
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }

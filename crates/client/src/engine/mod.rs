@@ -216,6 +216,8 @@ pub struct Engine {
     targeting: Targeting,
     /// Let requests end at EOS (no `ignore_eos` / `min_tokens`).
     respect_eos: bool,
+    /// Sampling and extra keys every generation request carries.
+    request: llmib_core::RequestControls,
     /// A tokenizer file for counting when the server has no tokenize endpoint.
     local_tokenizer: Option<Arc<LocalTokenizer>>,
 }
@@ -470,6 +472,8 @@ impl Engine {
             }),
         };
         if let Value::Object(m) = &mut body {
+            // The user's controls first: the tool's own keys below are never theirs to set.
+            self.request.apply(m);
             let d = &self.dialect;
             if self.respect_eos {
                 // The model decides the length; `max_tokens` only caps it.

@@ -49,6 +49,8 @@ pub struct ProbeOptions {
     pub respect_eos: bool,
     /// A tokenizer file that counts chunk texts where the server has no tokenize endpoint.
     pub local_tokenizer: Option<Arc<LocalTokenizer>>,
+    /// Sampling and extra keys every generation request carries.
+    pub request: llmib_core::RequestControls,
 }
 
 impl ProbeOptions {
@@ -67,6 +69,7 @@ impl ProbeOptions {
             api: Some(Api::Completions),
             targeting: None,
             respect_eos: false,
+            request: llmib_core::RequestControls::default(),
             local_tokenizer: None,
         }
     }
@@ -276,6 +279,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
                 Targeting::Estimate
             }),
             respect_eos: opts.respect_eos,
+            request: opts.request.clone(),
             local_tokenizer: opts.local_tokenizer.clone(),
         },
         served_models,

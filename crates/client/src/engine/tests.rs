@@ -604,6 +604,7 @@ fn completion_bodies_per_dialect() {
         api: llmib_core::Api::Completions,
         targeting: llmib_core::Targeting::Exact,
         respect_eos: false,
+        request: llmib_core::RequestControls::default(),
         local_tokenizer: None,
     };
     let sg = mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
@@ -694,4 +695,28 @@ fn live_gauges_kv_usage_and_speculative_decoding() {
         &Metrics::parse("vllm:num_requests_running 1\n"),
     );
     assert_eq!((no.kv_usage, no.spec_counters), (None, None));
+}
+
+/// Sampling and extra keys reach every generation body; the tool's own keys stay the tool's.
+#[tokio::test]
+async fn request_controls_are_in_every_body_and_never_replace_the_tools_keys() {
+    let (url, _) = serve(sglang_routes()).await;
+    let mut o = opts(&url);
+    let mut extra = serde_json::Map::new();
+    extra.insert("top_k".into(), json!(20));
+    // A hand-edited run.json could hold one of the tool's keys: it is still not sent.
+    extra.insert("ignore_eos".into(), json!(false));
+    o.request = llmib_core::RequestControls {
+        temperature: Some(0.6),
+        top_p: None,
+        seed: Some(7),
+        extra_body: Some(extra),
+    };
+    let e = Engine::probe(&o).await.expect("probe").engine;
+    let body = e.completion_body("m", PromptInput::Text("hi".into()), 4, true);
+    assert_eq!(body["temperature"], json!(0.6));
+    assert_eq!(body["seed"], json!(7));
+    assert_eq!(body["top_k"], json!(20));
+    assert_eq!(body["ignore_eos"], json!(true), "{body}");
+    assert!(body.get("top_p").is_none());
 }

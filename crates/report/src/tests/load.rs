@@ -416,3 +416,16 @@ fn a_failed_cells_reason_is_in_the_notes() {
     assert!(html.contains("the window stalled: no token for 2 s"));
     assert!(!html.contains("<boom>"), "server text is escaped");
 }
+
+/// The run's request controls are in the Run card of every report, only when set.
+#[test]
+fn request_controls_are_shown_when_set() {
+    let mut r = golden();
+    let plain = Format::Markdown.exporter().render(&r).expect("md");
+    assert!(!plain.contains("Request controls"));
+    r.info.plan.settings.request.temperature = Some(0.6);
+    r.info.plan.settings.request.seed = Some(7);
+    let md = Format::Markdown.exporter().render(&r).expect("md");
+    assert!(md.contains("Request controls"), "{md}");
+    assert!(md.contains("temperature 0.6, seed 7"), "{md}");
+}
