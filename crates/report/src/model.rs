@@ -516,6 +516,24 @@ impl Report {
     }
 }
 
+/// What every request carried beyond the tool's keys, in words (`None`: nothing).
+fn request_controls(r: &llmib_core::RequestControls) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(t) = r.temperature {
+        parts.push(format!("temperature {t}"));
+    }
+    if let Some(p) = r.top_p {
+        parts.push(format!("top_p {p}"));
+    }
+    if let Some(seed) = r.seed {
+        parts.push(format!("seed {seed}"));
+    }
+    if let Some(extra) = &r.extra_body {
+        parts.push(serde_json::Value::Object(extra.clone()).to_string());
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,22 +657,4 @@ mod tests {
         run.info.model.served_model = "qwen3:8b".to_string();
         assert_eq!(Report::from_loaded(run).model_short_name(), "qwen3:8b");
     }
-}
-
-/// What every request carried beyond the tool's keys, in words (`None`: nothing).
-fn request_controls(r: &llmib_core::RequestControls) -> Option<String> {
-    let mut parts = Vec::new();
-    if let Some(t) = r.temperature {
-        parts.push(format!("temperature {t}"));
-    }
-    if let Some(p) = r.top_p {
-        parts.push(format!("top_p {p}"));
-    }
-    if let Some(seed) = r.seed {
-        parts.push(format!("seed {seed}"));
-    }
-    if let Some(extra) = &r.extra_body {
-        parts.push(serde_json::Value::Object(extra.clone()).to_string());
-    }
-    (!parts.is_empty()).then(|| parts.join(", "))
 }
