@@ -10,6 +10,7 @@ use clap::Args;
 use llmib_core::ContextSpec;
 use llmib_core::EngineKind;
 use llmib_core::Settings;
+use llmib_core::{ArrivalPattern, RateSpec, Slo};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -197,6 +198,40 @@ pub struct RunArgs {
     /// spread (default K = 3 when the flag is given alone).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "3")]
     pub standalone_prefill: Option<u32>,
+    /// Open load: per context, one rate cell per request rate (requests/s, comma-separated),
+    /// or `auto[:K]`: the synchronous rate and the saturation throughput first, then K rates
+    /// spanning them (default 8). Each cell sends for `--duration`.
+    #[arg(long, value_name = "R,…|auto[:K]", value_parser = parse::request_rate)]
+    #[serde(deserialize_with = "de::request_rate")]
+    pub request_rate: Option<RateSpec>,
+    /// How open-load requests arrive: `poisson` (the default), `constant`, or `gamma:SHAPE`
+    /// (shape below 1 is burstier than poisson).
+    #[arg(long, value_name = "PATTERN", value_parser = parse::arrival)]
+    #[serde(deserialize_with = "de::arrival")]
+    pub arrival: Option<ArrivalPattern>,
+    /// The SLO open-load cells (and decode cells) are judged against: limits on per-request
+    /// figures at a quantile, e.g. ttft_p99=2s,tpot_p50=40ms,e2e_p90=30s,user_tok_s_p10=20.
+    #[arg(long, value_name = "LIMITS", value_parser = parse::slo)]
+    #[serde(deserialize_with = "de::slo")]
+    pub slo: Option<Slo>,
+    /// Search each context for the largest request rate whose cell holds the SLO (needs
+    /// --slo); one capacity row per context.
+    #[arg(long)]
+    pub find_capacity: bool,
+    /// The capacity search stops when its bracket is this narrow, a fraction (default 0.05).
+    #[arg(long, value_name = "FRACTION", value_parser = parse::precision)]
+    pub capacity_precision: Option<f64>,
+    /// Open load: at most N requests in flight; the rest wait (client queue time).
+    #[arg(long, value_name = "N")]
+    pub max_concurrency: Option<u32>,
+    /// Open load: how long requests still running when a cell's schedule ends are waited for
+    /// before they are cut and counted as failed (default 2m).
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub drain_timeout: Option<Duration>,
+    /// Run the open-load cells without the closed-loop decode matrix.
+    #[arg(long, conflicts_with = "prefill_only")]
+    pub skip_decode: bool,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -313,7 +348,7 @@ pub enum DisplayMode {
 /// The parsers of the typed values, one per kind: a flag's `value_parser` and the file's
 /// deserializer both call them, so a key means exactly what its flag means.
 pub mod parse {
-    use super::{ContextList, Formats, Levels};
+    use super::{ArrivalPattern, ContextList, Formats, Levels, RateSpec, Slo};
     use llmib_core::{parse_context_list, parse_duration, parse_tokens};
     use std::time::Duration;
 
@@ -366,6 +401,35 @@ pub mod parse {
         parse_tokens(s).map_err(|e| e.to_string())
     }
 
+    /// `2,4,8`, `auto` or `auto:K`.
+    pub fn request_rate(s: &str) -> Result<RateSpec, String> {
+        s.parse()
+            .map_err(|e: llmib_core::RateSpecError| e.to_string())
+    }
+
+    /// `poisson`, `constant` or `gamma:SHAPE`.
+    pub fn arrival(s: &str) -> Result<ArrivalPattern, String> {
+        s.parse()
+            .map_err(|e: llmib_core::ArrivalError| e.to_string())
+    }
+
+    /// `ttft_p99=2s,tpot_p50=40ms,…`.
+    pub fn slo(s: &str) -> Result<Slo, String> {
+        s.parse().map_err(|e: llmib_core::SloError| e.to_string())
+    }
+
+    /// A fraction above 0 and below 1 (`0.05`), or a percentage (`5%`).
+    pub fn precision(s: &str) -> Result<f64, String> {
+        let t = s.trim();
+        let v = match t.strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+            None => t.parse::<f64>(),
+        };
+        v.ok()
+            .filter(|x| *x > 0.0 && *x < 1.0)
+            .ok_or_else(|| format!("`{s}` is not a precision: give a fraction such as 0.05, or 5%"))
+    }
+
     /// A token count that fits a request's `max_tokens`.
     pub fn max_output(s: &str) -> Result<u32, String> {
         u32::try_from(tokens(s)?).map_err(|_| format!("`{s}` is too large for max_tokens"))
@@ -388,7 +452,7 @@ pub mod parse {
 /// The file's side of [`parse`]: a key's TOML value (a number, a string, or a list of them,
 /// as before) becomes the text a flag would carry, and goes through the flag's parser.
 mod de {
-    use super::{ContextList, Formats, Levels, parse};
+    use super::{ArrivalPattern, ContextList, Formats, Levels, RateSpec, Slo, parse};
     use clap::ValueEnum;
     use serde::de::Error as _;
     use serde::{Deserialize, Deserializer};
@@ -457,6 +521,18 @@ mod de {
         with(d, parse::formats)
     }
 
+    pub fn request_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RateSpec>, D::Error> {
+        with(d, parse::request_rate)
+    }
+
+    pub fn arrival<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ArrivalPattern>, D::Error> {
+        with(d, parse::arrival)
+    }
+
+    pub fn slo<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Slo>, D::Error> {
+        with(d, parse::slo)
+    }
+
     /// A name of a `ValueEnum`, read as clap reads the flag (aliases included).
     pub fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(
         d: D,
@@ -511,8 +587,10 @@ impl RunArgs {
                 idle_timeout, hardware, launch_command, config, output, resume, format, api,
                 request_count, warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
+                request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
+                find_capacity, skip_decode,
                 serial_server, respect_eos, no_hw_monitor
         )
     }
@@ -552,9 +630,46 @@ impl RunArgs {
                 .clone()
                 .map_or_else(|| vec![ContextSpec::Tokens(8192)], |c| c.0),
             burst: self.burst()?,
+            load: self.load()?,
             prompt_seed: fresh_seed(),
             ..d
         })
+    }
+
+    /// The open-load settings, when `--request-rate` or `--find-capacity` asks for them.
+    pub fn load(&self) -> Result<Option<llmib_core::LoadSettings>> {
+        let asked = self.request_rate.is_some() || self.find_capacity;
+        if !asked {
+            let stray = [
+                ("--arrival", self.arrival.is_some()),
+                ("--max-concurrency", self.max_concurrency.is_some()),
+                ("--drain-timeout", self.drain_timeout.is_some()),
+                ("--capacity-precision", self.capacity_precision.is_some()),
+                ("--skip-decode", self.skip_decode),
+            ];
+            if let Some((flag, _)) = stray.iter().find(|(_, given)| *given) {
+                bail!("{flag} applies to open load: add --request-rate R,… or --find-capacity");
+            }
+            return Ok(None);
+        }
+        if self.find_capacity && self.slo.is_none() {
+            bail!(
+                "--find-capacity needs an SLO to search for: add --slo, e.g. --slo ttft_p99=2s,tpot_p50=50ms"
+            );
+        }
+        if self.max_concurrency == Some(0) {
+            bail!("--max-concurrency takes at least 1");
+        }
+        Ok(Some(llmib_core::LoadSettings {
+            rates: self.request_rate.clone(),
+            arrival: self.arrival.unwrap_or(ArrivalPattern::Poisson),
+            slo: self.slo.clone(),
+            find_capacity: self.find_capacity,
+            precision: self.capacity_precision.unwrap_or(0.05),
+            max_concurrency: self.max_concurrency,
+            drain_s: self.drain_timeout.map_or(120.0, |d| d.as_secs_f64()),
+            skip_decode: self.skip_decode,
+        }))
     }
 
     /// The Burst / E2E settings, when `--request-count` or `--run-burst` asks for them.

@@ -107,6 +107,14 @@ fn classified(args: &RunArgs) {
         serial_server: _,
         respect_eos: _,
         token_targeting: _,
+        request_rate: _,
+        arrival: _,
+        slo: _,
+        find_capacity: _,
+        capacity_precision: _,
+        max_concurrency: _,
+        drain_timeout: _,
+        skip_decode: _,
         // Changeable: `apply_changes` (and the URL note in `decide`).
         url: _,
         max_time: _,
@@ -193,6 +201,13 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
         s.serial_server,
     )?;
     fixed("respect-eos", a.respect_eos.then_some(true), s.respect_eos)?;
+    let load_given = a.request_rate.is_some() || a.find_capacity;
+    let load = load_given.then(|| a.load()).transpose()?;
+    fixed(
+        "request-rate / --find-capacity / --slo",
+        load,
+        s.load.clone(),
+    )?;
     let launch = a.launch_command.as_deref().map(redact_command);
     fixed(
         "launch-command",

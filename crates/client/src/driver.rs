@@ -157,6 +157,8 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             ));
         }
     }
+    let stop = || stop_reason(&m, started);
+    crate::load_section::run_load_sections(&m, &mut st.builder, &mut end, stop).await?;
     Ok(end)
 }
 
@@ -309,7 +311,7 @@ async fn burst_cell(
 
 /// The records of a cell's measured requests, error texts redacted, saved to
 /// `requests.jsonl` when asked.
-fn finished_records(
+pub(crate) fn finished_records(
     m: &MatrixRun<'_>,
     key: CellKey,
     measured: Vec<Measured>,
@@ -333,7 +335,7 @@ fn finished_records(
 
 /// Reports the errored requests among `records` (a warm-up's or a burst's, once they are all
 /// done: neither re-sends).
-fn report_errors(m: &MatrixRun<'_>, stage: Stage, records: &[RequestRecord]) {
+pub(crate) fn report_errors(m: &MatrixRun<'_>, stage: Stage, records: &[RequestRecord]) {
     let secrets = m.engine.secrets();
     let mut errors = RequestErrors::new(m.progress, stage);
     for r in records {
@@ -363,7 +365,7 @@ async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context:
 }
 
 /// The run's silence limits for every request it sends.
-fn limits(m: &MatrixRun<'_>) -> StreamLimits {
+pub(crate) fn limits(m: &MatrixRun<'_>) -> StreamLimits {
     let s = &m.plan.settings;
     StreamLimits {
         first_token: duration_from_secs(s.first_token_timeout_s),
@@ -371,7 +373,7 @@ fn limits(m: &MatrixRun<'_>) -> StreamLimits {
     }
 }
 
-fn not_run_reason(end: &MatrixEnd) -> String {
+pub(crate) fn not_run_reason(end: &MatrixEnd) -> String {
     match end {
         MatrixEnd::Completed => "skipped".into(),
         MatrixEnd::Interrupted => "the run was interrupted".into(),
@@ -380,7 +382,7 @@ fn not_run_reason(end: &MatrixEnd) -> String {
     }
 }
 
-fn save(m: &MatrixRun<'_>, mut row: CellResult) -> Result<(), DriverError> {
+pub(crate) fn save(m: &MatrixRun<'_>, mut row: CellResult) -> Result<(), DriverError> {
     // Error texts come from the server, which may echo the key or a URL's password.
     let secrets = m.engine.secrets();
     for s in [
@@ -547,7 +549,7 @@ async fn timed_prefill(
 
 /// How far a reported prompt length may be from C: 0 for exact prompts, the estimate's
 /// tolerance otherwise.
-fn prompt_tolerance(m: &MatrixRun<'_>, cell: &PlannedCell) -> u64 {
+pub(crate) fn prompt_tolerance(m: &MatrixRun<'_>, cell: &PlannedCell) -> u64 {
     match m.plan.settings.token_targeting {
         Targeting::Exact => 0,
         Targeting::Estimate => estimate_tolerance(cell.key.context_tokens),
@@ -676,6 +678,12 @@ async fn decode_cell(
             client_delay_ms: std::mem::take(&mut w.client_delay_ms),
         },
     );
+    let mut row = row;
+    if let Some(slo) = s.load.as_ref().and_then(|l| l.slo.as_ref())
+        && row.status.has_figures()
+    {
+        row.slo = Some(llmib_core::closed_loop_slo(slo, &records, w.window));
+    }
     if n == 1
         && row.status == CellStatus::Valid
         && let Some(t) = &row.ttft_ms

@@ -17,8 +17,11 @@ mod http;
 mod hwmon;
 mod lagprobe;
 mod live;
+mod load_section;
 mod local_tokenizer;
 mod metrics;
+mod open_loop;
+mod pacer;
 mod progress;
 mod prompt;
 mod sse;
@@ -45,6 +48,8 @@ pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measu
 pub use burst::{BurstError, send_burst};
 pub use driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun, run_matrix};
 pub use live::{LiveWindow, StreamLive};
+pub use open_loop::OpenLoopLive;
+pub use pacer::{Pacer, SPIN};
 pub use progress::{
     EventKind, Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage, json_line,
     readiness_reason,

@@ -40,11 +40,17 @@ pub enum Stage {
     BurstWarmUp,
     /// A burst cell's measured requests.
     Burst,
+    /// Open load: one request at a time, for the synchronous rate (`--request-rate auto`).
+    Synchronous,
+    /// Open load: as many requests at once as the server admits, for its saturation rate.
+    Saturation,
+    /// Open load: requests sent on the rate cell's schedule, then the drain.
+    OpenLoop,
 }
 
 impl Stage {
     /// Every stage (tests and documentation check the words of each).
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 12] = [
         Stage::HiddenWarmUp,
         Stage::Prompts,
         Stage::Prompt,
@@ -54,6 +60,9 @@ impl Stage {
         Stage::Counting,
         Stage::BurstWarmUp,
         Stage::Burst,
+        Stage::Synchronous,
+        Stage::Saturation,
+        Stage::OpenLoop,
     ];
 
     /// The word in the log and in the JSON events.
@@ -68,6 +77,9 @@ impl Stage {
             Stage::Counting => "counting",
             Stage::BurstWarmUp => "burst warm-up",
             Stage::Burst => "burst",
+            Stage::Synchronous => "synchronous rate",
+            Stage::Saturation => "saturation rate",
+            Stage::OpenLoop => "open loop",
         }
     }
 }

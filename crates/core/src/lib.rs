@@ -70,7 +70,8 @@ pub use cell::rate_mrps;
 pub use load::{
     CapacityFigures, CapacityInputs, CapacityPoint, LimitRow, LoadSettings, RateFigures,
     RateObservation, RateSpec, RateSpecError, SloRow, auto_rates, capacity_cell,
-    capacity_concurrency, capacity_result, closed_loop_slo, rate_cell, rate_result, round_rate,
+    capacity_concurrency, capacity_result, closed_batch_rate, closed_loop_slo, rate_cell,
+    rate_result, round_rate,
 };
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 

@@ -322,3 +322,17 @@ pub fn capacity_cell(context_tokens: u64, label: &str) -> crate::plan::PlannedCe
         over_capacity: false,
     }
 }
+
+/// The request rate of a closed batch (the synchronous rate with one request at a time, the
+/// saturation throughput with many): requests the server finished / (last end − first send).
+/// `None` when none finished or there is no span.
+pub fn closed_batch_rate(records: &[crate::record::RequestRecord]) -> Option<f64> {
+    let finished = records
+        .iter()
+        .filter(|r| matches!(r.outcome, crate::record::Outcome::Finished { .. }))
+        .count();
+    let first = records.iter().map(|r| r.sent_ns).min()?;
+    let last = records.iter().map(|r| r.end_ns).max()?;
+    let span = last.saturating_sub(first) as f64 / 1e9;
+    (finished > 0 && span > 0.0).then(|| finished as f64 / span)
+}

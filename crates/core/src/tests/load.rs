@@ -397,3 +397,18 @@ fn request_rates_read_as_lists_or_auto() {
         l
     );
 }
+
+#[test]
+fn a_closed_batch_rate_is_finished_requests_over_the_span() {
+    let (mut rs, _) = three();
+    // 3 finished from 100.05 ms to 810.05 ms.
+    let r = closed_batch_rate(&rs).expect("rate");
+    assert!((r - 3.0 / 0.71).abs() < 1e-9, "{r}");
+    rs[0].outcome = Outcome::Cancelled;
+    let r = closed_batch_rate(&rs).expect("rate");
+    assert!(
+        (r - 2.0 / 0.71).abs() < 1e-9,
+        "a cut request is not counted"
+    );
+    assert_eq!(closed_batch_rate(&[]), None);
+}

@@ -1,0 +1,224 @@
+//! Sending an open-loop rate cell: each request at its scheduled instant (the [`Pacer`]),
+//! whatever is still running, at most `max_concurrency` in flight where a cap is given (a
+//! request that finds the cap full waits, and that wait is client queue time), then the drain:
+//! requests still running when the schedule ends are waited for up to the drain limit and
+//! then cut (each counts as failed). Also the closed batches that find a context's
+//! synchronous rate and saturation throughput. Nothing here judges a figure: the records go to
+//! `llmib_core::rate_result`.
+
+use crate::engine::Engine;
+use crate::pacer::Pacer;
+use crate::stream::{Measured, RequestSpec, measure};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How one rate cell sends.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenLoopSpec {
+    /// Due instants, ns from the cell origin, ascending (`llmib_core::schedule`).
+    pub due_ns: Arc<[u64]>,
+    /// At most this many requests in flight.
+    pub max_concurrency: Option<u32>,
+    /// How long requests still running after the last due instant are waited for.
+    pub drain: Duration,
+}
+
+/// What a rate cell's sending gathered.
+pub(crate) struct OpenLoopRun {
+    /// One per request sent, in schedule order; `record.stream` is the request's index.
+    pub measured: Vec<Measured>,
+    /// Per scheduled request: it found the cap full and waited.
+    pub waited: Vec<bool>,
+    /// Most requests in flight at once.
+    pub max_in_flight: u64,
+    /// Ctrl-C stopped it.
+    pub interrupted: bool,
+    /// The measurement itself broke (a request task died): why.
+    pub fault: Option<String>,
+}
+
+/// Live counts of a rate cell, for the displays.
+#[derive(Debug, Default)]
+pub struct OpenLoopLive {
+    /// Requests in the schedule.
+    pub scheduled: AtomicUsize,
+    /// Requests the pacer has fired.
+    pub fired: AtomicUsize,
+    /// Requests sent and not yet ended.
+    pub in_flight: AtomicU64,
+    /// Requests waiting for the cap.
+    pub waiting: AtomicU64,
+    /// Requests ended.
+    pub ended: AtomicU64,
+    /// Of them, ended in an error.
+    pub errors: AtomicU64,
+    /// The rate asked for, milli-requests per second.
+    pub rate_mrps: AtomicU64,
+}
+
+/// Shared by the request tasks of one cell.
+struct Shared {
+    engine: Arc<Engine>,
+    requests: Arc<[RequestSpec]>,
+    origin: Instant,
+    cut: CancellationToken,
+    cap: Option<Arc<Semaphore>>,
+    live: Arc<OpenLoopLive>,
+    max_in_flight: AtomicU64,
+}
+
+/// One request task: wait for the cap if there is one, then send and measure.
+async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedSender<Done>) {
+    let mut waited = false;
+    let _permit = match &s.cap {
+        Some(cap) => {
+            waited = cap.available_permits() == 0;
+            s.live.waiting.fetch_add(1, Ordering::Relaxed);
+            let p = cap.clone().acquire_owned().await.ok();
+            s.live.waiting.fetch_sub(1, Ordering::Relaxed);
+            p
+        }
+        None => None,
+    };
+    let now = s.live.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    s.max_in_flight.fetch_max(now, Ordering::Relaxed);
+    let spec = &s.requests[i];
+    let m = measure(s.engine.client(), spec, i as u32, s.origin, &s.cut, None).await;
+    s.live.in_flight.fetch_sub(1, Ordering::Relaxed);
+    s.live.ended.fetch_add(1, Ordering::Relaxed);
+    if m.record.is_error() {
+        s.live.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    // The receiver lives until every fired request has reported or the cell gave up.
+    let _ = tx.send(Done { i, waited, m });
+}
+
+struct Done {
+    i: usize,
+    waited: bool,
+    m: Measured,
+}
+
+/// Sends `requests[i]` at `origin + due_ns[i]` and gathers every request's record.
+pub(crate) async fn run_open_loop(
+    engine: &Arc<Engine>,
+    requests: Arc<[RequestSpec]>,
+    spec: &OpenLoopSpec,
+    cancel: &CancellationToken,
+    live: Arc<OpenLoopLive>,
+) -> OpenLoopRun {
+    let n = spec.due_ns.len().min(requests.len());
+    live.scheduled.store(n, Ordering::Relaxed);
+    let due: Arc<[u64]> = spec.due_ns[..n].into();
+    let origin = Instant::now();
+    let shared = Arc::new(Shared {
+        engine: engine.clone(),
+        requests,
+        origin,
+        cut: cancel.child_token(),
+        cap: spec
+            .max_concurrency
+            .map(|c| Arc::new(Semaphore::new(c.max(1) as usize))),
+        live: live.clone(),
+        max_in_flight: AtomicU64::new(0),
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let handle = tokio::runtime::Handle::current();
+    let fire = {
+        let shared = shared.clone();
+        move |i: usize| {
+            shared.live.fired.store(i + 1, Ordering::Relaxed);
+            handle.spawn(one_request(shared.clone(), i, tx.clone()));
+        }
+    };
+    let pacer = Pacer::start(origin.into_std(), due.clone(), cancel.clone(), fire);
+    let fired = tokio::task::spawn_blocking(move || pacer.join())
+        .await
+        .unwrap_or(0);
+    let last_due = Duration::from_nanos(due.get(fired.saturating_sub(1)).copied().unwrap_or(0));
+    let drain_until = origin + last_due + spec.drain;
+    let mut done: Vec<Done> = Vec::with_capacity(fired);
+    while done.len() < fired {
+        tokio::select! {
+            d = rx.recv() => match d {
+                Some(d) => done.push(d),
+                // Every sender is gone: a request task died without reporting.
+                None => break,
+            },
+            _ = tokio::time::sleep_until(drain_until), if !shared.cut.is_cancelled() => {
+                shared.cut.cancel();
+            }
+        }
+    }
+    let fault = (done.len() < fired).then(|| {
+        format!(
+            "{} of {fired} request tasks ended without a record",
+            fired - done.len()
+        )
+    });
+    done.sort_by_key(|d| d.i);
+    let mut waited = vec![false; n];
+    for d in &done {
+        waited[d.i] = d.waited;
+    }
+    OpenLoopRun {
+        measured: done.into_iter().map(|d| d.m).collect(),
+        waited,
+        max_in_flight: shared.max_in_flight.load(Ordering::Relaxed),
+        interrupted: cancel.is_cancelled(),
+        fault,
+    }
+}
+
+/// Sends every request of `requests` once, at most `slots` at a time, each slot taking the
+/// next as soon as its last ends (a closed batch: the synchronous rate with one slot, the
+/// saturation throughput with many). Records share one clock, started here.
+pub(crate) async fn send_each(
+    engine: &Arc<Engine>,
+    requests: Arc<[RequestSpec]>,
+    slots: u32,
+    cancel: &CancellationToken,
+) -> Vec<Measured> {
+    let origin = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..slots.max(1) {
+        let (engine, requests, next, cancel) = (
+            engine.clone(),
+            requests.clone(),
+            next.clone(),
+            cancel.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests.len() || cancel.is_cancelled() {
+                    return out;
+                }
+                let m = measure(
+                    engine.client(),
+                    &requests[i],
+                    i as u32,
+                    origin,
+                    &cancel,
+                    None,
+                );
+                out.push(m.await);
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        // A slot that died leaves its requests out: the rate is then of fewer requests, and
+        // the caller only uses it to place the sweep, never as a figure of a row.
+        if let Ok(v) = t.await {
+            all.extend(v);
+        }
+    }
+    all
+}
