@@ -157,7 +157,10 @@ pub(crate) fn open_load() -> SimConfig {
     SimConfig {
         model: "sim/open-load".to_string(),
         context_length: 2048,
-        kv_capacity_tokens: 1 << 20,
+        // Admission is limited by `max_running_requests`, not KV; but a client sizes its
+        // saturation batch from the reported KV (4096 / (C + M) = 7 requests at C = 512,
+        // M = 16), and a large KV would make that batch take seconds at one request per 50 ms.
+        kv_capacity_tokens: 4096,
         // 512 tokens in exactly 5 ms, with no per-pass overhead and in one pass.
         prefill_tok_per_s: 102_400.0,
         prefill_overhead_ms: 0.0,
