@@ -172,9 +172,10 @@ fn sweep_matches_the_oracle() {
 }
 
 /// `--find-capacity --arrival constant` on the `open-load` profile, whose capacity for
-/// `ttft_p99=50ms` over 2 s windows is 20 requests/s by construction (docs/simulator.md,
+/// `ttft_p90=100ms` over 3 s windows is 20 requests/s by construction (docs/simulator.md,
 /// "Capacity under open load"): the answer lands within the stated 5 %, and the capacity row
-/// keeps every rate it measured.
+/// keeps every rate it measured. (p90 and 100 ms, not p99 and 50 ms: on a loaded 2-core host
+/// a send or a pass runs tens of ms late now and then, which a p99 of 40 requests would judge.)
 #[test]
 fn find_capacity_lands_on_the_known_rate() {
     let _serial = timing_lock();
@@ -183,13 +184,13 @@ fn find_capacity_lands_on_the_known_rate() {
     let rows = run_load(
         &sim.url,
         &dir,
-        "2s",
+        "3s",
         &[
             "--find-capacity",
             "--arrival",
             "constant",
             "--slo",
-            "ttft_p99=50ms",
+            "ttft_p90=100ms",
             "--capacity-precision",
             "0.05",
             "--drain-timeout",
