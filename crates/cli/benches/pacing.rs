@@ -32,7 +32,9 @@ fn pacer_alone(rate: f64, seconds: f64) -> Vec<f64> {
     let n = (rate * seconds) as u64;
     let gap = 1e9 / rate;
     // Start a little ahead, as a cell does once its prompts are built.
-    let due: Arc<[u64]> = (0..n).map(|i| 5_000_000 + (i as f64 * gap) as u64).collect();
+    let due: Arc<[u64]> = (0..n)
+        .map(|i| 5_000_000 + (i as f64 * gap) as u64)
+        .collect();
     let origin = Instant::now();
     let fired = Arc::new(Mutex::new(Vec::with_capacity(n as usize)));
     let log = Arc::clone(&fired);
@@ -71,7 +73,14 @@ fn driver_end_to_end() -> Vec<(f64, u64, f64, f64, f64, String)> {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_llm-inference-bench"))
         .args(["run", "--url", &sim.base_url(), "--contexts", "64"])
-        .args(["--concurrency", "1", "--duration", "2s", "--max-output", "2"])
+        .args([
+            "--concurrency",
+            "1",
+            "--duration",
+            "2s",
+            "--max-output",
+            "2",
+        ])
         .args(["--request-rate", "100,1000,5000", "--arrival", "constant"])
         .args(["--skip-decode", "--skip-prefill", "--format", "none"])
         .arg("--output")

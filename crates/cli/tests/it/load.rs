@@ -29,7 +29,9 @@ impl StampedSim {
             .enable_all()
             .build()
             .expect("runtime");
-        let handle = rt.block_on(llmib_sim::spawn(cfg)).expect("start the simulator");
+        let handle = rt
+            .block_on(llmib_sim::spawn(cfg))
+            .expect("start the simulator");
         StampedSim {
             url: handle.base_url(),
             rt,
@@ -129,7 +131,10 @@ fn sweep_matches_the_oracle() {
         "2s",
         &["--request-rate", "4,8,16", "--slo", slo, "--skip-decode"],
     );
-    assert!(rows_of(&rows, "decode").is_empty(), "--skip-decode: {rows:#?}");
+    assert!(
+        rows_of(&rows, "decode").is_empty(),
+        "--skip-decode: {rows:#?}"
+    );
     let rates = rows_of(&rows, "rate");
     let asked: Vec<f64> = rates.iter().map(|r| num(r, "request_rate")).collect();
     assert_eq!(asked, vec![4.0, 8.0, 16.0], "{rows:#?}");
@@ -141,7 +146,11 @@ fn sweep_matches_the_oracle() {
         .collect();
     let sent: Vec<usize> = rates.iter().map(|r| count(r, "requests_sent")).collect();
     let total: usize = sent.iter().sum();
-    assert!(served.len() >= total, "{} served, {sent:?} sent", served.len());
+    assert!(
+        served.len() >= total,
+        "{} served, {sent:?} sent",
+        served.len()
+    );
     let mut rest = &served[served.len() - total..];
     let (mut met_somewhere, mut missed_somewhere) = (false, false);
     for (row, n) in rates.iter().zip(&sent) {
@@ -256,7 +265,13 @@ fn a_failing_server_keeps_the_rate_cell() {
         &sim.url,
         &dir,
         "2s",
-        &["--request-rate", "10", "--slo", "ttft_p99=2s", "--skip-decode"],
+        &[
+            "--request-rate",
+            "10",
+            "--slo",
+            "ttft_p99=2s",
+            "--skip-decode",
+        ],
     );
     assert!(rows_of(&rows, "decode").is_empty(), "{rows:#?}");
     let rate = rows_of(&rows, "rate");
