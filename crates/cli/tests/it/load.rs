@@ -243,10 +243,10 @@ fn a_bad_slo_key_lists_the_keys() {
     ]);
     assert!(!o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.contains("itl_p50"))
-        .unwrap_or_else(|| panic!("no line names the key: {}", text(&o)));
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {}", text(&o));
+    let line = lines[0];
+    assert!(line.contains("itl_p50"), "names the key: {line}");
     for key in ["ttft", "tpot", "e2e", "user_tok_s"] {
         assert!(line.contains(key), "{key} missing from `{line}`");
     }
