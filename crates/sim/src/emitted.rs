@@ -28,7 +28,8 @@ pub struct ServedRequest {
     pub prompt_tokens: u64,
     /// When it reached the engine.
     pub arrival: Instant,
-    /// Its first content chunk (`None`: it emitted nothing).
+    /// Its first content chunk (`None`: it emitted nothing, or it was not streamed: only
+    /// streamed chunks are stamped).
     pub first_chunk: Option<Instant>,
     /// Its last content chunk.
     pub last_chunk: Option<Instant>,
