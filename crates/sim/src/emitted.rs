@@ -9,11 +9,89 @@
 //!   that chunk to its last in-window chunk; the median over requests;
 //! - time between tokens: gaps between consecutive in-window chunks of one request, a chunk of
 //!   k tokens counting as k gaps of gap/k; the median over tokens.
+//!
+//! Under open load the oracle is per request instead ([`served_requests`]): when each request
+//! reached the engine, its first and last chunk, its tokens and whether it finished, from which
+//! a test recomputes TTFT, TPOT, end to end and an SLO's attainment and goodput itself.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::stamps::ChunkStamp;
+use crate::stamps::{ArrivalStamp, ChunkStamp};
+
+/// One request as the simulator served it, from its arrival stamp and its chunk stamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedRequest {
+    /// The engine's id of the request.
+    pub request: u64,
+    /// Its reported prompt tokens.
+    pub prompt_tokens: u64,
+    /// When it reached the engine.
+    pub arrival: Instant,
+    /// Its first content chunk (`None`: it emitted nothing, or it was not streamed: only
+    /// streamed chunks are stamped).
+    pub first_chunk: Option<Instant>,
+    /// Its last content chunk.
+    pub last_chunk: Option<Instant>,
+    /// Output tokens emitted (the last chunk's cumulative count).
+    pub tokens: u32,
+    /// Its last chunk ended it normally (a `finish_reason`); false for a stream that was cut.
+    pub finished: bool,
+}
+
+impl ServedRequest {
+    /// First chunk − arrival.
+    pub fn ttft(&self) -> Option<Duration> {
+        Some(self.first_chunk?.saturating_duration_since(self.arrival))
+    }
+
+    /// (last chunk − first chunk) / (tokens − 1); `None` with fewer than two tokens.
+    pub fn tpot(&self) -> Option<Duration> {
+        let span = self
+            .last_chunk?
+            .saturating_duration_since(self.first_chunk?);
+        (self.tokens >= 2).then(|| span / (self.tokens - 1))
+    }
+
+    /// Last chunk − arrival.
+    pub fn e2e(&self) -> Option<Duration> {
+        Some(self.last_chunk?.saturating_duration_since(self.arrival))
+    }
+}
+
+/// Every stamped request, in arrival order, with what it emitted. `arrivals` and `chunks` are
+/// a server's logs (`SimHandle::take_arrival_stamps`, `take_chunk_stamps`); chunks of a request
+/// without an arrival stamp (taken before the logs were drained) are ignored.
+pub fn served_requests(arrivals: &[ArrivalStamp], chunks: &[ChunkStamp]) -> Vec<ServedRequest> {
+    let mut by_id: HashMap<u64, ServedRequest> = arrivals
+        .iter()
+        .map(|a| {
+            let r = ServedRequest {
+                request: a.request,
+                prompt_tokens: a.prompt_tokens,
+                arrival: a.at,
+                first_chunk: None,
+                last_chunk: None,
+                tokens: 0,
+                finished: false,
+            };
+            (a.request, r)
+        })
+        .collect();
+    for c in chunks {
+        let Some(r) = by_id.get_mut(&c.request) else {
+            continue;
+        };
+        // Stamps are logged in order per request; min/max keep this right even if not.
+        r.first_chunk = Some(r.first_chunk.map_or(c.at, |f| f.min(c.at)));
+        r.last_chunk = Some(r.last_chunk.map_or(c.at, |l| l.max(c.at)));
+        r.tokens = r.tokens.max(c.completion_tokens);
+        r.finished |= c.finished;
+    }
+    let mut out: Vec<ServedRequest> = by_id.into_values().collect();
+    out.sort_by_key(|r| (r.arrival, r.request));
+    out
+}
 
 /// The simulator's own figures for one window.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,6 +190,7 @@ mod tests {
             prompt_tokens: 8,
             completion_tokens,
             at,
+            finished: false,
         }
     }
 
@@ -157,5 +236,50 @@ mod tests {
         assert_eq!(f.per_request_tok_per_s_p50, None);
         assert_eq!(f.tbt_ms_p50, None);
         assert_eq!(weighted_median(vec![(1.0, 1), (3.0, 1)]), Some(2.0));
+    }
+
+    #[test]
+    fn served_requests_pairs_arrivals_with_their_chunks() {
+        let t = Instant::now();
+        let ms = |x: u64| t + Duration::from_millis(x);
+        let arrival = |request, at| ArrivalStamp {
+            request,
+            prompt_tokens: 8,
+            at,
+        };
+        // Request 2 arrives first; request 1 emits 4 tokens in chunks of 1, 2, 1 and finishes;
+        // request 2 emits 1 token and is cut; request 3 arrives but emits nothing; request 9
+        // has chunks but no arrival (drained earlier).
+        let arrivals = [arrival(2, ms(0)), arrival(1, ms(5)), arrival(3, ms(7))];
+        let mut last = stamp(1, 4, ms(50));
+        last.finished = true;
+        let chunks = [
+            stamp(1, 1, ms(20)),
+            stamp(2, 1, ms(22)),
+            stamp(1, 3, ms(30)),
+            stamp(9, 1, ms(31)),
+            last,
+        ];
+        let served = served_requests(&arrivals, &chunks);
+        let ids: Vec<u64> = served.iter().map(|r| r.request).collect();
+        assert_eq!(ids, vec![2, 1, 3], "arrival order, request 9 left out");
+        let one = served[1];
+        assert_eq!((one.tokens, one.finished), (4, true));
+        assert_eq!(one.ttft(), Some(Duration::from_millis(15)));
+        assert_eq!(one.e2e(), Some(Duration::from_millis(45)));
+        assert_eq!(
+            one.tpot(),
+            Some(Duration::from_millis(10)),
+            "30 ms over 3 tokens"
+        );
+        let two = served[0];
+        assert_eq!((two.tokens, two.finished), (1, false));
+        assert_eq!(two.ttft(), Some(Duration::from_millis(22)));
+        assert_eq!(two.tpot(), None, "one token has no TPOT");
+        let three = served[2];
+        assert_eq!(
+            (three.tokens, three.first_chunk, three.ttft()),
+            (0, None, None)
+        );
     }
 }

@@ -24,7 +24,7 @@ use crate::engine::{AbortGuard, Engine, NewRequest, TokenEvent};
 use crate::faults::{self, FaultPlan};
 use crate::request::{self, GenRequest, Reject};
 use crate::rng::{Rng, hash_tokens};
-use crate::stamps::{ChunkStamp, StampLog};
+use crate::stamps::{ArrivalStamp, ChunkStamp, StampLog};
 use crate::wire::{self, Kind, Writer};
 use crate::{info, metrics};
 
@@ -187,6 +187,8 @@ async fn chat_completions(State(st): State<Arc<AppState>>, body: Bytes) -> Respo
 }
 
 async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
+    // Taken first: the request's arrival as the server saw it (the body is already read).
+    let arrived = std::time::Instant::now();
     let cfg = Arc::clone(&st.cfg);
     let req = match request::parse(&cfg, kind, &body) {
         Ok(r) => r,
@@ -223,6 +225,13 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         ignore_eos: req.ignore_eos,
         script,
     });
+    if cfg.stamp_chunks {
+        st.stamps.push_arrival(ArrivalStamp {
+            request: guard.id(),
+            prompt_tokens: writer.prompt_tokens,
+            at: arrived,
+        });
+    }
     if req.stream {
         let stamps = cfg.stamp_chunks.then(|| Arc::clone(&st.stamps));
         stream_response(cfg.flavor, req, writer, plan, rx, guard, stamps).await
@@ -400,6 +409,7 @@ impl Sse {
                     prompt_tokens: self.writer.prompt_tokens,
                     completion_tokens: n,
                     at: std::time::Instant::now(),
+                    finished: ev.finish.is_some(),
                 });
             }
             self.pending.push_back(Ok(Bytes::from(e)));

@@ -8,8 +8,9 @@
 //! - `engine`: the scheduler thread (KV admission, prefix cache, prefill, decode steps);
 //! - `wire`: the exact JSON and SSE bytes each engine writes;
 //! - `faults`: seeded fault decisions;
-//! - `stamps` and `emitted`: what the engine really emitted and when, and the figures of a
-//!   window computed from that (the oracle of the client's timing tests).
+//! - `stamps` and `emitted`: when requests arrived and what the engine really emitted when, and
+//!   the figures of a window or of each request computed from that (the oracle of the
+//!   client's timing tests).
 //!
 //! Start it in-process with [`spawn`] (tests, demos) or [`serve`] (your own listener and
 //! shutdown signal). `docs/simulator.md` describes the model and shows transcripts.
@@ -29,6 +30,10 @@ mod stamps;
 mod tokenizer;
 mod wire;
 
+#[cfg(test)]
+#[path = "tests/open_load.rs"]
+mod open_load_tests;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -38,9 +43,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use config::{FaultConfig, Flavor, SimConfig};
-pub use emitted::EmittedFigures;
+pub use emitted::{EmittedFigures, ServedRequest, served_requests};
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};
-pub use stamps::{ChunkStamp, PassStamp};
+pub use stamps::{ArrivalStamp, ChunkStamp, PassStamp};
 
 /// Everything that can go wrong starting or configuring the simulator.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +133,12 @@ impl SimHandle {
     /// (always empty unless the config has `stamp_chunks` on).
     pub fn take_chunk_stamps(&self) -> Vec<ChunkStamp> {
         self.stamps.take()
+    }
+
+    /// Removes and returns the arrival stamps recorded so far (empty unless the config has
+    /// `stamp_chunks` on): when each generation request reached the engine, in that order.
+    pub fn take_arrival_stamps(&self) -> Vec<ArrivalStamp> {
+        self.stamps.take_arrivals()
     }
 
     /// Removes and returns the scheduler's pass log recorded so far (empty unless the config

@@ -21,6 +21,7 @@ const NAMES: &[&str] = &[
     "seed-vllm",
     "hosted",
     "hosted-seed",
+    "open-load",
 ];
 
 /// The seed's real context length (1M tokens) and KV capacity placed for its staircase:
@@ -43,6 +44,7 @@ pub fn builtin_profile(name: &str) -> Option<SimConfig> {
         "seed-vllm" => Some(as_vllm(seed(64))),
         "hosted" => Some(hosted(tiny())),
         "hosted-seed" => Some(hosted(seed(64))),
+        "open-load" => Some(open_load()),
         _ => {
             let scale = name.strip_prefix("seed:")?.parse::<u32>().ok()?;
             (1..=1024).contains(&scale).then(|| seed(scale))
@@ -143,6 +145,39 @@ pub(crate) fn tiny() -> SimConfig {
             ("kv_cache_dtype".to_string(), json!("auto")),
             ("enable_metrics".to_string(), json!(true)),
         ]),
+    }
+}
+
+/// `open-load`: one request at a time with fixed pass times, so that its capacity under open
+/// load is known by construction (docs/simulator.md, "Capacity under open load"). A request of
+/// C prompt tokens and M output tokens is served in
+/// S = C / `prefill_tok_per_s` + (M − 1) × 3 ms (its first token comes from the prefill pass),
+/// and nothing else runs meanwhile: at C = 512, M = 16, S = 5 + 45 = 50 ms, 20 requests/s.
+pub(crate) fn open_load() -> SimConfig {
+    SimConfig {
+        model: "sim/open-load".to_string(),
+        context_length: 2048,
+        // Admission is limited by `max_running_requests`, not KV; but a client sizes its
+        // saturation batch from the reported KV (4096 / (C + M) = 7 requests at C = 512,
+        // M = 16), and a large KV would make that batch take seconds at one request per 50 ms.
+        kv_capacity_tokens: 4096,
+        // 512 tokens in exactly 5 ms, with no per-pass overhead and in one pass.
+        prefill_tok_per_s: 102_400.0,
+        prefill_overhead_ms: 0.0,
+        chunked_prefill_tokens: 4096,
+        // One point: the same step at any batch size (the batch is always 1 here anyway).
+        decode_step_ms: vec![(1, 3.0)],
+        per_kv_token_us: 0.0,
+        // No cache: a prompt seen before (a probe, a retry) would prefill one token instead of
+        // C and break the service time.
+        prefix_cache_tokens: 0,
+        max_running_requests: Some(1),
+        server_args: BTreeMap::from([
+            ("model_path".to_string(), json!("sim/open-load")),
+            ("max_running_requests".to_string(), json!(1)),
+            ("enable_metrics".to_string(), json!(true)),
+        ]),
+        ..tiny()
     }
 }
 
@@ -282,6 +317,17 @@ mod tests {
             assert!(over(ctx, fits * 2), "{ctx} x {} should be over", fits * 2);
         }
         assert!(!over(128, 128));
+    }
+
+    #[test]
+    fn open_load_service_time_is_fifty_ms_at_512_and_16() {
+        let c = builtin_profile("open-load").expect("open-load");
+        let prefill_ms = 512.0 * 1000.0 / c.prefill_tok_per_s + c.prefill_overhead_ms;
+        let s_ms = prefill_ms + 15.0 * c.step_ms(1, 512 + 15);
+        assert!((prefill_ms - 5.0).abs() < 1e-9, "{prefill_ms}");
+        assert!((s_ms - 50.0).abs() < 1e-9, "{s_ms}");
+        assert_eq!(c.max_running_requests, Some(1));
+        assert_eq!(c.prefix_cache_tokens, 0);
     }
 
     #[test]

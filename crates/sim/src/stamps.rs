@@ -6,6 +6,10 @@
 //! a stamp on the wire would never reach the code that compares. A chunk is identified instead
 //! by what every client keeps: the request's `usage.prompt_tokens` and the cumulative
 //! `usage.completion_tokens` after the chunk.
+//!
+//! Arrival stamps say when each generation request reached the engine, so that per-request
+//! figures under open load (TTFT from arrival, end to end) can be recomputed from what the
+//! server saw, independently of the client (`emitted::served_requests`).
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -24,6 +28,22 @@ pub struct ChunkStamp {
     /// them to hyper, which writes them to the socket in the same poll. (SGLang's first chunk
     /// is built before the response headers are sent, as SGLang does, so it is stamped a few
     /// microseconds before its write.)
+    pub at: Instant,
+    /// This chunk ended the request normally (it carries a `finish_reason`). A request whose
+    /// stream was cut (an injected stream error, a disconnect, a stall, shutdown) has none.
+    pub finished: bool,
+}
+
+/// When a generation request reached the engine: the handler had read its whole body. Only
+/// requests submitted to the engine are stamped; one answered at once with an error (an
+/// injected HTTP 500, a full queue, a bad body) never was in the engine and has no stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrivalStamp {
+    /// The engine's id of the request, as in its [`ChunkStamp`]s.
+    pub request: u64,
+    /// The request's `usage.prompt_tokens`, as reported (offset fault included).
+    pub prompt_tokens: u64,
+    /// When the handler started on it (its body already read).
     pub at: Instant,
 }
 
@@ -44,6 +64,7 @@ pub struct PassStamp {
 pub(crate) struct StampLog {
     stamps: Mutex<Vec<ChunkStamp>>,
     passes: Mutex<Vec<PassStamp>>,
+    arrivals: Mutex<Vec<ArrivalStamp>>,
 }
 
 fn push_locked<T>(m: &Mutex<Vec<T>>, x: T) {
@@ -79,6 +100,16 @@ impl StampLog {
     /// Removes and returns every pass stamp recorded so far.
     pub(crate) fn take_passes(&self) -> Vec<PassStamp> {
         take_locked(&self.passes)
+    }
+
+    /// Appends one arrival stamp.
+    pub(crate) fn push_arrival(&self, a: ArrivalStamp) {
+        push_locked(&self.arrivals, a);
+    }
+
+    /// Removes and returns every arrival stamp recorded so far.
+    pub(crate) fn take_arrivals(&self) -> Vec<ArrivalStamp> {
+        take_locked(&self.arrivals)
     }
 }
 

@@ -11,6 +11,7 @@ mod faults;
 mod highconc;
 mod interrupt;
 mod llamacpp;
+mod load;
 mod report;
 mod run;
 mod sim;
