@@ -442,7 +442,8 @@ async fn measure_span(m: &MatrixRun<'_>, builder: &mut PromptBuilder, s: &mut Se
             }
         };
         m.progress.event(ProgressEvent::Phase(stage));
-        let measured = send_each(&m.engine, requests.into(), in_flight, &m.cancel).await;
+        let within = duration_from_secs(m.plan.settings.duration_s);
+        let measured = send_each(&m.engine, requests.into(), in_flight, within, &m.cancel).await;
         let records: Vec<_> = measured.into_iter().map(|x| x.record).collect();
         let rate = closed_batch_rate(&records);
         if stage == Stage::Synchronous {

@@ -94,14 +94,19 @@ struct Shared {
 /// One request task: wait for the cap if there is one, then send and measure.
 async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedSender<Done>) {
     let mut waited = false;
+    // A request that gets a slot at once had no cap to wait for; one that does not waits, and
+    // says so (trying first, so the flag and the wait cannot disagree).
     let _permit = match &s.cap {
-        Some(cap) => {
-            waited = cap.available_permits() == 0;
-            s.live.waiting.fetch_add(1, Ordering::Relaxed);
-            let p = cap.clone().acquire_owned().await.ok();
-            s.live.waiting.fetch_sub(1, Ordering::Relaxed);
-            p
-        }
+        Some(cap) => match cap.clone().try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                waited = true;
+                s.live.waiting.fetch_add(1, Ordering::Relaxed);
+                let p = cap.clone().acquire_owned().await.ok();
+                s.live.waiting.fetch_sub(1, Ordering::Relaxed);
+                p
+            }
+        },
         None => None,
     };
     let now = s.live.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -207,16 +212,20 @@ pub(crate) async fn run_open_loop(
     }
 }
 
-/// Sends every request of `requests` once, at most `slots` at a time, each slot taking the
-/// next as soon as its last ends (a closed batch: the synchronous rate with one slot, the
+/// Sends each request of `requests` at most once, at most `slots` at a time, each slot taking
+/// the next as soon as its last ends, none started after `within` (a closed batch: the synchronous rate with one slot, the
 /// saturation throughput with many). Records share one clock, started here.
 pub(crate) async fn send_each(
     engine: &Arc<Engine>,
     requests: Arc<[RequestSpec]>,
     slots: u32,
+    within: Duration,
     cancel: &CancellationToken,
 ) -> Vec<Measured> {
     let origin = Instant::now();
+    // No slot takes a new request after `within` (the ones running finish): a batch on a slow
+    // server is bounded by the window, not by its request count.
+    let last_start = origin + within;
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..slots.max(1) {
@@ -230,7 +239,7 @@ pub(crate) async fn send_each(
             let mut out = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= requests.len() || cancel.is_cancelled() {
+                if i >= requests.len() || cancel.is_cancelled() || Instant::now() >= last_start {
                     return out;
                 }
                 let m = measure(

@@ -152,13 +152,19 @@ fn pacing_warning(f: &RateFigures, o: &RateObservation<'_>) -> Option<String> {
     let p99_ms = f.pacing_error_us.as_ref().map(|s| s.p99 / 1e3);
     let late = p99_ms.is_some_and(|p| p > (gap_ms / 10.0).max(1.0));
     let slow = o.max_concurrency.is_none() && achieved.is_some_and(|a| a < 0.95 * schedule);
-    (late || slow).then(|| {
-        format!(
-            "the client could not keep the schedule: it sent {} requests/s of the schedule's {schedule:.3}/s (pacing error p99 {} against a mean gap of {gap_ms:.3} ms)",
-            achieved.map_or("no measurable".to_string(), |a| format!("{a:.3}")),
-            p99_ms.map_or("unknown".to_string(), |p| format!("{p:.3} ms")),
-        )
-    })
+    let sent = achieved.map_or("no measurable rate".to_string(), |a| format!("{a:.3}/s"));
+    let p99 = p99_ms.map_or("unknown".to_string(), |p| format!("{p:.3} ms"));
+    if slow {
+        Some(format!(
+            "the client could not keep the schedule's rate: it sent {sent} of the schedule's {schedule:.3}/s (pacing error p99 {p99})"
+        ))
+    } else {
+        late.then(|| {
+            format!(
+                "the client sent late: pacing error p99 {p99} against a mean gap of {gap_ms:.3} ms (it kept the rate: {sent} of {schedule:.3}/s), so arrivals bunched"
+            )
+        })
+    }
 }
 
 /// The row of a rate cell. It is kept whatever happened: failed requests count against the

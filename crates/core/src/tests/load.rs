@@ -196,7 +196,7 @@ fn a_late_client_is_warned_and_a_cap_is_queue_time_not_pacing_error() {
         .as_ref()
         .and_then(|f| f.pacing_warning.clone())
         .expect("warning");
-    assert!(w.contains("could not keep the schedule"), "{w}");
+    assert!(w.contains("could not keep the schedule's rate"), "{w}");
     // The same delay behind a cap is client queue time, not a pacing error.
     let waited = [false, false, true];
     let capped = RateObservation {
