@@ -98,6 +98,15 @@ impl Sim {
     }
 }
 
+impl Sim {
+    /// The running simulator (its stamps, when started with `stamp_chunks`).
+    pub fn handle(&self) -> &llmib_sim::SimHandle {
+        self.handle
+            .as_ref()
+            .expect("the simulator runs until dropped")
+    }
+}
+
 impl Drop for Sim {
     fn drop(&mut self) {
         if let (Some(rt), Some(h)) = (self.rt.as_ref(), self.handle.take()) {

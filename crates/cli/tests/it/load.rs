@@ -9,49 +9,20 @@
 //! that the loopback time between the client's send and the server's arrival never flips one.
 
 use crate::common::*;
-use llmib_sim::{ServedRequest, SimConfig, SimHandle};
+use llmib_sim::{ServedRequest, SimConfig};
 use serde_json::Value;
 use std::time::Duration;
 
-/// A simulator with chunk and arrival stamps on, on a runtime of its own (the binary is a
-/// child process; the test's code is synchronous).
-struct StampedSim {
-    url: String,
-    rt: tokio::runtime::Runtime,
-    handle: Option<SimHandle>,
+/// A simulator with chunk stamps on (its own runtime, as a real server has its own process).
+fn stamped_sim(mut cfg: SimConfig) -> Sim {
+    cfg.stamp_chunks = true;
+    Sim::start(cfg)
 }
 
-impl StampedSim {
-    fn start(mut cfg: SimConfig) -> StampedSim {
-        cfg.stamp_chunks = true;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let handle = rt
-            .block_on(llmib_sim::spawn(cfg))
-            .expect("start the simulator");
-        StampedSim {
-            url: handle.base_url(),
-            rt,
-            handle: Some(handle),
-        }
-    }
-
-    /// Every request the simulator served so far, in arrival order.
-    fn served(&self) -> Vec<ServedRequest> {
-        let h = self.handle.as_ref().expect("running");
-        llmib_sim::served_requests(&h.take_arrival_stamps(), &h.take_chunk_stamps())
-    }
-}
-
-impl Drop for StampedSim {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            self.rt.block_on(h.shutdown());
-        }
-    }
+/// Every request the simulator served so far, in arrival order.
+fn served(sim: &Sim) -> Vec<ServedRequest> {
+    let h = sim.handle();
+    llmib_sim::served_requests(&h.take_arrival_stamps(), &h.take_chunk_stamps())
 }
 
 /// Runs `run` at context 512 and max output 16 with the open-load flags in `extra`.
@@ -122,7 +93,7 @@ fn sweep_matches_the_oracle() {
     let mut cfg = llmib_sim::builtin_profile("tiny").expect("tiny");
     cfg.faults.slow_first_byte_rate = 0.3;
     cfg.faults.slow_first_byte_ms = 250;
-    let sim = StampedSim::start(cfg);
+    let sim = stamped_sim(cfg);
     let dir = out_dir("load-sweep");
     let slo = "ttft_p99=100ms,e2e_p90=1s,tpot_p50=40ms";
     let rows = run_load(
@@ -139,8 +110,7 @@ fn sweep_matches_the_oracle() {
     let asked: Vec<f64> = rates.iter().map(|r| num(r, "request_rate")).collect();
     assert_eq!(asked, vec![4.0, 8.0, 16.0], "{rows:#?}");
     // The rate cells' requests are the last ones with a 512-token prompt, cell after cell.
-    let served: Vec<ServedRequest> = sim
-        .served()
+    let served: Vec<ServedRequest> = served(&sim)
         .into_iter()
         .filter(|r| r.prompt_tokens == 512)
         .collect();
@@ -259,7 +229,7 @@ fn a_failing_server_keeps_the_rate_cell() {
     let _serial = timing_lock();
     let mut cfg = llmib_sim::builtin_profile("tiny").expect("tiny");
     cfg.faults.stream_error_rate = 0.2;
-    let sim = StampedSim::start(cfg);
+    let sim = stamped_sim(cfg);
     let dir = out_dir("load-faults");
     let rows = run_load(
         &sim.url,
@@ -281,8 +251,7 @@ fn a_failing_server_keeps_the_rate_cell() {
     assert!(failed > 0, "{row:#}");
     assert!(num(row, "slo_attainment") < 1.0, "{row:#}");
     let sent = count(row, "requests_sent");
-    let served: Vec<ServedRequest> = sim
-        .served()
+    let served: Vec<ServedRequest> = served(&sim)
         .into_iter()
         .filter(|r| r.prompt_tokens == 512)
         .collect();
