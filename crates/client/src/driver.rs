@@ -87,16 +87,24 @@ struct ContextPrompts {
     error: Option<(&'static str, String)>,
 }
 
-/// Runs the matrix.
-pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
-    let started = Instant::now();
-    let mut st = RunState {
+/// The run's state before its first cell.
+pub(crate) fn new_state(m: &MatrixRun<'_>) -> RunState {
+    RunState {
         builder: PromptBuilder::new(m.engine.clone(), m.plan.settings.prompt_seed)
             .with_targeting(m.plan.settings.token_targeting),
         ctx: None,
         hidden_warmup_done: false,
         warm_ttft_ms: HashMap::new(),
-    };
+    }
+}
+
+/// Runs the matrix's planned cells in order (`crate::run` runs the open-load sections after
+/// them); returns how the matrix ended.
+pub(crate) async fn run_cells(
+    m: &MatrixRun<'_>,
+    st: &mut RunState,
+    started: Instant,
+) -> Result<MatrixEnd, DriverError> {
     let mut end = MatrixEnd::Completed;
     let total = m.plan.cells.len();
     let mut recent: Vec<CellResult> = Vec::new();
@@ -115,15 +123,15 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
                 cell: cell.clone(),
                 reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),
             });
-            save(&m, over_capacity_result(cell, s.max_output, kv))?;
+            save(m, over_capacity_result(cell, s.max_output, kv))?;
             continue;
         }
         if end == MatrixEnd::Completed {
-            end = stop_reason(&m, started);
+            end = stop_reason(m, started);
         }
         if end != MatrixEnd::Completed {
             save(
-                &m,
+                m,
                 bare_result(cell, CellStatus::NotRun, Some(not_run_reason(&end))),
             )?;
             continue;
@@ -137,7 +145,7 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
         if let Some(hw) = m.hardware {
             hw.begin_cell();
         }
-        let mut row = run_cell(&m, &mut st, cell).await;
+        let mut row = run_cell(m, st, cell).await;
         row.started_at = Some(t0);
         row.finished_at = Some(now_rfc3339());
         if let Some(hw) = m.hardware {
@@ -152,12 +160,11 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
         if recent.len() > 4 {
             recent.remove(0);
         }
-        save(&m, row)?;
-        if failed && let Some(gone) = server_gone(&m, &recent).await {
+        save(m, row)?;
+        if failed && let Some(gone) = server_gone(m, &recent).await {
             end = gone;
         }
     }
-    open_load(&m, &mut st, &mut end, started).await?;
     Ok(end)
 }
 
@@ -179,38 +186,20 @@ async fn server_gone(m: &MatrixRun<'_>, recent: &[CellResult]) -> Option<MatrixE
     })
 }
 
-/// The open-load sections after the matrix (`crate::load_section`). A run of open load alone
-/// gets the hidden warm-up first: the server's one-off costs belong to no rate cell either.
-async fn open_load(
-    m: &MatrixRun<'_>,
-    st: &mut RunState,
-    end: &mut MatrixEnd,
-    started: Instant,
-) -> Result<(), DriverError> {
-    let first_load_context = m.plan.contexts.iter().find(|c| c.decode);
-    if let (Some(_), Some(c)) = (&m.plan.settings.load, first_load_context)
-        && !st.hidden_warmup_done
-        && *end == MatrixEnd::Completed
-    {
-        hidden_warm_up(m, &mut st.builder, c.tokens).await;
-        st.hidden_warmup_done = true;
-    }
-    let stop = || stop_reason(m, started);
-    crate::load_section::run_load_sections(m, &mut st.builder, end, stop).await
-}
-
 /// What the run carries from cell to cell.
-struct RunState {
-    builder: PromptBuilder,
+pub(crate) struct RunState {
+    /// The run's prompt builder (the open-load sections build with it too).
+    pub(crate) builder: PromptBuilder,
     ctx: Option<ContextPrompts>,
-    hidden_warmup_done: bool,
+    /// Whether the one-off hidden warm-up has run.
+    pub(crate) hidden_warmup_done: bool,
     /// The TTFT of a lone warm request at each context (the N = 1 cell): the baseline for the
     /// gauge-less queueing rule.
     warm_ttft_ms: HashMap<u64, f64>,
 }
 
 /// Why the run stops before the next cell, if it does (Ctrl-C, the time budget).
-fn stop_reason(m: &MatrixRun<'_>, started: Instant) -> MatrixEnd {
+pub(crate) fn stop_reason(m: &MatrixRun<'_>, started: Instant) -> MatrixEnd {
     if m.cancel.is_cancelled() {
         MatrixEnd::Interrupted
     } else if m
@@ -392,7 +381,7 @@ pub(crate) fn report_errors(m: &MatrixRun<'_>, stage: Stage, records: &[RequestR
 /// A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay one-off
 /// costs (graph capture, allocator growth) that belong to no cell. Its prompt shares no prefix
 /// with any measured one, and nothing of it is measured: a failure shows in the first cell.
-async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context: u64) {
+pub(crate) async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context: u64) {
     m.progress.event(ProgressEvent::Phase(Stage::HiddenWarmUp));
     let p = builder.throwaway(context.min(512));
     let max = m.plan.settings.max_output.min(32);

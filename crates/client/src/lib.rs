@@ -24,6 +24,7 @@ mod open_loop;
 mod pacer;
 mod progress;
 mod prompt;
+mod run;
 mod sse;
 mod stream;
 mod window;
@@ -46,14 +47,14 @@ pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measu
 
 // Running cells: the matrix driver, bursts, and what they tell the displays.
 pub use burst::{BurstError, send_burst};
-pub use driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun, run_matrix};
-pub use live::{LiveWindow, StreamLive};
-pub use open_loop::OpenLoopLive;
+pub use driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun};
+pub use live::{LiveWindow, OpenLoopLive, StreamLive};
 pub use pacer::{Pacer, SPIN};
 pub use progress::{
     EventKind, Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage, json_line,
     readiness_reason,
 };
+pub use run::run_matrix;
 
 // The machine the client runs on.
 pub use hardware::{HardwareParseError, detect_local, parse_hardware_override};

@@ -13,7 +13,8 @@ use crate::driver::{
     DriverError, MatrixEnd, MatrixRun, finished_records, limits, not_run_reason, prompt_tolerance,
     save,
 };
-use crate::open_loop::{OpenLoopLive, OpenLoopSpec, run_open_loop, send_each};
+use crate::live::OpenLoopLive;
+use crate::open_loop::{OpenLoopSpec, run_open_loop, send_each};
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
 use crate::stream::RequestSpec;

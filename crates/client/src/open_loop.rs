@@ -7,6 +7,7 @@
 //! `llmib_core::rate_result`.
 
 use crate::engine::Engine;
+use crate::live::OpenLoopLive;
 use crate::pacer::Pacer;
 use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::{RequestSample, Slo};
@@ -40,43 +41,6 @@ pub(crate) struct OpenLoopRun {
     pub interrupted: bool,
     /// The measurement itself broke (a request task died): why.
     pub fault: Option<String>,
-}
-
-/// Live counts of a rate cell, for the displays.
-#[derive(Debug, Default)]
-pub struct OpenLoopLive {
-    /// Requests in the schedule.
-    pub scheduled: AtomicUsize,
-    /// Requests the pacer has fired.
-    pub fired: AtomicUsize,
-    /// Requests sent and not yet ended.
-    pub in_flight: AtomicU64,
-    /// Requests waiting for the cap.
-    pub waiting: AtomicU64,
-    /// Requests ended.
-    pub ended: AtomicU64,
-    /// Of them, ended in an error.
-    pub errors: AtomicU64,
-    /// Of the ended ones, requests that met the SLO (as counted so far: chunk counts can
-    /// still change when counting is deferred).
-    pub met: AtomicU64,
-    /// The rate asked for, milli-requests per second.
-    pub rate_mrps: AtomicU64,
-    /// When the first and the last request so far were fired, ns from the cell origin.
-    pub first_fire_ns: AtomicU64,
-    /// See `first_fire_ns`.
-    pub last_fire_ns: AtomicU64,
-}
-
-impl OpenLoopLive {
-    /// The rate the client has kept so far: (fired − 1) / (last fire − first fire).
-    pub fn achieved_rate(&self) -> Option<f64> {
-        let fired = self.fired.load(Ordering::Relaxed);
-        let first = self.first_fire_ns.load(Ordering::Relaxed);
-        let last = self.last_fire_ns.load(Ordering::Relaxed);
-        let span = last.saturating_sub(first) as f64 / 1e9;
-        (fired >= 2 && span > 0.0).then(|| (fired - 1) as f64 / span)
-    }
 }
 
 /// Shared by the request tasks of one cell.

@@ -5,8 +5,7 @@
 //! format documented in docs/dashboard.md). The driver and the window both speak it; neither
 //! imports the other for it.
 
-use crate::live::LiveWindow;
-use crate::open_loop::OpenLoopLive;
+use crate::live::{LiveWindow, OpenLoopLive};
 use llmib_core::PlannedCell;
 use llmib_core::ReadinessBy;
 use llmib_core::Window;

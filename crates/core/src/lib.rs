@@ -20,6 +20,7 @@ mod hw;
 mod lag;
 mod live;
 mod load;
+mod load_settings;
 mod meta;
 mod plan;
 mod readiness;
@@ -68,12 +69,12 @@ pub use verdict::{
 pub use arrival::{ArrivalError, ArrivalPattern, schedule};
 pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_step};
 pub use cell::rate_mrps;
+pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow};
 pub use load::{
-    CapacityFigures, CapacityInputs, CapacityPoint, LimitRow, LoadSettings, RateFigures,
-    RateObservation, RateSpec, RateSpecError, SloRow, auto_rates, capacity_cell,
-    capacity_concurrency, capacity_result, closed_batch_rate, closed_loop_slo, rate_cell,
-    rate_result, round_rate,
+    CapacityInputs, RateObservation, auto_rates, capacity_cell, capacity_concurrency,
+    capacity_result, closed_batch_rate, closed_loop_slo, rate_cell, rate_result, round_rate,
 };
+pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 
 // The run's metadata, the results store and what keeps secrets out of both.

@@ -95,7 +95,7 @@ pub struct Settings {
     pub request: RequestControls,
     /// The open-loop section of each context (`--request-rate`, `--find-capacity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<crate::load::LoadSettings>,
+    pub load: Option<crate::load_settings::LoadSettings>,
 }
 
 fn one() -> u32 {

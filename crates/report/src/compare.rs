@@ -242,7 +242,7 @@ impl Comparison {
         match (cell, v) {
             (None, Verdict::NotComparable { reason }) => format!("— (not comparable: {reason})"),
             (None, _) => number::NULL.to_string(),
-            (Some(c), Verdict::Comparable { ratio: Some(r) }) if !crate::load::is_load(c) => {
+            (Some(c), Verdict::Comparable { ratio: Some(r) }) if !crate::model::is_load(c) => {
                 format!("{} {}", value(c), number::ratio(*r))
             }
             (Some(c), Verdict::NotComparable { reason }) => {

@@ -3,7 +3,8 @@
 //! compares at a load (achieved rate, goodput, SLO attainment, TTFT p99; a capacity row's
 //! largest rate and concurrency) with its difference from the baseline's, where both have it.
 
-use crate::load::{self, percent, req_rate};
+use crate::load::{self, percent};
+use crate::number::req_rate;
 use crate::number::{self, NULL};
 use llmib_core::{CellResult, Phase};
 
@@ -119,7 +120,7 @@ fn capacity_text(c: &CellResult, base: Option<&CellResult>) -> String {
 /// The text of an open-loop row in a comparison, or `None` for the other phases. A row whose
 /// status has no figures shows its status.
 pub(crate) fn entry_value(c: &CellResult, base: Option<&CellResult>) -> Option<String> {
-    if !load::is_load(c) {
+    if !crate::model::is_load(c) {
         return None;
     }
     if !c.status.has_figures() && c.phase == Phase::Rate {

@@ -19,6 +19,7 @@
 #![warn(unnameable_types)]
 
 mod accuracy;
+mod chart_frame;
 mod compare;
 mod compare_load;
 mod csv;

@@ -7,14 +7,10 @@
 //! capacity row carries its search in `capacity`. Null prints as `—`, never 0.
 
 use crate::model::Report;
+use crate::model::{is_load, requested};
 use crate::number::{self, NULL};
 use crate::table::Table;
 use llmib_core::{CellResult, Phase, Summary};
-
-/// Whether a row belongs to the Load section (rate cells and capacity rows).
-pub(crate) fn is_load(c: &CellResult) -> bool {
-    matches!(c.phase, Phase::Rate | Phase::Capacity)
-}
 
 /// One context's open-loop rows.
 #[derive(Debug, Clone)]
@@ -64,20 +60,6 @@ impl Report {
     }
 }
 
-/// A request rate: up to three decimals, trailing zeros dropped (`2.5/s`, `0.125/s`, `12/s`).
-pub(crate) fn req_rate(v: f64) -> String {
-    if !v.is_finite() {
-        return NULL.to_string();
-    }
-    let s = number::grouped(v, 3);
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    };
-    format!("{s}/s")
-}
-
 /// A share as a percentage with one decimal (`96.7%`).
 pub(crate) fn percent(v: f64) -> String {
     if v.is_finite() {
@@ -106,14 +88,9 @@ pub(crate) fn flat<T>(v: Option<Option<T>>) -> Option<T> {
     v.flatten()
 }
 
-/// The requested rate of a rate row (`—` when the row has none).
-pub(crate) fn requested(c: &CellResult) -> String {
-    number::or_null(c.request_rate, req_rate)
-}
-
 /// The achieved rate, with `(of X/s)` omitted: the table has the requested rate beside it.
 pub(crate) fn achieved(c: &CellResult) -> String {
-    number::or_null(flat(c.achieved_request_rate), req_rate)
+    number::or_null(flat(c.achieved_request_rate), number::req_rate)
 }
 
 /// Whether the achieved rate is off the requested one by more than 2 %.
@@ -172,7 +149,7 @@ fn rate_texts(c: &CellResult) -> Vec<String> {
         ms(s(|f| f.queue_ms.as_ref()), |s| s.p50),
         s(|f| f.pacing_error_us.as_ref()).map_or_else(|| NULL.into(), |s| micros(s.p99)),
         number::or_null(flat(c.slo_attainment), percent),
-        number::or_null(flat(c.goodput_rps), req_rate),
+        number::or_null(flat(c.goodput_rps), number::req_rate),
         number::or_null(flat(c.goodput_tok_per_s), number::rate),
         c.status.label().to_string(),
         f.and_then(|f| f.pacing_warning.clone())
@@ -186,8 +163,8 @@ fn rate_texts(c: &CellResult) -> Vec<String> {
 pub(crate) fn capacity_rate_text(c: &CellResult) -> String {
     let at_least = c.capacity.as_ref().is_some_and(|f| f.outcome == "at_least");
     match c.capacity_request_rate {
-        Some(Some(r)) if at_least => format!("≥ {}", req_rate(r)),
-        Some(Some(r)) => req_rate(r),
+        Some(Some(r)) if at_least => format!("≥ {}", number::req_rate(r)),
+        Some(Some(r)) => number::req_rate(r),
         Some(None) => "no rate meets the SLO".to_string(),
         None => c.status.label().to_string(),
     }
@@ -213,10 +190,10 @@ fn capacity_texts(c: &CellResult) -> Vec<String> {
         Report::context_label(c),
         capacity_rate_text(c),
         number::or_null(flat(c.capacity_concurrency), |n| n.to_string()),
-        number::or_null(flat(c.goodput_rps), req_rate),
+        number::or_null(flat(c.goodput_rps), number::req_rate),
         number::or_null(flat(c.goodput_tok_per_s), number::rate),
         number::or_null(flat(c.slo_attainment), percent),
-        number::or_null(f.and_then(|f| f.concurrency_goodput_rps), req_rate),
+        number::or_null(f.and_then(|f| f.concurrency_goodput_rps), number::req_rate),
         f.map_or_else(|| NULL.to_string(), |f| f.slo.clone()),
         number::or_null(f.map(|f| f.points.len() as u64), number::count),
     ]

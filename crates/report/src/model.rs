@@ -435,11 +435,7 @@ impl Report {
     /// A cell's name in words: `1K × 4`, `1K at 2.5/s` (a rate cell), `1K` (prefill, capacity).
     pub(crate) fn cell_label(c: &CellResult) -> String {
         match c.phase {
-            Phase::Rate => format!(
-                "{} at {}",
-                Self::context_label(c),
-                crate::load::requested(c)
-            ),
+            Phase::Rate => format!("{} at {}", Self::context_label(c), requested(c)),
             Phase::Prefill | Phase::Capacity => Self::context_label(c),
             Phase::Decode | Phase::Burst => {
                 format!("{} × {}", Self::context_label(c), c.concurrency)
@@ -532,6 +528,16 @@ fn request_controls(r: &llmib_core::RequestControls) -> Option<String> {
         parts.push(serde_json::Value::Object(extra.clone()).to_string());
     }
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Whether a row belongs to the Load section (rate cells and capacity rows).
+pub(crate) fn is_load(c: &CellResult) -> bool {
+    matches!(c.phase, Phase::Rate | Phase::Capacity)
+}
+
+/// The requested rate of a rate row (`—` when the row has none).
+pub(crate) fn requested(c: &CellResult) -> String {
+    number::or_null(c.request_rate, number::req_rate)
 }
 
 #[cfg(test)]

@@ -165,6 +165,20 @@ pub(crate) fn or_null<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| NULL.to_string(), f)
 }
 
+/// A request rate: up to three decimals, trailing zeros dropped (`2.5/s`, `0.125/s`, `12/s`).
+pub(crate) fn req_rate(v: f64) -> String {
+    if !v.is_finite() {
+        return NULL.to_string();
+    }
+    let s = grouped(v, 3);
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    format!("{s}/s")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

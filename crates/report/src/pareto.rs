@@ -6,7 +6,7 @@
 //! `per_request_tok_per_s` (a decode cell's median per-request rate; a rate cell's per-user
 //! tok/s p50, 1 / TPOT). Cells without both figures are left out, never drawn at 0.
 
-use crate::load_chart::{Frame, H, W};
+use crate::chart_frame::{Frame, H, W};
 use crate::model::Report;
 use crate::number;
 use llmib_core::{CellResult, Phase};

@@ -119,7 +119,7 @@ impl Column {
         match self {
             Column::Phase => Raw::Text(c.phase.label().to_string()),
             Column::Context => Raw::Num(c.context_tokens as f64),
-            Column::RequestsAtOnce if crate::load::is_load(c) => Raw::Null,
+            Column::RequestsAtOnce if crate::model::is_load(c) => Raw::Null,
             Column::RequestsAtOnce => Raw::Num(f64::from(c.concurrency)),
             Column::Status => Raw::Text(c.status.label().to_string()),
             Column::TotalTokPerS => num(total(c)),
@@ -138,7 +138,7 @@ impl Column {
         match self {
             Column::Phase => c.phase.label().to_string(),
             Column::Context => Report::context_label(c),
-            Column::RequestsAtOnce if crate::load::is_load(c) => number::NULL.to_string(),
+            Column::RequestsAtOnce if crate::model::is_load(c) => number::NULL.to_string(),
             Column::RequestsAtOnce => c.concurrency.to_string(),
             Column::Status => c.status.label().to_string(),
             Column::TotalTokPerS => number::or_null(total(c), number::rate),
@@ -208,7 +208,7 @@ impl Table {
         let rows = report
             .cells
             .iter()
-            .filter(|c| !crate::load::is_load(c))
+            .filter(|c| !crate::model::is_load(c))
             .map(|c| TableRow {
                 status: status_key(c),
                 cells: columns

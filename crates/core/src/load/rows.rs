@@ -1,10 +1,11 @@
 //! The rows of the open-loop section: a rate cell's row from its records and schedule, a
 //! decode row's SLO verdict, and a context's capacity row from its measured points.
 
-use super::{CapacityFigures, CapacityPoint, RateFigures, SloRow};
 use crate::arrival::ArrivalPattern;
 use crate::capacity_search::Capacity;
-use crate::cell::{CellResult, CellStatus, Phase};
+use crate::cell::{
+    CapacityFigures, CapacityPoint, CellResult, CellStatus, Phase, RateFigures, SloRow,
+};
 use crate::counting::CountReport;
 use crate::figures::Window;
 use crate::meta::TokenCountSource;

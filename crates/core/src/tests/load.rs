@@ -2,12 +2,16 @@
 //! warning; the closed-loop SLO; the capacity row; auto rates and `--request-rate` parsing.
 
 use super::*;
+use crate::arrival::ArrivalPattern;
 use crate::capacity_search::Capacity;
+use crate::cell::SloRow;
 use crate::cell::{CellResult, CellStatus, Phase};
 use crate::counting::CountReport;
 use crate::figures::Window;
+use crate::load_settings::{LoadSettings, RateSpec};
 use crate::meta::TokenCountSource;
 use crate::record::{Chunk, Outcome, RequestRecord};
+use crate::slo::Slo;
 
 const MS: u64 = 1_000_000;
 

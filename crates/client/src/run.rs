@@ -1,0 +1,36 @@
+//! One run: the matrix's planned cells in order (`crate::driver`), then each context's
+//! open-load section (`crate::load_section`), which comes after the whole matrix so that a
+//! context's capacity row can use its decode cells.
+
+use crate::driver::{self, DriverError, MatrixEnd, MatrixRun, RunState};
+use crate::load_section;
+use tokio::time::Instant;
+
+/// Runs the matrix, then the open-load sections; saves every row as soon as it is known.
+pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
+    let started = Instant::now();
+    let mut st = driver::new_state(&m);
+    let mut end = driver::run_cells(&m, &mut st, started).await?;
+    open_load(&m, &mut st, &mut end, started).await?;
+    Ok(end)
+}
+
+/// The open-load sections after the matrix (`crate::load_section`). A run of open load alone
+/// gets the hidden warm-up first: the server's one-off costs belong to no rate cell either.
+async fn open_load(
+    m: &MatrixRun<'_>,
+    st: &mut RunState,
+    end: &mut MatrixEnd,
+    started: Instant,
+) -> Result<(), DriverError> {
+    let first_load_context = m.plan.contexts.iter().find(|c| c.decode);
+    if let (Some(_), Some(c)) = (&m.plan.settings.load, first_load_context)
+        && !st.hidden_warmup_done
+        && *end == MatrixEnd::Completed
+    {
+        driver::hidden_warm_up(m, &mut st.builder, c.tokens).await;
+        st.hidden_warmup_done = true;
+    }
+    let stop = || driver::stop_reason(m, started);
+    load_section::run_load_sections(m, &mut st.builder, end, stop).await
+}
