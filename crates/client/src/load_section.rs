@@ -35,6 +35,10 @@ const OPEN_LOOP_STREAMS: u32 = 1 << 30;
 /// would take longer to build than any window is worth.
 const MAX_REQUESTS_PER_CELL: usize = 50_000;
 
+/// Most prompt tokens one rate cell may hold (every request has its own prompt, built before
+/// the schedule starts): about half a gigabyte of text.
+const MAX_PROMPT_TOKENS_PER_CELL: u64 = 128 << 20;
+
 /// The capacity search never measures more cells than this per context.
 const MAX_SEARCH_STEPS: usize = 24;
 
@@ -149,9 +153,12 @@ async fn run_section(
 }
 
 fn note_no_span(m: &MatrixRun<'_>, s: &Section<'_>) {
+    let rate = |r: Option<f64>| r.map_or("not measured".to_string(), |r| format!("{r:.3}/s"));
     m.progress.event(ProgressEvent::Note(format!(
-        "open load {}: no auto rates (synchronous rate {:?}/s, saturation {:?}/s: a request must finish in each)",
-        s.ctx.label, s.synchronous, s.saturation
+        "open load {}: no auto rates (synchronous rate {}, saturation {}: a request must finish in each)",
+        s.ctx.label,
+        rate(s.synchronous),
+        rate(s.saturation)
     )));
 }
 
@@ -347,6 +354,16 @@ async fn rate_cell_row(
                 "{} requests at {rate}/s over {} s is more than {MAX_REQUESTS_PER_CELL} per cell: shorten --duration",
                 d.len(),
                 st.duration_s
+            );
+            return failed_result(cell, "schedule", why);
+        }
+        Ok(d) if (d.len() as u64).saturating_mul(s.ctx.tokens) > MAX_PROMPT_TOKENS_PER_CELL => {
+            let why = format!(
+                "{} prompts of {} tokens at {rate}/s over {} s would hold more than {} M prompt tokens in memory: lower the rate or shorten --duration",
+                d.len(),
+                s.ctx.tokens,
+                st.duration_s,
+                MAX_PROMPT_TOKENS_PER_CELL >> 20
             );
             return failed_result(cell, "schedule", why);
         }
