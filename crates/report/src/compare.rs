@@ -262,7 +262,10 @@ impl Comparison {
             self.baseline()
         );
         for r in &self.runs {
-            let _ = writeln!(out, "  {}  {}  ({})", r.letter, r.report.title(), r.source);
+            // The title holds the server's model id: no escape sequence reaches the terminal.
+            let title = llmib_core::sanitize_terminal(&r.report.title());
+            let source = llmib_core::sanitize_terminal(&r.source);
+            let _ = writeln!(out, "  {}  {title}  ({source})", r.letter);
         }
         out.push('\n');
         let mut header = vec![

@@ -23,6 +23,9 @@ pub fn escape(s: &str) -> String {
                 out.push(ch);
             }
             '\r' | '\n' => out.push(' '),
+            // An escape sequence in a model id would recolour or rewrite a terminal that shows
+            // the file (`cat report.md`): control characters become `?`.
+            c if c.is_control() => out.push('?'),
             _ => out.push(ch),
         }
     }
@@ -276,6 +279,11 @@ fn notes_section(out: &mut String, report: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_never_reach_the_file() {
+        assert_eq!(escape("m\u{1b}[31mred\u{7}"), "m?\\[31mred?");
+    }
 
     #[test]
     fn escapes_html_and_table_breakers() {

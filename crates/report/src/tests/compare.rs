@@ -77,3 +77,18 @@ fn ratios_and_not_comparable_cells() {
 fn one_run_is_not_a_comparison() {
     assert!(Comparison::new(vec![("a".into(), golden())]).is_err());
 }
+
+/// A model id with terminal escape sequences: `compare`'s text shows `?` for them (it printed
+/// them raw, recolouring the terminal).
+#[test]
+fn escape_sequences_in_a_model_id_never_reach_the_terminal() {
+    let mut b = golden();
+    b.info.model.served_model = "evil\u{1b}[2J\u{1b}]0;title\u{7}".to_string();
+    let cmp = Comparison::new(vec![("a".into(), golden()), ("b".into(), b)]).expect("two runs");
+    let text = cmp.to_text();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("evil?[2J"), "{text}");
+}
