@@ -203,6 +203,15 @@ pub struct RunArgs {
     /// spread (default K = 3 when the flag is given alone).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "3")]
     pub standalone_prefill: Option<u32>,
+    /// A KV budget in tokens (e.g. 2M): the Over capacity prediction uses it where it is
+    /// smaller than what the server reports, or where the server reports nothing.
+    #[arg(long, value_name = "TOKENS", value_parser = parse::tokens)]
+    #[serde(deserialize_with = "de::tokens")]
+    pub max_total_tokens: Option<u64>,
+    /// Measure the cells predicted Over capacity anyway; their rows are marked (the server
+    /// queues or preempts there, so their figures are not a fitting cell's).
+    #[arg(long)]
+    pub show_capacity_limited_values: bool,
     /// Sampling temperature sent with every generation request (default: the server's).
     /// Token counts stay exact with sampling on: they come from the server's usage.
     #[arg(long, value_name = "T")]
@@ -630,10 +639,10 @@ impl RunArgs {
                 request_count, warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
-                temperature, top_p, seed, extra_body,
+                temperature, top_p, seed, extra_body, max_total_tokens,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
-                find_capacity, skip_decode,
+                find_capacity, skip_decode, show_capacity_limited_values,
                 serial_server, respect_eos, no_hw_monitor
         )
     }
@@ -675,6 +684,8 @@ impl RunArgs {
             burst: self.burst()?,
             load: self.load()?,
             request: self.request_controls()?,
+            max_total_tokens: self.max_total_tokens,
+            measure_over_capacity: self.show_capacity_limited_values,
             prompt_seed: fresh_seed(),
             ..d
         })

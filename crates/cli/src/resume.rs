@@ -119,6 +119,8 @@ fn classified(args: &RunArgs) {
         top_p: _,
         seed: _,
         extra_body: _,
+        max_total_tokens: _,
+        show_capacity_limited_values: _,
         // Changeable: `apply_changes` (and the URL note in `decide`).
         url: _,
         max_time: _,
@@ -230,6 +232,16 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         "temperature / --top-p / --seed / --extra-body",
         controls,
         s.request.clone(),
+    )?;
+    fixed(
+        "max-total-tokens",
+        a.max_total_tokens.map(Some),
+        s.max_total_tokens,
+    )?;
+    fixed(
+        "show-capacity-limited-values",
+        a.show_capacity_limited_values.then_some(true),
+        s.measure_over_capacity,
     )?;
     let load_given = a.request_rate.is_some() || a.find_capacity;
     let load = load_given.then(|| a.load()).transpose()?;

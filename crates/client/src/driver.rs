@@ -113,8 +113,9 @@ pub(crate) async fn run_cells(
         if m.done.contains(&cell.key) {
             continue;
         }
-        // Over capacity is a prediction, true whether or not the run goes on.
-        if cell.over_capacity {
+        // Over capacity is a prediction, true whether or not the run goes on (unless the user
+        // asked to measure such cells anyway).
+        if cell.over_capacity && !m.plan.settings.measure_over_capacity {
             let s = &m.plan.settings;
             let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
             let k = cell.key;
@@ -146,6 +147,9 @@ pub(crate) async fn run_cells(
             hw.begin_cell();
         }
         let mut row = run_cell(m, st, cell).await;
+        if cell.over_capacity {
+            mark_capacity_limited(m, cell, &mut row);
+        }
         row.started_at = Some(t0);
         row.finished_at = Some(now_rfc3339());
         if let Some(hw) = m.hardware {
@@ -166,6 +170,23 @@ pub(crate) async fn run_cells(
         }
     }
     Ok(end)
+}
+
+/// A cell predicted Over capacity and measured anyway (`--show-capacity-limited-values`): the
+/// row says so, with the prediction, so no figure of it is read as a fitting cell's.
+fn mark_capacity_limited(m: &MatrixRun<'_>, cell: &PlannedCell, row: &mut CellResult) {
+    let k = cell.key;
+    let s = &m.plan.settings;
+    let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
+    let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
+    let mark = format!(
+        "predicted over KV capacity (needs {needs} tokens, has {kv}), measured anyway (--show-capacity-limited-values)"
+    );
+    row.capacity_limited = true;
+    row.status_reason = Some(match row.status_reason.take() {
+        Some(r) => format!("{mark}; {r}"),
+        None => mark,
+    });
 }
 
 /// After a failed cell: whether the server is gone, so the run ends (every later cell would

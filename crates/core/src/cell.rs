@@ -286,6 +286,9 @@ pub struct CellResult {
     /// A capacity row's search: every measured point and how the answer was reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Box<CapacityFigures>>,
+    /// Predicted Over capacity and measured anyway (`--show-capacity-limited-values`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capacity_limited: bool,
     /// A decode row judged against the run's SLO (closed loop: its finished requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloRow>,
@@ -346,6 +349,7 @@ impl CellResult {
             rate: None,
             capacity: None,
             slo: None,
+            capacity_limited: false,
         }
     }
 

@@ -39,7 +39,7 @@ pub use capacity::kv_tokens_needed;
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, OWN_BODY_KEYS, Plan, PlannedCell,
     PlannedContext, PrefillMetric, RequestControls, SLOW_PREFILL_TOK_PER_S, Settings, Targeting,
-    estimate_tolerance, first_token_default_s,
+    budgeted_kv, estimate_tolerance, first_token_default_s,
 };
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,

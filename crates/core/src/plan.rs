@@ -89,6 +89,13 @@ pub struct Settings {
     /// 1: the one scout). The row gives the median and the spread.
     #[serde(default = "one")]
     pub prefill_repeats: u32,
+    /// A KV budget in tokens that caps what the server reports (`--max-total-tokens`): the
+    /// Over capacity prediction uses the smaller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// Measure cells predicted Over capacity anyway, marked (`--show-capacity-limited-values`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub measure_over_capacity: bool,
     /// Sampling and extra body keys sent with every generation request (`--temperature`,
     /// `--top-p`, `--seed`, `--extra-body`).
     #[serde(default, skip_serializing_if = "RequestControls::is_empty")]
@@ -258,6 +265,15 @@ impl RequestControls {
     }
 }
 
+/// The KV capacity the plan predicts with: the server's, capped by the user's budget
+/// (`--max-total-tokens`); the budget alone where the server reports none.
+pub fn budgeted_kv(reported: Option<u64>, budget: Option<u64>) -> Option<u64> {
+    match (reported, budget) {
+        (Some(k), Some(b)) => Some(k.min(b)),
+        (k, b) => k.or(b),
+    }
+}
+
 /// The slow prefill rate the default first-token limit allows for, tokens per second.
 pub const SLOW_PREFILL_TOK_PER_S: f64 = 2000.0;
 
@@ -307,6 +323,8 @@ impl Default for Settings {
             prefill_only: false,
             prefill_contexts: Vec::new(),
             prefill_repeats: 1,
+            max_total_tokens: None,
+            measure_over_capacity: false,
             request: RequestControls::default(),
             load: None,
             tokenizer_file: None,
@@ -548,6 +566,7 @@ impl Plan {
                 c.label = format!("≈{}", c.label);
             }
         }
+        let kv_capacity = budgeted_kv(kv_capacity, settings.max_total_tokens);
         let mut cells = matrix(
             &contexts,
             &settings.concurrency,
@@ -580,6 +599,16 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_kv_budget_caps_the_reported_capacity() {
+        use super::budgeted_kv;
+        assert_eq!(budgeted_kv(Some(100), Some(60)), Some(60));
+        assert_eq!(budgeted_kv(Some(100), Some(600)), Some(100));
+        assert_eq!(budgeted_kv(None, Some(60)), Some(60));
+        assert_eq!(budgeted_kv(Some(100), None), Some(100));
+        assert_eq!(budgeted_kv(None, None), None);
+    }
+
     #[test]
     fn the_first_token_limit_follows_the_prompts_sent_together() {
         use super::{Settings, first_token_default_s};

@@ -428,6 +428,7 @@ impl Report {
         }
         out.extend(self.client_lag_note());
         out.extend(self.failed_notes());
+        out.extend(self.capacity_limited_note());
         out.extend(self.info.notes.iter().cloned());
         out
     }
@@ -441,6 +442,22 @@ impl Report {
                 format!("{} × {}", Self::context_label(c), c.concurrency)
             }
         }
+    }
+
+    /// The cells measured although predicted Over capacity (`--show-capacity-limited-values`).
+    fn capacity_limited_note(&self) -> Option<String> {
+        let cells: Vec<String> = self
+            .cells
+            .iter()
+            .filter(|c| c.capacity_limited)
+            .map(Self::cell_label)
+            .collect();
+        (!cells.is_empty()).then(|| {
+            format!(
+                "Measured although predicted over the KV capacity (--show-capacity-limited-values): {}. The server queues or preempts there; their figures are not those of cells that fit.",
+                cells.join(", ")
+            )
+        })
     }
 
     /// Why each Failed cell failed (its first error, else its status reason): a table cell

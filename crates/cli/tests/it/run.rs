@@ -614,3 +614,48 @@ fn without_gauges_queueing_is_detected_from_ttft() {
         "the threshold is kept: {q:#}"
     );
 }
+
+/// `--max-total-tokens` caps the KV the plan predicts with; `--show-capacity-limited-values`
+/// measures the cells it predicts Over capacity anyway, and marks their rows.
+#[test]
+fn a_kv_budget_predicts_over_capacity_and_such_cells_can_be_measured_anyway() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    for (name, extra) in [
+        ("run-kv-budget", vec!["--max-total-tokens", "600"]),
+        (
+            "run-kv-budget-measured",
+            vec![
+                "--max-total-tokens",
+                "600",
+                "--show-capacity-limited-values",
+            ],
+        ),
+    ] {
+        let dir = out_dir(name);
+        let mut args = extra.clone();
+        args.extend(["--prefill-contexts", "none"]);
+        let o = run_small(&sim.url, &dir, "512", "1,2", "1s", "16", &args);
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let rows = cells(&dir);
+        let n2 = cell(&rows, "decode", 512, 2);
+        if extra.len() == 2 {
+            // 2 × (512 + 16) = 1056 tokens > 600.
+            assert_eq!(n2["status"], "over_capacity", "{n2:#}");
+            assert_eq!(run_json(&dir)["plan"]["kv_capacity_tokens"], 600);
+        } else {
+            assert!(
+                ["valid", "requests_queued"].contains(&n2["status"].as_str().unwrap_or("")),
+                "{n2:#}"
+            );
+            assert_eq!(n2["capacity_limited"], true, "{n2:#}");
+            let why = n2["status_reason"].as_str().unwrap_or("");
+            assert!(why.contains("measured anyway"), "{why}");
+            assert!(
+                cell(&rows, "decode", 512, 1)
+                    .get("capacity_limited")
+                    .is_none()
+            );
+        }
+    }
+}
