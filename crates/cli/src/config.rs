@@ -212,6 +212,16 @@ pub struct RunArgs {
     /// queues or preempts there, so their figures are not a fitting cell's).
     #[arg(long)]
     pub show_capacity_limited_values: bool,
+    /// How often this machine's GPUs and CPU are read (default 1s, at least 100ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub hw_monitor_interval: Option<Duration>,
+    /// Read only the first N GPUs (the server's, on a machine that has more).
+    #[arg(long, value_name = "N")]
+    pub hw_gpu_limit: Option<usize>,
+    /// Dashboard redraws per second (default 4, 1 to 30).
+    #[arg(long, value_name = "HZ")]
+    pub refresh_rate: Option<f64>,
     /// Sampling temperature sent with every generation request (default: the server's).
     /// Token counts stay exact with sampling on: they come from the server's usage.
     #[arg(long, value_name = "T")]
@@ -639,7 +649,8 @@ impl RunArgs {
                 request_count, warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
-                temperature, top_p, seed, extra_body, max_total_tokens,
+                temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
+                hw_gpu_limit, refresh_rate,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,
@@ -688,6 +699,27 @@ impl RunArgs {
             measure_over_capacity: self.show_capacity_limited_values,
             prompt_seed: fresh_seed(),
             ..d
+        })
+    }
+
+    /// The hardware monitor's and the dashboard's pace.
+    pub fn monitor(&self) -> Result<crate::drive::Monitor> {
+        let interval = self.hw_monitor_interval.unwrap_or(Duration::from_secs(1));
+        if interval < Duration::from_millis(100) {
+            bail!("--hw-monitor-interval must be at least 100ms");
+        }
+        let hz = self.refresh_rate.unwrap_or(4.0);
+        if !(1.0..=30.0).contains(&hz) {
+            bail!("--refresh-rate takes 1 to 30 redraws per second");
+        }
+        if self.hw_gpu_limit == Some(0) {
+            bail!("--hw-gpu-limit takes at least 1 (use --no-hw-monitor to read none)");
+        }
+        Ok(crate::drive::Monitor {
+            on: !self.no_hw_monitor,
+            interval,
+            gpu_limit: self.hw_gpu_limit,
+            frame: Duration::from_secs_f64(1.0 / hz),
         })
     }
 

@@ -290,3 +290,38 @@ fn request_controls_go_to_settings_and_the_tools_own_keys_are_refused() {
         Some(serde_json::json!("low"))
     );
 }
+
+#[test]
+fn the_monitor_and_dashboard_pace_are_checked() {
+    let m = flags(&[]).expect("flags").monitor().expect("defaults");
+    assert!(m.on && m.gpu_limit.is_none());
+    assert_eq!(m.interval, Duration::from_secs(1));
+    assert_eq!(m.frame, Duration::from_millis(250));
+    let m = flags(&[
+        "--hw-monitor-interval",
+        "250ms",
+        "--hw-gpu-limit",
+        "2",
+        "--refresh-rate",
+        "10",
+    ])
+    .expect("flags")
+    .monitor()
+    .expect("monitor");
+    assert_eq!(
+        (m.interval, m.gpu_limit),
+        (Duration::from_millis(250), Some(2))
+    );
+    assert_eq!(m.frame, Duration::from_millis(100));
+    for bad in [
+        ["--hw-monitor-interval", "10ms"],
+        ["--refresh-rate", "0"],
+        ["--hw-gpu-limit", "0"],
+    ] {
+        let e = flags(&bad)
+            .expect("flags")
+            .monitor()
+            .expect_err("out of range");
+        assert!(e.to_string().contains(bad[0]), "{e}");
+    }
+}

@@ -34,10 +34,24 @@ pub struct Drive<'a> {
     pub info: &'a RunInfo,
     /// What the terminal shows.
     pub display: DisplayMode,
-    /// Whether to read this machine's GPUs and CPU.
-    pub hw_monitor: bool,
+    /// Whether and how to read this machine's GPUs and CPU, and how often to redraw.
+    pub monitor: Monitor,
     /// Whether the server runs on this machine (only then does a row get a hardware summary).
     pub server_local: bool,
+}
+
+/// The hardware monitor's and the dashboard's pace (`--no-hw-monitor`,
+/// `--hw-monitor-interval`, `--hw-gpu-limit`, `--refresh-rate`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Monitor {
+    /// Read this machine's GPUs and CPU at all.
+    pub on: bool,
+    /// How often.
+    pub interval: Duration,
+    /// Only the first N GPUs.
+    pub gpu_limit: Option<usize>,
+    /// The dashboard's redraw period.
+    pub frame: Duration,
 }
 
 /// A signal that stops the run.
@@ -97,15 +111,17 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
             }
         }
     });
-    let hw = d
-        .hw_monitor
-        .then(|| Arc::new(HwMonitor::start(Duration::from_secs(1))));
+    let mon = d.monitor;
+    let hw = mon
+        .on
+        .then(|| Arc::new(HwMonitor::start(mon.interval, mon.gpu_limit)));
     let tui = match d.display {
         DisplayMode::Tui => {
             let (rows, _) = d.dir.load_cells()?;
             let mut dash = Dashboard::new(d.info, rows, Instant::now());
             dash.hw_on = hw.is_some();
             dash.server_local = d.server_local;
+            dash.frame = mon.frame;
             match Tui::start(dash, hw.clone(), cancel.clone()) {
                 Ok(t) => Some(t),
                 // A terminal that cannot be put in raw mode still gets the run, as lines.

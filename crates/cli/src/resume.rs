@@ -137,6 +137,9 @@ fn classified(args: &RunArgs) {
         format: _,
         display: _,
         no_hw_monitor: _,
+        hw_monitor_interval: _,
+        hw_gpu_limit: _,
+        refresh_rate: _,
         hardware_info: _,
     } = args;
 }

@@ -198,7 +198,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         done,
         info: &info,
         display,
-        hw_monitor: !args.no_hw_monitor,
+        monitor: args.monitor()?,
         server_local: is_loopback(&url),
     })
     .await;

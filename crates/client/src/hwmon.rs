@@ -165,8 +165,9 @@ pub struct HwMonitor {
 
 impl HwMonitor {
     /// Starts reading every `interval` (about 1 s is right: NVML's utilisation is itself an
-    /// average over its last sample period).
-    pub fn start(interval: Duration) -> Self {
+    /// average over its last sample period), the first `gpu_limit` GPUs only where given
+    /// (`--hw-gpu-limit`: the server's GPUs on a machine that has more).
+    pub fn start(interval: Duration, gpu_limit: Option<usize>) -> Self {
         let slots = Arc::new(Mutex::new(Slots::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let (s2, stop2) = (slots.clone(), stop.clone());
@@ -176,8 +177,12 @@ impl HwMonitor {
                 let gpu = GpuReader::detect();
                 let mut cpu = CpuReader::new();
                 while !stop2.load(Ordering::Relaxed) {
+                    let mut gpus = gpu.read();
+                    if let Some(n) = gpu_limit {
+                        gpus.truncate(n);
+                    }
                     let sample = HwSample {
-                        gpus: gpu.read(),
+                        gpus,
                         cpu: cpu.read(),
                         gpu_source: gpu.name().into(),
                     };
@@ -274,7 +279,7 @@ mod tests {
     /// On any machine (GPU or not) the monitor reads the CPU and summarises a cell.
     #[test]
     fn reads_this_machine_and_summarises_a_cell() {
-        let m = HwMonitor::start(Duration::from_millis(100));
+        let m = HwMonitor::start(Duration::from_millis(100), None);
         m.begin_cell();
         let t0 = std::time::Instant::now();
         while m.latest().is_none() && t0.elapsed() < Duration::from_secs(10) {

@@ -27,9 +27,6 @@ use std::sync::{Arc, Mutex, Once, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Redraw period.
-const FRAME: Duration = Duration::from_millis(250);
-
 /// Whether this process has the terminal in raw mode on the alternate screen.
 static TAKEN: AtomicBool = AtomicBool::new(false);
 /// Set when the terminal is given back from outside the dashboard (SIGTERM, a panic): the
@@ -174,7 +171,7 @@ fn draw_loop(
             // A failed draw (a closed terminal) is not the measurement's problem.
             let _ = terminal.draw(|f| draw(f, &dash, sample.as_ref(), now));
         }
-        if event::poll(FRAME).unwrap_or(false)
+        if event::poll(dash.frame).unwrap_or(false)
             && let Ok(ev) = event::read()
         {
             handle_key(&ev, cancel, &mut dash);

@@ -186,6 +186,8 @@ pub struct Dashboard {
     pub hw_on: bool,
     /// The server runs on this machine (else the hardware panel describes the client's).
     pub server_local: bool,
+    /// How often the dashboard redraws (`--refresh-rate`).
+    pub frame: std::time::Duration,
     meter: RateMeter,
     spec_prev: Option<SpecCounters>,
     gen_prev: Option<(Instant, f64)>,
@@ -211,6 +213,7 @@ impl Dashboard {
             spec: None,
             hw_on: true,
             server_local: true,
+            frame: std::time::Duration::from_millis(250),
             meter: RateMeter::new(RATE_SPAN_S),
             spec_prev: None,
             gen_prev: None,
