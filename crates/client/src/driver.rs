@@ -734,6 +734,7 @@ async fn decode_cell(
             server_generation_tokens: w.server_generation_tokens,
             fault: w.fault,
             client_delay_ms: std::mem::take(&mut w.client_delay_ms),
+            speculative: w.speculative.take(),
         },
     );
     let mut row = row;

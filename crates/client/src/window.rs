@@ -16,6 +16,7 @@ use llmib_core::failing_window_done;
 use llmib_core::redact_text;
 use llmib_core::{Outcome, RequestRecord};
 use llmib_core::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
+use llmib_core::{SpecFigures, SpecWindow};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -55,6 +56,8 @@ pub struct WindowRun {
     pub fault: Option<String>,
     /// The client's scheduling delays through the window, ms ([`crate::lagprobe`]).
     pub client_delay_ms: Vec<f64>,
+    /// Speculative decoding over the window, where the server reported it.
+    pub speculative: Option<SpecFigures>,
 }
 
 /// Settings of one window.
@@ -325,14 +328,13 @@ async fn read_counter(engine: &Engine) -> Option<f64> {
 /// Samples the gauges every interval for the window's length from `start`; returns the queued-sample count and whether
 /// the run was cancelled.
 async fn sample_window(
-    engine: &Engine,
-    spec: &WindowSpec,
+    ctx: &SpanContext<'_>,
     start: Instant,
-    cancel: &CancellationToken,
     queue: &mut QueueObservation,
-    live: &LiveWindow,
+    speculative: &mut SpecWindow,
     rep: &mut Reporter<'_>,
 ) -> (u64, bool) {
+    let (engine, spec, cancel, live) = (ctx.engine, ctx.spec, ctx.cancel, ctx.live);
     let end = start + spec.duration;
     let mut queued_samples = 0u64;
     let mut prev_waiting = false;
@@ -370,6 +372,10 @@ async fn sample_window(
                 if let Some(r) = g.running {
                     queue.min_running = Some(queue.min_running.map_or(r, |m: f64| m.min(r)));
                 }
+                let counters = g
+                    .spec_counters
+                    .map(|c| [c.drafts, c.draft_tokens, c.accepted_tokens]);
+                speculative.observe(g.spec_accept_rate, g.spec_accept_length, counters);
             }
             next_sample += spec.gauge_interval;
         }
@@ -468,6 +474,7 @@ pub async fn run_window(
         interrupted: ramp.by.is_none() || span.interrupted,
         fault,
         client_delay_ms,
+        speculative: span.speculative,
     }
 }
 
@@ -509,6 +516,8 @@ struct Span {
     server_generation_tokens: Option<f64>,
     /// The client-lag probe, stopped, with its samples.
     probe: Option<JoinHandle<Vec<f64>>>,
+    /// Speculative decoding over the window, where the server reported it.
+    speculative: Option<SpecFigures>,
 }
 
 /// The window from `start` (when `measure` holds; else it closes at once): the server's token
@@ -527,11 +536,10 @@ async fn measure_span(
     let mut interrupted = false;
     let probe_stop = CancellationToken::new();
     let probe = measure.then(|| crate::lagprobe::spawn(probe_stop.clone()));
+    let mut speculative = SpecWindow::default();
     if measure {
-        (queued_samples, interrupted) = sample_window(
-            ctx.engine, ctx.spec, start, ctx.cancel, queue, ctx.live, rep,
-        )
-        .await;
+        (queued_samples, interrupted) =
+            sample_window(ctx, start, queue, &mut speculative, rep).await;
     }
     let end = Instant::now();
     probe_stop.cancel();
@@ -555,6 +563,7 @@ async fn measure_span(
             _ => None,
         },
         probe,
+        speculative: speculative.figures(),
     }
 }
 

@@ -286,6 +286,13 @@ pub struct CellResult {
     /// A capacity row's search: every measured point and how the answer was reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Box<CapacityFigures>>,
+    /// Decode rows: speculative decoding over the window, where the server reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpecFigures>,
+    /// Decode rows: content tokens per streamed chunk inside the window (the client's own
+    /// figure: above 1 where a chunk carries a speculative step's tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_chunk: Option<f64>,
     /// Predicted Over capacity and measured anyway (`--show-capacity-limited-values`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capacity_limited: bool,
@@ -350,6 +357,8 @@ impl CellResult {
             capacity: None,
             slo: None,
             capacity_limited: false,
+            speculative: None,
+            tokens_per_chunk: None,
         }
     }
 
@@ -599,4 +608,15 @@ pub struct CapacityPoint {
     pub goodput_rps: Option<f64>,
     /// Its goodput, output tok/s.
     pub goodput_tok_per_s: Option<f64>,
+}
+
+/// Speculative decoding over a decode window (`crate::spec`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecFigures {
+    /// Accepted draft tokens / proposed draft tokens.
+    pub accept_rate: Option<f64>,
+    /// Mean tokens per decoding step (1 + accepted / drafts).
+    pub accept_length: Option<f64>,
+    /// Where the figures come from (gauges or counters).
+    pub source: String,
 }

@@ -38,6 +38,21 @@ impl Window {
     }
 }
 
+/// Content tokens per streamed chunk inside the window: above 1 where a chunk carries a
+/// speculative step's tokens. `None` when no chunk arrived inside.
+pub fn tokens_per_chunk(records: &[RequestRecord], w: Window) -> Option<f64> {
+    let (mut tokens, mut chunks) = (0u64, 0u64);
+    for c in records
+        .iter()
+        .flat_map(|r| &r.chunks)
+        .filter(|c| w.contains(c.t_ns))
+    {
+        tokens += u64::from(c.tokens);
+        chunks += 1;
+    }
+    (chunks > 0).then(|| tokens as f64 / chunks as f64)
+}
+
 /// The decode figures of one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecodeFigures {
@@ -195,6 +210,27 @@ pub fn server_prefill_rate(before: (f64, f64), after: (f64, f64)) -> Option<f64>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tokens_per_chunk_counts_only_the_windows_chunks() {
+        // Chunks at 10, 20 and 30 ms of one token each, then the last two made 3 each.
+        let mut r = req(0, 0, 10, 3, 1, 10, true);
+        r.chunks[1].tokens = 3;
+        r.chunks[2].tokens = 3;
+        let w = |a: u64, b: u64| Window {
+            start_ns: a * MS,
+            end_ns: b * MS,
+        };
+        assert_eq!(
+            tokens_per_chunk(std::slice::from_ref(&r), w(15, 40)),
+            Some(3.0)
+        );
+        assert_eq!(
+            tokens_per_chunk(std::slice::from_ref(&r), w(0, 40)),
+            Some(7.0 / 3.0)
+        );
+        assert_eq!(tokens_per_chunk(&[r], w(50, 60)), None);
+    }
+
     #[test]
     fn the_servers_prefill_rate_from_its_counters() {
         use super::server_prefill_rate;

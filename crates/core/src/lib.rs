@@ -29,6 +29,7 @@ mod redact;
 mod run;
 mod size;
 mod slo;
+mod spec;
 mod stats;
 mod store;
 mod time;
@@ -69,13 +70,14 @@ pub use verdict::{
 pub use arrival::{ArrivalError, ArrivalPattern, schedule};
 pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_step};
 pub use cell::rate_mrps;
-pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow};
+pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow, SpecFigures};
 pub use load::{
     CapacityInputs, RateObservation, auto_rates, capacity_cell, capacity_concurrency,
     capacity_result, closed_batch_rate, closed_loop_slo, rate_cell, rate_result, round_rate,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
+pub use spec::SpecWindow;
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use hw::{

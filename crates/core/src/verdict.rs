@@ -502,6 +502,8 @@ pub struct DecodeObservation<'a> {
     /// The client's scheduling delays through the window, ms (`llmib_core::lag`; empty when
     /// no window was measured).
     pub client_delay_ms: Vec<f64>,
+    /// Speculative decoding over the window, where the server reported it.
+    pub speculative: Option<crate::cell::SpecFigures>,
 }
 
 /// The row of a decode cell: figures, status and reason, errors, queue and prompt checks.
@@ -571,6 +573,8 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
         row.server_generation_tokens = o.server_generation_tokens;
         let mut delays = o.client_delay_ms;
         row.client_lag = crate::lag::client_lag(&mut delays, row.tbt_ms_p50);
+        row.speculative = o.speculative;
+        row.tokens_per_chunk = crate::figures::tokens_per_chunk(o.records, o.window);
     } else {
         row.requests_sent = Some(f.requests_sent);
     }

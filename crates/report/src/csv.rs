@@ -4,7 +4,8 @@
 //! after the seed's carry the rest of the report: token-count source, the server's reported
 //! prompt lengths and prefill rate, the Burst / E2E figures, and the open-loop figures (rate
 //! cells and capacity rows: rates, failures, SLO attainment, goodput, capacity, and the rate
-//! cells' latency, queue and pacing percentiles).
+//! cells' latency, queue and pacing percentiles), then speculative decoding per decode cell
+//! (acceptance rate, tokens per step, and the client's own tokens per chunk).
 
 use crate::model::Report;
 use crate::table::{Column, Raw};
@@ -167,6 +168,13 @@ const EXTRA: &[Extra] = &[
         slo.or_else(|| c.capacity.as_ref().map(|f| f.slo.clone()))
             .map_or(Raw::Null, Raw::Text)
     }),
+    ("Speculative accept rate", |c| {
+        Raw::num(c.speculative.as_ref().and_then(|s| s.accept_rate))
+    }),
+    ("Speculative tokens per step", |c| {
+        Raw::num(c.speculative.as_ref().and_then(|s| s.accept_length))
+    }),
+    ("Tokens per chunk", |c| Raw::num(c.tokens_per_chunk)),
 ];
 
 /// One percentile of one of a rate row's summaries.

@@ -307,6 +307,7 @@ impl Exporter for HtmlExporter {
             legend => ser(legend(&report.statuses_present())),
             table => ser(Table::measurements(report, &Column::ALL)),
             hardware => ser(Table::hardware(report)),
+            speculative => ser(Table::speculative(report)),
             bursts => ser(Table::bursts(report)),
             load => ser(crate::load_chart::view(report)),
             notes => ser(report.notes()),

@@ -254,6 +254,16 @@ fn extra_sections(out: &mut String, report: &Report) {
             &t,
         );
     }
+    if let Some(t) = Table::speculative(report) {
+        text_section(
+            out,
+            "Speculative decoding",
+            "Per decode cell, over its window: the server's draft acceptance rate and tokens per \
+             decoding step (its gauges' mean, or its counters' delta), and the client's own \
+             tokens per streamed chunk.",
+            &t,
+        );
+    }
     if let Some(t) = Table::hardware(report) {
         text_section(
             out,

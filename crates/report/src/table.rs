@@ -313,6 +313,47 @@ impl Table {
         Table::of_texts(&cols, rows)
     }
 
+    /// Speculative decoding per decode cell: the server's acceptance rate and tokens per step
+    /// over the window, and the client's own tokens per chunk; `None` when no row shows
+    /// speculative decoding (no server figure and about one token per chunk everywhere).
+    pub fn speculative(report: &Report) -> Option<Table> {
+        let shows = |c: &CellResult| {
+            c.speculative.is_some() || c.tokens_per_chunk.is_some_and(|t| t > 1.05)
+        };
+        if !report.cells.iter().any(shows) {
+            return None;
+        }
+        let cols = [
+            ("Context", false),
+            ("Requests at once", true),
+            ("Accept rate", true),
+            ("Tokens per step", true),
+            ("Tokens per chunk", true),
+            ("Source", false),
+        ];
+        let null = || number::NULL.to_string();
+        let rows: Vec<(&CellResult, Vec<String>)> = report
+            .cells
+            .iter()
+            .filter(|c| c.phase == Phase::Decode && c.status.has_figures())
+            .map(|c| {
+                let s = c.speculative.as_ref();
+                let texts = [
+                    Report::context_label(c),
+                    c.concurrency.to_string(),
+                    s.and_then(|s| s.accept_rate)
+                        .map_or_else(null, |r| format!("{:.1}%", r * 100.0)),
+                    s.and_then(|s| s.accept_length)
+                        .map_or_else(null, |l| format!("{l:.2}")),
+                    c.tokens_per_chunk.map_or_else(null, |t| format!("{t:.2}")),
+                    s.map_or_else(null, |s| s.source.clone()),
+                ];
+                (c, texts.to_vec())
+            })
+            .collect();
+        Table::of_texts(&cols, rows)
+    }
+
     /// What this machine's GPUs and CPU did during each cell (rows whose hardware summary saw
     /// a GPU); `None` when no row has one (a remote server, the monitor off, no GPU).
     pub fn hardware(report: &Report) -> Option<Table> {

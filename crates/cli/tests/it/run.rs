@@ -200,6 +200,12 @@ fn speculative_chunks_give_exact_counts_and_a_third_of_the_step() {
         // Both flavours stream usage on every chunk when asked (SGLang and vLLM support
         // `continuous_usage_stats`), so counts are exact per chunk.
         assert_eq!(r["token_count_source"], "server_usage_per_chunk");
+        // The client's own tokens per chunk: 3 per step, a request's first chunk 1.
+        let tpc = num(r, "tokens_per_chunk");
+        assert!(
+            (2.5..=3.0).contains(&tpc),
+            "{profile_flavor}: tokens per chunk {tpc}"
+        );
         // Every finished request: token counts per chunk sum to the server's usage.
         let reqs = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
         let mut finished = 0;

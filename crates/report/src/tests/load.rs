@@ -429,3 +429,34 @@ fn request_controls_are_shown_when_set() {
     assert!(md.contains("Request controls"), "{md}");
     assert!(md.contains("temperature 0.6, seed 7"), "{md}");
 }
+
+/// Speculative decoding per decode cell: a table in Markdown (and a CSV column) where a row
+/// shows it; none where no row does.
+#[test]
+fn speculative_decoding_is_a_table_where_the_server_reports_it() {
+    let mut r = golden();
+    let plain = Format::Markdown.exporter().render(&r).expect("md");
+    assert!(!plain.contains("Speculative decoding"));
+    let c = r
+        .cells
+        .iter_mut()
+        .find(|c| c.phase == llmib_core::Phase::Decode && c.status.has_figures())
+        .expect("a measured decode row");
+    c.speculative = Some(llmib_core::SpecFigures {
+        accept_rate: Some(0.8),
+        accept_length: Some(3.4),
+        source: "server counters (delta over the window)".into(),
+    });
+    c.tokens_per_chunk = Some(3.38);
+    let md = Format::Markdown.exporter().render(&r).expect("md");
+    assert!(md.contains("## Speculative decoding"), "{md}");
+    assert!(md.contains("| 80.0% | 3.40 | 3.38 |"), "{md}");
+    let csv = Format::Csv.exporter().render(&r).expect("csv");
+    assert!(
+        csv.lines()
+            .next()
+            .expect("header")
+            .ends_with("Tokens per chunk")
+    );
+    assert!(csv.contains(",0.8,3.4,3.38"), "{csv}");
+}
