@@ -57,15 +57,20 @@ fn pipe_table(out: &mut String, header: &[String], numeric: &[bool], rows: &[Vec
     }
 }
 
-/// A `##` section: title, one paragraph, and the table.
-fn text_section(out: &mut String, title: &str, caption: &str, t: &Table) {
-    let _ = writeln!(out, "\n## {title}\n\n{caption}\n");
+/// A table's cells as Markdown pipes them, each escaped.
+fn table(out: &mut String, t: &Table) {
     let rows: Vec<Vec<String>> = t
         .rows
         .iter()
         .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
         .collect();
     pipe_table(out, &t.columns, &t.numeric, &rows);
+}
+
+/// A `##` section: title, one paragraph, and the table.
+fn text_section(out: &mut String, title: &str, caption: &str, t: &Table) {
+    let _ = writeln!(out, "\n## {title}\n\n{caption}\n");
+    table(out, t);
 }
 
 /// The All-measurements table as Markdown (the seed's table, row for row).
@@ -206,12 +211,7 @@ fn load_section(out: &mut String, report: &Report) {
     let _ = writeln!(out, "\n## Load\n\n{}", crate::load::LOAD_CAPTION);
     let sub = |out: &mut String, title: &str, t: &Table| {
         let _ = writeln!(out, "\n### {title}\n");
-        let rows: Vec<Vec<String>> = t
-            .rows
-            .iter()
-            .map(|r| r.cells.iter().map(|c| escape(&c.text)).collect())
-            .collect();
-        pipe_table(out, &t.columns, &t.numeric, &rows);
+        table(out, t);
     };
     if let Some(t) = Table::capacity(report) {
         sub(out, "Capacity under the SLO", &t);

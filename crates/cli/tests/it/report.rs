@@ -190,6 +190,31 @@ const CHECKS: &str = r###"<script>
 </script>"###;
 
 /// Writes the page with the probe and the checks injected, for `--dump-dom`.
+/// Renders `report` as HTML (kept as the artifact `name`), loads it in the browser with the
+/// page checks, and returns what they found, the browser's stderr and the page's path.
+fn render_in_browser(
+    chrome: &Path,
+    work: &Path,
+    report: &llmib_report::Report,
+    name: &str,
+) -> (Value, String, PathBuf) {
+    let html = llmib_report::Format::Html
+        .exporter()
+        .render(report)
+        .expect("html");
+    let page = artifacts().join(name);
+    std::fs::write(&page, &html).expect("write page");
+    let probe_page = work.join("checked.html");
+    instrumented(&html, &probe_page);
+    let (dom, stderr) = run_chromium(
+        chrome,
+        work,
+        &probe_page,
+        &["--window-size=1280,900", "--dump-dom"],
+    );
+    (verdict(&dom, &stderr), stderr, page)
+}
+
 fn instrumented(html: &str, path: &Path) {
     let with_probe = html.replacen("<head>", &format!("<head>\n{PROBE}"), 1);
     let page = match with_probe.rfind("</body>") {
@@ -275,21 +300,7 @@ fn browser_golden_page_matches_the_seed_and_works() {
     let Some(chrome) = chromium() else { return };
     let work = out_dir("report-browser-golden");
     let report = llmib_report::Report::load(&seed_dir()).expect("golden run");
-    let html = llmib_report::Format::Html
-        .exporter()
-        .render(&report)
-        .expect("html");
-    let page = artifacts().join("seed-run.html");
-    std::fs::write(&page, &html).expect("write page");
-    let probe_page = work.join("checked.html");
-    instrumented(&html, &probe_page);
-    let (dom, stderr) = run_chromium(
-        &chrome,
-        &work,
-        &probe_page,
-        &["--window-size=1280,900", "--dump-dom"],
-    );
-    let v = verdict(&dom, &stderr);
+    let (v, stderr, page) = render_in_browser(&chrome, &work, &report, "seed-run.html");
     assert_clean(&v, &stderr, 64);
 
     let seed = seed_page();
@@ -637,21 +648,7 @@ fn load_run() -> llmib_report::Report {
 fn browser_load_section_draws_its_charts_and_the_pareto_frontier() {
     let Some(chrome) = chromium() else { return };
     let work = out_dir("report-browser-load");
-    let html = llmib_report::Format::Html
-        .exporter()
-        .render(&load_run())
-        .expect("html");
-    let page = artifacts().join("load.html");
-    std::fs::write(&page, &html).expect("write page");
-    let probe_page = work.join("checked.html");
-    instrumented(&html, &probe_page);
-    let (dom, stderr) = run_chromium(
-        &chrome,
-        &work,
-        &probe_page,
-        &["--window-size=1280,900", "--dump-dom"],
-    );
-    let v = verdict(&dom, &stderr);
+    let (v, stderr, page) = render_in_browser(&chrome, &work, &load_run(), "load.html");
     // The open-loop rows are in the Load section, not in All measurements.
     assert_clean(&v, &stderr, 64);
     assert_eq!(v["tableRows"].as_array().map(Vec::len), Some(73));
