@@ -192,6 +192,11 @@ pub struct OpenLoopLive {
 }
 
 impl OpenLoopLive {
+    /// The rate asked for, requests per second.
+    pub fn requested_rate(&self) -> f64 {
+        self.rate_mrps.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+
     /// The rate the client has kept so far: (fired − 1) / (last fire − first fire).
     pub fn achieved_rate(&self) -> Option<f64> {
         let fired = self.fired.load(Ordering::Relaxed);

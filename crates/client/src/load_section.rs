@@ -21,8 +21,8 @@ use crate::stream::RequestSpec;
 use llmib_core::{
     Capacity, CapacityInputs, CellResult, CellStatus, LoadSettings, PlannedCell, PlannedContext,
     RateObservation, RatePoint, RateSpec, SearchBounds, SearchStep, Slo, auto_rates, bare_result,
-    capacity_cell, capacity_result, closed_batch_rate, duration_from_secs, failed_result,
-    interrupted_result, next_step, now_rfc3339, rate_cell, rate_result, round_rate, schedule,
+    capacity_cell, capacity_result, cell_schedule, closed_batch_rate, duration_from_secs,
+    failed_result, interrupted_result, next_step, now_rfc3339, rate_cell, rate_result, round_rate,
 };
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -30,14 +30,6 @@ use std::sync::atomic::Ordering;
 /// Stream indices of open-load prompts start here (decode cells use 0..N, standalone prefills
 /// count down from `u32::MAX`).
 const OPEN_LOOP_STREAMS: u32 = 1 << 30;
-
-/// Most requests one rate cell may schedule (rate × duration): beyond it the prompts alone
-/// would take longer to build than any window is worth.
-const MAX_REQUESTS_PER_CELL: usize = 50_000;
-
-/// Most prompt tokens one rate cell may hold (every request has its own prompt, built before
-/// the schedule starts): about half a gigabyte of text.
-const MAX_PROMPT_TOKENS_PER_CELL: u64 = 128 << 20;
 
 /// The capacity search never measures more cells than this per context.
 const MAX_SEARCH_STEPS: usize = 24;
@@ -341,34 +333,9 @@ async fn rate_cell_row(
 ) -> CellResult {
     let st = &m.plan.settings;
     let seed = st.prompt_seed ^ s.ctx.tokens.rotate_left(20) ^ cell.key.rate_mrps;
-    let due = match schedule(s.load.arrival, rate, st.duration_s, seed) {
-        Ok(d) if d.is_empty() => {
-            let why = format!(
-                "no request falls in a {} s window at {rate}/s: lengthen --duration",
-                st.duration_s
-            );
-            return failed_result(cell, "schedule", why);
-        }
-        Ok(d) if d.len() > MAX_REQUESTS_PER_CELL => {
-            let why = format!(
-                "{} requests at {rate}/s over {} s is more than {MAX_REQUESTS_PER_CELL} per cell: shorten --duration",
-                d.len(),
-                st.duration_s
-            );
-            return failed_result(cell, "schedule", why);
-        }
-        Ok(d) if (d.len() as u64).saturating_mul(s.ctx.tokens) > MAX_PROMPT_TOKENS_PER_CELL => {
-            let why = format!(
-                "{} prompts of {} tokens at {rate}/s over {} s would hold more than {} M prompt tokens in memory: lower the rate or shorten --duration",
-                d.len(),
-                s.ctx.tokens,
-                st.duration_s,
-                MAX_PROMPT_TOKENS_PER_CELL >> 20
-            );
-            return failed_result(cell, "schedule", why);
-        }
+    let due = match cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens) {
         Ok(d) => d,
-        Err(e) => return failed_result(cell, "schedule", e.to_string()),
+        Err(why) => return failed_result(cell, "schedule", why),
     };
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
     let (requests, prompt_tokens) =

@@ -489,8 +489,7 @@ impl<'a> WireBody<'a> {
                 context_tokens: cell.key.context_tokens,
                 concurrency: cell.key.concurrency,
                 label: &cell.label,
-                request_rate: (cell.key.phase == Phase::Rate)
-                    .then_some(cell.key.rate_mrps as f64 / 1000.0),
+                request_rate: cell.key.request_rate(),
             },
             ProgressEvent::Phase(p) => WireBody::Phase { phase: *p },
             ProgressEvent::WindowLive(w) => WireBody::StreamsStarted {
@@ -498,7 +497,7 @@ impl<'a> WireBody<'a> {
                 window_s: w.duration.as_secs_f64(),
             },
             ProgressEvent::OpenLoopLive(l) => WireBody::OpenLoopStarted {
-                request_rate: l.rate_mrps.load(Ordering::Relaxed) as f64 / 1000.0,
+                request_rate: l.requested_rate(),
                 scheduled: l.scheduled.load(Ordering::Relaxed),
             },
             ProgressEvent::Window { window, .. } => WireBody::Window {

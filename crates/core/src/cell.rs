@@ -452,6 +452,14 @@ pub struct CellKey {
     pub rate_mrps: u64,
 }
 
+impl CellKey {
+    /// An open-loop cell's request rate, requests per second, from its key (the inverse of
+    /// [`rate_mrps`]); `None` for every other cell.
+    pub fn request_rate(&self) -> Option<f64> {
+        (self.rate_mrps > 0).then(|| self.rate_mrps as f64 / 1000.0)
+    }
+}
+
 /// What a burst measured (the figures are computed by `crate::burst`; the row holds them,
 /// so the type lives with the row and `cell` imports nothing of the modules that fill it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

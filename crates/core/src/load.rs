@@ -83,6 +83,46 @@ pub fn capacity_cell(context_tokens: u64, label: &str) -> crate::plan::PlannedCe
     }
 }
 
+/// Most requests one rate cell may schedule (rate × duration): beyond it the prompts alone
+/// would take longer to build than any window is worth.
+pub const MAX_REQUESTS_PER_CELL: usize = 50_000;
+
+/// Most prompt tokens one rate cell may hold (every request has its own prompt, built before
+/// the schedule starts): about half a gigabyte of text.
+pub const MAX_PROMPT_TOKENS_PER_CELL: u64 = 128 << 20;
+
+/// A rate cell's due instants (`crate::schedule`), or why the cell cannot run, in words: no
+/// request falls in the window, more requests than [`MAX_REQUESTS_PER_CELL`], or prompts of
+/// `context_tokens` that would hold more than [`MAX_PROMPT_TOKENS_PER_CELL`] in memory.
+pub fn cell_schedule(
+    arrival: crate::arrival::ArrivalPattern,
+    rate: f64,
+    duration_s: f64,
+    seed: u64,
+    context_tokens: u64,
+) -> Result<Vec<u64>, String> {
+    let due =
+        crate::arrival::schedule(arrival, rate, duration_s, seed).map_err(|e| e.to_string())?;
+    let n = due.len();
+    if n == 0 {
+        return Err(format!(
+            "no request falls in a {duration_s} s window at {rate}/s: lengthen --duration"
+        ));
+    }
+    if n > MAX_REQUESTS_PER_CELL {
+        return Err(format!(
+            "{n} requests at {rate}/s over {duration_s} s is more than {MAX_REQUESTS_PER_CELL} per cell: shorten --duration"
+        ));
+    }
+    if (n as u64).saturating_mul(context_tokens) > MAX_PROMPT_TOKENS_PER_CELL {
+        return Err(format!(
+            "{n} prompts of {context_tokens} tokens at {rate}/s over {duration_s} s would hold more than {} M prompt tokens in memory: lower the rate or shorten --duration",
+            MAX_PROMPT_TOKENS_PER_CELL >> 20
+        ));
+    }
+    Ok(due)
+}
+
 /// The request rate of a closed batch (the synchronous rate with one request at a time, the
 /// saturation throughput with many): requests the server finished / (last end − first send).
 /// `None` when none finished or there is no span.

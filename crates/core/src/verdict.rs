@@ -274,7 +274,7 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     r.status_reason = reason;
     // A rate row's rate is its identity: every row of the cell carries it, figures or not.
     if k.phase == crate::cell::Phase::Rate {
-        r.request_rate = Some(k.rate_mrps as f64 / 1000.0);
+        r.request_rate = k.request_rate();
     }
     r
 }

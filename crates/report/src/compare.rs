@@ -189,7 +189,7 @@ impl Comparison {
                     context_tokens: k.context_tokens,
                     context_label: label,
                     concurrency: k.concurrency,
-                    request_rate: (k.rate_mrps > 0).then(|| k.rate_mrps as f64 / 1000.0),
+                    request_rate: k.request_rate(),
                     entries,
                 }
             })

@@ -111,10 +111,8 @@ impl Report {
                     CellStatus::NotRun,
                 );
                 c.status_reason = Some(MISSING_ROW_REASON.to_string());
-                if planned.key.rate_mrps > 0 {
-                    // An open-loop cell: its rate is part of its identity.
-                    c.request_rate = Some(planned.key.rate_mrps as f64 / 1000.0);
-                }
+                // An open-loop cell: its rate is part of its identity.
+                c.request_rate = planned.key.request_rate();
                 cells.push(c);
             }
         }

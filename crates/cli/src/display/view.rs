@@ -447,7 +447,7 @@ impl Dashboard {
 fn open_figures(l: &OpenLoopLive) -> OpenFigures {
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     OpenFigures {
-        requested: load(&l.rate_mrps) as f64 / 1000.0,
+        requested: l.requested_rate(),
         achieved: l.achieved_rate(),
         fired: l.fired.load(Ordering::Relaxed),
         scheduled: l.scheduled.load(Ordering::Relaxed),
@@ -467,7 +467,10 @@ pub fn what(key: CellKey, label: &str, width: usize) -> String {
         Phase::Prefill => format!("prefill {label:>width$}"),
         Phase::Decode => format!("decode {label:>width$} × {n}"),
         Phase::Burst => format!("burst {label:>width$} × {n}"),
-        Phase::Rate => format!("rate {label:>width$} @ {}/s", key.rate_mrps as f64 / 1000.0),
+        Phase::Rate => format!(
+            "rate {label:>width$} @ {}/s",
+            key.request_rate().unwrap_or(0.0)
+        ),
         Phase::Capacity => format!("capacity {label:>width$}"),
     }
 }
@@ -507,7 +510,7 @@ pub fn event_words(e: &ProgressEvent) -> Option<String> {
         ProgressEvent::OpenLoopLive(l) => format!(
             "sending {} requests at {}/s",
             l.scheduled.load(Ordering::Relaxed),
-            l.rate_mrps.load(Ordering::Relaxed) as f64 / 1000.0
+            l.requested_rate()
         ),
         ProgressEvent::Window { window, .. } => format!(
             "window closed after {:.1} s",
