@@ -1,0 +1,107 @@
+//! The parsers of the typed values, one per kind: a flag's `value_parser` and the file's
+//! deserializer (`config_de.rs`) both call them, so a key means exactly what its flag means.
+
+use super::{ArrivalPattern, ContextList, ExtraBody, Formats, Levels, RateSpec, Slo};
+use llmib_core::{parse_context_list, parse_duration, parse_tokens};
+use std::time::Duration;
+
+/// `8K,16K,max,full`: at least one context.
+pub fn contexts(s: &str) -> Result<ContextList, String> {
+    let v = parse_context_list(s).map_err(|e| e.to_string())?;
+    if v.is_empty() {
+        return Err("no context given: give at least one size, e.g. 8K,16K".into());
+    }
+    Ok(ContextList(v))
+}
+
+/// As [`contexts`], or `none` for no context at all.
+pub fn prefill_contexts(s: &str) -> Result<ContextList, String> {
+    if s.trim() == "none" {
+        return Ok(ContextList(Vec::new()));
+    }
+    parse_context_list(s)
+        .map(ContextList)
+        .map_err(|e| e.to_string())
+}
+
+/// `1,2,4`: positive whole numbers, sorted and deduplicated.
+pub fn levels(s: &str) -> Result<Levels, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let n = part
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("`{part}` is not a positive whole number"))?;
+        v.push(n);
+    }
+    if v.is_empty() {
+        return Err("no level given: give levels like 1,2,4,8".into());
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(Levels(v))
+}
+
+/// `30s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A token count: `8192`, `8K`, `1M`.
+pub fn tokens(s: &str) -> Result<u64, String> {
+    parse_tokens(s).map_err(|e| e.to_string())
+}
+
+/// `2,4,8`, `auto` or `auto:K`.
+pub fn request_rate(s: &str) -> Result<RateSpec, String> {
+    s.parse()
+        .map_err(|e: llmib_core::RateSpecError| e.to_string())
+}
+
+/// A JSON object without the tool's own keys.
+pub fn extra_body(s: &str) -> Result<ExtraBody, String> {
+    llmib_core::RequestControls::parse_extra_body(s).map(ExtraBody)
+}
+
+/// `poisson`, `constant` or `gamma:SHAPE`.
+pub fn arrival(s: &str) -> Result<ArrivalPattern, String> {
+    s.parse()
+        .map_err(|e: llmib_core::ArrivalError| e.to_string())
+}
+
+/// `ttft_p99=2s,tpot_p50=40ms,…`.
+pub fn slo(s: &str) -> Result<Slo, String> {
+    s.parse().map_err(|e: llmib_core::SloError| e.to_string())
+}
+
+/// A fraction above 0 and below 1 (`0.05`), or a percentage (`5%`).
+pub fn precision(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    v.ok()
+        .filter(|x| *x > 0.0 && *x < 1.0)
+        .ok_or_else(|| format!("`{s}` is not a precision: give a fraction such as 0.05, or 5%"))
+}
+
+/// A token count that fits a request's `max_tokens`.
+pub fn max_output(s: &str) -> Result<u32, String> {
+    u32::try_from(tokens(s)?).map_err(|_| format!("`{s}` is too large for max_tokens"))
+}
+
+/// `html,md,csv,json`, `all` or `none`.
+pub fn formats(s: &str) -> Result<Formats, String> {
+    match s.trim() {
+        "" | "all" => Ok(Formats(llmib_report::Format::ALL.to_vec())),
+        "none" => Ok(Formats(Vec::new())),
+        list => list
+            .split(',')
+            .map(|f| f.parse::<llmib_report::Format>().map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()
+            .map(Formats),
+    }
+}
