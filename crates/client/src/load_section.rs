@@ -42,6 +42,9 @@ struct Section<'s> {
     ended: Option<MatrixEnd>,
     ctx: &'s PlannedContext,
     load: &'s LoadSettings,
+    /// Every row saved before the open-load sections (the whole matrix, and resumed rows):
+    /// the decode rows give the capacity concurrency.
+    saved: &'s [CellResult],
     /// The next unused open-load stream index at this context.
     next_stream: u32,
     /// Every rate row of this context (resumed ones first).
@@ -61,11 +64,9 @@ pub(crate) async fn run_load_sections(
     let Some(load) = m.plan.settings.load.as_ref() else {
         return Ok(());
     };
-    let prior = m
-        .store
-        .load_cells()
-        .map(|(rows, _)| rows)
-        .unwrap_or_default();
+    // The rows saved so far (a store that cannot be read stops the run: the capacity row's
+    // concurrency and a resume's reuse would otherwise come from nothing).
+    let (prior, _) = m.store.load_cells()?;
     for ctx in m.plan.contexts.iter().filter(|c| c.decode) {
         if *end == MatrixEnd::Completed {
             *end = stop();
@@ -85,6 +86,7 @@ pub(crate) async fn run_load_sections(
             ended: None,
             ctx,
             load,
+            saved: &prior,
             next_stream: OPEN_LOOP_STREAMS,
             // Resume: the rows `--resume` kept (a Not run row, or a Failed one with
             // --retry-failed, is measured again).
@@ -203,7 +205,6 @@ async fn search(
             }
         }
     }
-    let rows = m.store.load_cells().map(|(r, _)| r).unwrap_or_default();
     let mut row = capacity_result(
         &cell,
         CapacityInputs {
@@ -211,7 +212,7 @@ async fn search(
             precision: s.load.precision,
             answer,
             rate_rows: &s.rate_rows,
-            rows: &rows,
+            rows: s.saved,
             synchronous_rate: s.synchronous,
             saturation_rate: s.saturation,
         },

@@ -11,7 +11,7 @@ use crate::figures::Window;
 use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
-use crate::slo::{RequestSample, Slo};
+use crate::slo::{RequestSample, Slo, SloVerdict};
 use crate::stats::{Summary, weighted_summary};
 use crate::verdict::{ErrorTally, bare_result, prompt_check};
 
@@ -71,7 +71,8 @@ fn inter_token_gaps(records: &[RequestRecord]) -> Vec<(f64, u64)> {
 }
 
 /// The figures of a rate cell's requests (METHOD.md, "Open-loop rate cells").
-fn rate_figures(o: &RateObservation<'_>) -> RateFigures {
+/// With the SLO's verdict, when there is an SLO (its goodput is the row's).
+fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
     let rs = o.records;
     let samples: Vec<RequestSample> = rs.iter().map(RequestSample::of_record).collect();
     let first_send = rs.iter().map(|r| r.sent_ns).min();
@@ -135,12 +136,15 @@ fn rate_figures(o: &RateObservation<'_>) -> RateFigures {
                 .collect(),
         ),
         pacing_warning: None,
-        slo: o
-            .slo
-            .map(|slo| SloRow::of(slo, &slo.judge(&samples, span_s.unwrap_or(0.0)))),
+        slo: None,
     };
+    let verdict = o.slo.map(|slo| slo.judge(&samples, span_s.unwrap_or(0.0)));
+    f.slo = o
+        .slo
+        .zip(verdict.as_ref())
+        .map(|(slo, v)| SloRow::of(slo, v));
     f.pacing_warning = pacing_warning(&f, o);
-    f
+    (f, verdict)
 }
 
 /// Whether the client kept its schedule (module docs): `Some(words)` when it did not.
@@ -172,7 +176,7 @@ fn pacing_warning(f: &RateFigures, o: &RateObservation<'_>) -> Option<String> {
 /// attainment, and the figures stay. Failed when no request finished, a prompt length
 /// disagreed with the server's count, or the measurement broke; Valid otherwise.
 pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
-    let f = rate_figures(&o);
+    let (f, verdict) = rate_figures(&o);
     let rs = o.records;
     let completed = rs
         .iter()
@@ -228,31 +232,14 @@ pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
     row.per_request_tok_per_s_summary = f.per_user_tok_per_s.clone();
     row.token_count_source = Some(o.count.source_or(o.nominal_source));
     row.token_count_note = o.count.note();
-    let span = f.span_s.filter(|_| !rs.is_empty());
-    let slo = f.slo.as_ref();
-    row.slo_attainment = Some(slo.and_then(|s| s.attainment));
-    row.goodput_rps = Some(slo.and(span).map(|span| slo_met(slo) as f64 / span));
-    row.goodput_tok_per_s = Some(slo.and(span).map(|span| met_tokens(&o) as f64 / span));
+    row.slo_attainment = Some(verdict.as_ref().and_then(|v| v.attainment));
+    row.goodput_rps = Some(verdict.as_ref().and_then(|v| v.goodput_rps));
+    row.goodput_tok_per_s = Some(verdict.as_ref().and_then(|v| v.goodput_tok_per_s));
     row.errors = errors.by_kind;
     row.first_error = errors.first.or(o.fault);
     row.prompt_check = Some(pc);
     row.rate = Some(Box::new(f));
     row
-}
-
-fn slo_met(slo: Option<&SloRow>) -> u64 {
-    slo.map_or(0, |s| s.met)
-}
-
-/// Output tokens of the requests that met the SLO.
-fn met_tokens(o: &RateObservation<'_>) -> u64 {
-    let Some(slo) = o.slo else { return 0 };
-    o.records
-        .iter()
-        .map(RequestSample::of_record)
-        .filter(|s| slo.meets(s))
-        .map(|s| s.output_tokens)
-        .sum()
 }
 
 /// A decode cell judged against the SLO: the requests that ended inside the window, finished
