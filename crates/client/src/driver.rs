@@ -27,7 +27,7 @@ use llmib_core::{
     over_capacity_result, prefill_result, prefill_series_result,
 };
 use llmib_core::{Outcome, RequestRecord};
-use llmib_core::{Plan, PlannedCell, PrefillMetric, Targeting, estimate_tolerance};
+use llmib_core::{Plan, PlannedCell, PrefillMetric};
 use llmib_core::{RunDir, StoreError};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -608,10 +608,7 @@ async fn timed_prefill(
 /// How far a reported prompt length may be from C: 0 for exact prompts, the estimate's
 /// tolerance otherwise.
 pub(crate) fn prompt_tolerance(m: &MatrixRun<'_>, cell: &PlannedCell) -> u64 {
-    match m.plan.settings.token_targeting {
-        Targeting::Exact => 0,
-        Targeting::Estimate => estimate_tolerance(cell.key.context_tokens),
-    }
+    llmib_core::prompt_tolerance(m.plan.settings.token_targeting, cell.key.context_tokens)
 }
 
 /// Sends the prompts the server has not seen yet once (`max_tokens = 1`), so the window's

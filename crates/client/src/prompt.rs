@@ -525,8 +525,12 @@ impl PromptBuilder {
         }
     }
 
-    /// Builds the prompt of exactly `context` tokens for `stream`.
+    /// Builds the prompt of exactly `context` tokens for `stream`; at context 0, the minimal
+    /// prompt (see [`PromptBuilder::minimal`]).
     pub async fn build(&mut self, context: u64, stream: u32) -> Result<BuiltPrompt, PromptError> {
+        if context == 0 {
+            return self.minimal(stream).await;
+        }
         if self.targeting == Targeting::Estimate {
             return self.build_estimated(context, stream).await;
         }
@@ -642,6 +646,29 @@ impl PromptBuilder {
             });
         }
         Err(PromptError::Inexact { context, closest })
+    }
+
+    /// Context 0, the seed's decode "with no filler": only the prompt's fixed part, the unique
+    /// tag that keeps streams from sharing a prefix (and, for chat, the template around it).
+    /// Its length is what the server counts, known where it has a tokenizer (else 0: the cell's
+    /// prompt check then accepts up to `llmib_core::MINIMAL_PROMPT_MAX` tokens).
+    async fn minimal(&mut self, stream: u32) -> Result<BuiltPrompt, PromptError> {
+        let mut text = self.tag(0, stream, "").trim_end().to_string();
+        if self.targeting == Targeting::Estimate || !self.engine.has_tokenizer() {
+            return Ok(BuiltPrompt {
+                input: PromptInput::Text(text),
+                tokens: 0,
+            });
+        }
+        self.calibrate().await?;
+        if self.chat != ChatCount::Completions {
+            text.push_str(CHAT_END);
+        }
+        let tokens = self.exact_count(0, &text).await?;
+        Ok(BuiltPrompt {
+            input: PromptInput::Text(text),
+            tokens,
+        })
     }
 
     /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured

@@ -38,9 +38,10 @@ mod verdict;
 // What a run is asked to do: settings, the validated plan, sizes and durations.
 pub use capacity::kv_tokens_needed;
 pub use plan::{
-    Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, OWN_BODY_KEYS, Plan, PlannedCell,
-    PlannedContext, PrefillMetric, RequestControls, SLOW_PREFILL_TOK_PER_S, Settings, Targeting,
-    budgeted_kv, estimate_tolerance, first_token_default_s,
+    Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX,
+    MINIMAL_PROMPT_SPREAD, OWN_BODY_KEYS, Plan, PlannedCell, PlannedContext, PrefillMetric,
+    RequestControls, SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
+    first_token_default_s, prompt_tolerance,
 };
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,

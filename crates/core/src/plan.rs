@@ -165,6 +165,29 @@ pub fn estimate_tolerance(context: u64) -> u64 {
     ((context as f64 * ESTIMATE_TOLERANCE).floor() as u64).max(2)
 }
 
+/// How far a prompt's length by the server's count may be from the cell's expected length:
+/// 0 for exact prompts, [`estimate_tolerance`] for estimated ones. Context 0 sends only the
+/// prompt's fixed part (its tag, and the chat template's tokens), whose length differs between
+/// streams by the tag's digits and, with estimated targeting, is not known before it is sent:
+/// [`MINIMAL_PROMPT_SPREAD`] tokens around stream 0's, or anything up to
+/// [`MINIMAL_PROMPT_MAX`] tokens.
+pub fn prompt_tolerance(targeting: Targeting, context: u64) -> u64 {
+    match (targeting, context) {
+        (Targeting::Exact, 0) => MINIMAL_PROMPT_SPREAD,
+        (Targeting::Estimate, 0) => MINIMAL_PROMPT_MAX,
+        (Targeting::Exact, _) => 0,
+        (Targeting::Estimate, c) => estimate_tolerance(c),
+    }
+}
+
+/// Context 0, exact targeting: how many tokens the fixed parts of two streams' prompts may
+/// differ by (the stream number's digits tokenize differently).
+pub const MINIMAL_PROMPT_SPREAD: u64 = 8;
+
+/// Context 0, estimated targeting: the longest fixed part accepted (a tag of about 20 tokens
+/// and a chat template of a few dozen).
+pub const MINIMAL_PROMPT_MAX: u64 = 128;
+
 /// The relative tolerance of [`Targeting::Estimate`].
 pub const ESTIMATE_TOLERANCE: f64 = 0.005;
 
@@ -481,16 +504,19 @@ pub fn matrix(
 ) -> Vec<PlannedCell> {
     let mut cells = Vec::new();
     for c in contexts {
-        cells.push(PlannedCell {
-            key: CellKey {
-                phase: Phase::Prefill,
-                context_tokens: c.tokens,
-                concurrency: 1,
-                rate_mrps: 0,
-            },
-            label: c.label.clone(),
-            over_capacity: false,
-        });
+        // Context 0 has no filler to prefill: its decode cells only (METHOD note).
+        if c.tokens > 0 {
+            cells.push(PlannedCell {
+                key: CellKey {
+                    phase: Phase::Prefill,
+                    context_tokens: c.tokens,
+                    concurrency: 1,
+                    rate_mrps: 0,
+                },
+                label: c.label.clone(),
+                over_capacity: false,
+            });
+        }
         if !c.decode {
             continue;
         }
@@ -599,6 +625,35 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn context_zero_has_decode_cells_only_and_a_loose_prompt_check() {
+        let contexts = vec![planned_ctx(0), planned_ctx(8 * K)];
+        let cells = matrix(&contexts, &[1, 2], None, 64);
+        let at_zero: Vec<Phase> = cells
+            .iter()
+            .filter(|c| c.key.context_tokens == 0)
+            .map(|c| c.key.phase)
+            .collect();
+        assert_eq!(at_zero, vec![Phase::Decode, Phase::Decode]);
+        assert_eq!(cells.len(), 2 + 3);
+        assert_eq!(prompt_tolerance(Targeting::Exact, 0), MINIMAL_PROMPT_SPREAD);
+        assert_eq!(prompt_tolerance(Targeting::Exact, 8 * K), 0);
+        assert_eq!(prompt_tolerance(Targeting::Estimate, 0), MINIMAL_PROMPT_MAX);
+        assert_eq!(
+            prompt_tolerance(Targeting::Estimate, 8 * K),
+            estimate_tolerance(8 * K)
+        );
+    }
+
+    fn planned_ctx(tokens: u64) -> PlannedContext {
+        PlannedContext {
+            tokens,
+            label: format_tokens(tokens),
+            decode: true,
+            spec: ContextSpec::Tokens(tokens),
+        }
+    }
+
     #[test]
     fn a_kv_budget_caps_the_reported_capacity() {
         use super::budgeted_kv;

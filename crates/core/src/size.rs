@@ -81,12 +81,17 @@ pub fn parse_tokens(s: &str) -> Result<u64, SizeError> {
     Ok(value)
 }
 
-/// Parses a context size: a token count, `max` or `full`.
+/// Parses a context size: a token count, `max` or `full`. Unlike other sizes, a context may
+/// be `0`: the seed's "no filler" decode, whose prompt is only its fixed part (see
+/// docs/method-notes.md, "Context 0").
 pub fn parse_context(s: &str) -> Result<ContextSpec, SizeError> {
     match s.trim().to_ascii_lowercase().as_str() {
         "max" => Ok(ContextSpec::Max),
         "full" => Ok(ContextSpec::Full),
-        _ => parse_tokens(s).map(ContextSpec::Tokens),
+        _ => match parse_tokens(s) {
+            Err(SizeError::Zero(_)) => Ok(ContextSpec::Tokens(0)),
+            other => other.map(ContextSpec::Tokens),
+        },
     }
 }
 
@@ -184,6 +189,10 @@ mod tests {
         assert_eq!(parse_tokens("300"), Ok(300));
         assert_eq!(parse_context("MAX"), Ok(ContextSpec::Max));
         assert_eq!(parse_context("full"), Ok(ContextSpec::Full));
+        // Context 0 is the seed's first default context; other sizes still refuse zero.
+        assert_eq!(parse_context("0"), Ok(ContextSpec::Tokens(0)));
+        assert_eq!(parse_context("0K"), Ok(ContextSpec::Tokens(0)));
+        assert!(parse_tokens("0").is_err());
         assert!(parse_tokens("0").is_err());
         assert!(parse_tokens("1.1").is_err());
         assert!(parse_tokens("K").is_err());

@@ -665,3 +665,30 @@ fn a_kv_budget_predicts_over_capacity_and_such_cells_can_be_measured_anyway() {
         }
     }
 }
+
+#[test]
+fn context_zero_decodes_the_minimal_prompt_with_no_prefill_cell() {
+    let _serial = timing_lock();
+    let sim = Sim::start(exact_sim());
+    let dir = out_dir("run-context-zero");
+    let o = run_small(&sim.url, &dir, "0,1K", "1,2", "300ms", "32", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r["phase"] == "prefill" && r["context_tokens"] == 0),
+        "context 0 has no filler to prefill"
+    );
+    for n in [1, 2] {
+        let r = cell(&rows, "decode", 0, n);
+        assert_eq!(r["status"], "valid", "{r:#}");
+        assert_eq!(r["context_label"], "0", "{r:#}");
+        assert!(num(r, "total_tok_per_s") > 0.0, "{r:#}");
+        // The prompt is only its fixed part: a few tokens, as the server counted them.
+        let expected = r["prompt_check"]["expected"].as_u64().unwrap_or(0);
+        assert!((1..=64).contains(&expected), "{r:#}");
+        assert_eq!(r["prompt_check"]["mismatched"], 0, "{r:#}");
+    }
+    assert_eq!(cell(&rows, "prefill", 1024, 1)["status"], "valid");
+}
