@@ -168,9 +168,16 @@ pub struct RunArgs {
     /// timed from the first send to the last end (the sustained matrix is not run).
     #[arg(long, value_name = "R")]
     pub request_count: Option<u32>,
-    /// Requests sent before each burst and left out of its figures.
-    #[arg(long, value_name = "W")]
-    pub warmup_request_count: Option<u32>,
+    /// Requests sent before each burst and left out of its figures (default: the cell's
+    /// concurrency, as the seed: every slot warms once; 0 for none).
+    #[arg(long, value_name = "W", alias = "warmup-request-count")]
+    #[serde(alias = "warmup_request_count")]
+    pub burst_warmup_request_count: Option<u32>,
+    /// A hidden decode cell of S seconds before the first measured cell, at the largest
+    /// context and the largest concurrency that fits (the seed's first-cell cold-start fix;
+    /// default 0: none; the one-request hidden warm-up always runs).
+    #[arg(long, value_name = "S")]
+    pub decode_warmup_seconds: Option<f64>,
     /// Add a Burst / E2E matrix after the sustained one (N × `--burst-requests-per-concurrency`
     /// requests per cell, or `--request-count`).
     #[arg(long)]
@@ -430,7 +437,8 @@ impl RunArgs {
             values: url, api_key, model, engine, contexts, concurrency, duration, max_output,
                 kv_capacity, dcp_size, max_time, readiness_timeout, first_token_timeout,
                 idle_timeout, hardware, launch_command, config, output, resume, format, api,
-                request_count, warmup_request_count, burst_requests_per_concurrency, tokenizer,
+                request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,
+                decode_warmup_seconds,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
@@ -481,6 +489,7 @@ impl RunArgs {
             request: self.request_controls()?,
             max_total_tokens: self.max_total_tokens,
             measure_over_capacity: self.show_capacity_limited_values,
+            decode_warmup_s: self.decode_warmup_s()?,
             prompt_seed: fresh_seed(),
             ..d
         })
@@ -581,9 +590,23 @@ impl RunArgs {
                 "--burst-requests-per-concurrency",
             )?
             .unwrap_or(5),
-            warmup_request_count: self.warmup_request_count.unwrap_or(0),
+            warmup_request_count: self.burst_warmup_request_count,
             replace_sustained: !self.run_burst,
         }))
+    }
+}
+
+impl RunArgs {
+    /// `--decode-warmup-seconds`, checked: 0 (none) up to the longest duration any setting
+    /// takes.
+    pub fn decode_warmup_s(&self) -> Result<f64> {
+        match self.decode_warmup_seconds {
+            None => Ok(0.0),
+            Some(s) if s.is_finite() && (0.0..=llmib_core::MAX_DURATION_S).contains(&s) => Ok(s),
+            Some(s) => bail!(
+                "--decode-warmup-seconds {s}: give a number of seconds from 0 (none) to 2592000"
+            ),
+        }
     }
 }
 
@@ -601,10 +624,23 @@ pub fn file_keys() -> Vec<String> {
         .collect()
 }
 
+/// The keys a config file may hold, old names included: every key of [`file_keys`] and the
+/// key of each flag's long alias (`warmup_request_count`, read as
+/// `burst_warmup_request_count`), so a file written for an older version still loads.
+fn accepted_keys() -> Vec<String> {
+    let cmd = RunArgs::augment_args(clap::Command::new("run"));
+    let aliases: Vec<String> = cmd
+        .get_arguments()
+        .flat_map(|a| a.get_all_aliases().unwrap_or_default())
+        .map(|a| a.replace('-', "_"))
+        .collect();
+    file_keys().into_iter().chain(aliases).collect()
+}
+
 /// Refuses a key that no flag has, naming it and the nearest key (a typo must not be a
 /// setting silently left at its default).
 fn check_keys(table: &toml::Table, origin: &str) -> Result<()> {
-    let known = file_keys();
+    let known = accepted_keys();
     for key in table.keys() {
         if key == "config" {
             bail!("{origin}: `config` cannot be set inside a config file; pass --config once");

@@ -325,3 +325,31 @@ fn the_monitor_and_dashboard_pace_are_checked() {
         assert!(e.to_string().contains(bad[0]), "{e}");
     }
 }
+
+#[test]
+fn warm_up_knobs_take_the_seeds_names_and_defaults() {
+    // The burst warm-up defaults to the cell's concurrency; the old flag and key still read.
+    let b = flags(&["--run-burst"])
+        .expect("flags")
+        .burst()
+        .expect("burst");
+    assert_eq!(b.map(|b| b.warmup_requests(8)), Some(8));
+    for args in [
+        &["--run-burst", "--burst-warmup-request-count", "3"][..],
+        &["--run-burst", "--warmup-request-count", "3"][..],
+    ] {
+        let b = flags(args).expect("flags").burst().expect("burst");
+        assert_eq!(b.map(|b| b.warmup_requests(8)), Some(3), "{args:?}");
+    }
+    let f = file("run_burst = true\nwarmup_request_count = 0\n").expect("file");
+    assert_eq!(
+        f.burst().expect("burst").map(|b| b.warmup_requests(8)),
+        Some(0)
+    );
+    // The decode warm-up: off by default, seconds otherwise, checked.
+    let s = |v: &[&str]| flags(v).expect("flags").decode_warmup_s();
+    assert_eq!(s(&[]).expect("default"), 0.0);
+    assert_eq!(s(&["--decode-warmup-seconds", "15"]).expect("15"), 15.0);
+    let e = s(&["--decode-warmup-seconds=-1"]).expect_err("negative");
+    assert!(e.to_string().contains("--decode-warmup-seconds"), "{e}");
+}

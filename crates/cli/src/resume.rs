@@ -96,7 +96,7 @@ fn classified(args: &RunArgs) {
         force: _,
         api: _,
         request_count: _,
-        warmup_request_count: _,
+        burst_warmup_request_count: _,
         run_burst: _,
         burst_requests_per_concurrency: _,
         prefill_metric: _,
@@ -124,6 +124,7 @@ fn classified(args: &RunArgs) {
         // Changeable: `apply_changes` (and the URL note in `decide`).
         url: _,
         max_time: _,
+        decode_warmup_seconds: _,
         readiness_timeout: _,
         first_token_timeout: _,
         idle_timeout: _,
@@ -198,7 +199,7 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
 /// EOS, open load.
 fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
     let burst_given = a.request_count.is_some()
-        || a.warmup_request_count.is_some()
+        || a.burst_warmup_request_count.is_some()
         || a.run_burst
         || a.burst_requests_per_concurrency.is_some();
     let burst = burst_given.then(|| a.burst()).transpose()?;
@@ -285,6 +286,19 @@ fn apply_changes(saved: &Settings, a: &RunArgs) -> (Settings, Vec<String>) {
         changeable(flag, secs(given), &mut v, &mut notes);
         *slot = v.0;
     }
+    // A hidden warm-up measures nothing, so the resumed part may warm up differently.
+    let mut warmup = Secs(settings.decode_warmup_s);
+    let given = a
+        .decode_warmup_s()
+        .ok()
+        .filter(|_| a.decode_warmup_seconds.is_some());
+    changeable(
+        "decode-warmup-seconds",
+        given.map(Secs),
+        &mut warmup,
+        &mut notes,
+    );
+    settings.decode_warmup_s = warmup.0;
     let keep = a.save_requests.then_some(true);
     changeable(
         "save-requests",

@@ -98,6 +98,17 @@ pub(crate) fn new_state(m: &MatrixRun<'_>) -> RunState {
     }
 }
 
+/// The context of the first cell this run will measure: not measured before (resume), and
+/// not skipped as Over capacity. `None`: the matrix measures nothing.
+pub(crate) fn first_measured_context(m: &MatrixRun<'_>) -> Option<u64> {
+    m.plan
+        .cells
+        .iter()
+        .filter(|c| !m.done.contains(&c.key))
+        .find(|c| !c.over_capacity || m.plan.settings.measure_over_capacity)
+        .map(|c| c.key.context_tokens)
+}
+
 /// Runs the matrix's planned cells in order (`crate::run` runs the open-load sections after
 /// them); returns how the matrix ended.
 pub(crate) async fn run_cells(
@@ -235,7 +246,8 @@ pub(crate) fn stop_reason(m: &MatrixRun<'_>, started: Instant) -> MatrixEnd {
     }
 }
 
-/// Measures one cell: its context's prompt state, the one-off hidden warm-up, then the cell.
+/// Measures one cell: its context's prompt state, then the cell (`crate::warm` ran the
+/// run's one-off warm-ups before the first).
 async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
     let key = cell.key;
     if st
@@ -249,10 +261,6 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
             warmed: HashSet::new(),
             error: None,
         });
-    }
-    if !st.hidden_warmup_done {
-        hidden_warm_up(m, &mut st.builder, key.context_tokens).await;
-        st.hidden_warmup_done = true;
     }
     let Some(cp) = st.ctx.as_mut() else {
         return failed_result(cell, "internal", "no prompt state for this context".into());
@@ -323,9 +331,10 @@ async fn burst_cell(
         Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
         Err(e) => return failed_result(cell, "request_body", e),
     };
-    if b.warmup_request_count > 0 {
+    let warmups = b.warmup_requests(n);
+    if warmups > 0 {
         m.progress.event(ProgressEvent::Phase(Stage::BurstWarmUp));
-        match send_burst(&m.engine, &requests, b.warmup_request_count, &m.cancel).await {
+        match send_burst(&m.engine, &requests, warmups, &m.cancel).await {
             Ok(w) => warmup_errors.add_records(&into_records(w), "warmup_"),
             Err(e) => return failed_result(cell, "fault", e.to_string()),
         }
@@ -397,23 +406,6 @@ pub(crate) fn report_errors(m: &MatrixRun<'_>, stage: Stage, records: &[RequestR
         }
     }
     errors.finish();
-}
-
-/// A hidden warm-up at concurrency 1: the server's first prefill and decode steps pay one-off
-/// costs (graph capture, allocator growth) that belong to no cell. Its prompt shares no prefix
-/// with any measured one, and nothing of it is measured: a failure shows in the first cell.
-pub(crate) async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context: u64) {
-    m.progress.event(ProgressEvent::Phase(Stage::HiddenWarmUp));
-    let p = builder.throwaway(context.min(512));
-    let max = m.plan.settings.max_output.min(32);
-    let lim = limits(m, context.min(512), 1);
-    m.progress.event(ProgressEvent::Note(format!(
-        "hidden warm-up: waiting for the server's first token (at most {:.0} s)",
-        lim.first_token.as_secs_f64()
-    )));
-    if let Ok(spec) = m.engine.stream_request(&m.model, p, max, true, lim) {
-        warm_up(&m.engine, &[(0, spec)], &m.cancel).await;
-    }
 }
 
 /// The silence limits of a request of `prompt_tokens` sent with `in_flight − 1` others like it.
@@ -634,7 +626,7 @@ async fn warm_cold_prompts(
 }
 
 /// A decode window's settings at N = `n`.
-fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
+pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
     let s = &m.plan.settings;
     WindowSpec {
         concurrency: n,

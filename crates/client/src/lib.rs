@@ -27,6 +27,7 @@ mod prompt;
 mod run;
 mod sse;
 mod stream;
+mod warm;
 mod window;
 
 // The server: engine adapters, their probe and the HTTP client under them.

@@ -671,14 +671,28 @@ impl PromptBuilder {
         })
     }
 
+    /// Learns the server's tokens per word where it has a tokenizer, so that throwaway
+    /// prompts land near their size (a long one sized by the default guess could pass the
+    /// context length); without one the guess stays. A failure here is no failure of the run:
+    /// the first cell's own calibration reports it.
+    pub async fn learn_word_rate(&mut self) {
+        if self.targeting == Targeting::Exact && self.engine.has_tokenizer() {
+            let _ = self.calibrate().await;
+        }
+    }
+
     /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured
-    /// prompt: for the hidden warm-up before the first measured cell.
-    pub fn throwaway(&self, approx_tokens: u64) -> PromptInput {
-        let per_word = self.tokens_per_word.unwrap_or(1.3);
-        let mut text = self.tag(approx_tokens, u32::MAX, "warmup-");
+    /// prompt, nor with another throwaway of another `index`: for the hidden warm-ups before
+    /// the first measured cell.
+    pub fn throwaway(&self, approx_tokens: u64, index: u32) -> PromptInput {
+        let per_word = self
+            .tokens_per_word
+            .or(self.estimated_per_word)
+            .unwrap_or(1.3);
+        let mut text = self.tag(approx_tokens, u32::MAX.wrapping_sub(index), "warmup-");
         self.filler(
             approx_tokens,
-            u32::MAX - 1,
+            u32::MAX.wrapping_sub(1).wrapping_sub(index),
             (approx_tokens as f64 / per_word) as usize,
             &mut text,
         );

@@ -4,12 +4,16 @@
 
 use crate::driver::{self, DriverError, MatrixEnd, MatrixRun, RunState};
 use crate::load_section;
+use crate::warm;
 use tokio::time::Instant;
 
 /// Runs the matrix, then the open-load sections; saves every row as soon as it is known.
 pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     let started = Instant::now();
     let mut st = driver::new_state(&m);
+    if let Some(context) = driver::first_measured_context(&m) {
+        warm::warm_up_once(&m, &mut st, context).await;
+    }
     let mut end = driver::run_cells(&m, &mut st, started).await?;
     open_load(&m, &mut st, &mut end, started).await?;
     Ok(end)
@@ -28,8 +32,7 @@ async fn open_load(
         && !st.hidden_warmup_done
         && *end == MatrixEnd::Completed
     {
-        driver::hidden_warm_up(m, &mut st.builder, c.tokens).await;
-        st.hidden_warmup_done = true;
+        warm::warm_up_once(m, st, c.tokens).await;
     }
     let stop = || driver::stop_reason(m, started);
     load_section::run_load_sections(m, &mut st.builder, end, stop).await

@@ -34,6 +34,7 @@ mod stats;
 mod store;
 mod time;
 mod verdict;
+mod warmup;
 
 // What a run is asked to do: settings, the validated plan, sizes and durations.
 pub use capacity::kv_tokens_needed;
@@ -66,6 +67,7 @@ pub use verdict::{
     failed_result, failing_window_done, first_token_stall, interrupted_result,
     measure_again_on_resume, over_capacity_result, prefill_result, prefill_series_result,
 };
+pub use warmup::decode_warmup_cell;
 
 // Open-loop load: arrival schedules and service-level objectives.
 pub use arrival::{ArrivalError, ArrivalPattern, schedule};

@@ -103,6 +103,14 @@ pub struct Settings {
     /// The open-loop section of each context (`--request-rate`, `--find-capacity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load_settings::LoadSettings>,
+    /// A hidden decode cell of this many seconds before the first measured cell
+    /// (`--decode-warmup-seconds`; 0: none), at [`crate::decode_warmup_cell`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decode_warmup_s: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn one() -> u32 {
@@ -131,8 +139,10 @@ pub struct BurstSettings {
     pub request_count: Option<u32>,
     /// Measured requests per unit of N (`--burst-requests-per-concurrency`, default 5).
     pub requests_per_concurrency: u32,
-    /// Requests sent first and left out of the figures (`--warmup-request-count`).
-    pub warmup_request_count: u32,
+    /// Requests sent first and left out of the figures (`--burst-warmup-request-count`);
+    /// `None`: the cell's concurrency, as the seed does (every slot warms once).
+    #[serde(default)]
+    pub warmup_request_count: Option<u32>,
     /// Bursts replace the sustained decode cells (`--request-count`) instead of following
     /// them as a second matrix (`--run-burst`).
     pub replace_sustained: bool,
@@ -144,6 +154,11 @@ impl BurstSettings {
         self.request_count
             .unwrap_or_else(|| n.saturating_mul(self.requests_per_concurrency))
             .max(1)
+    }
+
+    /// Unmeasured requests sent before a cell at concurrency `n`.
+    pub fn warmup_requests(&self, n: u32) -> u32 {
+        self.warmup_request_count.unwrap_or(n)
     }
 }
 
@@ -350,6 +365,7 @@ impl Default for Settings {
             measure_over_capacity: false,
             request: RequestControls::default(),
             load: None,
+            decode_warmup_s: 0.0,
             tokenizer_file: None,
             prefill_metric: PrefillMetric::Auto,
         }

@@ -692,3 +692,45 @@ fn context_zero_decodes_the_minimal_prompt_with_no_prefill_cell() {
     }
     assert_eq!(cell(&rows, "prefill", 1024, 1)["status"], "valid");
 }
+
+#[test]
+fn a_decode_warm_up_runs_hidden_at_the_largest_context_before_the_first_cell() {
+    let _serial = timing_lock();
+    let mut cfg = exact_sim();
+    cfg.stamp_chunks = true;
+    let sim = Sim::start(cfg);
+    let dir = out_dir("run-decode-warmup");
+    let o = run_small(
+        &sim.url,
+        &dir,
+        "1K,2K",
+        "1,2",
+        "300ms",
+        "32",
+        &["--decode-warmup-seconds", "0.5", "--skip-prefill"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let mut arrivals = sim.handle().take_arrival_stamps();
+    arrivals.sort_by_key(|a| a.at);
+    let first_measured = arrivals
+        .iter()
+        .position(|a| a.prompt_tokens == 1024)
+        .expect("a measured 1K request");
+    // Two streams of throwaway prompts near 0.8 × 2K (not the measured prompts, which are
+    // exact), all before the first measured request.
+    let warm: Vec<usize> = arrivals
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| (1200..2000).contains(&a.prompt_tokens))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(warm.len() >= 2, "{arrivals:?}");
+    assert!(warm.iter().all(|&i| i < first_measured), "{arrivals:?}");
+    // Nothing of it is recorded: the rows are the plan's four decode cells.
+    assert_eq!(cells(&dir).len(), 4);
+    assert_eq!(
+        run_json(&dir)["plan"]["settings"]["decode_warmup_s"],
+        0.5,
+        "recorded in run.json"
+    );
+}
