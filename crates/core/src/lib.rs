@@ -16,8 +16,10 @@ mod capacity_search;
 mod cell;
 mod counting;
 mod figures;
+mod gof;
 mod hw;
 mod lag;
+mod length;
 mod live;
 mod load;
 mod load_settings;
@@ -26,6 +28,7 @@ mod plan;
 mod readiness;
 mod record;
 mod redact;
+mod rng;
 mod run;
 mod size;
 mod slo;
@@ -79,6 +82,12 @@ pub use load::{
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 pub use spec::SpecWindow;
+
+// Real workloads on the open-loop path: length distributions, their fit, and the seeded
+// generator they and the arrival schedules draw from.
+pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
+pub use length::{LengthError, LengthSpec};
+pub use rng::SplitMix64;
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use hw::{
