@@ -37,6 +37,7 @@ mod stats;
 mod store;
 mod time;
 mod verdict;
+mod workload;
 
 // What a run is asked to do: settings, the validated plan, sizes and durations.
 pub use capacity::kv_tokens_needed;
@@ -88,6 +89,10 @@ pub use spec::SpecWindow;
 pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
 pub use length::{LengthError, LengthSpec};
 pub use rng::SplitMix64;
+pub use workload::{
+    MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,
+    WorkloadRequest, WorkloadSpec, predicted_cached_tokens, trace_offsets,
+};
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use hw::{

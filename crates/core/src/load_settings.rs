@@ -92,6 +92,8 @@ serde_as_text!(RateSpec);
 serde_as_text!(ArrivalPattern);
 serde_as_text!(Slo);
 serde_as_text!(crate::length::LengthSpec);
+serde_as_text!(crate::workload::WorkloadSpec);
+serde_as_text!(crate::workload::TimeScaleSpec);
 
 /// What the open-loop section of each context is asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
