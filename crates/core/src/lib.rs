@@ -33,6 +33,7 @@ mod run;
 mod size;
 mod slo;
 mod spec;
+mod stable;
 mod stats;
 mod store;
 mod time;
@@ -89,6 +90,10 @@ pub use spec::SpecWindow;
 pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
 pub use length::{LengthError, LengthSpec};
 pub use rng::SplitMix64;
+pub use stable::{
+    BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSeries,
+    StableTarget, StableTargetError, StableVerdict, StopReason, batch_means, stability, t_975,
+};
 pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,
     WorkloadRequest, WorkloadSpec, predicted_cached_tokens, trace_offsets,
