@@ -98,13 +98,13 @@ impl LengthSpec {
     pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
         match *self {
             LengthSpec::Fixed(n) => n,
-            LengthSpec::Uniform { lo, hi } => match (hi - lo).checked_add(1) {
+            LengthSpec::Uniform { lo, hi } => match hi.saturating_sub(lo).checked_add(1) {
                 Some(span) => lo + rng.below(span),
                 None => rng.next_u64(),
             },
             LengthSpec::Normal { mean, std_dev } => {
                 let (m, sd) = (mean as f64, std_dev as f64);
-                let top = 2 * mean - 1;
+                let top = self.max();
                 // Accepts at least 68 % of draws (std_dev ≤ mean); the bound only guards a
                 // broken generator.
                 for _ in 0..10_000 {
@@ -131,7 +131,8 @@ impl LengthSpec {
     pub fn max(&self) -> u64 {
         match *self {
             LengthSpec::Fixed(n) => n,
-            LengthSpec::Normal { mean, .. } => 2 * mean - 1,
+            // Saturating, as the fields are public: the parser's bounds make it exact.
+            LengthSpec::Normal { mean, .. } => mean.saturating_mul(2).saturating_sub(1),
             LengthSpec::Uniform { hi, .. } => hi,
         }
     }
@@ -162,12 +163,13 @@ impl LengthSpec {
                 if x < 1 {
                     return 0.0;
                 }
-                if x >= 2 * mean - 1 {
+                if x >= self.max() {
                     return 1.0;
                 }
                 // A draw rounds to x when it falls in [x − ½, x + ½): the kept mass is
                 // [½, 2·mean − ½).
-                let phi = |v: f64| normal_cdf((v - mean as f64) / std_dev as f64);
+                let sd = std_dev.max(1) as f64;
+                let phi = |v: f64| normal_cdf((v - mean as f64) / sd);
                 let (lo, hi) = (phi(0.5), phi(2.0 * mean as f64 - 0.5));
                 ((phi(x as f64 + 0.5) - lo) / (hi - lo)).clamp(0.0, 1.0)
             }

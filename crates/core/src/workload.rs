@@ -264,8 +264,8 @@ fn bad_row(file: &str, line: usize, what: impl Into<String>) -> WorkloadError {
     }
 }
 
-/// Seconds from the first row, checking that `at` (in the file's own unit, converted to
-/// seconds by the caller) does not go back before `prev`.
+/// `at_s` − `first_s`: seconds from the first row, or the error naming `line` when that is
+/// before the previous row's `prev_s`.
 fn relative_s(
     file: &str,
     line: usize,

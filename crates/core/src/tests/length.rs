@@ -142,3 +142,31 @@ fn the_normal_keeps_its_mean_and_its_std_dev() {
     let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
     assert!((mean - 100.0).abs() < 1.5, "{mean}");
 }
+
+#[test]
+fn values_built_by_hand_outside_the_parser_bounds_never_panic() {
+    let mut rng = SplitMix64::new(3);
+    for spec in [
+        LengthSpec::Normal {
+            mean: 0,
+            std_dev: 0,
+        },
+        LengthSpec::Normal {
+            mean: u64::MAX,
+            std_dev: u64::MAX,
+        },
+        LengthSpec::Uniform { lo: 9, hi: 3 },
+        LengthSpec::Fixed(0),
+    ] {
+        let _ = (
+            spec.sample(&mut rng),
+            spec.max(),
+            spec.mean(),
+            spec.to_string(),
+        );
+        for x in [0, 1, 5, u64::MAX] {
+            let p = spec.cdf(x);
+            assert!((0.0..=1.0).contains(&p) || p.is_nan(), "{spec:?} {x}: {p}");
+        }
+    }
+}
