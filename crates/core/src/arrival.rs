@@ -8,6 +8,7 @@
 //! numbers come from a self-contained SplitMix64, so the schedule of a seed never changes with
 //! a dependency's version.
 
+use crate::rng::SplitMix64;
 use std::fmt;
 use std::str::FromStr;
 
@@ -91,7 +92,7 @@ pub fn schedule(
     if !(rate.is_finite() && rate > 0.0 && duration_s.is_finite() && duration_s > 0.0) {
         return Err(ArrivalError::BadRate { rate, duration_s });
     }
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     let mean_gap_s = 1.0 / rate;
     let mut due_s = 0.0;
     let mut out = Vec::with_capacity((rate * duration_s).ceil().min(1e7) as usize);
@@ -109,58 +110,6 @@ pub fn schedule(
         out.push((due_s * 1e9).round() as u64);
     }
     Ok(out)
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): small, fast and fixed forever, which is what a
-/// reproducible schedule needs; its statistical quality is ample for arrival gaps.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1]: never 0, so its logarithm is finite.
-    fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Exponential of mean 1.
-    fn exponential(&mut self) -> f64 {
-        -self.unit().ln()
-    }
-
-    /// Standard normal (Box–Muller; one of the pair is used, which keeps the stream simple).
-    fn normal(&mut self) -> f64 {
-        let (u1, u2) = (self.unit(), self.unit());
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-
-    /// Gamma of shape `k` and scale 1 (Marsaglia and Tsang 2000; for k < 1 the boost
-    /// Gamma(k) = Gamma(k + 1) · U^(1/k)).
-    fn gamma(&mut self, k: f64) -> f64 {
-        if k < 1.0 {
-            let u = self.unit();
-            return self.gamma(k + 1.0) * u.powf(1.0 / k);
-        }
-        let d = k - 1.0 / 3.0;
-        let c = 1.0 / (9.0 * d).sqrt();
-        loop {
-            let x = self.normal();
-            let v = (1.0 + c * x).powi(3);
-            if v <= 0.0 {
-                continue;
-            }
-            let u = self.unit();
-            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
-                return d * v;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -16,8 +16,10 @@ mod capacity_search;
 mod cell;
 mod counting;
 mod figures;
+mod gof;
 mod hw;
 mod lag;
+mod length;
 mod live;
 mod load;
 mod load_settings;
@@ -26,15 +28,18 @@ mod plan;
 mod readiness;
 mod record;
 mod redact;
+mod rng;
 mod run;
 mod size;
 mod slo;
 mod spec;
+mod stable;
 mod stats;
 mod store;
 mod time;
 mod verdict;
 mod warmup;
+mod workload;
 
 // What a run is asked to do: settings, the validated plan, sizes and durations.
 pub use capacity::kv_tokens_needed;
@@ -82,6 +87,20 @@ pub use load::{
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 pub use spec::SpecWindow;
+
+// Real workloads on the open-loop path: length distributions, their fit, and the seeded
+// generator they and the arrival schedules draw from.
+pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
+pub use length::{LengthError, LengthSpec};
+pub use rng::SplitMix64;
+pub use stable::{
+    BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSeries,
+    StableTarget, StableTargetError, StableVerdict, StopReason, batch_means, stability, t_975,
+};
+pub use workload::{
+    MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,
+    WorkloadRequest, WorkloadSpec, predicted_cached_tokens, trace_offsets,
+};
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use hw::{

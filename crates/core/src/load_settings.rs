@@ -91,6 +91,10 @@ macro_rules! serde_as_text {
 serde_as_text!(RateSpec);
 serde_as_text!(ArrivalPattern);
 serde_as_text!(Slo);
+serde_as_text!(crate::length::LengthSpec);
+serde_as_text!(crate::workload::WorkloadSpec);
+serde_as_text!(crate::workload::TimeScaleSpec);
+serde_as_text!(crate::stable::StableTarget);
 
 /// What the open-loop section of each context is asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -90,3 +90,33 @@ proptest! {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Strings near the issue-20 text forms: lengths, ranges, time scales, targets.
+fn workloadish() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[0-9.]{0,8}[kKmM]?(:normal:[0-9.]{0,8}[kKmM]?)?",
+        "[0-9]{0,8}[kK]?\\.\\.[0-9]{0,8}[kK]?",
+        "[0-9.eE+-]{0,12}%?",
+        any::<String>(),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn issue_20_text_forms_print_back_to_themselves(s in workloadish()) {
+        use crate::length::LengthSpec;
+        use crate::stable::StableTarget;
+        use crate::workload::TimeScaleSpec;
+        if let Ok(l) = s.parse::<LengthSpec>() {
+            prop_assert_eq!(l.to_string().parse::<LengthSpec>(), Ok(l));
+            prop_assert!(l.min() <= l.max());
+        }
+        if let Ok(t) = s.parse::<TimeScaleSpec>() {
+            prop_assert_eq!(t.to_string().parse::<TimeScaleSpec>().ok(), Some(t));
+        }
+        if let Ok(t) = s.parse::<StableTarget>() {
+            let back = t.to_string().parse::<StableTarget>().map(|b| b.fraction).unwrap_or(-1.0);
+            prop_assert!((back - t.fraction).abs() <= 1e-9 * t.fraction, "{s}: {back}");
+        }
+    }
+}

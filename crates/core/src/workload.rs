@@ -1,0 +1,292 @@
+//! Real workloads on the open-loop path (issue 20): a file of requests, each with its prompt and
+//! output length (and, for traces, its arrival instant), read into one [`Workload`]. Three
+//! formats, named `kind:PATH` ([`WorkloadSpec`]):
+//!
+//! - `sharegpt:FILE`: ShareGPT JSON, an array of `{"id", "conversations": [{"from", "value"}]}`.
+//!   A request is the first human turn (`from` = `human` or `user`) and the turn right after it,
+//!   which must be the model's (`gpt`, `assistant` or `chatgpt`): input = the human text's
+//!   tokens, output = the reply's tokens. Conversations without such a pair, or with an empty
+//!   side, are skipped and counted ([`Workload::skipped`]). No timestamps: sent at a rate.
+//!   Lengths are in tokens and the core has no tokenizer, so the caller passes a token counter
+//!   (the client passes the server tokenizer's count, so lengths are the server's own).
+//! - `mooncake:FILE`: Mooncake's JSONL trace, one object a line: `timestamp` (ms from the trace's
+//!   start), `input_length` and `output_length` (tokens), `hash_ids` (the prompt's blocks, in
+//!   order: two requests with the same id at the same position share that block's text). In
+//!   Mooncake's convention a block is 512 tokens ([`MOONCAKE_BLOCK_TOKENS`]); the last block of
+//!   a prompt holds the remainder.
+//! - `azure:FILE`: Azure's LLM inference trace, CSV with the header
+//!   `TIMESTAMP,ContextTokens,GeneratedTokens` (any column order, names case-insensitive) and
+//!   rows like `2023-11-16 18:15:46.6805900,4808,10`; the timestamp is a UTC date and time with
+//!   any number of fraction digits, read without a date crate.
+//!
+//! Every request keeps its file `line` (1-based; for ShareGPT the line where the conversation's
+//! object starts), and every error names the file and line. Arrival instants are seconds from
+//! the first row; a trace whose timestamps go backwards is refused (sort it first), never
+//! silently reordered, since its order is the order the requests were sent.
+//! Nothing here panics on any input: a bad row is an error naming it.
+
+mod azure;
+mod mooncake;
+mod sharegpt;
+mod trace;
+
+pub use trace::{PrefixPrediction, TimeScaleSpec, predicted_cached_tokens, trace_offsets};
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Tokens per `hash_ids` block in Mooncake's traces.
+pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
+
+/// The format of a workload file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// ShareGPT conversations (JSON array): lengths only.
+    ShareGpt,
+    /// Mooncake trace (JSONL): timestamps, lengths and prefix blocks.
+    Mooncake,
+    /// Azure LLM inference trace (CSV): timestamps and lengths.
+    Azure,
+}
+
+impl WorkloadKind {
+    /// The name in a `kind:PATH` spec.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::ShareGpt => "sharegpt",
+            WorkloadKind::Mooncake => "mooncake",
+            WorkloadKind::Azure => "azure",
+        }
+    }
+}
+
+/// Which workload file to read, and as what (`mooncake:traces/conv.jsonl`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadSpec {
+    /// The file's format.
+    pub kind: WorkloadKind,
+    /// The file, as written (relative paths are the caller's to resolve).
+    pub path: PathBuf,
+}
+
+impl FromStr for WorkloadSpec {
+    type Err = WorkloadError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let unknown = || WorkloadError::UnknownKind(s.to_string());
+        let (kind, path) = s.trim().split_once(':').ok_or_else(unknown)?;
+        let kind = match kind.trim().to_ascii_lowercase().as_str() {
+            "sharegpt" => WorkloadKind::ShareGpt,
+            "mooncake" => WorkloadKind::Mooncake,
+            "azure" => WorkloadKind::Azure,
+            _ => return Err(unknown()),
+        };
+        if path.trim().is_empty() {
+            return Err(unknown());
+        }
+        Ok(WorkloadSpec {
+            kind,
+            path: PathBuf::from(path.trim()),
+        })
+    }
+}
+
+impl fmt::Display for WorkloadSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind.name(), self.path.display())
+    }
+}
+
+/// One request of a workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadRequest {
+    /// The row's line in its file (1-based).
+    pub line: usize,
+    /// When the trace sent it, seconds after the first row (`None`: the format has no time).
+    pub arrival_s: Option<f64>,
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Output tokens to ask for.
+    pub output_tokens: u64,
+    /// The prompt's blocks, in order (Mooncake `hash_ids`; empty for other formats).
+    pub prefix_blocks: Vec<u64>,
+}
+
+/// A workload file, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Where it came from.
+    pub source: WorkloadSpec,
+    /// Its requests, in file order (which is send order for a trace).
+    pub requests: Vec<WorkloadRequest>,
+    /// Entries left out (ShareGPT conversations without a human→model pair or with an empty
+    /// side); 0 for traces, where a bad row is an error instead.
+    pub skipped: usize,
+}
+
+/// Why a workload could not be used. Each names the file (and the line, where there is one)
+/// in a single line of text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadError {
+    /// Not `kind:PATH` with a known kind.
+    #[error(
+        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE or azure:FILE (formats: sharegpt, mooncake, azure)"
+    )]
+    UnknownKind(String),
+    /// The file could not be read.
+    #[error("{file}: cannot read the workload: {error}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The system's reason.
+        error: String,
+    },
+    /// A row that is not of the format.
+    #[error("{file}:{line}: {what}")]
+    BadRow {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong, in words.
+        what: String,
+    },
+    /// A timestamp before the previous row's.
+    #[error(
+        "{file}:{line}: timestamp {at_s:.3} s is before the previous row's {prev_s:.3} s: a trace must be in send order; sort it by timestamp first"
+    )]
+    Backwards {
+        /// The file.
+        file: String,
+        /// 1-based line of the earlier timestamp.
+        line: usize,
+        /// Its instant, seconds from the first row.
+        at_s: f64,
+        /// The previous row's, seconds from the first row.
+        prev_s: f64,
+    },
+    /// No request in the file.
+    #[error("{file}: holds no request ({skipped} entries skipped): check the file and its format")]
+    Empty {
+        /// The file.
+        file: String,
+        /// Entries skipped (ShareGPT conversations without a usable pair).
+        skipped: usize,
+    },
+    /// A request longer than the server's context.
+    #[error(
+        "{file}:{line}: {input} input + {output} output tokens exceed the server's context of {context} tokens: drop such rows or use a server with a longer context"
+    )]
+    TooLong {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// Input tokens.
+        input: u64,
+        /// Output tokens.
+        output: u64,
+        /// The server's context length.
+        context: u64,
+    },
+    /// A workload without timestamps asked to be replayed as a trace.
+    #[error("{0}: has no timestamps to replay: send it at a --request-rate instead")]
+    NoTimestamps(String),
+    /// A time scale that is not a positive number, or a replay longer than any run.
+    #[error("{0}")]
+    BadTimeScale(String),
+}
+
+impl Workload {
+    /// Reads `spec`'s file and parses it ([`Workload::parse`]).
+    pub fn load(
+        spec: &WorkloadSpec,
+        count_tokens: &dyn Fn(&str) -> u64,
+    ) -> Result<Workload, WorkloadError> {
+        let text = std::fs::read_to_string(&spec.path).map_err(|e| WorkloadError::Read {
+            file: spec.path.display().to_string(),
+            error: e.to_string(),
+        })?;
+        Workload::parse(spec, &text, count_tokens)
+    }
+
+    /// Parses a workload file's `text` as `spec`'s format. `count_tokens` gives a text's length
+    /// in the server's tokens; only ShareGPT, whose rows are texts, calls it (traces carry
+    /// their lengths). Errors name `spec.path` and the line.
+    pub fn parse(
+        spec: &WorkloadSpec,
+        text: &str,
+        count_tokens: &dyn Fn(&str) -> u64,
+    ) -> Result<Workload, WorkloadError> {
+        let file = spec.path.display().to_string();
+        let (requests, skipped) = match spec.kind {
+            WorkloadKind::ShareGpt => sharegpt::parse(&file, text, count_tokens)?,
+            WorkloadKind::Mooncake => (mooncake::parse(&file, text)?, 0),
+            WorkloadKind::Azure => (azure::parse(&file, text)?, 0),
+        };
+        if requests.is_empty() {
+            return Err(WorkloadError::Empty { file, skipped });
+        }
+        Ok(Workload {
+            source: spec.clone(),
+            requests,
+            skipped,
+        })
+    }
+
+    /// `Ok` when every request fits a server context of `context_tokens` (input + output);
+    /// otherwise the first row that does not, by line.
+    pub fn check_fits(&self, context_tokens: u64) -> Result<(), WorkloadError> {
+        let Some(r) = self
+            .requests
+            .iter()
+            .find(|r| r.input_tokens.saturating_add(r.output_tokens) > context_tokens)
+        else {
+            return Ok(());
+        };
+        Err(WorkloadError::TooLong {
+            file: self.source.path.display().to_string(),
+            line: r.line,
+            input: r.input_tokens,
+            output: r.output_tokens,
+            context: context_tokens,
+        })
+    }
+}
+
+/// A bad-row error of `file` at `line`.
+fn bad_row(file: &str, line: usize, what: impl Into<String>) -> WorkloadError {
+    WorkloadError::BadRow {
+        file: file.to_string(),
+        line,
+        what: what.into(),
+    }
+}
+
+/// `at_s` − `first_s`: seconds from the first row, or the error naming `line` when that is
+/// before the previous row's `prev_s`.
+fn relative_s(
+    file: &str,
+    line: usize,
+    at_s: f64,
+    first_s: f64,
+    prev_s: Option<f64>,
+) -> Result<f64, WorkloadError> {
+    let rel = at_s - first_s;
+    if let Some(prev) = prev_s
+        && rel < prev
+    {
+        return Err(WorkloadError::Backwards {
+            file: file.to_string(),
+            line,
+            at_s: rel,
+            prev_s: prev,
+        });
+    }
+    Ok(rel)
+}
+
+#[cfg(test)]
+#[path = "tests/workload.rs"]
+mod tests;
