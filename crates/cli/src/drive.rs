@@ -93,6 +93,7 @@ async fn interrupt() -> Option<Stop> {
 /// Drives the matrix with the chosen display and signal handling.
 pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
     let cancel = CancellationToken::new();
+    let skip = llmib_client::CellSkip::default();
     let c2 = cancel.clone();
     let (dir, mut info) = (d.dir.clone(), d.info.clone());
     tokio::spawn(async move {
@@ -122,7 +123,7 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
             dash.hw_on = hw.is_some();
             dash.server_local = d.server_local;
             dash.frame = mon.frame;
-            match Tui::start(dash, hw.clone(), cancel.clone()) {
+            match Tui::start(dash, hw.clone(), cancel.clone(), skip.clone()) {
                 Ok(t) => Some(t),
                 // A terminal that cannot be put in raw mode still gets the run, as lines.
                 Err(e) => {
@@ -148,6 +149,7 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
         progress,
         cancel,
         hardware: hw.as_deref().filter(|_| d.server_local),
+        skip,
     })
     .await;
     if let Some(t) = tui {

@@ -13,6 +13,7 @@ use crate::hwmon::HwMonitor;
 use crate::live::LiveWindow;
 use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::prompt::{BuiltPrompt, PromptBuilder};
+use crate::skip::{CellSkip, SKIPPED};
 use crate::stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
 use crate::window::{WindowRun, WindowSpec, into_records, run_window, warm_up};
 use llmib_core::CountReport;
@@ -75,6 +76,26 @@ pub struct MatrixRun<'a> {
     /// The hardware monitor whose per-cell summary goes into each measured row: only when the
     /// server runs on this machine (elsewhere this machine's GPUs say nothing of it).
     pub hardware: Option<&'a HwMonitor>,
+    /// Skips the cell in progress (the dashboard's `s` key).
+    pub skip: CellSkip,
+}
+
+impl<'a> MatrixRun<'a> {
+    /// The run as one cell sees it: cancelled with the run, or alone by a skip.
+    fn for_cell(&self) -> MatrixRun<'a> {
+        MatrixRun {
+            engine: self.engine.clone(),
+            model: self.model.clone(),
+            plan: self.plan,
+            store: self.store,
+            // A cell never reads which cells were done before.
+            done: HashSet::new(),
+            progress: self.progress,
+            cancel: self.skip.arm(&self.cancel),
+            hardware: self.hardware,
+            skip: self.skip.clone(),
+        }
+    }
 }
 
 /// Per-context prompt state.
@@ -157,7 +178,19 @@ pub(crate) async fn run_cells(
         if let Some(hw) = m.hardware {
             hw.begin_cell();
         }
-        let mut row = run_cell(m, st, cell).await;
+        let cm = m.for_cell();
+        let mut row = run_cell(&cm, st, cell).await;
+        m.skip.disarm();
+        if cm.cancel.is_cancelled() && !m.cancel.is_cancelled() {
+            // Skipped (`s`): whatever the cell got to, its row measures nothing.
+            m.progress.event(ProgressEvent::Note(format!(
+                "{} {} × {} skipped",
+                cell.key.phase.label(),
+                cell.label,
+                cell.key.concurrency
+            )));
+            row = bare_result(cell, CellStatus::NotRun, Some(SKIPPED.to_string()));
+        }
         if cell.over_capacity {
             mark_capacity_limited(m, cell, &mut row);
         }

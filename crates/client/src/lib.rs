@@ -25,6 +25,7 @@ mod pacer;
 mod progress;
 mod prompt;
 mod run;
+mod skip;
 mod sse;
 mod stream;
 mod warm;
@@ -56,6 +57,7 @@ pub use progress::{
     readiness_reason,
 };
 pub use run::run_matrix;
+pub use skip::{CellSkip, SKIPPED};
 
 // The machine the client runs on.
 pub use hardware::{HardwareParseError, detect_local, parse_hardware_override};

@@ -705,6 +705,6 @@ fn footer_line(d: &Dashboard, now: Instant) -> Line<'static> {
             short_duration(elapsed),
             short_duration(d.eta_s(now))
         )),
-        Span::styled("   q: stop and save", dim()),
+        Span::styled("   s: skip cell   q: stop and save", dim()),
     ])
 }

@@ -1,6 +1,6 @@
 //! The full-screen dashboard: a thread that owns [`Dashboard`], redraws it four times a second
 //! on the alternate screen and reads keys (`q` or Ctrl-C: stop and save, as Ctrl-C does without
-//! the dashboard; a second press quits at once). Progress events are only sent to that thread
+//! the dashboard; a second press quits at once; `s`: skip the cell in progress). Progress events are only sent to that thread
 //! through a channel (a few per cell; a send never waits), so a terminal that blocks its writer
 //! (Ctrl-S, a slow SSH link) stalls the drawing thread alone, never a task of the measurement;
 //! live figures are read from the window's atomics by the drawing thread.
@@ -11,7 +11,7 @@
 
 use super::draw::draw;
 use super::view::Dashboard;
-use llmib_client::CancellationToken;
+use llmib_client::{CancellationToken, CellSkip};
 use llmib_client::{HwMonitor, panic_text};
 use llmib_client::{Progress, ProgressEvent};
 use ratatui::Terminal;
@@ -92,11 +92,12 @@ pub struct Tui {
 
 impl Tui {
     /// Takes the terminal and starts drawing `dash`. `cancel` is the run's cancellation (what
-    /// `q` fires); `hw` the hardware monitor, if on.
+    /// `q` fires); `skip` what `s` fires; `hw` the hardware monitor, if on.
     pub fn start(
         dash: Dashboard,
         hw: Option<Arc<HwMonitor>>,
         cancel: CancellationToken,
+        skip: CellSkip,
     ) -> std::io::Result<Tui> {
         install_panic_hook();
         STOP_DRAWING.store(false, Ordering::SeqCst);
@@ -118,7 +119,10 @@ impl Tui {
         let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("dashboard".into())
-            .spawn(move || draw_loop(dash, &rx, &mut terminal, hw.as_deref(), &cancel, &stop2))?;
+            .spawn(move || {
+                let keys = Keys { cancel, skip };
+                draw_loop(dash, &rx, &mut terminal, hw.as_deref(), &keys, &stop2)
+            })?;
         Ok(Tui {
             events,
             stop,
@@ -153,7 +157,7 @@ fn draw_loop(
     rx: &Receiver<(Instant, ProgressEvent)>,
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
     hw: Option<&HwMonitor>,
-    cancel: &CancellationToken,
+    keys: &Keys,
     stop: &AtomicBool,
 ) {
     while !stop.load(Ordering::Relaxed) {
@@ -174,18 +178,37 @@ fn draw_loop(
         if event::poll(dash.frame).unwrap_or(false)
             && let Ok(ev) = event::read()
         {
-            handle_key(&ev, cancel, &mut dash);
+            handle_key(&ev, keys, &mut dash);
         }
     }
 }
 
+/// What the keys fire.
+struct Keys {
+    /// The run's cancellation (`q`).
+    cancel: CancellationToken,
+    /// The cell's (`s`).
+    skip: CellSkip,
+}
+
 /// `q`, `Q`, Esc or Ctrl-C stop the run (what is measured is saved); pressed again while the
-/// run is stopping, they quit at once with 130, as a second Ctrl-C does.
-fn handle_key(ev: &Event, cancel: &CancellationToken, dash: &mut Dashboard) {
+/// run is stopping, they quit at once with 130, as a second Ctrl-C does. `s` skips the cell in
+/// progress (its row is Not run, "skipped") and the run goes on.
+fn handle_key(ev: &Event, keys: &Keys, dash: &mut Dashboard) {
     let Event::Key(k) = ev else {
         return;
     };
     if k.kind != KeyEventKind::Press {
+        return;
+    }
+    let cancel = &keys.cancel;
+    if matches!(k.code, KeyCode::Char('s' | 'S')) && !cancel.is_cancelled() {
+        let note = if keys.skip.skip() {
+            "skipping the current cell (s)"
+        } else {
+            "no cell is running to skip"
+        };
+        dash.apply(&ProgressEvent::Note(note.into()), Instant::now());
         return;
     }
     let quit = matches!(k.code, KeyCode::Char('q' | 'Q') | KeyCode::Esc)

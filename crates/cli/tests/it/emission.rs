@@ -98,6 +98,7 @@ async fn judge(
         progress: &progress,
         cancel: CancellationToken::new(),
         hardware: None,
+        skip: Default::default(),
     })
     .await
     .map_err(|e| e.to_string())?;

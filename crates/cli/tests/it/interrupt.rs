@@ -257,3 +257,85 @@ fn latest_rows(dir: &std::path::Path) -> Vec<serde_json::Value> {
     }
     out
 }
+
+/// Skips the decode cell at N = 2 as soon as its window's streams start (the dashboard's `s`).
+struct SkipAtTwo {
+    skip: llmib_client::CellSkip,
+    current: std::sync::Mutex<u32>,
+}
+
+impl llmib_client::Progress for SkipAtTwo {
+    fn event(&self, e: llmib_client::ProgressEvent) {
+        use llmib_client::ProgressEvent as E;
+        let Ok(mut n) = self.current.lock() else {
+            return;
+        };
+        match e {
+            E::CellStarted { cell, .. } if cell.key.phase == llmib_core::Phase::Decode => {
+                *n = cell.key.concurrency
+            }
+            E::WindowLive(_) if *n == 2 => {
+                assert!(self.skip.skip(), "a cell is armed while it runs");
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_skipped_cell_is_not_run_and_the_run_goes_on() {
+    let _serial = timing_lock();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = out_dir("skip-a-cell");
+    let rows = rt.block_on(async {
+        let sim = llmib_sim::spawn(exact_sim()).await.expect("sim");
+        let probe = llmib_client::Engine::probe(&llmib_client::ProbeOptions::new(sim.base_url()))
+            .await
+            .expect("probe");
+        let settings = llmib_core::Settings {
+            contexts: vec![llmib_core::ContextSpec::Tokens(1024)],
+            concurrency: vec![1, 2, 4],
+            duration_s: 1.0,
+            max_output: 32,
+            skip_prefill: true,
+            ..Default::default()
+        };
+        let plan = llmib_core::Plan::build(settings, Some(8192), Some(1 << 20));
+        let store = llmib_core::RunDir::create(&dir).expect("store");
+        let skip = llmib_client::CellSkip::default();
+        let progress = SkipAtTwo {
+            skip: skip.clone(),
+            current: Default::default(),
+        };
+        let end = llmib_client::run_matrix(llmib_client::MatrixRun {
+            model: probe.engine.model().served_model.clone(),
+            engine: std::sync::Arc::new(probe.engine),
+            plan: &plan,
+            store: &store,
+            done: Default::default(),
+            progress: &progress,
+            cancel: llmib_client::CancellationToken::new(),
+            hardware: None,
+            skip,
+        })
+        .await
+        .expect("run");
+        assert_eq!(end, llmib_client::MatrixEnd::Completed);
+        sim.shutdown().await;
+        store.load_cells().expect("rows").0
+    });
+    let by_n = |n: u32| {
+        rows.iter()
+            .find(|r| r.concurrency == n)
+            .unwrap_or_else(|| panic!("row N={n}"))
+    };
+    assert_eq!(by_n(2).status, llmib_core::CellStatus::NotRun);
+    assert_eq!(
+        by_n(2).status_reason.as_deref(),
+        Some(llmib_client::SKIPPED)
+    );
+    assert!(by_n(2).total_tok_per_s.is_none());
+    for n in [1, 4] {
+        assert_eq!(by_n(n).status, llmib_core::CellStatus::Valid, "N={n}");
+    }
+}
