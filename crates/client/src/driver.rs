@@ -668,6 +668,7 @@ pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
         readiness_timeout: duration_from_secs(s.readiness_timeout_s),
         gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
         serial_server: s.serial_server,
+        warm_ttft: None,
     }
 }
 
@@ -677,8 +678,10 @@ async fn measure_window(
     m: &MatrixRun<'_>,
     key: CellKey,
     requests: &[RequestSpec],
+    warm_ttft_ms: Option<f64>,
 ) -> Option<(WindowRun, Vec<RequestRecord>, CountReport)> {
-    let spec = window_spec(m, key.concurrency);
+    let mut spec = window_spec(m, key.concurrency);
+    spec.warm_ttft = warm_ttft_ms.map(|ms| duration_from_secs(ms / 1000.0));
     let live = Arc::new(LiveWindow::new(
         key.concurrency,
         spec.duration,
@@ -735,7 +738,8 @@ async fn decode_cell(
         Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
         Err(e) => return failed_result(cell, "request_body", e),
     };
-    let Some((mut w, records, count)) = measure_window(m, k, &requests).await else {
+    let warm = warm_ttft_ms.get(&k.context_tokens).copied();
+    let Some((mut w, records, count)) = measure_window(m, k, &requests, warm).await else {
         return interrupted_result(cell);
     };
     let row = decode_result(

@@ -340,6 +340,12 @@ pub fn readiness_reason(by: ReadinessBy) -> &'static str {
             "a request errored before the window opened: the cell fails"
         }
         ReadinessBy::TokensFlowing => "tokens flow on a stream (--serial-server)",
+        ReadinessBy::FirstTokensNoWaiting => {
+            "every stream had a token and nothing waited (short answers: the running gauge rarely shows all N)"
+        }
+        ReadinessBy::FirstTokensStalled => {
+            "some streams got no first token long after the others (no queue gauge): queued"
+        }
     }
 }
 

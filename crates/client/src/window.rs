@@ -73,6 +73,9 @@ pub struct WindowSpec {
     pub gauge_interval: Duration,
     /// A single-flight server: the window opens once tokens flow on one stream.
     pub serial_server: bool,
+    /// The context's warm TTFT (its N = 1 cell), where known: the gauge-less first-token
+    /// stall waits at least 4 × it + 50 ms.
+    pub warm_ttft: Option<Duration>,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -277,6 +280,7 @@ async fn await_readiness(
             .as_nanos() as u64,
         timeout_ns: spec.readiness_timeout.as_nanos() as u64,
         serial: spec.serial_server,
+        warm_ttft_ns: spec.warm_ttft.map(|w| w.as_nanos() as u64),
     };
     let mut judge = ReadinessJudge::new(rule, use_gauges);
     let by = loop {
@@ -294,11 +298,13 @@ async fn await_readiness(
         } else {
             None
         };
+        let (ended, errored) = streams.live.ended();
         let o = RampObservation {
             t_ns: Instant::now().saturating_duration_since(origin).as_nanos() as u64,
             streams_with_token: streams.live.streams_with_token(),
-            errored_requests: streams.live.errors(),
+            errored_requests: errored,
             gauges,
+            finished_requests: ended.saturating_sub(errored),
         };
         if let Some(opened) = judge.observe(o) {
             streams.live.open(opened.by, std::time::Instant::now());

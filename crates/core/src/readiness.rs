@@ -16,9 +16,22 @@
 //!    step, before the last stream's first token, so "0 waiting" at that very moment would
 //!    rarely come (the in-window queue rule judges those re-sends). Without gauges
 //!    (`first_tokens`): every stream has received a token.
+//!    **Short answers** (`first_tokens_no_waiting`, with gauges): every stream has received a
+//!    token, some requests have already finished, and the waiting gauge read 0 in
+//!    `stable_samples` consecutive samples. With `--respect-eos` and short answers the running
+//!    gauge rarely shows all N (streams are between a finished request and its re-send), so
+//!    the gauge rule alone would wait out the whole readiness limit on a server that holds
+//!    every stream.
 //! 2. **Queue stalled** (`queue_stalled`, not ready): the waiting gauge has been above zero in
 //!    every sample for `stall_ns`, and the running gauge has not grown in that time: a slot- or
 //!    KV-bound server will not admit more before requests finish.
+//!    **First tokens stalled** (`first_tokens_stalled`, not ready, no gauges: hosted
+//!    endpoints): some streams have a token, the others none, and no stream got its first
+//!    token for [`first_token_stall_ns`] (the longest of `stall_ns`, 4 × the warm TTFT +
+//!    50 ms, and the time the served streams took to get theirs). A server that runs all N
+//!    gives every stream its first token within about one batch's TTFT; one that queues
+//!    keeps the rest waiting for a whole request to finish. Without this rule a hosted
+//!    endpoint that queues was judged only at the readiness limit.
 //! 3. **Timeout** (`timeout`, not ready): `timeout_ns` passed since the first send.
 //!
 //! Before all of them: **a request errored** (`requests_errored`, not ready). Any error fails
@@ -47,6 +60,13 @@ pub enum ReadinessBy {
     /// `--serial-server`: tokens flow on at least one stream. A single-flight server never
     /// runs N at once, so above N = 1 the window measures a queue (and is marked so).
     TokensFlowing,
+    /// Every stream had a token, requests had already finished (short answers) and the
+    /// waiting gauge stayed at 0: the server holds every stream though the running gauge
+    /// rarely shows all N.
+    FirstTokensNoWaiting,
+    /// No gauges: some streams had a token and the rest got none for the stall period (the
+    /// server queues them).
+    FirstTokensStalled,
 }
 
 impl ReadinessBy {
@@ -59,6 +79,8 @@ impl ReadinessBy {
             ReadinessBy::Timeout => "timeout",
             ReadinessBy::RequestsErrored => "requests_errored",
             ReadinessBy::TokensFlowing => "tokens_flowing",
+            ReadinessBy::FirstTokensNoWaiting => "first_tokens_no_waiting",
+            ReadinessBy::FirstTokensStalled => "first_tokens_stalled",
         }
     }
 
@@ -67,7 +89,9 @@ impl ReadinessBy {
     pub fn is_ready(self) -> bool {
         matches!(
             self,
-            ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens
+            ReadinessBy::GaugesAndFirstTokens
+                | ReadinessBy::FirstTokens
+                | ReadinessBy::FirstTokensNoWaiting
         )
     }
 }
@@ -85,6 +109,20 @@ pub struct ReadinessRule {
     pub timeout_ns: u64,
     /// A single-flight server (`--serial-server`): open once tokens flow on one stream.
     pub serial: bool,
+    /// The TTFT of a lone warm request at this context (the N = 1 cell), where known: the
+    /// first-token stall rule waits at least 4 × it + 50 ms.
+    pub warm_ttft_ns: Option<u64>,
+}
+
+/// How long no stream may get its first token, while some have theirs and others none,
+/// before the rest count as queued (no gauges): the longest of the rule's `stall_ns`, 4 × the
+/// warm TTFT + 50 ms (METHOD.md's no-gauge queue threshold) and `served_by_ns`, the time the
+/// served streams took to get their first tokens (a slow ramp gets as long again).
+pub fn first_token_stall_ns(rule: &ReadinessRule, served_by_ns: u64) -> u64 {
+    let warm = rule
+        .warm_ttft_ns
+        .map_or(0, |w| w.saturating_mul(4).saturating_add(50_000_000));
+    rule.stall_ns.max(warm).max(served_by_ns)
 }
 
 /// One observation of the ramp.
@@ -99,6 +137,8 @@ pub struct RampObservation {
     /// The gauges read at `t_ns`: (running, waiting). `None` when this observation has no gauge
     /// sample (an engine without gauges, or a scrape that failed: no information either way).
     pub gauges: Option<(f64, f64)>,
+    /// Requests of the measured phase that have finished (not errored) so far.
+    pub finished_requests: u64,
 }
 
 /// The decision: the window opens now, by this rule.
@@ -123,6 +163,11 @@ pub struct ReadinessJudge {
     waiting_since: Option<u64>,
     gauges_ready_at: Option<u64>,
     all_tokens_at: Option<u64>,
+    /// Consecutive gauge samples with none waiting (the short-answer rule).
+    consecutive_no_waiting: u32,
+    /// The most streams with a token seen, and when that count last grew.
+    tokens_max: u32,
+    tokens_grew_at: u64,
     opened: Option<Opened>,
 }
 
@@ -139,6 +184,9 @@ impl ReadinessJudge {
             waiting_since: None,
             gauges_ready_at: None,
             all_tokens_at: None,
+            consecutive_no_waiting: 0,
+            tokens_max: 0,
+            tokens_grew_at: 0,
             opened: None,
         }
     }
@@ -161,6 +209,10 @@ impl ReadinessJudge {
         if all_tokens && self.all_tokens_at.is_none() {
             self.all_tokens_at = Some(o.t_ns);
         }
+        if o.streams_with_token > self.tokens_max {
+            self.tokens_max = o.streams_with_token;
+            self.tokens_grew_at = o.t_ns;
+        }
         let by = if self.rule.serial && o.streams_with_token >= 1 {
             Some(if all_tokens {
                 ReadinessBy::FirstTokens
@@ -172,14 +224,29 @@ impl ReadinessJudge {
         } else if all_tokens {
             Some(ReadinessBy::FirstTokens)
         } else {
-            None
+            self.first_tokens_stalled(o)
         };
         let by = by.or((o.t_ns >= self.rule.timeout_ns).then_some(ReadinessBy::Timeout));
         self.opened = by.map(|by| Opened { by, at_ns: o.t_ns });
         self.opened
     }
 
+    /// No gauges: some streams have their first token, the rest have had none for
+    /// [`first_token_stall_ns`].
+    fn first_tokens_stalled(&self, o: RampObservation) -> Option<ReadinessBy> {
+        let stall = first_token_stall_ns(&self.rule, self.tokens_grew_at);
+        (o.streams_with_token >= 1 && o.t_ns.saturating_sub(self.tokens_grew_at) >= stall)
+            .then_some(ReadinessBy::FirstTokensStalled)
+    }
+
     fn observe_gauges(&mut self, o: RampObservation, all_tokens: bool) -> Option<ReadinessBy> {
+        if let Some((_, waiting)) = o.gauges {
+            if waiting <= 0.0 {
+                self.consecutive_no_waiting += 1;
+            } else {
+                self.consecutive_no_waiting = 0;
+            }
+        }
         if let Some((running, waiting)) = o.gauges {
             let gauges_ready = running >= f64::from(self.rule.concurrency) && waiting <= 0.0;
             if gauges_ready {
@@ -205,6 +272,12 @@ impl ReadinessJudge {
             // The server has run all N: a queue seen later is re-sends in transit, judged
             // inside the window, not here.
             return all_tokens.then_some(ReadinessBy::GaugesAndFirstTokens);
+        }
+        if all_tokens
+            && o.finished_requests > 0
+            && self.consecutive_no_waiting >= self.rule.stable_samples.max(1)
+        {
+            return Some(ReadinessBy::FirstTokensNoWaiting);
         }
         let since = self.waiting_since?;
         let quiet_from = since.max(self.running_grew_at);
@@ -237,6 +310,7 @@ mod tests {
             stall_ns: 2000 * MS,
             timeout_ns: 10_000 * MS,
             serial: false,
+            warm_ttft_ns: None,
         }
     }
 
@@ -268,6 +342,7 @@ mod tests {
 
     fn obs(t_ms: u64, with_token: u32, g: Option<(f64, f64)>) -> RampObservation {
         RampObservation {
+            finished_requests: 0,
             t_ns: t_ms * MS,
             streams_with_token: with_token,
             errored_requests: 0,
@@ -430,6 +505,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn short_answers_open_on_first_tokens_when_nothing_waits() {
+        let done =
+            |t: u64, tokens: u32, running: f64, waiting: f64, finished: u64| RampObservation {
+                finished_requests: finished,
+                ..obs(t, tokens, Some((running, waiting)))
+            };
+        // --respect-eos with short answers: requests end and re-send, so the running gauge
+        // rarely reads 4, yet nothing waits.
+        let mut j = ReadinessJudge::new(rule(4), true);
+        let seq = [
+            done(10, 2, 3.0, 0.0, 0),
+            done(30, 4, 3.0, 0.0, 2),
+            done(50, 4, 2.0, 0.0, 3),
+        ];
+        let o = run(&mut j, &seq).expect("open");
+        assert_eq!((o.0, o.1.by), (1, ReadinessBy::FirstTokensNoWaiting));
+        assert!(o.1.by.is_ready());
+        // A request waiting in between resets the count.
+        let mut j = ReadinessJudge::new(rule(4), true);
+        let seq = [
+            done(10, 4, 3.0, 0.0, 1),
+            done(30, 4, 3.0, 1.0, 2),
+            done(50, 4, 3.0, 0.0, 3),
+        ];
+        assert_eq!(run(&mut j, &seq), None);
+    }
+
+    #[test]
+    fn without_gauges_first_tokens_that_stop_coming_mean_a_queue() {
+        let case = |warm_ms: Option<u64>, seq: &[(u64, u32)]| {
+            let r = ReadinessRule {
+                warm_ttft_ns: warm_ms.map(|w| w * MS),
+                ..rule(4)
+            };
+            let mut j = ReadinessJudge::new(r, false);
+            let seq: Vec<RampObservation> = seq.iter().map(|&(t, k)| obs(t, k, None)).collect();
+            run(&mut j, &seq).map(|(i, o)| (i, o.by))
+        };
+        let stalled = ReadinessBy::FirstTokensStalled;
+        // Two of four served by 100 ms; the floor of 2 s passes at 2.1 s.
+        let seq = [(100, 2), (1000, 2), (2050, 2), (2200, 2)];
+        assert_eq!(case(None, &seq), Some((3, stalled)));
+        // A warm TTFT of 1 s asks for 4 × 1 s + 50 ms after the last first token.
+        let seq = [(100, 2), (4000, 2), (4200, 2)];
+        assert_eq!(case(Some(1000), &seq), Some((2, stalled)));
+        // A slow ramp (the third stream at 3.5 s) waits as long again before judging.
+        let seq = [(100, 1), (1500, 2), (3500, 3), (5000, 3), (7000, 3)];
+        assert_eq!(case(None, &seq), Some((4, stalled)));
+        // Every stream's token before the stall opens as ready; none at all is no queue
+        // evidence (the readiness limit and the first-token limit decide).
+        let seq = [(100, 2), (1900, 4)];
+        assert_eq!(case(None, &seq), Some((1, ReadinessBy::FirstTokens)));
+        assert_eq!(case(None, &[(100, 0), (9000, 0)]), None);
+        assert!(!stalled.is_ready());
     }
 
     #[test]

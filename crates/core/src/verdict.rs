@@ -167,7 +167,15 @@ fn readiness_verdict(f: &DecodeFacts<'_>) -> Option<Verdict> {
                 n.saturating_sub(1)
             ),
         )),
-        ReadinessBy::GaugesAndFirstTokens | ReadinessBy::FirstTokens => None,
+        ReadinessBy::FirstTokensStalled => Some(Verdict::new(
+            CellStatus::RequestsQueued,
+            format!(
+                "the server would not run all {n} requests at once: some streams waited for a first token long after the others had theirs (no queue gauge to read)"
+            ),
+        )),
+        ReadinessBy::GaugesAndFirstTokens
+        | ReadinessBy::FirstTokens
+        | ReadinessBy::FirstTokensNoWaiting => None,
     }
 }
 

@@ -12,6 +12,7 @@ mod highconc;
 mod interrupt;
 mod llamacpp;
 mod load;
+mod readiness;
 mod report;
 mod run;
 mod sim;
