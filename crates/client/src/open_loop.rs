@@ -10,7 +10,7 @@ use crate::engine::Engine;
 use crate::live::OpenLoopLive;
 use crate::pacer::Pacer;
 use crate::stream::{Measured, RequestSpec, measure};
-use llmib_core::{RequestSample, Slo};
+use llmib_core::{RequestRecord, RequestSample, Slo};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -80,8 +80,27 @@ async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedS
             Err(_) => {
                 waited = true;
                 s.live.waiting.fetch_add(1, Ordering::Relaxed);
-                let p = cap.clone().acquire_owned().await.ok();
+                let p = tokio::select! {
+                    p = cap.clone().acquire_owned() => p.ok(),
+                    _ = s.cut.cancelled() => None,
+                };
                 s.live.waiting.fetch_sub(1, Ordering::Relaxed);
+                // Cut while still waiting for the cap (or with the slot it got at the cut):
+                // never sent. Its record says so, rather than a send at the cut instant that
+                // would skew the achieved rate and the queue times.
+                if p.is_none() || s.cut.is_cancelled() {
+                    let at = s.origin.elapsed().as_nanos() as u64;
+                    let m = Measured {
+                        record: RequestRecord::never_sent(i as u32, at),
+                        texts: None,
+                        saw_usage_per_chunk: false,
+                        retry_after: None,
+                    };
+                    s.live.ended.fetch_add(1, Ordering::Relaxed);
+                    s.live.errors.fetch_add(1, Ordering::Relaxed);
+                    let _ = tx.send(Done { i, waited, m });
+                    return;
+                }
                 p
             }
         },

@@ -558,6 +558,11 @@ pub struct RateFigures {
     pub max_in_flight: u64,
     /// Requests still running at the drain limit, cut (counted as failed).
     pub unfinished_requests: u64,
+    /// Requests still waiting for the `--max-concurrency` cap at the drain limit: never sent,
+    /// so not in `requests_sent`, the achieved rate or the queue times, but counted as
+    /// failed against the attainment.
+    #[serde(default)]
+    pub never_sent: u64,
     /// Output tokens / (last end − first send).
     pub output_tok_per_s: Option<f64>,
     /// Last end − first send, seconds.

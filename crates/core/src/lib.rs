@@ -60,7 +60,7 @@ pub use cell::{
     BurstFigures, CellKey, CellResult, CellStatus, Phase, PromptCheck, QueueObservation,
 };
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
-pub use record::{Chunk, Outcome, RequestRecord};
+pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
 pub use stats::Summary;
 
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.

@@ -77,4 +77,32 @@ impl RequestRecord {
     pub fn is_error(&self) -> bool {
         matches!(self.outcome, Outcome::Error { .. })
     }
+
+    /// A scheduled request that was never sent: it still waited for the `--max-concurrency`
+    /// cap when the drain limit cut the cell (`at_ns`). It counts against the SLO's attainment
+    /// (offered load the client-and-server system did not serve) but not as a request sent.
+    pub fn never_sent(stream: u32, at_ns: u64) -> Self {
+        RequestRecord {
+            stream,
+            sent_ns: at_ns,
+            headers_ns: None,
+            chunks: Vec::new(),
+            end_ns: at_ns,
+            outcome: Outcome::Error {
+                kind: NEVER_SENT.to_string(),
+                message: "it still waited for the --max-concurrency cap when the drain limit cut the cell".to_string(),
+            },
+            prompt_tokens_reported: None,
+            completion_tokens_reported: None,
+            cached_tokens_reported: None,
+        }
+    }
+
+    /// Whether the request was written to the server ([`RequestRecord::never_sent`]: not).
+    pub fn was_sent(&self) -> bool {
+        !matches!(&self.outcome, Outcome::Error { kind, .. } if kind == NEVER_SENT)
+    }
 }
+
+/// The error kind of a scheduled request that was never sent ([`RequestRecord::never_sent`]).
+pub const NEVER_SENT: &str = "never_sent";

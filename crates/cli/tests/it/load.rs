@@ -259,3 +259,49 @@ fn a_failing_server_keeps_the_rate_cell() {
     let cut = cell.iter().filter(|r| !r.finished).count();
     assert_eq!(failed, cut, "failures as the simulator cut them: {row:#}");
 }
+
+/// With `--max-concurrency`, requests still waiting for the cap at the drain limit were never
+/// sent: they are no sends (requests sent, the achieved rate), they are counted as such, and
+/// they fail the attainment. The `open-load` profile serves 20/s one at a time; 40/s offered
+/// for 1 s through a cap of 2 with a 200 ms drain leaves about half unsent.
+#[test]
+fn requests_the_cap_held_past_the_drain_are_never_sent() {
+    let _serial = timing_lock();
+    let sim = Sim::start(llmib_sim::builtin_profile("open-load").expect("open-load"));
+    let dir = out_dir("load-never-sent");
+    let rows = run_load(
+        &sim.url,
+        &dir,
+        "1s",
+        &[
+            "--request-rate",
+            "40",
+            "--arrival",
+            "constant",
+            "--max-concurrency",
+            "2",
+            "--drain-timeout",
+            "200ms",
+            "--slo",
+            "e2e_p50=10s",
+            "--skip-decode",
+        ],
+    );
+    let r = rows_of(&rows, "rate")[0];
+    let unsent = count(&r["rate"], "never_sent");
+    let sent = count(r, "requests_sent");
+    assert_eq!(sent + unsent, count(&r["rate"], "scheduled"), "{r:#}");
+    assert!(unsent >= 5, "{r:#}");
+    assert_eq!(
+        r["errors"]["never_sent"].as_u64(),
+        Some(unsent as u64),
+        "{r:#}"
+    );
+    // Sends paced by a server of 20/s, not 40 crowded at the cut instant.
+    assert!(num(r, "achieved_request_rate") < 30.0, "{r:#}");
+    let attainment = num(r, "slo_attainment");
+    assert!(
+        attainment <= sent as f64 / (sent + unsent) as f64 + 1e-9,
+        "{r:#}"
+    );
+}

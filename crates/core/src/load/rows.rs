@@ -70,12 +70,26 @@ fn inter_token_gaps(records: &[RequestRecord]) -> Vec<(f64, u64)> {
     gaps
 }
 
+/// The send instants of the requests that were sent, ascending.
+fn send_instants(records: &[RequestRecord]) -> Vec<u64> {
+    let mut sends: Vec<u64> = records
+        .iter()
+        .filter(|r| r.was_sent())
+        .map(|r| r.sent_ns)
+        .collect();
+    sends.sort_unstable();
+    sends
+}
+
 /// The figures of a rate cell's requests (METHOD.md, "Open-loop rate cells").
 /// With the SLO's verdict, when there is an SLO (its goodput is the row's).
 fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
     let rs = o.records;
+    // Every scheduled request is judged (one never sent meets nothing); only those sent have
+    // send instants, queue times and pacing.
     let samples: Vec<RequestSample> = rs.iter().map(RequestSample::of_record).collect();
-    let first_send = rs.iter().map(|r| r.sent_ns).min();
+    let sent: Vec<&RequestRecord> = rs.iter().filter(|r| r.was_sent()).collect();
+    let first_send = sent.iter().map(|r| r.sent_ns).min();
     let last_end = rs.iter().map(|r| r.end_ns).max();
     let span_s = first_send
         .zip(last_end)
@@ -100,6 +114,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
             .iter()
             .filter(|r| r.outcome == Outcome::Cancelled)
             .count() as u64,
+        never_sent: (rs.len() - sent.len()) as u64,
         output_tok_per_s: span_s.map(|s| tokens as f64 / s),
         span_s,
         ttft_ms: summary(
@@ -128,9 +143,10 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
                 .map(|t| 1.0 / t)
                 .collect(),
         ),
-        queue_ms: summary(rs.iter().map(|r| ms(delay(r))).collect()),
+        queue_ms: summary(sent.iter().map(|r| ms(delay(r))).collect()),
         pacing_error_us: summary(
-            rs.iter()
+            sent.iter()
+                .copied()
                 .filter(unwaited)
                 .map(|r| delay(r) as f64 / 1e3)
                 .collect(),
@@ -149,9 +165,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
 
 /// Whether the client kept its schedule (module docs): `Some(words)` when it did not.
 fn pacing_warning(f: &RateFigures, o: &RateObservation<'_>) -> Option<String> {
-    let mut sends: Vec<u64> = o.records.iter().map(|r| r.sent_ns).collect();
-    sends.sort_unstable();
-    let achieved = rate_of(&sends);
+    let achieved = rate_of(&send_instants(o.records));
     let schedule = f.schedule_rate?;
     let gap_ms = 1e3 / schedule;
     let p99_ms = f.pacing_error_us.as_ref().map(|s| s.p99 / 1e3);
@@ -214,11 +228,10 @@ pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
         (CellStatus::Valid, None)
     };
     let mut row = bare_result(cell, status, reason);
-    let mut sends: Vec<u64> = rs.iter().map(|r| r.sent_ns).collect();
-    sends.sort_unstable();
+    let sends = send_instants(rs);
     row.request_rate = Some(o.requested_rate);
     row.achieved_request_rate = Some(rate_of(&sends));
-    row.requests_sent = Some(rs.len() as u64);
+    row.requests_sent = Some(sends.len() as u64);
     row.completed_requests = Some(completed);
     row.failed_requests = Some(Some(failed));
     row.output_tokens = Some(rs.iter().map(RequestRecord::tokens).sum());

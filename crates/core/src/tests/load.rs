@@ -442,3 +442,33 @@ fn a_cells_schedule_is_refused_with_the_reason_past_its_bounds() {
     assert!(big.contains("128 M prompt tokens"), "{big}");
     assert!(cell_schedule(c, -1.0, 3.0, 1, 1).is_err());
 }
+
+/// With a cap, a request still waiting for it when the drain limit cuts the cell was never
+/// sent: it is no send (achieved rate, requests sent, queue time), but a failure against the
+/// attainment.
+#[test]
+fn a_request_never_sent_is_no_send_but_fails_the_slo() {
+    let (mut rs, mut due) = three();
+    let cut_at = 2_000 * MS;
+    rs.push(RequestRecord::never_sent(3, cut_at));
+    due.push(400 * MS);
+    let slo: Slo = "ttft_p50=1s".parse().expect("slo");
+    let row = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&rs, &due, &[false, false, false, true], Some(&slo)),
+    );
+    assert_eq!(row.requests_sent, Some(3));
+    let achieved = row.achieved_request_rate.flatten().expect("achieved");
+    assert!(
+        (achieved - 10.0).abs() < 1e-9,
+        "the cut instant is no send: {achieved}"
+    );
+    assert_eq!(row.failed_requests, Some(Some(1)));
+    assert_eq!(row.errors.get(crate::record::NEVER_SENT), Some(&1));
+    let f = row.rate.as_ref().expect("rate figures");
+    assert_eq!(f.never_sent, 1);
+    // Queue time over the three sent (50 µs each), not the 1.6 s the cut would add.
+    assert!(f.queue_ms.as_ref().expect("queue").max < 1.0);
+    // Three of four scheduled requests met the SLO.
+    assert_eq!(row.slo_attainment, Some(Some(0.75)));
+}
