@@ -30,6 +30,7 @@ mod record;
 mod redact;
 mod rng;
 mod run;
+mod shard;
 mod size;
 mod slo;
 mod spec;
@@ -73,6 +74,12 @@ pub use verdict::{
     measure_again_on_resume, over_capacity_result, prefill_result, prefill_series_result,
 };
 pub use warmup::decode_warmup_cell;
+
+// Load from several client machines: shards of one plan, and the check of a merge.
+pub use shard::{
+    MAX_SHARDS, MergeError, ShardArg, ShardError, ShardIdentity, ShardSpec, check_shards,
+    plan_hash, resolve_auto,
+};
 
 // Open-loop load: arrival schedules and service-level objectives.
 pub use arrival::{ArrivalError, ArrivalPattern, schedule};

@@ -107,6 +107,9 @@ pub struct Settings {
     /// (`--decode-warmup-seconds`; 0: none), at [`crate::decode_warmup_cell`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub decode_warmup_s: f64,
+    /// This run is one shard of a run spread over several client machines (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardSpec>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -366,6 +369,7 @@ impl Default for Settings {
             request: RequestControls::default(),
             load: None,
             decode_warmup_s: 0.0,
+            shard: None,
             tokenizer_file: None,
             prefill_metric: PrefillMetric::Auto,
         }
