@@ -76,9 +76,10 @@ pub use verdict::{
 pub use warmup::decode_warmup_cell;
 
 // Load from several client machines: shards of one plan, and the check of a merge.
+pub use plan::plan_hash;
 pub use shard::{
     MAX_SHARDS, MergeError, ShardArg, ShardError, ShardIdentity, ShardSpec, check_shards,
-    plan_hash, resolve_auto,
+    resolve_auto,
 };
 
 // Open-loop load: arrival schedules and service-level objectives.

@@ -557,6 +557,21 @@ pub fn matrix(
     cells
 }
 
+/// The identity of a plan that every shard of one run shares: a 64-bit FNV-1a of the plan as
+/// JSON, with the shard's own index left out. Shards given other settings, another seed or
+/// another server's limits get another hash, and a merge refuses them.
+pub fn plan_hash(plan: &Plan) -> String {
+    let mut p = plan.clone();
+    p.settings.shard = None;
+    let text = serde_json::to_string(&p).unwrap_or_default();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 /// Everything the run decided before sending, as stored in `run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {

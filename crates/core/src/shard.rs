@@ -9,7 +9,6 @@
 //! interleaving spreads bursts evenly over the shards. Closed-loop streams split the same way
 //! (stream i runs on shard i mod N), so every N of the matrix is shared as evenly as it can be.
 
-use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -67,7 +66,7 @@ pub enum ShardError {
 impl ShardSpec {
     /// A shard, checked: `None` unless 0 ≤ index < count ≤ [`MAX_SHARDS`].
     pub fn new(index: u32, count: u32) -> Option<ShardSpec> {
-        (count >= 1 && count <= MAX_SHARDS && index < count).then_some(ShardSpec { index, count })
+        ((1..=MAX_SHARDS).contains(&count) && index < count).then_some(ShardSpec { index, count })
     }
 
     /// Whether this shard sends the global schedule's request `i`.
@@ -141,21 +140,6 @@ pub fn resolve_auto(
     Err(ShardError::NoEngine)
 }
 
-/// The identity of a plan that every shard of one run shares: a 64-bit FNV-1a of the plan as
-/// JSON, with the shard's own index left out. Shards given other settings, another seed or
-/// another server's limits get another hash, and a merge refuses them.
-pub fn plan_hash(plan: &Plan) -> String {
-    let mut p = plan.clone();
-    p.settings.shard = None;
-    let text = serde_json::to_string(&p).unwrap_or_default();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
 /// What a merge knows of one shard's results.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardIdentity {
@@ -163,7 +147,7 @@ pub struct ShardIdentity {
     pub dir: String,
     /// The shard, `None` for a run that was not sharded.
     pub shard: Option<ShardSpec>,
-    /// [`plan_hash`] of its plan.
+    /// [`crate::plan_hash`] of its plan.
     pub plan_hash: String,
 }
 

@@ -2,7 +2,7 @@
 //! requests and streams a shard takes, the plan hash, and the merge check.
 
 use super::*;
-use crate::plan::Settings;
+use crate::plan::{Plan, Settings, plan_hash};
 use std::collections::HashMap;
 
 fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
