@@ -174,31 +174,7 @@ pub(crate) async fn run_cells(
             total,
             cell: cell.clone(),
         });
-        let t0 = now_rfc3339();
-        if let Some(hw) = m.hardware {
-            hw.begin_cell();
-        }
-        let cm = m.for_cell();
-        let mut row = run_cell(&cm, st, cell).await;
-        m.skip.disarm();
-        if cm.cancel.is_cancelled() && !m.cancel.is_cancelled() {
-            // Skipped (`s`): whatever the cell got to, its row measures nothing.
-            m.progress.event(ProgressEvent::Note(format!(
-                "{} {} × {} skipped",
-                cell.key.phase.label(),
-                cell.label,
-                cell.key.concurrency
-            )));
-            row = bare_result(cell, CellStatus::NotRun, Some(SKIPPED.to_string()));
-        }
-        if cell.over_capacity {
-            mark_capacity_limited(m, cell, &mut row);
-        }
-        row.started_at = Some(t0);
-        row.finished_at = Some(now_rfc3339());
-        if let Some(hw) = m.hardware {
-            row.hardware = hw.end_cell();
-        }
+        let mut row = measure_cell(m, st, cell).await;
         if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
             end = MatrixEnd::Interrupted;
             row.status_reason = Some(not_run_reason(&end));
@@ -214,6 +190,37 @@ pub(crate) async fn run_cells(
         }
     }
     Ok(end)
+}
+
+/// One cell measured, its row stamped with its times and hardware; Not run, "skipped", when
+/// the dashboard's `s` stopped it.
+async fn measure_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
+    let t0 = now_rfc3339();
+    if let Some(hw) = m.hardware {
+        hw.begin_cell();
+    }
+    let cm = m.for_cell();
+    let mut row = run_cell(&cm, st, cell).await;
+    m.skip.disarm();
+    if cm.cancel.is_cancelled() && !m.cancel.is_cancelled() {
+        // Whatever the cell got to, its row measures nothing.
+        m.progress.event(ProgressEvent::Note(format!(
+            "{} {} × {} skipped",
+            cell.key.phase.label(),
+            cell.label,
+            cell.key.concurrency
+        )));
+        row = bare_result(cell, CellStatus::NotRun, Some(SKIPPED.to_string()));
+    }
+    if cell.over_capacity {
+        mark_capacity_limited(m, cell, &mut row);
+    }
+    row.started_at = Some(t0);
+    row.finished_at = Some(now_rfc3339());
+    if let Some(hw) = m.hardware {
+        row.hardware = hw.end_cell();
+    }
+    row
 }
 
 /// A cell predicted Over capacity and measured anyway (`--show-capacity-limited-values`): the
