@@ -43,6 +43,12 @@ async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> (Tokenized, b
     }
     let used_local = local.is_some() && !wanted.is_empty();
     for t in wanted {
+        // A token the server's detokenizer held back has an empty text (`stream::measure`):
+        // nothing to ask a tokenizer about, and some refuse an empty prompt.
+        if t.is_empty() {
+            out.insert(String::new(), Ok(0));
+            continue;
+        }
         let n = match local {
             Some(l) => l.count(t).map_err(|e| e.to_string()),
             None => tokenize_len(engine, t).await,

@@ -247,14 +247,31 @@ enum ChatCount {
         offset: i64,
     },
     /// A chat message on an engine that cannot count a rendered prompt: the message's own
-    /// tokens plus the template's, measured once. Every message ends with [`CHAT_END`], as the
-    /// calibration sample does, so that the message's join with the template's closing tag
-    /// tokenizes the same way in every prompt.
+    /// tokens plus the template's, measured once. Every message starts and ends as the
+    /// calibration sample does (see [`chat_message`]), so that its joins with the template
+    /// tokenize the same way in every prompt.
     Subtracted,
 }
 
-/// The last character of every chat message (see [`ChatCount::Subtracted`]).
-const CHAT_END: &str = ".";
+/// The last word of every chat message (see [`chat_message`]).
+const CHAT_END: &str = " end.";
+
+/// A chat message from a cut filler text: its ends fixed, so that the message's joins with
+/// the chat template are the calibration sample's in every prompt, whatever the run seed.
+///
+/// Both ends matter where the template's tags are plain text to the tokenizer (a model whose
+/// vocabulary lacks them, as the e2e suite's tiny llama): the message's last characters merge
+/// with the closing tag's first (`.<` is one token, `..` then `<` are two), and its first with
+/// what precedes it (`\n[` against `\n [`). A cut text's ends vary: the detokenizer adds a
+/// leading space (SentencePiece's word prefix), and the cut may leave a trailing space or end
+/// on a sentence's full stop, so the old fixed end of one `.` still joined the tag in three
+/// ways (`word.<`, `word .<`, `..<`) and the template's measured overhead was one token off for
+/// those prompts (511 for 512 by the server's count). Trimmed, the message starts with the
+/// tag's `[` and ends with [`CHAT_END`]: a whole word after a space, which no filler character
+/// before it can merge with.
+fn chat_message(text: &str) -> String {
+    format!("{}{CHAT_END}", text.trim())
+}
 
 struct Rng(u64);
 
@@ -456,7 +473,7 @@ impl PromptBuilder {
                 // so the template's joins with the message tokenize as in the real prompts.
                 let mut sample = self.tag(0, u32::MAX, "template-");
                 self.filler(0, u32::MAX, 40, &mut sample);
-                let sample = format!("{}{CHAT_END}", sample.trim_end());
+                let sample = chat_message(&sample);
                 let cal = self
                     .engine
                     .chat_template_tokens(&sample)
@@ -598,8 +615,9 @@ impl PromptBuilder {
         }
     }
 
-    /// Cuts grown token ids at C tokens: detokenizes the content ids (after any BOS), adds the
-    /// end mark of a chat message, and verifies by the server's count of the whole prompt.
+    /// Cuts grown token ids at C tokens: detokenizes the content ids (after any BOS), fixes a
+    /// chat message's ends ([`chat_message`]), and verifies by the server's count of the whole
+    /// prompt.
     async fn cut(
         &self,
         context: u64,
@@ -608,9 +626,10 @@ impl PromptBuilder {
         ids: Vec<u32>,
     ) -> Result<BuiltPrompt, PromptError> {
         let chat = self.chat != ChatCount::Completions;
-        let end_mark = if chat { CHAT_END } else { "" };
         let skip = special as usize;
-        let mut content_len = (target as usize).saturating_sub(skip + usize::from(chat));
+        // The end mark is a word and a full stop: two tokens in most vocabularies (a first
+        // guess; the count decides).
+        let mut content_len = (target as usize).saturating_sub(skip + 2 * usize::from(chat));
         let mut closest = u64::MAX;
         for _ in 0..8 {
             let end = (skip + content_len).min(ids.len());
@@ -619,7 +638,9 @@ impl PromptBuilder {
                 .detokenize(&ids[skip..end])
                 .await
                 .map_err(|e| PromptError::engine(context, "", e))?;
-            text.push_str(end_mark);
+            if chat {
+                text = chat_message(&text);
+            }
             let n = self.exact_count(context, &text).await?;
             if n == context {
                 return Ok(BuiltPrompt {

@@ -240,6 +240,7 @@ async fn drive(
     {
         seen.done = true;
     }
+    held_back_token(m, &seen, spec.counting);
     (
         end,
         end_outcome(seen.done, seen.finish, m.record.chunks.len()),
@@ -257,6 +258,32 @@ struct Seen {
     done: bool,
     /// The request's `max_tokens`, where known.
     max_tokens: Option<u32>,
+    /// When the first event with a finish reason or a completion count of at least one
+    /// arrived: the instant of a token whose text never came (see [`held_back_token`]).
+    ended_ns: Option<u64>,
+}
+
+/// Deferred counting keeps only chunks with text, so a stream whose every token was held back
+/// by the server's detokenizer (llama.cpp withholds a partial UTF-8 character, and streams
+/// nothing for a special token; at `max_tokens = 1` that is the whole output) would seem to
+/// have produced nothing although the server finished it and counted its tokens. Such a
+/// stream gets one chunk, at the instant the server said it finished, with an empty text (so
+/// the texts stay aligned with the chunks); the final usage sets its count.
+fn held_back_token(m: &mut Measured, seen: &Seen, counting: Counting) {
+    let counted = m.record.completion_tokens_reported.is_some_and(|n| n >= 1);
+    if counting != Counting::Deferred
+        || !m.record.chunks.is_empty()
+        || !seen.done
+        || seen.finish.is_none()
+        || !counted
+    {
+        return;
+    }
+    let Some(t_ns) = seen.ended_ns else { return };
+    m.record.chunks.push(Chunk { t_ns, tokens: 1 });
+    if let Some(v) = m.texts.as_mut() {
+        v.push(String::new());
+    }
 }
 
 /// Takes the events complete in `dec` after a read at `t`, accounting each chunk. `Err`: an
@@ -300,6 +327,10 @@ fn read_events(
             ));
         }
         account(m, &c, t, counting, &mut seen.last_completion);
+        let counted = claimed.is_some_and(|n| n >= 1);
+        if seen.ended_ns.is_none() && (c.finish_reason.is_some() || counted) {
+            seen.ended_ns = Some(t);
+        }
         if let Some(f) = c.finish_reason {
             seen.finish = Some(f.to_string());
         }
@@ -601,6 +632,74 @@ mod tests {
             "usage": {"prompt_tokens": 8, "completion_tokens": completion},
         })
         .to_string()
+    }
+
+    /// llama.cpp at `max_tokens = 1` whose one token is a partial UTF-8 character (its
+    /// detokenizer holds it back): no event carries text, only the finish and the usage
+    /// (recorded from llama-server, ids and timings cut). Before the fix the request had no
+    /// chunk, and a prefill cell failed with `no_token` although the server produced its token.
+    #[tokio::test]
+    async fn a_token_held_back_by_the_detokenizer_still_counts_as_the_first_token() {
+        let chat = vec![
+            r#"{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1796410709,"model":"tiny-llama","object":"chat.completion.chunk"}"#.to_string(),
+            r#"{"choices":[],"created":1796410709,"model":"tiny-llama","object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":30,"total_tokens":31,"prompt_tokens_details":{"cached_tokens":10}}}"#.to_string(),
+        ];
+        let completions = vec![
+            r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1796410709,"model":"tiny-llama","object":"text_completion","usage":{"completion_tokens":1,"prompt_tokens":3,"total_tokens":4,"prompt_tokens_details":{"cached_tokens":1}}}"#.to_string(),
+        ];
+        let client =
+            crate::http::build_client(&crate::http::HttpOptions::default()).expect("client");
+        let cancel = CancellationToken::new();
+        for events in [chat, completions] {
+            let url = sse_server(events).await;
+            let mut spec =
+                RequestSpec::new(url, &serde_json::json!({}), Counting::Deferred).expect("spec");
+            spec.max_tokens = Some(1);
+            let mut m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
+            assert!(
+                matches!(m.record.outcome, Outcome::Finished { .. }),
+                "{:?}",
+                m.record.outcome
+            );
+            assert_eq!(m.record.chunks.len(), 1, "{:?}", m.record.chunks);
+            assert_eq!(m.texts.as_deref(), Some(&[String::new()][..]));
+            // The final usage counts it: one token, by the server's own figure.
+            let texts = m.texts.take();
+            let mut report = llmib_core::CountReport::new();
+            llmib_core::count_request(
+                &mut m.record,
+                texts.as_deref(),
+                false,
+                &llmib_core::Tokenized::new(),
+                &mut report,
+            );
+            assert_eq!(m.record.tokens(), 1);
+            assert_eq!(
+                report.source,
+                Some(TokenCountSource::ServerUsageFinalTokenizerChunks)
+            );
+        }
+    }
+
+    /// A stream that ends without any token (no usage count) still has no chunk: only a token
+    /// the server counted is added.
+    #[tokio::test]
+    async fn a_stream_without_a_counted_token_gets_no_chunk() {
+        let url = sse_server(vec![chunk_json("", 0, Some("stop"))]).await;
+        let client =
+            crate::http::build_client(&crate::http::HttpOptions::default()).expect("client");
+        let spec = RequestSpec::new(url, &serde_json::json!({}), Counting::Deferred).expect("spec");
+        let m = measure(
+            &client,
+            &spec,
+            0,
+            Instant::now(),
+            &CancellationToken::new(),
+            None,
+        )
+        .await;
+        assert!(m.record.chunks.is_empty(), "{:?}", m.record.chunks);
+        assert_eq!(m.texts.as_deref(), Some(&[][..]));
     }
 
     /// A usage count above the request's max_tokens is a disagreement, never a measurement:

@@ -515,3 +515,81 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
         rates[1]
     );
 }
+
+/// Issue 21: `--api chat` against llama.cpp built prompts one token short (511 for 512) for
+/// some run seeds: the message's ends joined the template's tags (plain text to the tiny
+/// model's tokenizer) in ways the calibration sample did not. Here 50 run seeds in a row each
+/// build two chat prompts (C = 300 for stream 0, C = 512 for stream 1). Every one is exactly C
+/// by the server's template and tokenizer, the 512 one also by the chat endpoint's own
+/// `usage.prompt_tokens` (one `max_tokens = 1` request per seed); and the template's overhead
+/// (the whole prompt's count minus the message's own tokens) is the same for all of them, so
+/// the subtraction that engines without a rendered count rely on is exact too. One server, the
+/// builder in-process: well under a minute.
+#[test]
+fn llamacpp_chat_prompts_are_exact_for_fifty_run_seeds() {
+    let Some(paths) = llama() else { return };
+    let _serial = timing_lock();
+    let server = LlamaServer::start(paths, "chat-seeds", 1, 2048, None);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let t0 = std::time::Instant::now();
+    let (wrong, overheads) = rt.block_on(fifty_seeds(&server.url));
+    eprintln!("50 run seeds x 2 chat prompts in {:?}", t0.elapsed());
+    assert!(wrong.is_empty(), "not exact: {wrong:#?}");
+    assert_eq!(overheads.len(), 1, "template overheads: {overheads:?}");
+}
+
+/// Builds and counts the prompts of [`llamacpp_chat_prompts_are_exact_for_fifty_run_seeds`]:
+/// the prompts counted otherwise than C, and the template overheads seen.
+async fn fifty_seeds(url: &str) -> (Vec<String>, std::collections::BTreeSet<u64>) {
+    let mut opts = llmib_client::ProbeOptions::new(url.to_owned());
+    opts.api = Some(llmib_core::Api::Chat);
+    let probe = llmib_client::Engine::probe(&opts).await.expect("probe");
+    let engine = std::sync::Arc::new(probe.engine);
+    let mut wrong = Vec::new();
+    let mut overheads = std::collections::BTreeSet::new();
+    // Run seeds as `fresh_seed` draws them (every bit used), spread by splitmix's increment;
+    // fixed, so a failure names a seed that fails again.
+    for k in 0..50u64 {
+        let seed = 0x5EED_0021_u64.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut builder = llmib_client::PromptBuilder::new(engine.clone(), seed);
+        for (context, stream) in [(300, 0), (512, 1)] {
+            let at = format!("seed {seed:#x} C={context} S{stream}");
+            let p = builder
+                .build(context, stream)
+                .await
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            let llmib_client::PromptInput::Text(text) = &p.input else {
+                panic!("{at}: a chat prompt is text")
+            };
+            let whole = answered(&at, engine.chat_prompt_tokens(text).await)
+                .unwrap_or_else(|| panic!("{at}: llama.cpp renders chat prompts"));
+            let own = answered(&at, engine.tokenize(text, false).await).len() as u64;
+            overheads.insert(whole - own);
+            // The server's own count, by the chat endpoint (it runs the model: once per seed).
+            let usage = if context == 512 {
+                answered(&at, engine.prompt_tokens_of(text).await)
+            } else {
+                whole
+            };
+            if whole != context || usage != context {
+                let tail: String = text
+                    .chars()
+                    .skip(text.chars().count().saturating_sub(30))
+                    .collect();
+                wrong.push(format!(
+                    "{at}: {whole} rendered, {usage} by usage; ends {tail:?}"
+                ));
+            }
+        }
+    }
+    (wrong, overheads)
+}
+
+/// The server's answer, or a panic that says which prompt it was for.
+fn answered<T>(at: &str, r: Result<T, llmib_client::EngineError>) -> T {
+    r.unwrap_or_else(|e| panic!("{at}: {e}"))
+}

@@ -436,13 +436,15 @@ async fn metrics_agree_with_state() {
         wait_metric(base, "sglang:generation_tokens_total", 15.0).await,
         15.0
     );
+    // The same snapshot holds these, but each is read as it settles all the same: a read
+    // right after a response must never depend on the scheduler having published.
     assert_eq!(
-        metric(base, "sglang:prompt_tokens_total").await,
+        wait_metric(base, "sglang:prompt_tokens_total", prompt_total as f64).await,
         prompt_total as f64
     );
-    assert_eq!(metric(base, "sglang:num_running_reqs").await, 0.0);
-    assert_eq!(metric(base, "sglang:num_queue_reqs").await, 0.0);
-    assert_eq!(metric(base, "sglang:token_usage").await, 0.0);
+    assert_eq!(wait_metric(base, "sglang:num_running_reqs", 0.0).await, 0.0);
+    assert_eq!(wait_metric(base, "sglang:num_queue_reqs", 0.0).await, 0.0);
+    assert_eq!(wait_metric(base, "sglang:token_usage", 0.0).await, 0.0);
     let tasks = long_streams(base, 2, 50, 400);
     assert_eq!(wait_metric(base, "sglang:num_running_reqs", 2.0).await, 2.0);
     assert!(metric(base, "sglang:token_usage").await > 0.0);
