@@ -683,7 +683,7 @@ impl PromptBuilder {
         }
         self.calibrate().await?;
         if self.chat != ChatCount::Completions {
-            text.push_str(CHAT_END);
+            text = chat_message(&text);
         }
         let tokens = self.exact_count(0, &text).await?;
         Ok(BuiltPrompt {
