@@ -10,6 +10,7 @@
 mod burst;
 mod chunk;
 mod counting;
+mod diagnostics;
 mod driver;
 mod engine;
 mod hardware;
@@ -57,6 +58,7 @@ pub use progress::{
 pub use run::run_matrix;
 
 // The machine the client runs on.
+pub use diagnostics::gather_diagnostics;
 pub use hardware::{HardwareParseError, detect_local, parse_hardware_override};
 pub use hwmon::{HwMonitor, panic_text};
 
