@@ -31,6 +31,7 @@ fn saved() -> RunInfo {
         hardware: Default::default(),
         launch_command: None,
         launch_command_source: None,
+        diagnostics: None,
         plan: Plan::build(settings, Some(100_000), None),
         notes: Vec::new(),
     }

@@ -8,6 +8,7 @@ use llmib_client::MatrixEnd;
 use llmib_client::{Engine, ProbeOptions};
 use llmib_core::CellKey;
 use llmib_core::ContextSpec;
+use llmib_core::Diagnostics;
 use llmib_core::now_rfc3339;
 use llmib_core::{HardwareInfo, Sourced};
 use llmib_core::{LoadedRun, RunDir};
@@ -175,6 +176,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         None => None,
     };
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
+    let diagnostics = startup_diagnostics(&args, &url, resumed.is_some()).await;
     let Prepared {
         dir,
         plan,
@@ -184,7 +186,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         model,
     } = match resumed {
         Some((r, notes)) => prepare_resume(&args, settings, r, notes, probe)?,
-        None => prepare_new(&args, settings, &url, probe)?,
+        None => prepare_new(&args, settings, &url, probe, diagnostics)?,
     };
     dir.write_info(&info)?;
     eprintln!("results: {}", dir.path().display());
@@ -359,6 +361,7 @@ fn prepare_new(
     mut settings: Settings,
     url: &str,
     probe: llmib_client::Probe,
+    diagnostics: Option<Diagnostics>,
 ) -> Result<Prepared> {
     let engine = probe.engine;
     settings.api = engine.api();
@@ -382,7 +385,7 @@ fn prepare_new(
     }
     let out = args.output.clone().unwrap_or_else(|| default_output("run"));
     let dir = RunDir::create_new(out, args.force)?;
-    let info = run_info(args, url, &engine, &plan, probe.notes)?;
+    let info = run_info(args, url, &engine, &plan, probe.notes, diagnostics)?;
     let model = engine.model().served_model.clone();
     Ok(Prepared {
         dir,
@@ -395,13 +398,15 @@ fn prepare_new(
 }
 
 /// What `run.json` says of a new run: server, engine, model, hardware, launch command (secrets
-/// redacted), plan and notes.
+/// redacted), plan, notes and startup diagnostics (their strings redacted with the rest: the key
+/// may sit in an environment value too short to look like one).
 fn run_info(
     args: &RunArgs,
     url: &str,
     engine: &Engine,
     plan: &Plan,
     probe_notes: Vec<String>,
+    diagnostics: Option<Diagnostics>,
 ) -> Result<RunInfo> {
     let probed_launch = engine.launch_command().map(str::to_string);
     let hardware = match &args.hardware {
@@ -443,6 +448,7 @@ fn run_info(
         launch_command_source,
         plan: plan.clone(),
         notes,
+        diagnostics,
     };
     redacted_info(info, &engine.secrets())
 }
@@ -484,6 +490,16 @@ fn write_reports(dir: &RunDir, formats: &[llmib_report::Format], tables: bool) {
             ),
         }
     }
+}
+
+/// The startup diagnostics of a new run whose server runs on this machine (the rule of the
+/// Hardware card); none for a remote server, a resumed run (it keeps its own) or the demo's
+/// simulator (its card describes no machine).
+async fn startup_diagnostics(args: &RunArgs, url: &str, resuming: bool) -> Option<Diagnostics> {
+    if resuming || args.hardware_info.is_some() || !is_loopback(url) {
+        return None;
+    }
+    Some(llmib_client::gather_diagnostics().await)
 }
 
 /// Whether the URL's host is this machine.

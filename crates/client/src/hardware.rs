@@ -104,10 +104,7 @@ fn parse_mib(s: &str) -> Option<u64> {
 
 /// The `CUDA Version: 13.0` of `nvidia-smi`'s header.
 pub fn parse_cuda_version(out: &str) -> Option<String> {
-    let i = out.find("CUDA Version:")?;
-    let v = out[i + "CUDA Version:".len()..].split_whitespace().next()?;
-    let v = v.trim_end_matches('|');
-    (!v.is_empty()).then(|| v.to_owned())
+    llmib_core::parse_smi_header(out).cuda
 }
 
 /// The first `model name` of `/proc/cpuinfo`.

@@ -10,6 +10,7 @@
 mod burst;
 mod chunk;
 mod counting;
+mod diagnostics;
 mod driver;
 mod engine;
 mod hardware;
@@ -60,6 +61,7 @@ pub use run::run_matrix;
 pub use skip::{CellSkip, SKIPPED};
 
 // The machine the client runs on.
+pub use diagnostics::gather_diagnostics;
 pub use hardware::{HardwareParseError, detect_local, parse_hardware_override};
 pub use hwmon::{HwMonitor, panic_text};
 

@@ -15,6 +15,7 @@ mod capacity;
 mod capacity_search;
 mod cell;
 mod counting;
+mod diag;
 mod figures;
 mod gof;
 mod hw;
@@ -111,6 +112,13 @@ pub use workload::{
 };
 
 // The run's metadata, the results store and what keeps secrets out of both.
+pub use diag::{
+    BoundedText, DiagInputs, Diagnostics, DriverSetting, ENV_PREFIXES, EnvVar, MAX_ENV_VALUE_BYTES,
+    MAX_ENV_VARS, MAX_TOPOLOGY_BYTES, P2pOverride, Probed, RawText, SmiHeader, Uname, bounded_text,
+    diagnostic_env, looks_like_secret, p2p_from_registry_dwords, parse_nvidia_params,
+    parse_proc_driver_version, parse_smi_header, parse_uname, redact_env_value,
+    source as diag_source,
+};
 pub use hw::{
     CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERY, NvmlRaw, SmiParseError,
     parse_nvidia_smi,

@@ -1,6 +1,7 @@
 //! `run.json`: what a run was (plan, server, hardware, model, tool, times). Together with
 //! `cells.jsonl` it holds everything needed to redraw the seed page.
 
+use crate::diag::Diagnostics;
 use crate::meta::{EngineInfo, HardwareInfo, ModelInfo};
 use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
@@ -76,4 +77,9 @@ pub struct RunInfo {
     /// Free-form notes the run wants a reader to see (dropped contexts, degraded counting…).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Startup diagnostics of the server's machine (environment, kernel, driver, GPU topology,
+    /// P2P override), gathered only when the server runs on this machine. Absent in older
+    /// `run.json` files and for remote servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Diagnostics>,
 }

@@ -310,6 +310,8 @@ impl Exporter for HtmlExporter {
             speculative => ser(Table::speculative(report)),
             bursts => ser(Table::bursts(report)),
             load => ser(crate::load_chart::view(report)),
+            diagnostics => ser(crate::diagnostics::view(report)),
+            diagnostics_caption => ser(crate::diagnostics::CAPTION),
             notes => ser(report.notes()),
             generator => ser(generator()),
             css => Value::from_safe_string(CSS.to_string()),

@@ -9,6 +9,7 @@
 use crate::model::Report;
 use crate::{Exporter, Format, ReportError};
 use llmib_core::CellResult;
+use llmib_core::Diagnostics;
 use llmib_core::DroppedContext;
 use llmib_core::LoadSettings;
 use llmib_core::{EngineInfo, HardwareInfo, ModelInfo};
@@ -102,6 +103,10 @@ pub struct RunDoc<'a> {
     /// absent when the run had none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<&'a LoadSettings>,
+    /// Startup diagnostics of the server's machine; absent when the run has none (a remote
+    /// server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<&'a Diagnostics>,
 }
 
 fn non_empty(s: &str) -> Option<&str> {
@@ -149,6 +154,7 @@ impl<'a> ResultsDoc<'a> {
                 notes: report.notes(),
                 skipped_cell_lines: report.skipped_lines,
                 load: p.settings.load.as_ref(),
+                diagnostics: i.diagnostics.as_ref(),
             },
             cells: &report.cells,
         }

@@ -23,6 +23,7 @@ mod chart_frame;
 mod compare;
 mod compare_load;
 mod csv;
+mod diagnostics;
 mod html;
 mod json;
 mod load;

@@ -99,6 +99,7 @@ impl Exporter for MarkdownExporter {
         measurements_section(&mut out, report);
         load_section(&mut out, report);
         extra_sections(&mut out, report);
+        diagnostics_section(&mut out, report);
         notes_section(&mut out, report);
         while out.ends_with("\n\n") {
             out.pop();
@@ -272,6 +273,33 @@ fn extra_sections(out: &mut String, report: &Report) {
              utilisation is the mean over GPUs; power, VRAM and PCIe are summed over GPUs.",
             &t,
         );
+    }
+}
+
+/// The startup diagnostics, where the run recorded them (a server on the measuring machine).
+fn diagnostics_section(out: &mut String, report: &Report) {
+    let Some(v) = crate::diagnostics::view(report) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n## Startup diagnostics\n\n{}\n",
+        crate::diagnostics::CAPTION
+    );
+    table(out, &v.facts);
+    if let Some(env) = &v.env {
+        let _ = writeln!(out, "\n### Environment\n");
+        table(out, env);
+    }
+    if let Some(note) = &v.env_note {
+        let _ = writeln!(out, "\n{}", escape(note));
+    }
+    if let Some(topology) = &v.topology {
+        let _ = writeln!(out, "\n### GPU topology (nvidia-smi topo -m)\n");
+        code_block(out, "text", topology);
+        if v.topology_truncated {
+            let _ = writeln!(out, "\nCut at its size bound.");
+        }
     }
 }
 

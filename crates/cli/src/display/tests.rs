@@ -57,6 +57,7 @@ fn info_with(concurrency: Vec<u32>) -> RunInfo {
         hardware: HardwareInfo::default(),
         launch_command: None,
         launch_command_source: None,
+        diagnostics: None,
         plan,
         notes: vec![],
     }

@@ -5,6 +5,7 @@ mod api;
 mod common;
 mod dashboard;
 mod datasets;
+mod diagnostics;
 mod emission;
 mod eval;
 mod faults;

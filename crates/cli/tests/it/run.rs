@@ -416,6 +416,8 @@ fn demo_reproduces_the_seeds_status_staircase() {
     );
     assert!(dir.join("report.md").is_file());
     let run = run_json(&dir);
+    // The simulator runs on no GPU: no startup diagnostics of this machine.
+    assert!(run.get("diagnostics").is_none());
     assert_eq!(run["engine"]["name"], "sglang");
     assert_eq!(run["engine"]["version"], "0.5.6.post3.dev11345+g028ac64f7");
     assert_eq!(run["engine"]["quantization"], "FP8");

@@ -2,6 +2,7 @@
 //! the crate, not in `tests/`, so that the workspace builds one integration-test binary only.
 
 mod compare;
+mod diagnostics;
 mod golden;
 pub(crate) mod load;
-mod schema;
+pub(crate) mod schema;

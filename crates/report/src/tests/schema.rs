@@ -151,7 +151,7 @@ fn golden_doc() -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-fn errors(doc: &Value) -> Vec<String> {
+pub(crate) fn errors(doc: &Value) -> Vec<String> {
     let root = schema();
     let mut errs = Vec::new();
     validate(&root, &root, doc, "", &mut errs);
