@@ -543,7 +543,7 @@ impl PromptBuilder {
     }
 
     /// Builds the prompt of exactly `context` tokens for `stream`; at context 0, the minimal
-    /// prompt (see [`PromptBuilder::minimal`]).
+    /// prompt: only its fixed part, the tag (and, for chat, the template around it).
     pub async fn build(&mut self, context: u64, stream: u32) -> Result<BuiltPrompt, PromptError> {
         if context == 0 {
             return self.minimal(stream).await;
