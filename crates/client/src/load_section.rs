@@ -380,6 +380,9 @@ async fn rate_cell_row(
             nominal_source: m.engine.counting().nominal_source(),
             expected_prompt_tokens: prompt_tokens,
             prompt_tolerance: prompt_tolerance(m, cell),
+            expected_prompts: None,
+            workload: None,
+            stop_reason: None,
             fault: run.fault,
         },
     )

@@ -580,6 +580,14 @@ pub struct RateFigures {
     pub pacing_warning: Option<String>,
     /// The SLO's verdict, when there is one.
     pub slo: Option<SloRow>,
+    /// Requests of varying lengths (`--input-len`, `--output-len`, `--workload`): what was
+    /// asked and what was sent. Absent for fixed lengths (and in rows written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::load::WorkloadFigures>,
+    /// Why the cell's schedule stopped (`--until-stable`, a trace's end); absent where it ran
+    /// its fixed window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<crate::stable::StopReason>,
 }
 
 /// A capacity row's search: every measured point and the answer.

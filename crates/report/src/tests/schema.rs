@@ -231,6 +231,11 @@ fn open_loop_rows_validate() {
         max_concurrency: None,
         drain_s: 60.0,
         skip_decode: false,
+        input_len: None,
+        output_len: None,
+        workload: None,
+        time_scale: None,
+        until_stable: None,
     });
     let text = Format::Json.exporter().render(&report).expect("json");
     let doc: Value = serde_json::from_str(&text).expect("JSON");
