@@ -84,7 +84,7 @@ pub use load::{
     MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation, WorkloadFigures,
     auto_rates, capacity_cell, capacity_concurrency, capacity_result, cell_requests, cell_schedule,
     closed_batch_rate, closed_loop_slo, empirical_cdf, length_figures, rate_cell, rate_result,
-    round_rate,
+    round_rate, workload_figures,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};

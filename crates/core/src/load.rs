@@ -52,7 +52,7 @@ mod tests;
 mod requests;
 pub use requests::{
     CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource, WorkloadFigures,
-    cell_requests, empirical_cdf, length_figures,
+    cell_requests, empirical_cdf, length_figures, workload_figures,
 };
 mod rows;
 pub use rows::{

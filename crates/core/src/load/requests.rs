@@ -192,6 +192,39 @@ pub struct WorkloadFigures {
     pub cached_tokens_reported: Option<u64>,
 }
 
+/// A cell's [`WorkloadFigures`] from its length source and the requests it sent; the trace's
+/// time scale, rate and prefix prediction are the caller's to add. `None` with nothing sent.
+pub fn workload_figures(src: LengthSource<'_>, sent: &[&CellRequest]) -> Option<WorkloadFigures> {
+    let ins: Vec<u64> = sent.iter().map(|r| r.input_tokens).collect();
+    let outs: Vec<u64> = sent.iter().map(|r| r.output_tokens).collect();
+    let (source, input, output) = match src {
+        LengthSource::Specs { input, output } => (
+            "lengths".to_string(),
+            length_figures(&input.to_string(), &|x| input.cdf(x), &ins)?,
+            length_figures(&output.to_string(), &|x| output.cdf(x), &outs)?,
+        ),
+        LengthSource::Sample(w) | LengthSource::Replay(w) => {
+            let name = w.source.to_string();
+            let file_in: Vec<u64> = w.requests.iter().map(|r| r.input_tokens).collect();
+            let file_out: Vec<u64> = w.requests.iter().map(|r| r.output_tokens).collect();
+            (
+                name.clone(),
+                length_figures(&name, &*empirical_cdf(&file_in), &ins)?,
+                length_figures(&name, &*empirical_cdf(&file_out), &outs)?,
+            )
+        }
+    };
+    Some(WorkloadFigures {
+        source,
+        input,
+        output,
+        time_scale: None,
+        trace_rate: None,
+        predicted_cached_tokens: None,
+        cached_tokens_reported: None,
+    })
+}
+
 #[cfg(test)]
 #[path = "../tests/load_requests.rs"]
 mod tests;
