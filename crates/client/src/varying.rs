@@ -92,7 +92,7 @@ impl Varying {
             tokens: mean.round().max(1.0) as u64,
             label,
             decode: true,
-            spec: fallback.spec.clone(),
+            spec: fallback.spec,
         }
     }
 

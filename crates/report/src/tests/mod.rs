@@ -5,3 +5,4 @@ mod compare;
 mod golden;
 pub(crate) mod load;
 mod schema;
+mod workload;
