@@ -259,6 +259,9 @@ async fn search(
             saturation_rate: s.saturation,
         },
     );
+    if let (Some(tr), Some(f)) = (trace_rate_of(s), row.capacity.as_mut()) {
+        f.time_scale = row.capacity_request_rate.flatten().map(|r| r / tr);
+    }
     row.finished_at = Some(now_rfc3339());
     save(m, row)
 }

@@ -609,6 +609,10 @@ pub struct CapacityFigures {
     pub saturation_rate: Option<f64>,
     /// Goodput of the decode cell at `capacity_concurrency`, requests per second.
     pub concurrency_goodput_rps: Option<f64>,
+    /// Where the search ran over a trace's replays (`--time-scale auto`): the time scale K
+    /// at the capacity (the capacity rate over the trace's own rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<f64>,
 }
 
 /// One measured rate of a capacity search.

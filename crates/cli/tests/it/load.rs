@@ -565,3 +565,65 @@ fn bad_workload_files_fail_in_one_line_before_anything_is_sent() {
     }
     assert!(served(&sim).is_empty(), "no request reached the server");
 }
+
+/// `--time-scale auto --slo` on the `open-load` profile (capacity 20 requests/s at 512 prompt
+/// and 16 output tokens, by construction): a trace of 40 such requests 100 ms apart (10/s) is
+/// replayed at the speeds the search asks, and the capacity row's rate lands within the stated
+/// 5 % of 20/s, its time scale K twice the trace's speed. The SLO, TTFT p90 within 40 ms, sits
+/// between the 5 ms of an unqueued request and the queue a finite replay above 20/s builds
+/// (request i waits i × (50 − 1000/rate) ms, past 35 ms at the 36th request from 20.4/s on).
+#[test]
+fn time_scale_auto_finds_the_known_limit() {
+    let _serial = timing_lock();
+    let sim = Sim::start(llmib_sim::builtin_profile("open-load").expect("open-load"));
+    let dir = out_dir("load-time-scale");
+    let trace: String = (0..40)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 512, \"output_length\": 16}}\n",
+                i * 100
+            )
+        })
+        .collect();
+    let file = dir.join("constant.jsonl");
+    std::fs::write(&file, trace).expect("write");
+    let workload = format!("mooncake:{}", file.display());
+    let rows = run_load(
+        &sim.url,
+        &dir.join("run"),
+        "1s",
+        &[
+            "--workload",
+            &workload,
+            "--time-scale",
+            "auto",
+            "--slo",
+            "ttft_p90=40ms",
+            "--capacity-precision",
+            "0.05",
+            "--drain-timeout",
+            "2s",
+            "--skip-decode",
+        ],
+    );
+    let cap = rows_of(&rows, "capacity");
+    assert_eq!(cap.len(), 1, "{rows:#?}");
+    let cap = cap[0];
+    let found = num(cap, "capacity_request_rate");
+    assert!(
+        (found - 20.0).abs() <= 20.0 * 0.05,
+        "capacity {found}/s, expected 20/s within 5 %: {cap:#}"
+    );
+    let k = num(&cap["capacity"], "time_scale");
+    assert!((k - found / 10.0).abs() < 1e-6, "K = rate / 10: {cap:#}");
+    let replays = rows_of(&rows, "rate");
+    assert!(replays.len() >= 3, "{rows:#?}");
+    for r in &replays {
+        assert_eq!(
+            count(r, "requests_sent"),
+            40,
+            "each point replays the trace: {r:#}"
+        );
+        assert_eq!(r["rate"]["stop_reason"], "trace_end", "{r:#}");
+    }
+}

@@ -395,6 +395,7 @@ pub fn capacity_result(cell: &PlannedCell, c: CapacityInputs<'_>) -> CellResult 
             let secs = r.measured_s?;
             (secs > 0.0).then(|| s.met as f64 / secs)
         }),
+        time_scale: None,
     }));
     row
 }
