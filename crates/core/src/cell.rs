@@ -583,7 +583,7 @@ pub struct RateFigures {
     /// Requests of varying lengths (`--input-len`, `--output-len`, `--workload`): what was
     /// asked and what was sent. Absent for fixed lengths (and in rows written before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<crate::load::WorkloadFigures>,
+    pub workload: Option<crate::varying::WorkloadFigures>,
     /// Why the cell's schedule stopped (`--until-stable`, a trace's end); absent where it ran
     /// its fixed window.
     #[serde(default, skip_serializing_if = "Option::is_none")]

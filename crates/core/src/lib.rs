@@ -37,6 +37,7 @@ mod stable;
 mod stats;
 mod store;
 mod time;
+mod varying;
 mod verdict;
 mod warmup;
 mod workload;
@@ -80,15 +81,17 @@ pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_st
 pub use cell::rate_mrps;
 pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow, SpecFigures};
 pub use load::{
-    CapacityInputs, CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource,
-    MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation, WorkloadFigures,
-    auto_rates, capacity_cell, capacity_concurrency, capacity_result, cell_requests, cell_schedule,
-    closed_batch_rate, closed_loop_slo, empirical_cdf, length_figures, rate_cell, rate_result,
-    round_rate, workload_figures,
+    CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation, auto_rates,
+    capacity_cell, capacity_concurrency, capacity_result, cell_schedule, closed_batch_rate,
+    closed_loop_slo, rate_cell, rate_result, round_rate,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 pub use spec::SpecWindow;
+pub use varying::{
+    CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource, WorkloadFigures,
+    cell_requests, empirical_cdf, length_figures, workload_figures,
+};
 
 // Real workloads on the open-loop path: length distributions, their fit, and the seeded
 // generator they and the arrival schedules draw from.

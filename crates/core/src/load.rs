@@ -49,11 +49,6 @@ pub fn round_rate(rate: f64) -> f64 {
 #[path = "tests/load.rs"]
 mod tests;
 
-mod requests;
-pub use requests::{
-    CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource, WorkloadFigures,
-    cell_requests, empirical_cdf, length_figures, workload_figures,
-};
 mod rows;
 pub use rows::{
     CapacityInputs, RateObservation, capacity_concurrency, capacity_result, closed_loop_slo,

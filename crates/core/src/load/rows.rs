@@ -45,7 +45,7 @@ pub struct RateObservation<'a> {
     /// unused).
     pub expected_prompts: Option<&'a [u64]>,
     /// What a cell of varying requests asked for and sent.
-    pub workload: Option<crate::load::WorkloadFigures>,
+    pub workload: Option<crate::varying::WorkloadFigures>,
     /// Why the schedule stopped, where it did not run its fixed window.
     pub stop_reason: Option<crate::stable::StopReason>,
     /// Tokens a reported prompt length may differ by.

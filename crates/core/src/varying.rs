@@ -226,5 +226,5 @@ pub fn workload_figures(src: LengthSource<'_>, sent: &[&CellRequest]) -> Option<
 }
 
 #[cfg(test)]
-#[path = "../tests/load_requests.rs"]
+#[path = "tests/varying.rs"]
 mod tests;
