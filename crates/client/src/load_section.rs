@@ -400,7 +400,10 @@ fn cell_plan(
     rate: f64,
 ) -> Result<CellPlan, String> {
     let st = &m.plan.settings;
-    let seed = st.prompt_seed ^ s.ctx.tokens.rotate_left(20) ^ cell.key.rate_mrps;
+    // `--seed`, where given, fixes the schedule and the lengths too, so that two runs (two
+    // servers) are sent the same requests; else the run's own prompt seed does.
+    let base = st.request.seed.unwrap_or(st.prompt_seed);
+    let seed = base ^ s.ctx.tokens.rotate_left(20) ^ cell.key.rate_mrps;
     let Some(v) = s.varying.as_deref() else {
         let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)?;
         return Ok(CellPlan {
