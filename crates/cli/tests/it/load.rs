@@ -628,3 +628,54 @@ fn time_scale_auto_finds_the_known_limit() {
         assert_eq!(r["rate"]["stop_reason"], "trace_end", "{r:#}");
     }
 }
+
+/// A ShareGPT file gives lengths only: sent at `--request-rate`, each request one of the file's
+/// 21 usable pairs (its turns counted by the server's tokenizer), so the simulator received at
+/// most 21 distinct prompt lengths, all within the row's sent range, and the row names the file
+/// and fits it (KS against the file's own lengths).
+#[test]
+fn sharegpt_lengths_are_sent_at_a_rate() {
+    let _serial = timing_lock();
+    let sim = stamped_sim(llmib_sim::builtin_profile("tiny").expect("tiny"));
+    let dir = out_dir("load-sharegpt");
+    let workload = format!("sharegpt:{}", sample_path("sharegpt.json"));
+    let rows = run_load(
+        &sim.url,
+        &dir,
+        "1s",
+        &[
+            "--workload",
+            &workload,
+            "--request-rate",
+            "20",
+            "--seed",
+            "3",
+            "--skip-decode",
+        ],
+    );
+    let rate = rows_of(&rows, "rate");
+    assert_eq!(rate.len(), 1, "{rows:#?}");
+    let row = rate[0];
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row:#}");
+    let wf = &row["rate"]["workload"];
+    assert_eq!(wf["source"], workload.as_str(), "{wf:#}");
+    let n = count(row, "requests_sent");
+    let input = &wf["input"];
+    assert_eq!(count(input, "count"), n, "{input:#}");
+    let mut sent: Vec<u64> = last_served(&sim, n)
+        .iter()
+        .map(|r| r.prompt_tokens)
+        .collect();
+    let (lo, hi) = (num(input, "min") as u64, num(input, "max") as u64);
+    assert!(
+        sent.iter().all(|l| (lo..=hi).contains(l)),
+        "{sent:?} within [{lo}, {hi}]"
+    );
+    sent.sort_unstable();
+    sent.dedup();
+    assert!(sent.len() <= 21, "{sent:?}");
+    assert!(
+        num(input, "ks") < num(input, "ks_critical_1pct"),
+        "{input:#}"
+    );
+}
