@@ -10,7 +10,7 @@ use clap::Args;
 use llmib_core::ContextSpec;
 use llmib_core::EngineKind;
 use llmib_core::Settings;
-use llmib_core::{ArrivalPattern, RateSpec, Slo};
+use llmib_core::{ArrivalPattern, LengthSpec, RateSpec, Slo, TimeScaleSpec, WorkloadSpec};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -281,6 +281,26 @@ pub struct RunArgs {
     /// Run the open-load cells without the closed-loop decode matrix.
     #[arg(long, conflicts_with = "prefill_only")]
     pub skip_decode: bool,
+    /// Open load: each request's prompt length, drawn from `4K` (fixed), `4K:normal:512` or
+    /// `1K..16K` (uniform); one open-load section labelled by it replaces the per-context ones.
+    #[arg(long, value_name = "LENGTH", value_parser = parse::length)]
+    #[serde(deserialize_with = "de::length")]
+    pub input_len: Option<LengthSpec>,
+    /// Open load: each request's output length (`max_tokens`, EOS ignored), drawn as
+    /// --input-len is (default --max-output).
+    #[arg(long, value_name = "LENGTH", value_parser = parse::length)]
+    #[serde(deserialize_with = "de::length")]
+    pub output_len: Option<LengthSpec>,
+    /// Open load from a file: `sharegpt:FILE` (lengths, sent at --request-rate), or a trace
+    /// replayed with its own arrivals, `mooncake:FILE` or `azure:FILE` (one rate row).
+    #[arg(long, value_name = "KIND:FILE", value_parser = parse::workload)]
+    #[serde(deserialize_with = "de::workload")]
+    pub workload: Option<WorkloadSpec>,
+    /// A trace's replay speed: K (2 replays twice as fast; default 1), or `auto` with --slo:
+    /// the largest K that holds the SLO.
+    #[arg(long, value_name = "K|auto", value_parser = parse::time_scale)]
+    #[serde(deserialize_with = "de::time_scale")]
+    pub time_scale: Option<TimeScaleSpec>,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -441,6 +461,7 @@ impl RunArgs {
                 decode_warmup_seconds,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
+                input_len, output_len, workload, time_scale,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate,
                 hardware_info;
@@ -536,11 +557,20 @@ impl RunArgs {
         })
     }
 
-    /// The open-load settings, when `--request-rate` or `--find-capacity` asks for them.
+    /// The open-load settings, when `--request-rate`, `--find-capacity` or a trace asks for
+    /// them.
     pub fn load(&self) -> Result<Option<llmib_core::LoadSettings>> {
-        let asked = self.request_rate.is_some() || self.find_capacity;
+        let trace = self
+            .workload
+            .as_ref()
+            .is_some_and(|w| w.kind != llmib_core::WorkloadKind::ShareGpt);
+        let asked = self.request_rate.is_some() || self.find_capacity || trace;
         if !asked {
             let stray = [
+                ("--workload sharegpt:FILE", self.workload.is_some()),
+                ("--input-len", self.input_len.is_some()),
+                ("--output-len", self.output_len.is_some()),
+                ("--time-scale", self.time_scale.is_some()),
                 ("--arrival", self.arrival.is_some()),
                 ("--max-concurrency", self.max_concurrency.is_some()),
                 ("--drain-timeout", self.drain_timeout.is_some()),
@@ -560,6 +590,7 @@ impl RunArgs {
         if self.max_concurrency == Some(0) {
             bail!("--max-concurrency takes at least 1");
         }
+        self.check_workload(trace)?;
         Ok(Some(llmib_core::LoadSettings {
             rates: self.request_rate.clone(),
             arrival: self.arrival.unwrap_or(ArrivalPattern::Poisson),
@@ -569,7 +600,33 @@ impl RunArgs {
             max_concurrency: self.max_concurrency,
             drain_s: self.drain_timeout.map_or(120.0, |d| d.as_secs_f64()),
             skip_decode: self.skip_decode,
+            input_len: self.input_len,
+            output_len: self.output_len,
+            workload: self.workload.clone(),
+            time_scale: self.time_scale,
+            until_stable: None,
         }))
+    }
+
+    /// The workload flags that exclude each other (`trace`: the workload is a trace).
+    fn check_workload(&self, trace: bool) -> Result<()> {
+        if self.workload.is_some() && (self.input_len.is_some() || self.output_len.is_some()) {
+            bail!("--workload gives the lengths: drop --input-len and --output-len");
+        }
+        if trace && (self.request_rate.is_some() || self.find_capacity) {
+            bail!(
+                "a trace brings its own arrivals: drop --request-rate and --find-capacity (replay faster with --time-scale K, or search with --time-scale auto --slo …)"
+            );
+        }
+        if self.time_scale.is_some() && !trace {
+            bail!("--time-scale applies to a trace: add --workload mooncake:FILE or azure:FILE");
+        }
+        if self.time_scale == Some(TimeScaleSpec::Auto) && self.slo.is_none() {
+            bail!(
+                "--time-scale auto searches for the SLO's limit: add --slo, e.g. --slo ttft_p99=2s"
+            );
+        }
+        Ok(())
     }
 
     /// The Burst / E2E settings, when `--request-count` or `--run-burst` asks for them.

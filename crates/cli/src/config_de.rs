@@ -80,6 +80,22 @@ pub fn slo<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Slo>, D::Error> {
     with(d, parse::slo)
 }
 
+pub fn length<'de, D: Deserializer<'de>>(d: D) -> Result<Option<llmib_core::LengthSpec>, D::Error> {
+    with(d, parse::length)
+}
+
+pub fn workload<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<llmib_core::WorkloadSpec>, D::Error> {
+    with(d, parse::workload)
+}
+
+pub fn time_scale<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<llmib_core::TimeScaleSpec>, D::Error> {
+    with(d, parse::time_scale)
+}
+
 /// A TOML table or a JSON string, either way through the flag's parser.
 pub fn extra_body<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ExtraBody>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;

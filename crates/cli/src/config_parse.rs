@@ -71,6 +71,24 @@ pub fn arrival(s: &str) -> Result<ArrivalPattern, String> {
         .map_err(|e: llmib_core::ArrivalError| e.to_string())
 }
 
+/// `4K`, `4K:normal:512` or `1K..16K`.
+pub fn length(s: &str) -> Result<llmib_core::LengthSpec, String> {
+    s.parse()
+        .map_err(|e: llmib_core::LengthError| e.to_string())
+}
+
+/// `sharegpt:FILE`, `mooncake:FILE` or `azure:FILE`.
+pub fn workload(s: &str) -> Result<llmib_core::WorkloadSpec, String> {
+    s.parse()
+        .map_err(|e: llmib_core::WorkloadError| e.to_string())
+}
+
+/// A positive number or `auto`.
+pub fn time_scale(s: &str) -> Result<llmib_core::TimeScaleSpec, String> {
+    s.parse()
+        .map_err(|e: llmib_core::WorkloadError| e.to_string())
+}
+
 /// `ttft_p99=2s,tpot_p50=40ms,…`.
 pub fn slo(s: &str) -> Result<Slo, String> {
     s.parse().map_err(|e: llmib_core::SloError| e.to_string())

@@ -109,6 +109,7 @@ fn sample(arg: &clap::Arg) -> Option<String> {
         "poisson",
         "ttft_p99=2s",
         r#"{"top_k":20}"#,
+        "mooncake:trace.jsonl",
         "x",
     ]
     .into_iter()
@@ -352,4 +353,63 @@ fn warm_up_knobs_take_the_seeds_names_and_defaults() {
     assert_eq!(s(&["--decode-warmup-seconds", "15"]).expect("15"), 15.0);
     let e = s(&["--decode-warmup-seconds=-1"]).expect_err("negative");
     assert!(e.to_string().contains("--decode-warmup-seconds"), "{e}");
+}
+
+/// The workload flags: a trace asks for open load by itself; the combinations that cannot mean
+/// anything are refused in words that say what to do.
+#[test]
+fn workload_flags_combine_or_are_refused() {
+    let load = |args: &[&str]| flags(args).expect("flags").load();
+    let l = load(&["--workload", "mooncake:t.jsonl", "--time-scale", "2"])
+        .expect("a trace")
+        .expect("open load");
+    assert_eq!(
+        l.workload.map(|w| w.to_string()),
+        Some("mooncake:t.jsonl".into())
+    );
+    assert_eq!(l.time_scale, Some(llmib_core::TimeScaleSpec::Factor(2.0)));
+    let l = load(&[
+        "--request-rate",
+        "4",
+        "--input-len",
+        "1K..2K",
+        "--output-len",
+        "64",
+    ])
+    .expect("lengths")
+    .expect("open load");
+    assert_eq!(l.input_len.map(|i| i.to_string()), Some("1K..2K".into()));
+    for (args, says) in [
+        (&["--workload", "sharegpt:s.json"][..], "--request-rate"),
+        (&["--input-len", "1K"][..], "--request-rate"),
+        (
+            &["--request-rate", "1", "--workload", "azure:a.csv"][..],
+            "own arrivals",
+        ),
+        (
+            &["--request-rate", "1", "--time-scale", "2"][..],
+            "applies to a trace",
+        ),
+        (
+            &["--workload", "azure:a.csv", "--time-scale", "auto"][..],
+            "--slo",
+        ),
+        (
+            &[
+                "--request-rate",
+                "1",
+                "--workload",
+                "sharegpt:s.json",
+                "--input-len",
+                "1K",
+            ][..],
+            "drop --input-len",
+        ),
+    ] {
+        let e = load(args).expect_err("refused").to_string();
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+    assert!(flags(&["--workload", "burstgpt:x.csv"]).is_err());
+    assert!(flags(&["--input-len", "4K:normal:5K"]).is_err());
+    assert!(flags(&["--time-scale", "0"]).is_err());
 }

@@ -9,6 +9,7 @@ mod report_cmd;
 mod resume;
 mod run_cmd;
 mod sim_cmd;
+mod workload_check;
 
 use clap::{Parser, Subcommand};
 

@@ -115,6 +115,10 @@ fn classified(args: &RunArgs) {
         max_concurrency: _,
         drain_timeout: _,
         skip_decode: _,
+        input_len: _,
+        output_len: _,
+        workload: _,
+        time_scale: _,
         temperature: _,
         top_p: _,
         seed: _,
@@ -247,10 +251,10 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         a.show_capacity_limited_values.then_some(true),
         s.measure_over_capacity,
     )?;
-    let load_given = a.request_rate.is_some() || a.find_capacity;
+    let load_given = a.request_rate.is_some() || a.find_capacity || a.workload.is_some();
     let load = load_given.then(|| a.load()).transpose()?;
     fixed(
-        "request-rate / --find-capacity / --slo",
+        "request-rate / --find-capacity / --slo / --workload / --input-len / --output-len / --time-scale",
         load,
         s.load.clone(),
     )?;

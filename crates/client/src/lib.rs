@@ -7,6 +7,7 @@
 
 #![warn(unnameable_types)]
 
+mod block_prompt;
 mod burst;
 mod chunk;
 mod counting;
@@ -29,6 +30,7 @@ mod run;
 mod skip;
 mod sse;
 mod stream;
+mod varying;
 mod warm;
 mod window;
 
@@ -49,6 +51,7 @@ pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 
 // Running cells: the matrix driver, bursts, and what they tell the displays.
+pub use block_prompt::load_workload;
 pub use burst::{BurstError, send_burst};
 pub use driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun};
 pub use live::{LiveWindow, OpenLoopLive, StreamLive};

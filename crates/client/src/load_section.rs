@@ -8,6 +8,11 @@
 //! other request of the run uses), so no prefix cache serves one request from another: open
 //! load is cold prefills, as real traffic is. The prompts of a cell are built before its
 //! schedule starts, so building them is never part of a figure.
+//!
+//! Varying lengths and workloads (`crate::varying`): with `--input-len` or `--workload` one
+//! section labelled by them replaces the per-context ones; a trace (Mooncake, Azure) replays
+//! whole at `--time-scale` K as one rate row (the rate is K times the trace's), and with
+//! `--time-scale auto` the capacity search runs over K × the trace's rate.
 
 use crate::driver::{
     DriverError, MatrixEnd, MatrixRun, finished_records, limits, not_run_reason, prompt_tolerance,
@@ -18,11 +23,13 @@ use crate::open_loop::{OpenLoopSpec, run_open_loop, send_each};
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
 use crate::stream::RequestSpec;
+use crate::varying::{Varying, build_requests, fixed_scale};
 use llmib_core::{
     Capacity, CapacityInputs, CellResult, CellStatus, LoadSettings, PlannedCell, PlannedContext,
-    RateObservation, RatePoint, RateSpec, SearchBounds, SearchStep, Slo, auto_rates, bare_result,
-    capacity_cell, capacity_result, cell_schedule, closed_batch_rate, duration_from_secs,
-    failed_result, interrupted_result, next_step, now_rfc3339, rate_cell, rate_result, round_rate,
+    RateObservation, RatePoint, RateSpec, SearchBounds, SearchStep, Slo, StopReason, auto_rates,
+    bare_result, capacity_cell, capacity_result, cell_requests, cell_schedule, closed_batch_rate,
+    duration_from_secs, failed_result, interrupted_result, next_step, now_rfc3339, rate_cell,
+    rate_result, round_rate, trace_offsets,
 };
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -51,6 +58,8 @@ struct Section<'s> {
     rate_rows: Vec<CellResult>,
     synchronous: Option<f64>,
     saturation: Option<f64>,
+    /// Lengths that vary from request to request, when asked.
+    varying: Option<&'s mut Varying>,
 }
 
 /// Runs the open-loop section of every context that has decode cells, in context order.
@@ -67,7 +76,27 @@ pub(crate) async fn run_load_sections(
     // The rows saved so far (a store that cannot be read stops the run: the capacity row's
     // concurrency and a resume's reuse would otherwise come from nothing).
     let (prior, _) = m.store.load_cells()?;
-    for ctx in m.plan.contexts.iter().filter(|c| c.decode) {
+    let mut varying = match Varying::of(m, load).await {
+        Ok(v) => v,
+        Err(why) => {
+            // The command checked the file before the run; it changed since.
+            m.progress
+                .event(ProgressEvent::Note(format!("open load not run: {why}")));
+            return Ok(());
+        }
+    };
+    let contexts: Vec<PlannedContext> = match (&varying, m.plan.contexts.iter().find(|c| c.decode))
+    {
+        (Some(v), Some(first)) if v.replaces_contexts() => vec![v.context(first)],
+        _ => m
+            .plan
+            .contexts
+            .iter()
+            .filter(|c| c.decode)
+            .cloned()
+            .collect(),
+    };
+    for ctx in &contexts {
         if *end == MatrixEnd::Completed {
             *end = stop();
         }
@@ -98,6 +127,7 @@ pub(crate) async fn run_load_sections(
                 .collect(),
             synchronous: None,
             saturation: None,
+            varying: varying.as_mut(),
         };
         run_section(m, builder, &mut s).await?;
         if let Some(e) = s.ended {
@@ -120,6 +150,16 @@ async fn run_section(
     builder: &mut PromptBuilder,
     s: &mut Section<'_>,
 ) -> Result<(), DriverError> {
+    if let Some(trace_rate) = trace_rate_of(s) {
+        // A trace: one replay at the time scale asked, or the search over time scales.
+        return match (fixed_scale(s.load), s.load.slo.as_ref()) {
+            (Some(k), _) => measured_rate(m, builder, s, round_rate(k * trace_rate))
+                .await
+                .map(|_| ()),
+            (None, Some(slo)) => search(m, builder, s, slo).await,
+            (None, None) => Ok(()),
+        };
+    }
     let rates = match &s.load.rates {
         Some(RateSpec::List(v)) => v.iter().map(|r| round_rate(*r)).collect(),
         Some(RateSpec::Auto { points }) => {
@@ -168,10 +208,12 @@ async fn search(
     if m.done.contains(&cell.key) {
         return Ok(());
     }
-    if s.synchronous.is_none() {
+    let trace = trace_rate_of(s);
+    if s.synchronous.is_none() && trace.is_none() {
         measure_span(m, builder, s).await;
     }
-    let start = s.synchronous.or(s.saturation).unwrap_or(1.0);
+    // A trace's search starts at its own speed (K = 1).
+    let start = trace.or(s.synchronous).or(s.saturation).unwrap_or(1.0);
     let bounds = SearchBounds {
         start,
         precision: s.load.precision,
@@ -217,6 +259,9 @@ async fn search(
             saturation_rate: s.saturation,
         },
     );
+    if let (Some(tr), Some(f)) = (trace_rate_of(s), row.capacity.as_mut()) {
+        f.time_scale = row.capacity_request_rate.flatten().map(|r| r / tr);
+    }
     row.finished_at = Some(now_rfc3339());
     save(m, row)
 }
@@ -323,6 +368,80 @@ async fn fresh_requests(
     Ok((out, tokens))
 }
 
+/// The trace's mean rate, when the section replays a trace (1/s for a trace whose rows share
+/// one instant: its replay is then one burst, keyed as if at K/s).
+fn trace_rate_of(s: &Section<'_>) -> Option<f64> {
+    let v = s.varying.as_deref()?;
+    v.trace().map(|w| w.trace_rate().unwrap_or(1.0))
+}
+
+/// The time scale whose replay runs at `rate`: the one asked where it rounds to this rate, so
+/// a replay at `--time-scale 2` runs at exactly 2.
+fn scale_at(s: &Section<'_>, trace_rate: f64, rate: f64) -> f64 {
+    match fixed_scale(s.load) {
+        Some(k) if round_rate(k * trace_rate) == rate => k,
+        _ => rate / trace_rate,
+    }
+}
+
+/// What a rate cell sends: each request's due instant and, where lengths vary, its lengths.
+struct CellPlan {
+    due: Vec<u64>,
+    requests: Option<Vec<llmib_core::CellRequest>>,
+    /// A replay's time scale.
+    scale: Option<f64>,
+}
+
+/// The plan of the cell at `rate`: a seeded schedule (and lengths), or a trace's replay.
+fn cell_plan(
+    m: &MatrixRun<'_>,
+    s: &Section<'_>,
+    cell: &PlannedCell,
+    rate: f64,
+) -> Result<CellPlan, String> {
+    let st = &m.plan.settings;
+    // `--seed`, where given, fixes the schedule and the lengths too, so that two runs (two
+    // servers) are sent the same requests; else the run's own prompt seed does.
+    let base = st.request.seed.unwrap_or(st.prompt_seed);
+    let seed = base ^ s.ctx.tokens.rotate_left(20) ^ cell.key.rate_mrps;
+    let Some(v) = s.varying.as_deref() else {
+        let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)?;
+        return Ok(CellPlan {
+            due,
+            requests: None,
+            scale: None,
+        });
+    };
+    if let (Some(w), Some(tr)) = (v.trace(), trace_rate_of(s)) {
+        let k = scale_at(s, tr, rate);
+        let due = trace_offsets(w, k).map_err(|e| e.to_string())?;
+        let requests = cell_requests(v.source(s.ctx.tokens, st.max_output), due.len(), seed);
+        let tokens: u64 = requests.iter().map(|r| r.input_tokens).sum();
+        if due.len() > llmib_core::MAX_REQUESTS_PER_CELL
+            || tokens > llmib_core::MAX_PROMPT_TOKENS_PER_CELL
+        {
+            return Err(format!(
+                "the trace has {} requests and {tokens} prompt tokens, more than one cell holds ({} requests, {} M tokens): cut the trace",
+                due.len(),
+                llmib_core::MAX_REQUESTS_PER_CELL,
+                llmib_core::MAX_PROMPT_TOKENS_PER_CELL >> 20
+            ));
+        }
+        return Ok(CellPlan {
+            due,
+            requests: Some(requests),
+            scale: Some(k),
+        });
+    }
+    let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)?;
+    let requests = cell_requests(v.source(s.ctx.tokens, st.max_output), due.len(), seed);
+    Ok(CellPlan {
+        due,
+        requests: Some(requests),
+        scale: None,
+    })
+}
+
 /// Measures one rate cell: its schedule drawn, its prompts built, its requests sent on the
 /// schedule and drained, its tokens counted, its row judged by `llmib_core::rate_result`.
 async fn rate_cell_row(
@@ -333,17 +452,23 @@ async fn rate_cell_row(
     rate: f64,
 ) -> CellResult {
     let st = &m.plan.settings;
-    let seed = st.prompt_seed ^ s.ctx.tokens.rotate_left(20) ^ cell.key.rate_mrps;
-    let due = match cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens) {
-        Ok(d) => d,
+    let plan = match cell_plan(m, s, cell, rate) {
+        Ok(p) => p,
         Err(why) => return failed_result(cell, "schedule", why),
     };
+    let due = plan.due;
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    let (requests, prompt_tokens) =
-        match fresh_requests(m, builder, s, due.len(), st.max_output).await {
-            Ok(r) => r,
-            Err((kind, e)) => return failed_result(cell, kind, e),
-        };
+    let built = match &plan.requests {
+        Some(reqs) => varying_requests(m, builder, s, reqs).await,
+        None => fresh_requests(m, builder, s, due.len(), st.max_output)
+            .await
+            .map(|(r, t)| (r, vec![t])),
+    };
+    let (requests, built) = match built {
+        Ok(r) => r,
+        Err((kind, e)) => return failed_result(cell, kind, e),
+    };
+    let prompt_tokens = built.last().copied().unwrap_or(s.ctx.tokens);
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);
     }
@@ -365,6 +490,15 @@ async fn rate_cell_row(
     let count = crate::counting::count_tokens(&m.engine, &mut run.measured).await;
     let records = finished_records(m, cell.key, std::mem::take(&mut run.measured));
     crate::driver::report_errors(m, Stage::OpenLoop, &records);
+    let varying = s.varying.as_deref();
+    let workload = plan.requests.as_ref().zip(varying).and_then(|(reqs, v)| {
+        v.figures(
+            v.source(s.ctx.tokens, st.max_output),
+            reqs,
+            &records,
+            plan.scale,
+        )
+    });
     rate_result(
         cell,
         RateObservation {
@@ -380,9 +514,28 @@ async fn rate_cell_row(
             nominal_source: m.engine.counting().nominal_source(),
             expected_prompt_tokens: prompt_tokens,
             prompt_tolerance: prompt_tolerance(m, cell),
+            expected_prompts: plan.requests.is_some().then_some(&built[..]),
+            workload,
+            stop_reason: plan.scale.map(|_| StopReason::TraceEnd),
             fault: run.fault,
         },
     )
+}
+
+/// Builds the prompts of a cell whose lengths vary (`crate::varying::build_requests`).
+async fn varying_requests(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    s: &mut Section<'_>,
+    reqs: &[llmib_core::CellRequest],
+) -> Result<(Vec<RequestSpec>, Vec<u64>), (&'static str, String)> {
+    let longest = s
+        .varying
+        .as_deref()
+        .map_or(s.ctx.tokens, |v| v.max_input(s.ctx.tokens));
+    let lim = limits(m, longest, saturation_slots(m, s));
+    let blocks = s.varying.as_deref_mut().and_then(|v| v.blocks.as_mut());
+    build_requests(m, builder, blocks, reqs, &mut s.next_stream, lim).await
 }
 
 /// How many requests the saturation batch keeps in flight: the cap, else as many as the KV

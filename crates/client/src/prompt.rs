@@ -692,6 +692,13 @@ impl PromptBuilder {
         })
     }
 
+    /// The server's count of `text` sent as a prompt (BOS and any chat template included),
+    /// for prompts assembled outside the builder (a trace's shared prefix blocks).
+    pub(crate) async fn prompt_count(&mut self, text: &str) -> Result<u64, PromptError> {
+        self.calibrate().await?;
+        self.exact_count(0, text).await
+    }
+
     /// Learns the server's tokens per word where it has a tokenizer, so that throwaway
     /// prompts land near their size (a long one sized by the default guess could pass the
     /// context length); without one the guess stays. A failure here is no failure of the run:

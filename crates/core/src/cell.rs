@@ -585,6 +585,14 @@ pub struct RateFigures {
     pub pacing_warning: Option<String>,
     /// The SLO's verdict, when there is one.
     pub slo: Option<SloRow>,
+    /// Requests of varying lengths (`--input-len`, `--output-len`, `--workload`): what was
+    /// asked and what was sent. Absent for fixed lengths (and in rows written before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::varying::WorkloadFigures>,
+    /// Why the cell's schedule stopped (`--until-stable`, a trace's end); absent where it ran
+    /// its fixed window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<crate::stable::StopReason>,
 }
 
 /// A capacity row's search: every measured point and the answer.
@@ -606,6 +614,10 @@ pub struct CapacityFigures {
     pub saturation_rate: Option<f64>,
     /// Goodput of the decode cell at `capacity_concurrency`, requests per second.
     pub concurrency_goodput_rps: Option<f64>,
+    /// Where the search ran over a trace's replays (`--time-scale auto`): the time scale K
+    /// at the capacity (the capacity rate over the trace's own rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<f64>,
 }
 
 /// One measured rate of a capacity search.

@@ -39,6 +39,7 @@ mod stable;
 mod stats;
 mod store;
 mod time;
+mod varying;
 mod verdict;
 mod warmup;
 mod workload;
@@ -96,6 +97,10 @@ pub use load::{
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 pub use spec::SpecWindow;
+pub use varying::{
+    CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource, WorkloadFigures,
+    cell_requests, empirical_cdf, length_figures, workload_figures,
+};
 
 // Real workloads on the open-loop path: length distributions, their fit, and the seeded
 // generator they and the arrival schedules draw from.

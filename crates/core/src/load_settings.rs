@@ -115,4 +115,21 @@ pub struct LoadSettings {
     pub drain_s: f64,
     /// Run the rate cells without the closed-loop decode matrix.
     pub skip_decode: bool,
+    /// Prompt lengths of the open-loop requests (`--input-len`): when given, one open-loop
+    /// section labelled by it replaces the per-context ones. Old run.json files have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_len: Option<crate::length::LengthSpec>,
+    /// Output lengths asked of the open-loop requests (`--output-len`; `None`: `--max-output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_len: Option<crate::length::LengthSpec>,
+    /// A workload file (`--workload`): its lengths (ShareGPT) or its replay (traces) replace the
+    /// per-context sections, as `input_len` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::workload::WorkloadSpec>,
+    /// How fast a trace replays (`--time-scale`; `None`: 1, the trace's own speed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<crate::workload::TimeScaleSpec>,
+    /// End a rate window early once its figures are stable (`--until-stable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_stable: Option<crate::stable::StableTarget>,
 }

@@ -168,6 +168,47 @@ const EXTRA: &[Extra] = &[
         slo.or_else(|| c.capacity.as_ref().map(|f| f.slo.clone()))
             .map_or(Raw::Null, Raw::Text)
     }),
+    ("Workload", |c| {
+        workload_of(c).map_or(Raw::Null, |w| Raw::Text(w.source.clone()))
+    }),
+    ("Time scale", |c| {
+        Raw::num(workload_of(c).and_then(|w| w.time_scale))
+    }),
+    ("Input length asked", |c| {
+        workload_of(c).map_or(Raw::Null, |w| Raw::Text(w.input.requested.clone()))
+    }),
+    ("Input length p50", |c| {
+        Raw::int(workload_of(c).map(|w| w.input.p50))
+    }),
+    ("Input length mean", |c| {
+        Raw::num(workload_of(c).map(|w| w.input.mean))
+    }),
+    ("Input length KS", |c| {
+        Raw::num(workload_of(c).and_then(|w| w.input.ks))
+    }),
+    ("Output length asked", |c| {
+        workload_of(c).map_or(Raw::Null, |w| Raw::Text(w.output.requested.clone()))
+    }),
+    ("Output length p50", |c| {
+        Raw::int(workload_of(c).map(|w| w.output.p50))
+    }),
+    ("Output length mean", |c| {
+        Raw::num(workload_of(c).map(|w| w.output.mean))
+    }),
+    ("Output length KS", |c| {
+        Raw::num(workload_of(c).and_then(|w| w.output.ks))
+    }),
+    ("Predicted cached tokens", |c| {
+        Raw::int(workload_of(c).and_then(|w| w.predicted_cached_tokens))
+    }),
+    ("Stop reason", |c| {
+        c.rate
+            .as_ref()
+            .and_then(|f| f.stop_reason)
+            .map_or(Raw::Null, |r| {
+                Raw::Text(crate::workload_view::stop_text(Some(r)))
+            })
+    }),
     ("Speculative accept rate", |c| {
         Raw::num(c.speculative.as_ref().and_then(|s| s.accept_rate))
     }),
@@ -176,6 +217,11 @@ const EXTRA: &[Extra] = &[
     }),
     ("Tokens per chunk", |c| Raw::num(c.tokens_per_chunk)),
 ];
+
+/// A rate row's workload figures, where its requests varied.
+fn workload_of(c: &CellResult) -> Option<&llmib_core::WorkloadFigures> {
+    c.rate.as_ref()?.workload.as_ref()
+}
 
 /// One percentile of one of a rate row's summaries.
 fn rate_at(

@@ -33,6 +33,7 @@ mod model;
 pub mod number;
 mod pareto;
 mod table;
+mod workload_view;
 
 #[cfg(test)]
 mod tests;

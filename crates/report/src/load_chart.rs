@@ -261,6 +261,9 @@ pub(crate) struct LoadView {
     pub capacity: Option<Table>,
     pub rates: Option<Table>,
     pub warnings: Vec<String>,
+    /// Rate cells whose requests varied (`crate::workload_view`).
+    pub workloads: Option<Table>,
+    pub histograms: Vec<crate::workload_view::Histogram>,
 }
 
 /// The Load section of `report`, or `None` without rate cells and capacity rows.
@@ -284,5 +287,7 @@ pub(crate) fn view(report: &Report) -> Option<LoadView> {
         capacity: Table::capacity(report),
         rates: Table::rates(report),
         warnings: load::pacing_warnings(report),
+        workloads: Table::workloads(report),
+        histograms: crate::workload_view::histograms(report),
     })
 }

@@ -220,6 +220,9 @@ fn load_section(out: &mut String, report: &Report) {
     if let Some(t) = Table::rates(report) {
         sub(out, "Open-loop rate cells", &t);
     }
+    if let Some(t) = Table::workloads(report) {
+        sub(out, "Workloads: lengths asked and sent", &t);
+    }
     let front = crate::pareto::frontier_rows(report);
     if !front.is_empty() {
         let _ = writeln!(

@@ -220,6 +220,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
     let (rx, guard) = st.engine.submit(NewRequest {
         prompt_len: req.prompt.len() as u64,
         prompt_hash: hash_tokens(&req.prompt),
+        blocks: crate::engine::prompt_blocks(&req.prompt),
         max_tokens: req.max_tokens,
         min_tokens: req.min_tokens,
         ignore_eos: req.ignore_eos,

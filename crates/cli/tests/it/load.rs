@@ -260,6 +260,426 @@ fn a_failing_server_keeps_the_rate_cell() {
     assert_eq!(failed, cut, "failures as the simulator cut them: {row:#}");
 }
 
+/// A simulator that holds the Mooncake sample whole: a 16K context, and KV and a prefix cache
+/// far larger than the trace's working set (so nothing is evicted and the cache serves what the
+/// hash blocks share), with stamps on.
+fn trace_sim() -> Sim {
+    let mut cfg = llmib_sim::builtin_profile("tiny").expect("tiny");
+    cfg.context_length = 16_384;
+    cfg.kv_capacity_tokens = 1 << 21;
+    cfg.prefix_cache_tokens = 1 << 21;
+    cfg.prefill_tok_per_s = 2_000_000.0;
+    stamped_sim(cfg)
+}
+
+/// A Prometheus counter of the simulator (`GET /metrics` by hand: no HTTP client needed).
+fn sim_counter(sim: &Sim, name: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(sim.handle().addr()).expect("connect");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: sim\r\n\r\n")
+        .expect("request");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("metrics");
+    text.lines()
+        .find(|l| l.starts_with(name) && !l.starts_with('#'))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+fn sample_path(file: &str) -> String {
+    format!(
+        "{}/../../testdata/workloads/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// The replay's requests as the simulator served them: the last `n`.
+fn last_served(sim: &Sim, n: usize) -> Vec<ServedRequest> {
+    let all = served(sim);
+    assert!(all.len() >= n, "{} served, {n} expected", all.len());
+    all[all.len() - n..].to_vec()
+}
+
+/// The Mooncake sample's arrivals five times over (200 rows, each copy 25 s after the last)
+/// with short requests (32 prompt tokens, 4 output tokens), replayed at 16× speed: the
+/// simulator saw the requests arrive at the file's instants / 16: p90 within 1 ms, p99 within
+/// the lateness the row itself reports on a loaded host (see the bound below), so its
+/// inter-arrival times are the file's scaled ones. (Short, so that the in-process simulator's own work on long
+/// prompts, a debug build's tokenizer on two shared cores, does not delay the instants it
+/// stamps; the sample's own lengths are replayed below. Rows of one instant may reach the
+/// server in either order, so instants are compared in order.)
+#[test]
+fn a_trace_replays_on_time() {
+    let _serial = timing_lock();
+    let sim = trace_sim();
+    let dir = out_dir("load-trace-time");
+    let sample = std::fs::read_to_string(sample_path("mooncake.jsonl")).expect("sample");
+    let rows: Vec<Value> = sample
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect();
+    let short: String = (0..5)
+        .flat_map(|copy| rows.iter().map(move |v| (copy, v)))
+        .map(|(copy, v)| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 16, \"output_length\": 1}}\n",
+                num(v, "timestamp") + 25_000.0 * f64::from(copy)
+            )
+        })
+        .collect();
+    let file = dir.join("short.jsonl");
+    std::fs::write(&file, short).expect("write");
+    let workload = format!("mooncake:{}", file.display());
+    let rows = run_load(
+        &sim.url,
+        &dir.join("run"),
+        "1s",
+        &[
+            "--workload",
+            &workload,
+            "--time-scale",
+            "16",
+            "--skip-decode",
+        ],
+    );
+    let rate = rows_of(&rows, "rate");
+    assert_eq!(rate.len(), 1, "one row per replay: {rows:#?}");
+    let row = rate[0];
+    assert_eq!(count(row, "requests_sent"), 200, "{row:#}");
+    assert_eq!(row["rate"]["stop_reason"], "trace_end", "{row:#}");
+    assert_eq!(num(&row["rate"]["workload"], "time_scale"), 16.0, "{row:#}");
+    let w = llmib_core::Workload::load(&workload.parse().expect("spec"), &|_| 0).expect("trace");
+    let trace_rate = w.trace_rate().expect("rate");
+    assert_close("rate", num(row, "request_rate"), 16.0 * trace_rate, 0.1);
+    let mut at: Vec<std::time::Instant> =
+        last_served(&sim, 200).iter().map(|r| r.arrival).collect();
+    at.sort();
+    // Each arrival against its row's instant / 16, both from the replay's first request, less
+    // their median difference (the loopback's constant delay): a send that is late counts once,
+    // where it would spoil the two inter-arrival gaps around it.
+    let file_s: Vec<f64> = w.requests.iter().filter_map(|r| r.arrival_s).collect();
+    let diffs: Vec<f64> = at
+        .iter()
+        .zip(&file_s)
+        .map(|(a, f)| (a.duration_since(at[0]).as_secs_f64() - f / 16.0) * 1e3)
+        .collect();
+    let mut sorted = diffs.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let mut errs: Vec<f64> = diffs.iter().map(|d| (d - median).abs()).collect();
+    errs.sort_by(f64::total_cmp);
+    let q = |p: f64| errs[((errs.len() as f64 * p).ceil() as usize).clamp(1, errs.len()) - 1];
+    // The bound is 1 ms where the client kept its schedule. On a loaded host (two shared
+    // cores, debug builds) a send now and then goes late, which the row's own pacing error
+    // reports, and the in-process simulator's two runtime threads read a request a millisecond
+    // late now and then: p90 within 1 ms, p99 within 1 ms more than the row's pacing p99 and
+    // the simulator's own millisecond.
+    let pacing_p99_ms = num(&row["rate"]["pacing_error_us"], "p99") / 1e3;
+    assert!(
+        q(0.90) <= 1.0 && q(0.99) <= 2.0 + pacing_p99_ms,
+        "arrival error p90 {:.3} ms, p99 {:.3} ms (the row's pacing error p99 {pacing_p99_ms:.3} ms) against the file's instants: {diffs:?}",
+        q(0.90),
+        q(0.99)
+    );
+}
+
+/// The Mooncake sample replayed at 4× speed with its own lengths and hash blocks: each prompt
+/// exactly its row's length, and the simulator's cached-token counter comes to what the hash
+/// blocks predict (`predicted_cached_tokens`). The tolerance on the counter: the simulator
+/// caches whole 16-token blocks of the prompt, which starts with a BOS token before the trace's
+/// blocks, so each request with a shared prefix may be served up to 16 tokens less than the
+/// prediction (the partial block at the end of its shared prefix) or 1 more (the BOS).
+#[test]
+fn a_trace_shares_its_prefixes_as_its_hash_blocks_predict() {
+    let _serial = timing_lock();
+    let sim = trace_sim();
+    let dir = out_dir("load-trace-prefix");
+    let workload = format!("mooncake:{}", sample_path("mooncake.jsonl"));
+    let rows = run_load(
+        &sim.url,
+        &dir,
+        "1s",
+        &[
+            "--workload",
+            &workload,
+            "--time-scale",
+            "4",
+            "--skip-decode",
+        ],
+    );
+    let rate = rows_of(&rows, "rate");
+    assert_eq!(rate.len(), 1, "one row per replay: {rows:#?}");
+    let row = rate[0];
+    assert_eq!(count(row, "completed_requests"), 40, "{row:#}");
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row:#}");
+    let w = llmib_core::Workload::load(&workload.parse().expect("spec"), &|_| 0).expect("sample");
+    // Rows of one instant may reach the server in either order: compared as sets.
+    let mut lens: Vec<u64> = last_served(&sim, 40)
+        .iter()
+        .map(|r| r.prompt_tokens)
+        .collect();
+    let mut want: Vec<u64> = w.requests.iter().map(|r| r.input_tokens).collect();
+    lens.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(lens, want, "each prompt exactly as long as its row");
+    let p = llmib_core::predicted_cached_tokens(&w.requests, llmib_core::MOONCAKE_BLOCK_TOKENS);
+    let wf = &row["rate"]["workload"];
+    assert_eq!(wf["predicted_cached_tokens"], p.cached_tokens, "{wf:#}");
+    let cached = sim_counter(&sim, "sglang:cached_tokens_total");
+    let shared = p.per_request.iter().filter(|c| **c > 0).count() as f64;
+    let predicted = p.cached_tokens as f64;
+    assert!(
+        cached >= predicted - 16.0 * shared && cached <= predicted + shared,
+        "cached {cached}, predicted {predicted} (-16/+1 tokens × {shared} requests)"
+    );
+}
+
+/// Lengths drawn from distributions: the lengths the simulator received (prompt tokens, and
+/// output tokens, EOS being ignored) pass a Kolmogorov–Smirnov test against the asked
+/// distributions at 1 %, with a fixed seed (`--seed 7` fixes the schedule and the lengths, so
+/// the test is the same every time); the row says what was asked and sent.
+#[test]
+fn a_length_distribution_is_sent_as_asked() {
+    let _serial = timing_lock();
+    let sim = stamped_sim(llmib_sim::builtin_profile("tiny").expect("tiny"));
+    let dir = out_dir("load-lengths");
+    let rows = run_load(
+        &sim.url,
+        &dir,
+        "2s",
+        &[
+            "--request-rate",
+            "50",
+            "--input-len",
+            "256..1K",
+            "--output-len",
+            "24:normal:8",
+            "--seed",
+            "7",
+            "--skip-decode",
+        ],
+    );
+    let rate = rows_of(&rows, "rate");
+    assert_eq!(rate.len(), 1, "one section for the lengths: {rows:#?}");
+    let row = rate[0];
+    assert_eq!(row["context_label"], "256..1K", "{row:#}");
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row:#}");
+    let n = count(row, "requests_sent");
+    assert!(n >= 60, "{row:#}");
+    let served = served(&sim);
+    let cell = &served[served.len() - n..];
+    let input: llmib_core::LengthSpec = "256..1K".parse().expect("input");
+    let output: llmib_core::LengthSpec = "24:normal:8".parse().expect("output");
+    let ins: Vec<u64> = cell.iter().map(|r| r.prompt_tokens).collect();
+    let outs: Vec<u64> = cell.iter().map(|r| u64::from(r.tokens)).collect();
+    let crit = llmib_core::ks_critical_1pct(n);
+    for (what, sent, spec) in [("input", &ins, input), ("output", &outs, output)] {
+        let ks = llmib_core::ks_statistic(sent, &|x| spec.cdf(x)).expect("ks");
+        assert!(ks < crit, "{what}: KS {ks:.4} ≥ {crit:.4} for {sent:?}");
+        let f = &row["rate"]["workload"][what];
+        assert_eq!(f["requested"], spec.to_string(), "{f:#}");
+        assert_eq!(count(f, "count"), n, "{f:#}");
+        assert_eq!(f["min"], *sent.iter().min().expect("min"), "{f:#}");
+        assert_eq!(f["max"], *sent.iter().max().expect("max"), "{f:#}");
+        assert!(num(f, "ks") < num(f, "ks_critical_1pct"), "{f:#}");
+    }
+}
+
+/// Bad workload files: each refused in one line that names the file (and the line), with a
+/// non-zero exit, before any generation request reaches the server.
+#[test]
+fn bad_workload_files_fail_in_one_line_before_anything_is_sent() {
+    let sim = stamped_sim(llmib_sim::builtin_profile("tiny").expect("tiny"));
+    let dir = out_dir("load-bad-workloads");
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p.display().to_string()
+    };
+    let row = |t: u64, i: u64| {
+        format!(
+            "{{\"timestamp\": {t}, \"input_length\": {i}, \"output_length\": 4, \"hash_ids\": [1]}}\n"
+        )
+    };
+    let cases = [
+        (
+            format!(
+                "mooncake:{}",
+                write("bad.jsonl", &format!("{}{{\"timestamp\": 5}}\n", row(1, 8)))
+            ),
+            "bad.jsonl:2:",
+        ),
+        (
+            format!(
+                "mooncake:{}",
+                write("back.jsonl", &format!("{}{}", row(9, 8), row(3, 8)))
+            ),
+            "back.jsonl:2:",
+        ),
+        (format!("azure:{}", write("empty.csv", "")), "empty.csv"),
+        (
+            format!(
+                "mooncake:{}",
+                write("long.jsonl", &format!("{}{}", row(1, 8), row(2, 5000)))
+            ),
+            "long.jsonl:2:",
+        ),
+        (
+            "burstgpt:trace.csv".to_string(),
+            "sharegpt, mooncake, azure",
+        ),
+    ];
+    for (spec, says) in cases {
+        let out = dir.join("run");
+        let o = run_bin(&[
+            "run",
+            "--url",
+            &sim.url,
+            "--contexts",
+            "512",
+            "--concurrency",
+            "1",
+            "--duration",
+            "1s",
+            "--max-output",
+            "8",
+            "--skip-decode",
+            "--workload",
+            &spec,
+            "--output",
+            out.to_str().unwrap_or_default(),
+            "--format",
+            "none",
+        ]);
+        assert!(!o.status.success(), "{spec}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{spec}: one line: {}", text(&o));
+        assert!(
+            lines[0].contains(says),
+            "{spec}: `{}` should say {says}",
+            lines[0]
+        );
+        assert!(!out.join("cells.jsonl").exists(), "{spec}: nothing run");
+    }
+    assert!(served(&sim).is_empty(), "no request reached the server");
+}
+
+/// `--time-scale auto --slo` on the `open-load` profile (capacity 20 requests/s at 512 prompt
+/// and 16 output tokens, by construction): a trace of 40 such requests 100 ms apart (10/s) is
+/// replayed at the speeds the search asks, and the capacity row's rate lands within the stated
+/// 5 % of 20/s, its time scale K twice the trace's speed. The SLO, TTFT p90 within 40 ms, sits
+/// between the 5 ms of an unqueued request and the queue a finite replay above 20/s builds
+/// (request i waits i × (50 − 1000/rate) ms, past 35 ms at the 36th request from 20.4/s on).
+#[test]
+fn time_scale_auto_finds_the_known_limit() {
+    let _serial = timing_lock();
+    let sim = Sim::start(llmib_sim::builtin_profile("open-load").expect("open-load"));
+    let dir = out_dir("load-time-scale");
+    let trace: String = (0..40)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": 512, \"output_length\": 16}}\n",
+                i * 100
+            )
+        })
+        .collect();
+    let file = dir.join("constant.jsonl");
+    std::fs::write(&file, trace).expect("write");
+    let workload = format!("mooncake:{}", file.display());
+    let rows = run_load(
+        &sim.url,
+        &dir.join("run"),
+        "1s",
+        &[
+            "--workload",
+            &workload,
+            "--time-scale",
+            "auto",
+            "--slo",
+            "ttft_p90=40ms",
+            "--capacity-precision",
+            "0.05",
+            "--drain-timeout",
+            "2s",
+            "--skip-decode",
+        ],
+    );
+    let cap = rows_of(&rows, "capacity");
+    assert_eq!(cap.len(), 1, "{rows:#?}");
+    let cap = cap[0];
+    let found = num(cap, "capacity_request_rate");
+    assert!(
+        (found - 20.0).abs() <= 20.0 * 0.05,
+        "capacity {found}/s, expected 20/s within 5 %: {cap:#}"
+    );
+    let k = num(&cap["capacity"], "time_scale");
+    assert!((k - found / 10.0).abs() < 1e-6, "K = rate / 10: {cap:#}");
+    let replays = rows_of(&rows, "rate");
+    assert!(replays.len() >= 3, "{rows:#?}");
+    for r in &replays {
+        assert_eq!(
+            count(r, "requests_sent"),
+            40,
+            "each point replays the trace: {r:#}"
+        );
+        assert_eq!(r["rate"]["stop_reason"], "trace_end", "{r:#}");
+    }
+}
+
+/// A ShareGPT file gives lengths only: sent at `--request-rate`, each request one of the file's
+/// 21 usable pairs (its turns counted by the server's tokenizer), so the simulator received at
+/// most 21 distinct prompt lengths, all within the row's sent range, and the row names the file
+/// and fits it (KS against the file's own lengths).
+#[test]
+fn sharegpt_lengths_are_sent_at_a_rate() {
+    let _serial = timing_lock();
+    let sim = stamped_sim(llmib_sim::builtin_profile("tiny").expect("tiny"));
+    let dir = out_dir("load-sharegpt");
+    let workload = format!("sharegpt:{}", sample_path("sharegpt.json"));
+    let rows = run_load(
+        &sim.url,
+        &dir,
+        "1s",
+        &[
+            "--workload",
+            &workload,
+            "--request-rate",
+            "20",
+            "--seed",
+            "3",
+            "--skip-decode",
+        ],
+    );
+    let rate = rows_of(&rows, "rate");
+    assert_eq!(rate.len(), 1, "{rows:#?}");
+    let row = rate[0];
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row:#}");
+    let wf = &row["rate"]["workload"];
+    assert_eq!(wf["source"], workload.as_str(), "{wf:#}");
+    let n = count(row, "requests_sent");
+    let input = &wf["input"];
+    assert_eq!(count(input, "count"), n, "{input:#}");
+    let mut sent: Vec<u64> = last_served(&sim, n)
+        .iter()
+        .map(|r| r.prompt_tokens)
+        .collect();
+    let (lo, hi) = (num(input, "min") as u64, num(input, "max") as u64);
+    assert!(
+        sent.iter().all(|l| (lo..=hi).contains(l)),
+        "{sent:?} within [{lo}, {hi}]"
+    );
+    sent.sort_unstable();
+    sent.dedup();
+    assert!(sent.len() <= 21, "{sent:?}");
+    assert!(
+        num(input, "ks") < num(input, "ks_critical_1pct"),
+        "{input:#}"
+    );
+}
+
 /// With `--max-concurrency`, requests still waiting for the cap at the drain limit were never
 /// sent: they are no sends (requests sent, the achieved rate), they are counted as such, and
 /// they fail the attainment. The `open-load` profile serves 20/s one at a time; 40/s offered

@@ -596,6 +596,9 @@ fn rate_row(
             nominal_source: llmib_core::TokenCountSource::ServerUsagePerChunk,
             expected_prompt_tokens: ctx.0,
             prompt_tolerance: 0,
+            expected_prompts: None,
+            workload: None,
+            stop_reason: None,
             fault: None,
         },
     )

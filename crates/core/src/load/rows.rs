@@ -40,6 +40,14 @@ pub struct RateObservation<'a> {
     pub nominal_source: TokenCountSource,
     /// Prompt tokens the tool built (C).
     pub expected_prompt_tokens: u64,
+    /// Per request (index = `record.stream`), the prompt tokens built for it, where they
+    /// vary; each record is then checked against its own (`expected_prompt_tokens` is
+    /// unused).
+    pub expected_prompts: Option<&'a [u64]>,
+    /// What a cell of varying requests asked for and sent.
+    pub workload: Option<crate::varying::WorkloadFigures>,
+    /// Why the schedule stopped, where it did not run its fixed window.
+    pub stop_reason: Option<crate::stable::StopReason>,
     /// Tokens a reported prompt length may differ by.
     pub prompt_tolerance: u64,
     /// The measurement itself broke: why.
@@ -81,6 +89,13 @@ fn send_instants(records: &[RequestRecord]) -> Vec<u64> {
     sends
 }
 
+/// Last end − first send, seconds (`None` without a positive span).
+fn span_of(sent: &[&RequestRecord], all: &[RequestRecord]) -> Option<f64> {
+    let first_send = sent.iter().map(|r| r.sent_ns).min()?;
+    let last_end = all.iter().map(|r| r.end_ns).max()?;
+    Some(last_end.saturating_sub(first_send) as f64 / 1e9).filter(|s| *s > 0.0)
+}
+
 /// The figures of a rate cell's requests (METHOD.md, "Open-loop rate cells").
 /// With the SLO's verdict, when there is an SLO (its goodput is the row's).
 fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
@@ -89,12 +104,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
     // send instants, queue times and pacing.
     let samples: Vec<RequestSample> = rs.iter().map(RequestSample::of_record).collect();
     let sent: Vec<&RequestRecord> = rs.iter().filter(|r| r.was_sent()).collect();
-    let first_send = sent.iter().map(|r| r.sent_ns).min();
-    let last_end = rs.iter().map(|r| r.end_ns).max();
-    let span_s = first_send
-        .zip(last_end)
-        .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9)
-        .filter(|s| *s > 0.0);
+    let span_s = span_of(&sent, rs);
     let tokens: u64 = rs.iter().map(RequestRecord::tokens).sum();
     let summary = |v: Vec<f64>| Summary::of_vec(&mut { v });
     let delay = |r: &RequestRecord| {
@@ -153,6 +163,8 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
         ),
         pacing_warning: None,
         slo: None,
+        workload: o.workload.clone(),
+        stop_reason: o.stop_reason,
     };
     let verdict = o.slo.map(|slo| slo.judge(&samples, span_s.unwrap_or(0.0)));
     f.slo = o
@@ -197,7 +209,10 @@ pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
         .filter(|r| matches!(r.outcome, Outcome::Finished { .. }))
         .count() as u64;
     let failed = rs.len() as u64 - completed;
-    let pc = prompt_check(o.expected_prompt_tokens, o.prompt_tolerance, rs);
+    let pc = match o.expected_prompts {
+        Some(each) => prompt_check_each(each, o.prompt_tolerance, rs),
+        None => prompt_check(o.expected_prompt_tokens, o.prompt_tolerance, rs),
+    };
     let mut errors = ErrorTally::default();
     errors.add_records(rs, "");
     errors.add("drain_cut", f.unfinished_requests, || {
@@ -253,6 +268,39 @@ pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
     row.prompt_check = Some(pc);
     row.rate = Some(Box::new(f));
     row
+}
+
+/// [`prompt_check`] with a built length per request (`expected[record.stream]`): its
+/// `expected` is the mean built length, and the largest difference is each request's own. A
+/// record with no built length (it cannot happen: every request is built) counts as checked
+/// against 0.
+fn prompt_check_each(
+    expected: &[u64],
+    tolerance: u64,
+    records: &[RequestRecord],
+) -> crate::cell::PromptCheck {
+    let mut pc = crate::cell::PromptCheck {
+        expected: (expected.iter().map(|x| *x as f64).sum::<f64>() / expected.len().max(1) as f64)
+            .round() as u64,
+        ..Default::default()
+    };
+    for r in records {
+        let Some(n) = r.prompt_tokens_reported else {
+            continue;
+        };
+        let built = expected.get(r.stream as usize).copied().unwrap_or(0);
+        let one = prompt_check(built, tolerance, std::slice::from_ref(r));
+        pc.checked += 1;
+        pc.mismatched += one.mismatched;
+        pc.reported_min = Some(pc.reported_min.map_or(n, |m| m.min(n)));
+        pc.reported_max = Some(pc.reported_max.map_or(n, |m| m.max(n)));
+        if let Some(d) = one.max_diff
+            && pc.max_diff.is_none_or(|m| d.abs() > m.abs())
+        {
+            pc.max_diff = Some(d);
+        }
+    }
+    pc
 }
 
 /// A decode cell judged against the SLO: the requests that ended inside the window, finished
@@ -362,6 +410,7 @@ pub fn capacity_result(cell: &PlannedCell, c: CapacityInputs<'_>) -> CellResult 
             let secs = r.measured_s?;
             (secs > 0.0).then(|| s.met as f64 / secs)
         }),
+        time_scale: None,
     }));
     row
 }

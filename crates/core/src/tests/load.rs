@@ -57,6 +57,9 @@ fn obs<'a>(
         nominal_source: TokenCountSource::ServerUsagePerChunk,
         expected_prompt_tokens: 100,
         prompt_tolerance: 0,
+        expected_prompts: None,
+        workload: None,
+        stop_reason: None,
         fault: None,
     }
 }
@@ -390,6 +393,11 @@ fn request_rates_read_as_lists_or_auto() {
         max_concurrency: Some(8),
         drain_s: 60.0,
         skip_decode: false,
+        input_len: None,
+        output_len: None,
+        workload: None,
+        time_scale: None,
+        until_stable: None,
     };
     let json = serde_json::to_string(&l).expect("json");
     assert!(

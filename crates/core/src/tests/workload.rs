@@ -95,7 +95,7 @@ fn the_mooncake_sample_has_its_spans_and_shared_blocks() {
     assert!((last.arrival_s.unwrap_or(0.0) - 24.339).abs() < 1e-9);
     assert_eq!(w.requests[0].prefix_blocks, vec![0, 1, 2]);
     let p = predicted_cached_tokens(&w.requests, MOONCAKE_BLOCK_TOKENS);
-    assert_eq!((p.prompt_tokens, p.cached_tokens), (156_116, 134_144));
+    assert_eq!((p.prompt_tokens, p.cached_tokens), (156_116, 125_906));
     assert_eq!(p.per_request[0], 0);
     // Offsets at twice the speed end at half the span.
     let due = trace_offsets(&w, 2.0).expect("offsets");
@@ -138,6 +138,19 @@ fn a_hand_made_prefix_prediction() {
     // More hash ids than the prompt holds: the extra block serves nothing.
     let p = predicted_cached_tokens(&[row(1, 4, &[1, 2]), row(2, 4, &[1, 2])], 4);
     assert_eq!(p.per_request, vec![0, 4]);
+    // A block first sent in part (a prompt that ended 2 tokens into block 2) serves only
+    // those 2 tokens to a later prompt holding all of it, and ends the run there.
+    let p = predicted_cached_tokens(&[row(1, 6, &[1, 2]), row(2, 12, &[1, 2, 3])], 4);
+    assert_eq!(p.per_request, vec![0, 6]);
+    let p = predicted_cached_tokens(
+        &[
+            row(1, 6, &[1, 2]),
+            row(2, 12, &[1, 2, 3]),
+            row(3, 12, &[1, 2, 3]),
+        ],
+        4,
+    );
+    assert_eq!(p.per_request, vec![0, 6, 12]);
     assert_eq!(predicted_cached_tokens(&[], 512).share(), None);
 }
 

@@ -9,14 +9,17 @@
 //! Prefix-sharing prediction: requests in send order; a request's blocks are cached from the
 //! start of its prompt for as long as each block was in some earlier request (sent before it,
 //! whether or not that one had finished), and the first block never seen ends the run of
-//! hits. Each cached block counts its tokens: `block_tokens`, or the remainder for a prompt's
-//! last, partial block. The cache is perfect: unbounded and never evicting, so a real server
-//! serves at most this many tokens from cache (fewer when it evicts, or caches by another
-//! block size).
+//! hits. A block's tokens here are `block_tokens`, or the remainder for a prompt's last,
+//! partial block; a cached block serves as many of them as the most any earlier request sent
+//! of that block (a block id is one fixed text, and a prompt that ended inside it sent only
+//! its start), and a block served only in part ends the run too, since what follows it was
+//! never sent after the same tokens. The cache is perfect: unbounded and never evicting, so a
+//! real server serves at most this many tokens from cache (fewer when it evicts, or caches by
+//! another block size).
 
 use super::{Workload, WorkloadError, WorkloadRequest};
 use crate::size::MAX_DURATION_S;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -134,18 +137,28 @@ pub fn predicted_cached_tokens(
     requests: &[WorkloadRequest],
     block_tokens: u64,
 ) -> PrefixPrediction {
-    let mut seen: HashSet<u64> = HashSet::new();
+    // Block id -> the most tokens of it any request sent so far.
+    let mut sent: HashMap<u64, u64> = HashMap::new();
     let mut per_request = Vec::with_capacity(requests.len());
+    let here = |r: &WorkloadRequest, i: usize| {
+        let start = (i as u64).saturating_mul(block_tokens);
+        r.input_tokens.saturating_sub(start).min(block_tokens)
+    };
     for r in requests {
         let mut cached = 0u64;
         for (i, id) in r.prefix_blocks.iter().enumerate() {
-            if !seen.contains(id) {
+            let want = here(r, i);
+            let served = sent.get(id).map_or(0, |s| (*s).min(want));
+            cached = cached.saturating_add(served);
+            if served == 0 || served < want {
                 break;
             }
-            let start = (i as u64).saturating_mul(block_tokens);
-            cached += r.input_tokens.saturating_sub(start).min(block_tokens);
         }
-        seen.extend(r.prefix_blocks.iter().copied());
+        for (i, id) in r.prefix_blocks.iter().enumerate() {
+            let n = here(r, i);
+            let e = sent.entry(*id).or_insert(0);
+            *e = (*e).max(n);
+        }
         per_request.push(cached);
     }
     PrefixPrediction {

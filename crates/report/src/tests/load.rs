@@ -67,6 +67,9 @@ fn rate_row(ctx: (u64, &str), rate: f64, ttft_ms: u64, tpot_ms: u64, late_ms: u6
             nominal_source: TokenCountSource::ServerUsagePerChunk,
             expected_prompt_tokens: ctx.0,
             prompt_tolerance: 0,
+            expected_prompts: None,
+            workload: None,
+            stop_reason: None,
             fault: None,
         },
     )

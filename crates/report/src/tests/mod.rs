@@ -6,3 +6,4 @@ mod diagnostics;
 mod golden;
 pub(crate) mod load;
 pub(crate) mod schema;
+mod workload;

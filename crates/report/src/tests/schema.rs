@@ -231,10 +231,22 @@ fn open_loop_rows_validate() {
         max_concurrency: None,
         drain_s: 60.0,
         skip_decode: false,
+        input_len: None,
+        output_len: None,
+        workload: None,
+        time_scale: None,
+        until_stable: None,
     });
     let text = Format::Json.exporter().render(&report).expect("json");
     let doc: Value = serde_json::from_str(&text).expect("JSON");
     assert!(doc["run"]["load"].is_object());
+    // A replay's row, with its workload figures and stop reason, validates too.
+    let replay = super::workload::workload_report();
+    let replay: Value =
+        serde_json::from_str(&Format::Json.exporter().render(&replay).expect("json"))
+            .expect("JSON");
+    let errs = errors(&replay);
+    assert!(errs.is_empty(), "{errs:#?}");
     let errs = errors(&doc);
     assert!(errs.is_empty(), "{errs:#?}");
     let rate_at = |doc: &Value| -> usize {

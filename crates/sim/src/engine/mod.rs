@@ -8,6 +8,7 @@
 //! publishes a small stats snapshot for `/metrics` after each iteration.
 
 mod prefix_cache;
+pub(crate) use prefix_cache::prompt_blocks;
 mod scheduler;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,8 +58,10 @@ pub(crate) struct TokenEvent {
 pub(crate) struct NewRequest {
     /// Prompt length in tokens.
     pub prompt_len: u64,
-    /// Hash of the prompt's token ids (prefix cache key, output text seed).
+    /// Hash of the prompt's token ids (the output text's seed).
     pub prompt_hash: u64,
+    /// The prompt's prefix-cache blocks (`prefix_cache::prompt_blocks`).
+    pub blocks: Vec<prefix_cache::Block>,
     /// Output tokens to generate at most.
     pub max_tokens: u32,
     /// No natural EOS before this many tokens.

@@ -8,7 +8,8 @@
 //!   Unused prefix-cache entries are evicted (LRU) to make room.
 //! - **Prefill pass**: up to `chunked_prefill_tokens` prompt tokens of admitted requests, in
 //!   order, taking `overhead + tokens / prefill_tok_per_s`. A request whose prompt completes
-//!   gets its first token at the end of the pass. A prefix-cache hit only prefills 1 token.
+//!   gets its first token at the end of the pass. A cached prefix (whole blocks) is not
+//!   prefilled again; a full hit prefills 1 token.
 //!   With `serial_prefill` a pass takes one request only (cached or not), as vLLM does with
 //!   the cached prompts of a burst: admitted (and counted as running) at once, first tokens one
 //!   pass apart.
@@ -44,7 +45,10 @@ struct Req {
     rng: Rng,
     generated: u32,
     prefill_left: u64,
-    cache_key: Option<u64>,
+    /// Cache blocks this request pins: its cached prefix, then the blocks it computes.
+    pinned: Vec<u64>,
+    /// How many of `pinned` were cached when it was admitted (the rest are its own).
+    hit_blocks: usize,
 }
 
 enum Work {
@@ -162,7 +166,8 @@ impl Scheduler<'_> {
                         rng,
                         generated: 0,
                         prefill_left: 0,
-                        cache_key: None,
+                        pinned: Vec::new(),
+                        hit_blocks: 0,
                     },
                 );
                 self.queue.push_back(id);
@@ -203,18 +208,22 @@ impl Scheduler<'_> {
                 break;
             }
             self.queue.pop_front();
-            let key = r.spec.prompt_hash ^ r.spec.prompt_len.rotate_left(32);
             let prompt_len = r.spec.prompt_len;
-            let hit = self.cache.enabled() && self.cache.lookup_and_pin(key);
+            let hit = self.cache.lookup_and_pin(&r.spec.blocks);
+            let mut pinned: Vec<u64> = r.spec.blocks[..hit].iter().map(|b| b.key).collect();
+            let cached: u64 = r.spec.blocks[..hit].iter().map(|b| b.tokens).sum();
+            // The rest is cached from now on, while this request computes it (module docs of
+            // `prefix_cache`).
+            pinned.extend(self.cache.insert_pinned(&r.spec.blocks[hit..]));
+            let cached = cached.min(prompt_len);
             self.stats.cache_query_tokens += prompt_len;
-            if hit {
-                self.stats.cache_hit_tokens += prompt_len;
-            }
+            self.stats.cache_hit_tokens += cached;
             if let Some(r) = self.reqs.get_mut(&id) {
-                // A full hit still runs a one-token forward pass to produce the first token.
-                r.prefill_left = if hit { 1 } else { prompt_len.max(1) };
-                // On a miss the cache entry is created (and pinned) when prefill completes.
-                r.cache_key = hit.then_some(key);
+                // The cached prefix is not prefilled again; a full hit still runs a one-token
+                // forward pass to produce the first token.
+                r.prefill_left = prompt_len.saturating_sub(cached).max(1);
+                r.pinned = pinned;
+                r.hit_blocks = hit;
             }
             self.stats.reserved += need;
             self.stats.used += prompt_len;
@@ -310,11 +319,8 @@ impl Scheduler<'_> {
                         continue;
                     }
                     let prompt_len = r.spec.prompt_len;
-                    if r.cache_key.is_none() && self.cache.enabled() {
-                        let key = r.spec.prompt_hash ^ prompt_len.rotate_left(32);
-                        r.cache_key = Some(key);
-                        self.cache.insert_pinned(key, prompt_len);
-                    }
+                    // Its own blocks are computed now: from here they are the cache's.
+                    r.hit_blocks = r.pinned.len();
                     self.stats.prompt_tokens_total += prompt_len;
                     self.prefilling.retain(|&p| p != id);
                     self.decoding.push(id);
@@ -400,8 +406,15 @@ impl Scheduler<'_> {
         };
         self.stats.reserved -= r.spec.prompt_len + u64::from(r.spec.max_tokens);
         self.stats.used -= r.spec.prompt_len + u64::from(r.generated);
-        if let Some(key) = r.cache_key {
-            self.cache.unpin(key);
+        // The last block first, so that eviction (least recently used first) takes a prompt's
+        // tail before its head and never leaves a block that no prefix reaches.
+        // Blocks it was still computing (its prefill never completed) were never computed.
+        for (i, key) in r.pinned.iter().enumerate().rev() {
+            if i >= r.hit_blocks {
+                self.cache.forget(*key);
+            } else {
+                self.cache.unpin(*key);
+            }
         }
         self.prefilling.retain(|&p| p != id);
         self.decoding.retain(|&p| p != id);

@@ -1,0 +1,230 @@
+//! Rate cells whose requests vary (issue 20): each request's prompt and output length, drawn
+//! from `--input-len` / `--output-len`, sampled from a ShareGPT file or replayed from a trace,
+//! and the row's account of what was asked and what was sent (a summary, a histogram and the
+//! Kolmogorov–Smirnov statistic of each side).
+//!
+//! Draws are seeded: input lengths and output lengths come from two SplitMix64 streams of the
+//! cell's seed (so `--output-len` never changes the prompts a seed gives), and a ShareGPT
+//! sample picks rows with replacement from a third, as vLLM's and SGLang's dataset benchmarks
+//! do. A trace is replayed whole, in file order.
+
+use crate::gof::{ks_critical_1pct, ks_statistic};
+use crate::length::LengthSpec;
+use crate::rng::SplitMix64;
+use crate::workload::Workload;
+use serde::{Deserialize, Serialize};
+
+/// One request of a rate cell: its lengths and the prefix blocks it shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellRequest {
+    /// Prompt tokens to build.
+    pub input_tokens: u64,
+    /// Output tokens to ask for (`max_tokens`, with EOS ignored as for fixed cells).
+    pub output_tokens: u64,
+    /// Mooncake `hash_ids`: the prompt's shared blocks, in order (empty elsewhere).
+    pub prefix_blocks: Vec<u64>,
+}
+
+/// Where a cell's request lengths come from.
+#[derive(Debug, Clone, Copy)]
+pub enum LengthSource<'a> {
+    /// Drawn from these distributions.
+    Specs {
+        /// Prompt lengths.
+        input: LengthSpec,
+        /// Output lengths.
+        output: LengthSpec,
+    },
+    /// Sampled with replacement from a workload's requests (ShareGPT: lengths only).
+    Sample(&'a Workload),
+    /// Every request of a trace, in file order (the count asked is ignored).
+    Replay(&'a Workload),
+}
+
+/// Seeds of the three streams, apart so one never repeats another's draws.
+const INPUT_STREAM: u64 = 0x1A7E_5EED_0000_0001;
+const OUTPUT_STREAM: u64 = 0x1A7E_5EED_0000_0002;
+const SAMPLE_STREAM: u64 = 0x1A7E_5EED_0000_0003;
+
+/// The lengths of a cell's `n` requests from `src` and `seed` (a replay gives every row).
+pub fn cell_requests(src: LengthSource<'_>, n: usize, seed: u64) -> Vec<CellRequest> {
+    let of = |r: &crate::workload::WorkloadRequest| CellRequest {
+        input_tokens: r.input_tokens,
+        output_tokens: r.output_tokens,
+        prefix_blocks: r.prefix_blocks.clone(),
+    };
+    match src {
+        LengthSource::Specs { input, output } => {
+            let mut ri = SplitMix64::new(seed ^ INPUT_STREAM);
+            let mut ro = SplitMix64::new(seed ^ OUTPUT_STREAM);
+            (0..n)
+                .map(|_| CellRequest {
+                    input_tokens: input.sample(&mut ri),
+                    output_tokens: output.sample(&mut ro),
+                    prefix_blocks: Vec::new(),
+                })
+                .collect()
+        }
+        LengthSource::Sample(w) if !w.requests.is_empty() => {
+            let mut rs = SplitMix64::new(seed ^ SAMPLE_STREAM);
+            (0..n)
+                .map(|_| of(&w.requests[rs.below(w.requests.len() as u64) as usize]))
+                .collect()
+        }
+        LengthSource::Sample(_) => Vec::new(),
+        LengthSource::Replay(w) => w.requests.iter().map(of).collect(),
+    }
+}
+
+/// One bin of a length histogram: lengths `lo ..= hi`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LengthBin {
+    /// Shortest length in the bin.
+    pub lo: u64,
+    /// Longest length in the bin.
+    pub hi: u64,
+    /// Requests sent with a length in the bin.
+    pub sent: u64,
+    /// Requests the requested distribution puts in the bin (of as many as were sent).
+    pub expected: f64,
+}
+
+/// One side (input or output) of a cell's lengths: what was asked and what was sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LengthFigures {
+    /// The distribution asked for, as written (`4K:normal:512`), or the file it came from.
+    pub requested: String,
+    /// Requests sent.
+    pub count: u64,
+    /// Shortest length sent.
+    pub min: u64,
+    /// Median length sent.
+    pub p50: u64,
+    /// Longest length sent.
+    pub max: u64,
+    /// Mean length sent.
+    pub mean: f64,
+    /// Kolmogorov–Smirnov statistic of the sent lengths against the requested distribution.
+    pub ks: Option<f64>,
+    /// Its 1 % critical value for this many requests (below it: no evidence of a misfit).
+    pub ks_critical_1pct: Option<f64>,
+    /// Sent and expected counts over the sent range, [`HISTOGRAM_BINS`] bins at most.
+    pub histogram: Vec<LengthBin>,
+}
+
+/// Most bins of a length histogram.
+pub const HISTOGRAM_BINS: u64 = 16;
+
+/// The figures of `sent` lengths against the requested distribution `cdf` (P(length ≤ x)),
+/// named `requested`. `None` with nothing sent.
+pub fn length_figures(
+    requested: &str,
+    cdf: &dyn Fn(u64) -> f64,
+    sent: &[u64],
+) -> Option<LengthFigures> {
+    let mut v = sent.to_vec();
+    v.sort_unstable();
+    let (min, max) = (*v.first()?, *v.last()?);
+    let n = v.len() as u64;
+    let width = (max - min)
+        .saturating_add(1)
+        .div_ceil(HISTOGRAM_BINS)
+        .max(1);
+    let mut histogram = Vec::new();
+    let mut lo = min;
+    while lo <= max {
+        let hi = lo.saturating_add(width - 1).min(max);
+        let below = if lo == 0 { 0.0 } else { cdf(lo - 1) };
+        histogram.push(LengthBin {
+            lo,
+            hi,
+            sent: v.iter().filter(|x| (lo..=hi).contains(*x)).count() as u64,
+            expected: (cdf(hi) - below).max(0.0) * n as f64,
+        });
+        match hi.checked_add(1) {
+            Some(next) if hi < max => lo = next,
+            _ => break,
+        }
+    }
+    Some(LengthFigures {
+        requested: requested.to_string(),
+        count: n,
+        min,
+        p50: v[(v.len() - 1) / 2],
+        max,
+        mean: v.iter().map(|x| *x as f64).sum::<f64>() / n as f64,
+        ks: ks_statistic(&v, cdf),
+        ks_critical_1pct: Some(ks_critical_1pct(v.len())),
+        histogram,
+    })
+}
+
+/// P(X ≤ x) of the empirical distribution of `values` (a file's lengths): the requested
+/// distribution of a sample drawn from it.
+pub fn empirical_cdf(values: &[u64]) -> Box<dyn Fn(u64) -> f64 + Send + Sync> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    Box::new(move |x| {
+        if v.is_empty() {
+            return 1.0;
+        }
+        v.partition_point(|y| *y <= x) as f64 / v.len() as f64
+    })
+}
+
+/// What a rate cell of varying requests asked for and sent, on its row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadFigures {
+    /// `lengths` (from `--input-len` / `--output-len`) or the workload (`mooncake:FILE`).
+    pub source: String,
+    /// Prompt lengths.
+    pub input: LengthFigures,
+    /// Output lengths asked (`max_tokens`).
+    pub output: LengthFigures,
+    /// A trace's replay speed K (rows sent at t / K).
+    pub time_scale: Option<f64>,
+    /// The trace's own mean rate, requests per second (the cell's rate is K times it).
+    pub trace_rate: Option<f64>,
+    /// Prompt tokens a perfect prefix cache serves from the trace's shared blocks
+    /// (`predicted_cached_tokens`).
+    pub predicted_cached_tokens: Option<u64>,
+    /// Cached prompt tokens the server reported in its usage, summed (where it reports them).
+    pub cached_tokens_reported: Option<u64>,
+}
+
+/// A cell's [`WorkloadFigures`] from its length source and the requests it sent; the trace's
+/// time scale, rate and prefix prediction are the caller's to add. `None` with nothing sent.
+pub fn workload_figures(src: LengthSource<'_>, sent: &[&CellRequest]) -> Option<WorkloadFigures> {
+    let ins: Vec<u64> = sent.iter().map(|r| r.input_tokens).collect();
+    let outs: Vec<u64> = sent.iter().map(|r| r.output_tokens).collect();
+    let (source, input, output) = match src {
+        LengthSource::Specs { input, output } => (
+            "lengths".to_string(),
+            length_figures(&input.to_string(), &|x| input.cdf(x), &ins)?,
+            length_figures(&output.to_string(), &|x| output.cdf(x), &outs)?,
+        ),
+        LengthSource::Sample(w) | LengthSource::Replay(w) => {
+            let name = w.source.to_string();
+            let file_in: Vec<u64> = w.requests.iter().map(|r| r.input_tokens).collect();
+            let file_out: Vec<u64> = w.requests.iter().map(|r| r.output_tokens).collect();
+            (
+                name.clone(),
+                length_figures(&name, &*empirical_cdf(&file_in), &ins)?,
+                length_figures(&name, &*empirical_cdf(&file_out), &outs)?,
+            )
+        }
+    };
+    Some(WorkloadFigures {
+        source,
+        input,
+        output,
+        time_scale: None,
+        trace_rate: None,
+        predicted_cached_tokens: None,
+        cached_tokens_reported: None,
+    })
+}
+
+#[cfg(test)]
+#[path = "tests/varying.rs"]
+mod tests;
