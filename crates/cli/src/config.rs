@@ -301,6 +301,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "K|auto", value_parser = parse::time_scale)]
     #[serde(deserialize_with = "de::time_scale")]
     pub time_scale: Option<TimeScaleSpec>,
+    /// Open load: end a rate cell's schedule early once the 95 % confidence half-widths
+    /// (batch means) of its output tok/s and its p99 TTFT are within this share of their
+    /// means (`2%`); never past --duration. The row says how long it ran and why it stopped.
+    #[arg(long, value_name = "PCT", value_parser = parse::stable_target)]
+    #[serde(deserialize_with = "de::stable_target")]
+    pub until_stable: Option<llmib_core::StableTarget>,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -461,7 +467,7 @@ impl RunArgs {
                 decode_warmup_seconds,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
-                input_len, output_len, workload, time_scale,
+                input_len, output_len, workload, time_scale, until_stable,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate,
                 hardware_info;
@@ -571,6 +577,7 @@ impl RunArgs {
                 ("--input-len", self.input_len.is_some()),
                 ("--output-len", self.output_len.is_some()),
                 ("--time-scale", self.time_scale.is_some()),
+                ("--until-stable", self.until_stable.is_some()),
                 ("--arrival", self.arrival.is_some()),
                 ("--max-concurrency", self.max_concurrency.is_some()),
                 ("--drain-timeout", self.drain_timeout.is_some()),
@@ -604,7 +611,7 @@ impl RunArgs {
             output_len: self.output_len,
             workload: self.workload.clone(),
             time_scale: self.time_scale,
-            until_stable: None,
+            until_stable: self.until_stable,
         }))
     }
 

@@ -121,3 +121,9 @@ pub fn value_enum<'de, D: Deserializer<'de>, T: ValueEnum>(d: D) -> Result<Optio
         D::Error::custom(format!("`{s}` is not one of: {}", names.join(", ")))
     })
 }
+
+pub fn stable_target<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<llmib_core::StableTarget>, D::Error> {
+    with(d, parse::stable_target)
+}

@@ -89,6 +89,12 @@ pub fn time_scale(s: &str) -> Result<llmib_core::TimeScaleSpec, String> {
         .map_err(|e: llmib_core::WorkloadError| e.to_string())
 }
 
+/// `--until-stable`: `2%` or `2`.
+pub fn stable_target(s: &str) -> Result<llmib_core::StableTarget, String> {
+    s.parse()
+        .map_err(|e: llmib_core::StableTargetError| e.to_string())
+}
+
 /// `ttft_p99=2s,tpot_p50=40ms,…`.
 pub fn slo(s: &str) -> Result<Slo, String> {
     s.parse().map_err(|e: llmib_core::SloError| e.to_string())

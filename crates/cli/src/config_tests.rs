@@ -413,3 +413,15 @@ fn workload_flags_combine_or_are_refused() {
     assert!(flags(&["--input-len", "4K:normal:5K"]).is_err());
     assert!(flags(&["--time-scale", "0"]).is_err());
 }
+
+#[test]
+fn until_stable_is_an_open_load_setting() {
+    let load = |v: &[&str]| flags(v).expect("flags").load();
+    let l = load(&["--request-rate", "4", "--until-stable", "2%"])
+        .expect("load")
+        .expect("some");
+    assert_eq!(l.until_stable.map(|t| t.fraction), Some(0.02));
+    let e = load(&["--until-stable", "2%"]).expect_err("no rate");
+    assert!(e.to_string().contains("--until-stable"), "{e}");
+    assert!(flags(&["--until-stable", "nope"]).is_err());
+}

@@ -119,6 +119,7 @@ fn classified(args: &RunArgs) {
         output_len: _,
         workload: _,
         time_scale: _,
+        until_stable: _,
         temperature: _,
         top_p: _,
         seed: _,

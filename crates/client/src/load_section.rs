@@ -19,7 +19,7 @@ use crate::driver::{
     save,
 };
 use crate::live::OpenLoopLive;
-use crate::open_loop::{OpenLoopSpec, run_open_loop, send_each};
+use crate::open_loop::{OpenLoopRun, OpenLoopSpec, run_open_loop, send_each};
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
 use crate::stream::RequestSpec;
@@ -475,11 +475,7 @@ async fn rate_cell_row(
     m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
     let live = Arc::new(OpenLoopLive::default());
     live.rate_mrps.store(cell.key.rate_mrps, Ordering::Relaxed);
-    let spec = OpenLoopSpec {
-        due_ns: due.into(),
-        max_concurrency: s.load.max_concurrency,
-        drain: duration_from_secs(s.load.drain_s),
-    };
+    let spec = open_loop_spec(s.load, due, plan.scale, st.duration_s);
     m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
     let slo = s.load.slo.clone();
     let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live, slo).await;
@@ -503,7 +499,8 @@ async fn rate_cell_row(
         cell,
         RateObservation {
             records: &records,
-            scheduled_ns: &spec.due_ns,
+            // Stopped when stable: the schedule is what was sent of it.
+            scheduled_ns: &spec.due_ns[..run.fired.min(spec.due_ns.len())],
             waited: &run.waited,
             requested_rate: rate,
             arrival: s.load.arrival,
@@ -516,10 +513,41 @@ async fn rate_cell_row(
             prompt_tolerance: prompt_tolerance(m, cell),
             expected_prompts: plan.requests.is_some().then_some(&built[..]),
             workload,
-            stop_reason: plan.scale.map(|_| StopReason::TraceEnd),
+            stop_reason: stop_reason(plan.scale, &spec, &run),
             fault: run.fault,
         },
     )
+}
+
+/// How a rate cell sends `due`: the section's cap and drain; with `--until-stable`, stopping
+/// once settled (a trace, `scale`, replays whole).
+fn open_loop_spec(
+    load: &LoadSettings,
+    due: Vec<u64>,
+    scale: Option<f64>,
+    duration_s: f64,
+) -> OpenLoopSpec {
+    OpenLoopSpec {
+        due_ns: due.into(),
+        max_concurrency: load.max_concurrency,
+        drain: duration_from_secs(load.drain_s),
+        until_stable: load
+            .until_stable
+            .filter(|_| scale.is_none())
+            .map(|t| (t.fraction, duration_s)),
+    }
+}
+
+/// Why a rate cell's schedule stopped, where that is news: a trace's end, or with
+/// `--until-stable` its settling or its full window.
+fn stop_reason(scale: Option<f64>, spec: &OpenLoopSpec, run: &OpenLoopRun) -> Option<StopReason> {
+    if scale.is_some() {
+        Some(StopReason::TraceEnd)
+    } else if run.stable {
+        Some(StopReason::Stable)
+    } else {
+        spec.until_stable.map(|_| StopReason::Duration)
+    }
 }
 
 /// Builds the prompts of a cell whose lengths vary (`crate::varying::build_requests`).

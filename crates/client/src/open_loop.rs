@@ -11,6 +11,10 @@ use crate::live::OpenLoopLive;
 use crate::pacer::Pacer;
 use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::{RequestRecord, RequestSample, Slo};
+use llmib_core::{
+    STABLE_BATCHES, StableInput, StableSample, StableSeries, StableVerdict, stability,
+    stable_cadence, stable_series,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -27,6 +31,8 @@ pub(crate) struct OpenLoopSpec {
     pub max_concurrency: Option<u32>,
     /// How long requests still running after the last due instant are waited for.
     pub drain: Duration,
+    /// `--until-stable`: the target (a fraction) and the window the schedule spans, seconds.
+    pub until_stable: Option<(f64, f64)>,
 }
 
 /// What a rate cell's sending gathered.
@@ -41,6 +47,11 @@ pub(crate) struct OpenLoopRun {
     pub interrupted: bool,
     /// The measurement itself broke (a request task died): why.
     pub fault: Option<String>,
+    /// Requests the pacer sent (the schedule's first `fired`; fewer than scheduled when the
+    /// cell stopped early).
+    pub fired: usize,
+    /// `--until-stable` stopped the schedule early.
+    pub stable: bool,
 }
 
 /// How long before a request's due instant the pacer hands it to the runtime. The hand-off
@@ -173,13 +184,66 @@ pub(crate) async fn run_open_loop(
     };
     let lead = HAND_OFF_LEAD.as_nanos() as u64;
     let fire_at: Arc<[u64]> = due.iter().map(|d| d.saturating_sub(lead)).collect();
-    let pacer = Pacer::start(origin.into_std(), fire_at, cancel.clone(), fire);
-    let fired = tokio::task::spawn_blocking(move || pacer.join())
-        .await
-        .unwrap_or(0);
+    // A stop of the schedule alone (stable), not of the run.
+    let stop = cancel.child_token();
+    let pacer = Pacer::start(origin.into_std(), fire_at, stop.clone(), fire);
+    let mut done: Vec<Done> = Vec::with_capacity(n);
+    let (fired, stable) = pace_and_watch(
+        tokio::task::spawn_blocking(move || pacer.join()),
+        &mut rx,
+        &mut done,
+        spec.until_stable,
+        origin,
+        &stop,
+    )
+    .await;
     let last_due = Duration::from_nanos(due.get(fired.saturating_sub(1)).copied().unwrap_or(0));
-    let drain_until = origin + last_due + spec.drain;
-    let mut done: Vec<Done> = Vec::with_capacity(fired);
+    drain(
+        &mut rx,
+        &mut done,
+        fired,
+        origin + last_due + spec.drain,
+        &shared.cut,
+    )
+    .await;
+    let fault = (done.len() < fired).then(|| {
+        format!(
+            "{} of {fired} request tasks ended without a record",
+            fired - done.len()
+        )
+    });
+    let (measured, waited) = in_schedule_order(done, n);
+    OpenLoopRun {
+        measured,
+        waited,
+        max_in_flight: shared.max_in_flight.load(Ordering::Relaxed),
+        interrupted: cancel.is_cancelled(),
+        fault,
+        fired,
+        stable,
+    }
+}
+
+/// The records in schedule order, and per scheduled request whether it waited for the cap.
+fn in_schedule_order(mut done: Vec<Done>, n: usize) -> (Vec<Measured>, Vec<bool>) {
+    done.sort_by_key(|d| d.i);
+    let mut waited = vec![false; n];
+    for d in &done {
+        if let Some(w) = waited.get_mut(d.i) {
+            *w = d.waited;
+        }
+    }
+    (done.into_iter().map(|d| d.m).collect(), waited)
+}
+
+/// Gathers the records of the `fired` requests, cutting those still running at `until`.
+async fn drain(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Done>,
+    done: &mut Vec<Done>,
+    fired: usize,
+    until: Instant,
+    cut: &CancellationToken,
+) {
     while done.len() < fired {
         tokio::select! {
             d = rx.recv() => match d {
@@ -187,29 +251,76 @@ pub(crate) async fn run_open_loop(
                 // Every sender is gone: a request task died without reporting.
                 None => break,
             },
-            _ = tokio::time::sleep_until(drain_until), if !shared.cut.is_cancelled() => {
-                shared.cut.cancel();
+            _ = tokio::time::sleep_until(until), if !cut.is_cancelled() => cut.cancel(),
+        }
+    }
+}
+
+/// Waits for the pacer to send the schedule, gathering the records that come back meanwhile;
+/// with `--until-stable`, looks at them every interval (`llmib_core::stable_cadence`) and stops
+/// the schedule (`stop`) once `llmib_core::stability` says its series have settled. Returns
+/// how many requests were sent and whether it stopped on stability.
+async fn pace_and_watch(
+    pacer: tokio::task::JoinHandle<usize>,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Done>,
+    done: &mut Vec<Done>,
+    until_stable: Option<(f64, f64)>,
+    origin: Instant,
+    stop: &CancellationToken,
+) -> (usize, bool) {
+    let (interval_s, min_s) = until_stable.map_or((1.0, 0.0), |(_, d)| stable_cadence(d));
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(interval_s));
+    let mut stable = false;
+    tokio::pin!(pacer);
+    loop {
+        tokio::select! {
+            fired = &mut pacer => return (fired.unwrap_or(0), stable),
+            Some(d) = rx.recv() => done.push(d),
+            _ = tick.tick(), if until_stable.is_some() && !stable => {
+                let target = until_stable.map_or(0.0, |(t, _)| t);
+                if settled(done, origin, interval_s, min_s, target) {
+                    stable = true;
+                    stop.cancel();
+                }
             }
         }
     }
-    let fault = (done.len() < fired).then(|| {
-        format!(
-            "{} of {fired} request tasks ended without a record",
-            fired - done.len()
-        )
-    });
-    done.sort_by_key(|d| d.i);
-    let mut waited = vec![false; n];
-    for d in &done {
-        waited[d.i] = d.waited;
-    }
-    OpenLoopRun {
-        measured: done.into_iter().map(|d| d.m).collect(),
-        waited,
-        max_in_flight: shared.max_in_flight.load(Ordering::Relaxed),
-        interrupted: cancel.is_cancelled(),
-        fault,
-    }
+}
+
+/// Whether the records so far have settled (`llmib_core::stability` over output tok/s and
+/// the p99 TTFT per interval).
+fn settled(done: &[Done], origin: Instant, interval_s: f64, min_s: f64, target: f64) -> bool {
+    let samples: Vec<StableSample> = done
+        .iter()
+        .filter(|d| !d.m.record.is_error())
+        .map(|d| StableSample {
+            sent_ns: d.m.record.sent_ns,
+            end_ns: d.m.record.end_ns,
+            tokens: d.m.record.tokens(),
+            ttft_ns: d.m.record.ttft_ns(),
+        })
+        .collect();
+    let now = origin.elapsed();
+    let [tok_s, ttft] = stable_series(&samples, (interval_s * 1e9) as u64, now.as_nanos() as u64);
+    let series = [
+        StableSeries {
+            name: "output_tok_s",
+            values: &tok_s,
+        },
+        StableSeries {
+            name: "ttft_p99_ms",
+            values: &ttft,
+        },
+    ];
+    let input = StableInput {
+        elapsed_s: now.as_secs_f64(),
+        series: &series,
+        min_s,
+    };
+    matches!(
+        stability(&input, target, STABLE_BATCHES),
+        StableVerdict::Stable { .. }
+    )
 }
 
 /// Sends each request of `requests` at most once, at most `slots` at a time, each slot taking

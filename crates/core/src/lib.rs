@@ -108,8 +108,9 @@ pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
 pub use length::{LengthError, LengthSpec};
 pub use rng::SplitMix64;
 pub use stable::{
-    BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSeries,
-    StableTarget, StableTargetError, StableVerdict, StopReason, batch_means, stability, t_975,
+    BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSample,
+    StableSeries, StableTarget, StableTargetError, StableVerdict, StopReason, batch_means,
+    stability, stable_cadence, stable_series, t_975,
 };
 pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,

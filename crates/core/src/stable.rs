@@ -108,6 +108,61 @@ pub struct StableInput<'a> {
     pub elapsed_s: f64,
     /// Every figure that must settle; the cell is stable when all of them are.
     pub series: &'a [StableSeries<'a>],
+    /// No verdict before this many seconds ([`stable_cadence`]'s, at most [`MIN_STABLE_S`]).
+    pub min_s: f64,
+}
+
+/// How a cell of `duration_s` is watched: (interval between observations, seconds; the
+/// earliest a verdict may come, seconds). The interval is a 120th of the window, within
+/// [0.1 s, 1 s], so that even a short cell has the 30 values (10 batches of 3) a verdict
+/// needs by a quarter of its length; the earliest verdict is that quarter, at most
+/// [`MIN_STABLE_S`]. A cell may stop early only once its series fill their batches, so a short
+/// window never stops on a handful of values.
+pub fn stable_cadence(duration_s: f64) -> (f64, f64) {
+    let interval = (duration_s / 120.0).clamp(0.1, 1.0);
+    let min_s = (duration_s / 4.0).min(MIN_STABLE_S).max(interval * 30.0);
+    (interval, min_s)
+}
+
+/// One finished request, as the stop-when-stable series see it (ns from the cell origin).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StableSample {
+    /// When it was sent.
+    pub sent_ns: u64,
+    /// When it ended.
+    pub end_ns: u64,
+    /// Its output tokens.
+    pub tokens: u64,
+    /// Its time to first token, where it had one.
+    pub ttft_ns: Option<u64>,
+}
+
+/// The two series a rate cell settles on, over the whole intervals before `now_ns`: output
+/// tokens per second (of the requests that ended in each interval) and the p99 TTFT, ms, of
+/// the requests sent in each interval (intervals where none was sent, or none got a token,
+/// left out).
+pub fn stable_series(samples: &[StableSample], interval_ns: u64, now_ns: u64) -> [Vec<f64>; 2] {
+    let interval_ns = interval_ns.max(1);
+    let n = (now_ns / interval_ns) as usize;
+    let mut tokens = vec![0.0; n];
+    let mut ttfts: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for s in samples {
+        if let Some(t) = tokens.get_mut((s.end_ns / interval_ns) as usize) {
+            *t += s.tokens as f64;
+        }
+        if let (Some(v), Some(ttft)) =
+            (ttfts.get_mut((s.sent_ns / interval_ns) as usize), s.ttft_ns)
+        {
+            v.push(ttft as f64 / 1e6);
+        }
+    }
+    let per_s = 1e9 / interval_ns as f64;
+    let tok_s = tokens.into_iter().map(|t| t * per_s).collect();
+    let p99 = ttfts
+        .into_iter()
+        .filter_map(|mut v| crate::stats::Summary::of_vec(&mut v).map(|s| s.p99))
+        .collect();
+    [tok_s, p99]
 }
 
 /// Whether a cell may stop.
@@ -128,7 +183,7 @@ pub enum StableVerdict {
     },
 }
 
-/// The stop decision: stable when at least [`MIN_STABLE_S`] have passed and every series, cut
+/// The stop decision: stable when at least `min_s` seconds have passed and every series, cut
 /// into `batches` batches (use [`STABLE_BATCHES`]) of at least [`MIN_BATCH_OBS`] values, has a
 /// relative 95 % half-width of at most `target` (a fraction: 0.02 for `2%`). A series list that
 /// is empty is never stable.
@@ -145,7 +200,7 @@ pub fn stability(obs: &StableInput, target: f64, batches: usize) -> StableVerdic
             None => all_measured = false,
         }
     }
-    let early = obs.series.is_empty() || obs.elapsed_s < MIN_STABLE_S;
+    let early = obs.series.is_empty() || obs.elapsed_s < obs.min_s;
     match widest {
         Some((w, name)) if all_measured && !early && w <= target => StableVerdict::Stable {
             half_width_pct: w * 100.0,

@@ -17,3 +17,4 @@ mod readiness;
 mod report;
 mod run;
 mod sim;
+mod stable;

@@ -6,7 +6,11 @@ use super::*;
 use crate::rng::SplitMix64;
 
 fn input<'a>(elapsed_s: f64, series: &'a [StableSeries<'a>]) -> StableInput<'a> {
-    StableInput { elapsed_s, series }
+    StableInput {
+        elapsed_s,
+        series,
+        min_s: MIN_STABLE_S,
+    }
 }
 
 #[test]
@@ -168,4 +172,39 @@ fn targets_read_and_print_back() {
         serde_json::from_str::<StopReason>("\"trace_end\"").ok(),
         Some(StopReason::TraceEnd)
     );
+}
+
+#[test]
+fn the_cadence_fits_thirty_values_in_a_quarter_of_the_window() {
+    assert_eq!(stable_cadence(300.0), (1.0, 30.0));
+    let (i, min) = stable_cadence(20.0);
+    assert!(
+        (i - 1.0 / 6.0).abs() < 1e-12 && (min - 5.0).abs() < 1e-9,
+        "{i} {min}"
+    );
+    // A short window: 0.1 s intervals, and never a verdict before 30 of them.
+    assert_eq!(stable_cadence(4.0), (0.1, 3.0));
+}
+
+#[test]
+fn series_bin_tokens_by_end_and_ttft_by_send() {
+    let ms = 1_000_000;
+    let s = |sent: u64, end: u64, tokens: u64, ttft: Option<u64>| StableSample {
+        sent_ns: sent * ms,
+        end_ns: end * ms,
+        tokens,
+        ttft_ns: ttft.map(|t| t * ms),
+    };
+    let samples = [
+        s(10, 150, 16, Some(40)),
+        s(120, 180, 16, Some(20)),
+        s(130, 250, 8, None),
+        // Ends in the interval still open at `now`: not counted yet.
+        s(210, 390, 16, Some(30)),
+    ];
+    let [tok, ttft] = stable_series(&samples, 100 * ms, 350 * ms);
+    // Intervals [0,100), [100,200), [200,300): 0, 32, 8 tokens → per second.
+    assert_eq!(tok, vec![0.0, 320.0, 80.0]);
+    // TTFT p99 by send interval: 40; max(20) of the second (the third request had none); 30.
+    assert_eq!(ttft, vec![40.0, 20.0, 30.0]);
 }

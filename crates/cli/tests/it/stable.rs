@@ -1,0 +1,73 @@
+//! `--until-stable` end to end against the simulator's `open-load` profile (one request at a
+//! time, 50 ms each: 20 requests/s): a rate the server keeps up with settles and its schedule
+//! stops early; a rate above it queues, its TTFT grows without end, and the cell runs to
+//! `--duration`.
+
+use crate::common::*;
+use serde_json::Value;
+
+/// The rate row of an open-load run at `rate` over `duration` with `--until-stable 5%`.
+fn rate_row(name: &str, rate: &str, duration: &str) -> (Value, std::time::Duration) {
+    let sim = Sim::start(llmib_sim::builtin_profile("open-load").expect("open-load"));
+    let dir = out_dir(name);
+    let d = dir.to_str().unwrap_or_default();
+    let t0 = std::time::Instant::now();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--contexts",
+        "512",
+        "--concurrency",
+        "1",
+        "--max-output",
+        "16",
+        "--duration",
+        duration,
+        "--request-rate",
+        rate,
+        "--arrival",
+        "constant",
+        "--until-stable",
+        "5%",
+        "--drain-timeout",
+        "500ms",
+        "--skip-decode",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    let took = t0.elapsed();
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let row = rows
+        .iter()
+        .find(|r| r["phase"] == "rate")
+        .cloned()
+        .expect("a rate row");
+    (row, took)
+}
+
+#[test]
+fn a_steady_rate_stops_once_stable() {
+    let _serial = timing_lock();
+    let (r, took) = rate_row("stable-steady", "10", "20s");
+    assert_eq!(r["rate"]["stop_reason"], "stable", "{r:#}");
+    let scheduled = r["rate"]["scheduled"].as_u64().unwrap_or(0);
+    // 10/s for 20 s would be 200; it stopped after its first verdict (5 s at the earliest).
+    assert!((40..190).contains(&scheduled), "{r:#}");
+    assert_eq!(r["requests_sent"].as_u64(), Some(scheduled), "{r:#}");
+    assert!(num(&r, "measured_s") < 19.0, "{r:#}");
+    assert!(took.as_secs_f64() < 19.0, "{took:?}");
+}
+
+#[test]
+fn a_rate_above_capacity_never_settles_and_runs_its_duration() {
+    let _serial = timing_lock();
+    let (r, _) = rate_row("stable-drift", "30", "6s");
+    assert_eq!(r["rate"]["stop_reason"], "duration", "{r:#}");
+    // 30/s for 6 s, every arrival sent.
+    let scheduled = r["rate"]["scheduled"].as_u64().unwrap_or(0);
+    assert!((170..=181).contains(&scheduled), "{r:#}");
+}
