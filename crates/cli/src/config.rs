@@ -301,9 +301,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "K|auto", value_parser = parse::time_scale)]
     #[serde(deserialize_with = "de::time_scale")]
     pub time_scale: Option<TimeScaleSpec>,
-    /// Open load: end a rate cell's schedule early once the 95 % confidence half-widths
-    /// (batch means) of its output tok/s and its p99 TTFT are within this share of their
-    /// means (`2%`); never past --duration. The row says how long it ran and why it stopped.
+    /// End a decode window (once its output tok/s settles) or a rate cell's schedule (once its
+    /// output tok/s and p99 TTFT settle) early: when the 95 % confidence half-widths (batch
+    /// means) are within this share of their means (`2%`); never past --duration. The row
+    /// says how long it ran and why it stopped.
     #[arg(long, value_name = "PCT", value_parser = parse::stable_target)]
     #[serde(deserialize_with = "de::stable_target")]
     pub until_stable: Option<llmib_core::StableTarget>,
@@ -517,6 +518,7 @@ impl RunArgs {
             max_total_tokens: self.max_total_tokens,
             measure_over_capacity: self.show_capacity_limited_values,
             decode_warmup_s: self.decode_warmup_s()?,
+            until_stable: self.until_stable,
             prompt_seed: fresh_seed(),
             ..d
         })
@@ -577,7 +579,6 @@ impl RunArgs {
                 ("--input-len", self.input_len.is_some()),
                 ("--output-len", self.output_len.is_some()),
                 ("--time-scale", self.time_scale.is_some()),
-                ("--until-stable", self.until_stable.is_some()),
                 ("--arrival", self.arrival.is_some()),
                 ("--max-concurrency", self.max_concurrency.is_some()),
                 ("--drain-timeout", self.drain_timeout.is_some()),
@@ -611,7 +612,6 @@ impl RunArgs {
             output_len: self.output_len,
             workload: self.workload.clone(),
             time_scale: self.time_scale,
-            until_stable: self.until_stable,
         }))
     }
 

@@ -119,7 +119,6 @@ fn classified(args: &RunArgs) {
         output_len: _,
         workload: _,
         time_scale: _,
-        until_stable: _,
         temperature: _,
         top_p: _,
         seed: _,
@@ -130,6 +129,7 @@ fn classified(args: &RunArgs) {
         url: _,
         max_time: _,
         decode_warmup_seconds: _,
+        until_stable: _,
         readiness_timeout: _,
         first_token_timeout: _,
         idle_timeout: _,
@@ -304,6 +304,14 @@ fn apply_changes(saved: &Settings, a: &RunArgs) -> (Settings, Vec<String>) {
         &mut notes,
     );
     settings.decode_warmup_s = warmup.0;
+    // How long a cell runs, not what it measures: the rest may stop earlier or later.
+    let target = a.until_stable.map(Some);
+    changeable(
+        "until-stable",
+        target,
+        &mut settings.until_stable,
+        &mut notes,
+    );
     let keep = a.save_requests.then_some(true);
     changeable(
         "save-requests",

@@ -676,6 +676,7 @@ pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
         gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
         serial_server: s.serial_server,
         warm_ttft: None,
+        until_stable: s.until_stable.map(|t| t.fraction),
     }
 }
 

@@ -475,7 +475,7 @@ async fn rate_cell_row(
     m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
     let live = Arc::new(OpenLoopLive::default());
     live.rate_mrps.store(cell.key.rate_mrps, Ordering::Relaxed);
-    let spec = open_loop_spec(s.load, due, plan.scale, st.duration_s);
+    let spec = open_loop_spec(s.load, due, plan.scale, st);
     m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
     let slo = s.load.slo.clone();
     let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live, slo).await;
@@ -525,16 +525,16 @@ fn open_loop_spec(
     load: &LoadSettings,
     due: Vec<u64>,
     scale: Option<f64>,
-    duration_s: f64,
+    st: &llmib_core::Settings,
 ) -> OpenLoopSpec {
     OpenLoopSpec {
         due_ns: due.into(),
         max_concurrency: load.max_concurrency,
         drain: duration_from_secs(load.drain_s),
-        until_stable: load
+        until_stable: st
             .until_stable
             .filter(|_| scale.is_none())
-            .map(|t| (t.fraction, duration_s)),
+            .map(|t| (t.fraction, st.duration_s)),
     }
 }
 

@@ -71,6 +71,8 @@ async fn decode_warm_up(m: &MatrixRun<'_>, builder: &PromptBuilder, key: CellKey
     };
     let mut spec = window_spec(m, n);
     spec.duration = llmib_core::duration_from_secs(s.decode_warmup_s);
+    // A warm-up runs its seconds whatever its figures do.
+    spec.until_stable = None;
     let live = Arc::new(LiveWindow::new(n, spec.duration, false));
     let w = run_window(m.engine.clone(), &requests, &spec, &m.cancel, live, &Quiet).await;
     let errors = w.records.iter().filter(|r| r.record.is_error()).count();

@@ -16,6 +16,9 @@ use llmib_core::failing_window_done;
 use llmib_core::redact_text;
 use llmib_core::{Outcome, RequestRecord};
 use llmib_core::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
+use llmib_core::{
+    STABLE_BATCHES, StableInput, StableSeries, StableVerdict, StopReason, stability, stable_cadence,
+};
 use llmib_core::{SpecFigures, SpecWindow};
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,6 +79,8 @@ pub struct WindowSpec {
     /// The context's warm TTFT (its N = 1 cell), where known: the gauge-less first-token
     /// stall waits at least 4 × it + 50 ms.
     pub warm_ttft: Option<Duration>,
+    /// `--until-stable`: close the window early once its output tok/s settles (a fraction).
+    pub until_stable: Option<f64>,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -350,15 +355,29 @@ async fn sample_window(
         queue.mean_waiting = (n > 0).then(|| sum / f64::from(n));
     };
     let mut first_error: Option<Instant> = None;
+    let mut settle = spec
+        .until_stable
+        .map(|t| Settle::new(t, spec.duration, start, live.tokens()));
     loop {
         rep.drain();
         let now = Instant::now();
+        if let Some(s) = settle.as_mut()
+            && s.observe(now, live.tokens())
+        {
+            mean(queue, waiting_sum, waiting_n);
+            queue.stop_reason = Some(StopReason::Stable);
+            return (queued_samples, false);
+        }
         if first_error.is_none() && live.errors() > 0 {
             first_error = Some(now);
         }
         let error_age = first_error.map(|t| now.duration_since(t).as_secs_f64());
         if now >= end || failing_window_done(error_age) {
             mean(queue, waiting_sum, waiting_n);
+            queue.stop_reason = settle
+                .as_ref()
+                .filter(|_| now >= end)
+                .map(|_| StopReason::Duration);
             return (queued_samples, false);
         }
         if now >= next_sample {
@@ -390,7 +409,9 @@ async fn sample_window(
                 mean(queue, waiting_sum, waiting_n);
                 return (queued_samples, true);
             }
-            _ = tokio::time::sleep_until(next_sample.min(end)) => {}
+            _ = tokio::time::sleep_until(
+                next_sample.min(end).min(settle.as_ref().map_or(end, |s| s.next))
+            ) => {}
         }
     }
 }
@@ -570,6 +591,62 @@ async fn measure_span(
         },
         probe,
         speculative: speculative.figures(),
+    }
+}
+
+/// `--until-stable` in a decode window: the output tok/s of each interval (the live token
+/// count's growth; `llmib_core::stable_cadence`) until `llmib_core::stability` says it has
+/// settled. TTFT is not a series here: a closed loop restarts few requests inside a window
+/// (none with long outputs), so a p99 of their TTFTs would have no values to settle on.
+struct Settle {
+    target: f64,
+    interval: Duration,
+    min_s: f64,
+    start: Instant,
+    /// The next instant a value is due.
+    next: Instant,
+    last_tokens: u64,
+    tok_s: Vec<f64>,
+}
+
+impl Settle {
+    /// `tokens`: the live count when the window opened (the ramp's tokens are not its own).
+    fn new(target: f64, duration: Duration, start: Instant, tokens: u64) -> Settle {
+        let (interval_s, min_s) = stable_cadence(duration.as_secs_f64());
+        let interval = Duration::from_secs_f64(interval_s);
+        Settle {
+            target,
+            interval,
+            min_s,
+            start,
+            next: start + interval,
+            last_tokens: tokens,
+            tok_s: Vec::new(),
+        }
+    }
+
+    /// Takes the live token count at `now`; true once the window may close.
+    fn observe(&mut self, now: Instant, tokens: u64) -> bool {
+        if now < self.next {
+            return false;
+        }
+        let grown = tokens.saturating_sub(self.last_tokens) as f64;
+        self.tok_s.push(grown / self.interval.as_secs_f64());
+        self.last_tokens = tokens;
+        self.next += self.interval;
+        let series = [StableSeries {
+            name: "output_tok_s",
+            values: &self.tok_s,
+        }];
+        let input = StableInput {
+            elapsed_s: now.saturating_duration_since(self.start).as_secs_f64(),
+            series: &series,
+            min_s: self.min_s,
+        };
+        matches!(
+            stability(&input, self.target, STABLE_BATCHES),
+            StableVerdict::Stable { .. }
+        )
     }
 }
 

@@ -123,6 +123,10 @@ pub struct QueueObservation {
     /// server's figure can be matched to the requests that ended between them.
     #[serde(default)]
     pub counter_reads_s: Option<[f64; 2]>,
+    /// With `--until-stable`: why the window closed (`stable`, or `duration` for its full
+    /// length; the window's length is `measured_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<crate::stable::StopReason>,
 }
 
 /// Prompt lengths checked against the server's `usage.prompt_tokens`.

@@ -129,7 +129,4 @@ pub struct LoadSettings {
     /// How fast a trace replays (`--time-scale`; `None`: 1, the trace's own speed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_scale: Option<crate::workload::TimeScaleSpec>,
-    /// End a rate window early once its figures are stable (`--until-stable`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until_stable: Option<crate::stable::StableTarget>,
 }

@@ -107,6 +107,10 @@ pub struct Settings {
     /// (`--decode-warmup-seconds`; 0: none), at [`crate::decode_warmup_cell`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub decode_warmup_s: f64,
+    /// End a decode window or a rate cell's schedule early once its figures are stable
+    /// (`--until-stable`; never past the window's length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_stable: Option<crate::stable::StableTarget>,
     /// This run is one shard of a run spread over several client machines (`--shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardSpec>,
@@ -370,6 +374,7 @@ impl Default for Settings {
             load: None,
             decode_warmup_s: 0.0,
             shard: None,
+            until_stable: None,
             tokenizer_file: None,
             prefill_metric: PrefillMetric::Auto,
         }
@@ -659,133 +664,5 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn context_zero_has_decode_cells_only_and_a_loose_prompt_check() {
-        let contexts = vec![planned_ctx(0), planned_ctx(8 * K)];
-        let cells = matrix(&contexts, &[1, 2], None, 64);
-        let at_zero: Vec<Phase> = cells
-            .iter()
-            .filter(|c| c.key.context_tokens == 0)
-            .map(|c| c.key.phase)
-            .collect();
-        assert_eq!(at_zero, vec![Phase::Decode, Phase::Decode]);
-        assert_eq!(cells.len(), 2 + 3);
-        assert_eq!(prompt_tolerance(Targeting::Exact, 0), MINIMAL_PROMPT_SPREAD);
-        assert_eq!(prompt_tolerance(Targeting::Exact, 8 * K), 0);
-        assert_eq!(prompt_tolerance(Targeting::Estimate, 0), MINIMAL_PROMPT_MAX);
-        assert_eq!(
-            prompt_tolerance(Targeting::Estimate, 8 * K),
-            estimate_tolerance(8 * K)
-        );
-    }
-
-    fn planned_ctx(tokens: u64) -> PlannedContext {
-        PlannedContext {
-            tokens,
-            label: format_tokens(tokens),
-            decode: true,
-            spec: ContextSpec::Tokens(tokens),
-        }
-    }
-
-    #[test]
-    fn a_kv_budget_caps_the_reported_capacity() {
-        use super::budgeted_kv;
-        assert_eq!(budgeted_kv(Some(100), Some(60)), Some(60));
-        assert_eq!(budgeted_kv(Some(100), Some(600)), Some(100));
-        assert_eq!(budgeted_kv(None, Some(60)), Some(60));
-        assert_eq!(budgeted_kv(Some(100), None), Some(100));
-        assert_eq!(budgeted_kv(None, None), None);
-    }
-
-    #[test]
-    fn the_first_token_limit_follows_the_prompts_sent_together() {
-        use super::{Settings, first_token_default_s};
-        assert_eq!(
-            first_token_default_s(256, 1),
-            60.0,
-            "a short prompt: a minute"
-        );
-        assert_eq!(
-            first_token_default_s(1_048_576, 1),
-            524.288,
-            "1M tokens at 2,000/s"
-        );
-        assert_eq!(
-            first_token_default_s(131_072, 8),
-            524.288,
-            "8 cold prompts queue"
-        );
-        assert_eq!(first_token_default_s(1000, 0), 60.0);
-        let mut s = Settings::default();
-        assert_eq!(s.first_token_limit_s(1_048_576, 1), 524.288);
-        s.first_token_timeout_s = Some(5.0);
-        assert_eq!(
-            s.first_token_limit_s(1_048_576, 1),
-            5.0,
-            "an explicit flag wins"
-        );
-    }
-
-    use super::*;
-
-    const K: u64 = 1024;
-
-    #[test]
-    fn seed_contexts_resolve_to_1019k_and_1024k() {
-        let (ctx, dropped) = resolve_contexts(&default_contexts(), Some(1024 * K), 4096);
-        assert!(dropped.is_empty());
-        let labels: Vec<&str> = ctx.iter().map(|c| c.label.as_str()).collect();
-        assert_eq!(
-            labels,
-            [
-                "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1019K", "1024K"
-            ]
-        );
-        assert_eq!(ctx[7].tokens, 1019 * K);
-        assert!(ctx[7].decode);
-        assert_eq!(ctx[8].tokens, 1024 * K - 2);
-        assert!(!ctx[8].decode);
-    }
-
-    #[test]
-    fn contexts_over_the_limit_are_dropped_not_failed() {
-        let specs = [
-            ContextSpec::Tokens(8 * K),
-            ContextSpec::Tokens(64 * K),
-            ContextSpec::Tokens(4 * K),
-        ];
-        let (ctx, dropped) = resolve_contexts(&specs, Some(32 * K), 4096);
-        assert_eq!(
-            ctx.iter().map(|c| c.tokens).collect::<Vec<_>>(),
-            vec![4 * K, 8 * K]
-        );
-        assert_eq!(dropped.len(), 1);
-    }
-
-    /// The seed's staircase: with KV capacity between 2,113,536 and 2,129,920 tokens, exactly
-    /// the seed's cells are Over capacity.
-    #[test]
-    fn seed_staircase_from_kv_capacity() {
-        let (ctx, _) = resolve_contexts(&default_contexts(), Some(1024 * K), 4096);
-        let cells = matrix(&ctx, &default_concurrency(), Some(2_120_000), 4096);
-        let over_at = |label: &str| -> Vec<u32> {
-            cells
-                .iter()
-                .filter(|c| c.label == label && c.key.phase == Phase::Decode && c.over_capacity)
-                .map(|c| c.key.concurrency)
-                .collect()
-        };
-        assert_eq!(over_at("8K"), Vec::<u32>::new());
-        assert_eq!(over_at("16K"), vec![128]);
-        assert_eq!(over_at("32K"), vec![64, 128]);
-        assert_eq!(over_at("64K"), vec![32, 64, 128]);
-        assert_eq!(over_at("128K"), vec![16, 32, 64, 128]);
-        assert_eq!(over_at("256K"), vec![8, 16, 32, 64, 128]);
-        assert_eq!(over_at("512K"), vec![8, 16, 32, 64, 128]);
-        assert_eq!(over_at("1019K"), vec![4, 8, 16, 32, 64, 128]);
-        // 9 prefills + 8 decode rows × 8.
-        assert_eq!(cells.len(), 9 + 8 * 8);
-    }
-}
+#[path = "tests/plan.rs"]
+mod tests;

@@ -71,3 +71,28 @@ fn a_rate_above_capacity_never_settles_and_runs_its_duration() {
     let scheduled = r["rate"]["scheduled"].as_u64().unwrap_or(0);
     assert!((170..=181).contains(&scheduled), "{r:#}");
 }
+
+/// A decode window on the exact simulator (a fixed step time, so a steady output rate) closes
+/// once its output tok/s settles: the row says `stable` and ran well short of its 20 s.
+#[test]
+fn a_steady_decode_window_closes_once_stable() {
+    let _serial = timing_lock();
+    let sim = Sim::start(crate::run::exact_sim());
+    let dir = out_dir("stable-decode");
+    let o = crate::run::run_small(
+        &sim.url,
+        &dir,
+        "1K",
+        "2",
+        "20s",
+        "64",
+        &["--until-stable", "5%", "--skip-prefill"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let r = cell(&rows, "decode", 1024, 2);
+    assert_eq!(r["status"], "valid", "{r:#}");
+    assert_eq!(r["queue"]["stop_reason"], "stable", "{r:#}");
+    let ran = num(r, "measured_s");
+    assert!((5.0..19.0).contains(&ran), "{r:#}");
+}
