@@ -677,6 +677,7 @@ pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
         serial_server: s.serial_server,
         warm_ttft: None,
         until_stable: s.until_stable.map(|t| t.fraction),
+        respect_eos: s.respect_eos,
     }
 }
 

@@ -81,6 +81,8 @@ pub struct WindowSpec {
     pub warm_ttft: Option<Duration>,
     /// `--until-stable`: close the window early once its output tok/s settles (a fraction).
     pub until_stable: Option<f64>,
+    /// `--respect-eos`: answers end at EOS (the short-answer readiness rule).
+    pub respect_eos: bool,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -286,6 +288,7 @@ async fn await_readiness(
         timeout_ns: spec.readiness_timeout.as_nanos() as u64,
         serial: spec.serial_server,
         warm_ttft_ns: spec.warm_ttft.map(|w| w.as_nanos() as u64),
+        respect_eos: spec.respect_eos,
     };
     let mut judge = ReadinessJudge::new(rule, use_gauges);
     let by = loop {

@@ -16,9 +16,9 @@
 //!    step, before the last stream's first token, so "0 waiting" at that very moment would
 //!    rarely come (the in-window queue rule judges those re-sends). Without gauges
 //!    (`first_tokens`): every stream has received a token.
-//!    **Short answers** (`first_tokens_no_waiting`, with gauges): every stream has received a
-//!    token, some requests have already finished, and the waiting gauge read 0 in
-//!    `stable_samples` consecutive samples. With `--respect-eos` and short answers the running
+//!    **Short answers** (`first_tokens_no_waiting`, with gauges, `--respect-eos` only): every
+//!    stream has received a token, some requests have already finished, and the waiting gauge
+//!    read 0 in `stable_samples` consecutive samples. With `--respect-eos` and short answers the running
 //!    gauge rarely shows all N (streams are between a finished request and its re-send), so
 //!    the gauge rule alone would wait out the whole readiness limit on a server that holds
 //!    every stream.
@@ -112,6 +112,8 @@ pub struct ReadinessRule {
     /// The TTFT of a lone warm request at this context (the N = 1 cell), where known: the
     /// first-token stall rule waits at least 4 × it + 50 ms.
     pub warm_ttft_ns: Option<u64>,
+    /// `--respect-eos`: answers end at EOS, so the short-answer rule applies.
+    pub respect_eos: bool,
 }
 
 /// How long no stream may get its first token, while some have theirs and others none,
@@ -273,7 +275,13 @@ impl ReadinessJudge {
             // inside the window, not here.
             return all_tokens.then_some(ReadinessBy::GaugesAndFirstTokens);
         }
-        if all_tokens
+        // Only where answers end at EOS: with fixed-length answers the running gauge does show
+        // N on a server that holds them, and a slot-bound one (llama.cpp with fewer slots than
+        // N) would pass here too, its waiting gauge reading 0 at each hand-over. Under
+        // `--respect-eos` such a server still opens "ready" by this rule; the in-window queue
+        // rule then marks the cell Requests queued.
+        if self.rule.respect_eos
+            && all_tokens
             && o.finished_requests > 0
             && self.consecutive_no_waiting >= self.rule.stable_samples.max(1)
         {
@@ -311,6 +319,7 @@ mod tests {
             timeout_ns: 10_000 * MS,
             serial: false,
             warm_ttft_ns: None,
+            respect_eos: false,
         }
     }
 
@@ -516,7 +525,11 @@ mod tests {
             };
         // --respect-eos with short answers: requests end and re-send, so the running gauge
         // rarely reads 4, yet nothing waits.
-        let mut j = ReadinessJudge::new(rule(4), true);
+        let eos = ReadinessRule {
+            respect_eos: true,
+            ..rule(4)
+        };
+        let mut j = ReadinessJudge::new(eos, true);
         let seq = [
             done(10, 2, 3.0, 0.0, 0),
             done(30, 4, 3.0, 0.0, 2),
@@ -524,9 +537,19 @@ mod tests {
         ];
         let o = run(&mut j, &seq).expect("open");
         assert_eq!((o.0, o.1.by), (1, ReadinessBy::FirstTokensNoWaiting));
+        // Fixed-length answers on a slot-bound server (4 slots, N = 8, llama.cpp): every stream
+        // gets a token and the waiting gauge reads 0 at hand-overs, but the rule is not for it.
+        let mut j = ReadinessJudge::new(rule(8), true);
+        let seq = [
+            done(10, 4, 4.0, 4.0, 0),
+            done(30, 8, 4.0, 0.0, 4),
+            done(50, 8, 4.0, 0.0, 6),
+            done(70, 8, 4.0, 4.0, 8),
+        ];
+        assert_eq!(run(&mut j, &seq), None);
         assert!(o.1.by.is_ready());
         // A request waiting in between resets the count.
-        let mut j = ReadinessJudge::new(rule(4), true);
+        let mut j = ReadinessJudge::new(eos, true);
         let seq = [
             done(10, 4, 3.0, 0.0, 1),
             done(30, 4, 3.0, 1.0, 2),
