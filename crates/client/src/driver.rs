@@ -126,7 +126,7 @@ pub(crate) fn first_measured_context(m: &MatrixRun<'_>) -> Option<u64> {
         .cells
         .iter()
         .filter(|c| !m.done.contains(&c.key))
-        .find(|c| !c.over_capacity || m.plan.settings.measure_over_capacity)
+        .find(|c| m.plan.measures(c))
         .map(|c| c.key.context_tokens)
 }
 
@@ -147,7 +147,7 @@ pub(crate) async fn run_cells(
         }
         // Over capacity is a prediction, true whether or not the run goes on (unless the user
         // asked to measure such cells anyway).
-        if cell.over_capacity && !m.plan.settings.measure_over_capacity {
+        if !m.plan.measures(cell) {
             let s = &m.plan.settings;
             let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
             let k = cell.key;

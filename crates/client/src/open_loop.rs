@@ -11,10 +11,7 @@ use crate::live::OpenLoopLive;
 use crate::pacer::Pacer;
 use crate::stream::{Measured, RequestSpec, measure};
 use llmib_core::{RequestRecord, RequestSample, Slo};
-use llmib_core::{
-    STABLE_BATCHES, StableInput, StableSample, StableSeries, StableVerdict, stability,
-    stable_cadence, stable_series,
-};
+use llmib_core::{StableInput, StableSample, StableSeries, stable_cadence, stable_series};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -312,15 +309,12 @@ fn settled(done: &[Done], origin: Instant, interval_s: f64, min_s: f64, target: 
             values: &ttft,
         },
     ];
-    let input = StableInput {
+    StableInput {
         elapsed_s: now.as_secs_f64(),
         series: &series,
         min_s,
-    };
-    matches!(
-        stability(&input, target, STABLE_BATCHES),
-        StableVerdict::Stable { .. }
-    )
+    }
+    .settled(target)
 }
 
 /// Sends each request of `requests` at most once, at most `slots` at a time, each slot taking

@@ -16,10 +16,8 @@ use llmib_core::failing_window_done;
 use llmib_core::redact_text;
 use llmib_core::{Outcome, RequestRecord};
 use llmib_core::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
-use llmib_core::{
-    STABLE_BATCHES, StableInput, StableSeries, StableVerdict, StopReason, stability, stable_cadence,
-};
 use llmib_core::{SpecFigures, SpecWindow};
+use llmib_core::{StableInput, StableSeries, StopReason, stable_cadence};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -641,15 +639,12 @@ impl Settle {
             name: "output_tok_s",
             values: &self.tok_s,
         }];
-        let input = StableInput {
+        StableInput {
             elapsed_s: now.saturating_duration_since(self.start).as_secs_f64(),
             series: &series,
             min_s: self.min_s,
-        };
-        matches!(
-            stability(&input, self.target, STABLE_BATCHES),
-            StableVerdict::Stable { .. }
-        )
+        }
+        .settled(self.target)
     }
 }
 

@@ -599,6 +599,12 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether the run sends `cell`'s requests: every cell but one predicted Over capacity,
+    /// unless `--show-capacity-limited-values` measures those too.
+    pub fn measures(&self, cell: &PlannedCell) -> bool {
+        !cell.over_capacity || self.settings.measure_over_capacity
+    }
+
     /// Builds the plan from settings and what the server said.
     pub fn build(
         settings: Settings,

@@ -112,6 +112,17 @@ pub struct StableInput<'a> {
     pub min_s: f64,
 }
 
+impl StableInput<'_> {
+    /// Whether the cell may stop now: [`stability`] over [`STABLE_BATCHES`] batches says
+    /// `Stable` at `target` (a fraction). The one verdict every stopping window uses.
+    pub fn settled(&self, target: f64) -> bool {
+        matches!(
+            stability(self, target, STABLE_BATCHES),
+            StableVerdict::Stable { .. }
+        )
+    }
+}
+
 /// How a cell of `duration_s` is watched: (interval between observations, seconds; the
 /// earliest a verdict may come, seconds). The interval is a 120th of the window, within
 /// [0.1 s, 1 s], so that even a short cell has the 30 values (10 batches of 3) a verdict

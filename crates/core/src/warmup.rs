@@ -23,7 +23,7 @@ pub fn decode_warmup_cell(plan: &Plan) -> Option<CellKey> {
     plan.cells
         .iter()
         .filter(|c| matches!(c.key.phase, Phase::Decode | Phase::Burst))
-        .filter(|c| !c.over_capacity || plan.settings.measure_over_capacity)
+        .filter(|c| plan.measures(c))
         .map(|c| c.key)
         .max_by_key(|k| (k.context_tokens, k.concurrency))
         .map(|k| CellKey {

@@ -26,7 +26,12 @@ fn served(sim: &Sim) -> Vec<ServedRequest> {
 }
 
 /// Runs `run` at context 512 and max output 16 with the open-load flags in `extra`.
-fn run_load(url: &str, dir: &std::path::Path, duration: &str, extra: &[&str]) -> Vec<Value> {
+pub(crate) fn run_load(
+    url: &str,
+    dir: &std::path::Path,
+    duration: &str,
+    extra: &[&str],
+) -> Vec<Value> {
     let d = dir.to_str().unwrap_or_default();
     let mut args = vec![
         "run",

@@ -6,41 +6,29 @@
 use crate::common::*;
 use serde_json::Value;
 
-/// The rate row of an open-load run at `rate` over `duration` with `--until-stable 5%`.
+/// The rate row of an open-load run at `rate` over `duration` with `--until-stable 5%`, and
+/// how long the run took.
 fn rate_row(name: &str, rate: &str, duration: &str) -> (Value, std::time::Duration) {
     let sim = Sim::start(llmib_sim::builtin_profile("open-load").expect("open-load"));
     let dir = out_dir(name);
-    let d = dir.to_str().unwrap_or_default();
     let t0 = std::time::Instant::now();
-    let o = run_bin(&[
-        "run",
-        "--url",
+    let rows = crate::load::run_load(
         &sim.url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1",
-        "--max-output",
-        "16",
-        "--duration",
+        &dir,
         duration,
-        "--request-rate",
-        rate,
-        "--arrival",
-        "constant",
-        "--until-stable",
-        "5%",
-        "--drain-timeout",
-        "500ms",
-        "--skip-decode",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
+        &[
+            "--request-rate",
+            rate,
+            "--arrival",
+            "constant",
+            "--until-stable",
+            "5%",
+            "--drain-timeout",
+            "500ms",
+            "--skip-decode",
+        ],
+    );
     let took = t0.elapsed();
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
     let row = rows
         .iter()
         .find(|r| r["phase"] == "rate")
