@@ -308,6 +308,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", value_parser = parse::stable_target)]
     #[serde(deserialize_with = "de::stable_target")]
     pub until_stable: Option<llmib_core::StableTarget>,
+    /// Run shard I of N of this plan from one of several client machines (`0/4`), or `auto`:
+    /// from a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, with --shards) or a Slurm array
+    /// (`SLURM_ARRAY_TASK_ID`/`_COUNT`). Every shard gets the same flags and --start-at;
+    /// `merge` makes one run of their results (docs/distributed.md).
+    #[arg(long, value_name = "I/N|auto", value_parser = parse::shard)]
+    #[serde(deserialize_with = "de::shard")]
+    pub shard: Option<llmib_core::ShardArg>,
+    /// The number of shards, for `--shard auto` under a Kubernetes Indexed Job (its
+    /// completions).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
+    /// With --shard: the instant (RFC 3339, e.g. 2026-12-04T22:00:00Z) every shard's
+    /// timetable starts from; each cell then starts at the same wall-clock instant on every
+    /// shard. Give it far enough ahead for every shard to have started and probed the server.
+    #[arg(long, value_name = "TIME", value_parser = parse::start_at)]
+    #[serde(deserialize_with = "de::start_at")]
+    pub start_at: Option<String>,
+    /// With --shard: each cell's preparation time in the timetable (prompts built and warmed,
+    /// a prefill measured), seconds (default 60). A shard that needs longer is late, and its
+    /// part of the cell is marked.
+    #[arg(long, value_name = "SECONDS")]
+    pub shard_prep_seconds: Option<f64>,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -469,6 +491,7 @@ impl RunArgs {
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 input_len, output_len, workload, time_scale, until_stable,
+                shard, shards, start_at, shard_prep_seconds,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate,
                 hardware_info;
@@ -485,6 +508,7 @@ impl RunArgs {
             bail!("--skip-prefill and --prefill-only exclude each other: keep one");
         }
         let d = Settings::default();
+        let sharded = self.sharded(&|k| std::env::var(k).ok())?;
         Ok(Settings {
             contexts: self.contexts.clone().map_or(d.contexts, |c| c.0),
             concurrency: self.concurrency.clone().map_or(d.concurrency, |c| c.0),
@@ -494,7 +518,8 @@ impl RunArgs {
             readiness_timeout_s: secs_or(self.readiness_timeout, d.readiness_timeout_s),
             first_token_timeout_s: self.first_token_timeout.map(|t| t.as_secs_f64()),
             idle_timeout_s: secs_or(self.idle_timeout, d.idle_timeout_s),
-            save_requests: self.save_requests,
+            // A merge recomputes every figure from the shards' records.
+            save_requests: self.save_requests || sharded.is_some(),
             respect_eos: self.respect_eos,
             serial_server: self.serial_server,
             skip_prefill: self.skip_prefill,
@@ -519,7 +544,9 @@ impl RunArgs {
             measure_over_capacity: self.show_capacity_limited_values,
             decode_warmup_s: self.decode_warmup_s()?,
             until_stable: self.until_stable,
-            prompt_seed: fresh_seed(),
+            prompt_seed: sharded.as_ref().map_or_else(fresh_seed, |s| s.prompt_seed),
+            shard: sharded.as_ref().map(|s| s.spec),
+            timetable: sharded.map(|s| s.timetable),
             ..d
         })
     }

@@ -127,3 +127,13 @@ pub fn stable_target<'de, D: Deserializer<'de>>(
 ) -> Result<Option<llmib_core::StableTarget>, D::Error> {
     with(d, parse::stable_target)
 }
+
+/// `--shard` in a config file.
+pub fn shard<'de, D: Deserializer<'de>>(d: D) -> Result<Option<llmib_core::ShardArg>, D::Error> {
+    with(d, parse::shard)
+}
+
+/// `--start-at` in a config file.
+pub fn start_at<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    with(d, parse::start_at)
+}

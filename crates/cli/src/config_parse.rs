@@ -129,3 +129,18 @@ pub fn formats(s: &str) -> Result<Formats, String> {
             .map(Formats),
     }
 }
+
+/// `--shard`: `I/N` or `auto`.
+pub fn shard(s: &str) -> Result<llmib_core::ShardArg, String> {
+    s.parse().map_err(|e: llmib_core::ShardError| e.to_string())
+}
+
+/// `--start-at`: an RFC 3339 instant, kept as given (its ns are `llmib_core::parse_rfc3339_ns`).
+pub fn start_at(s: &str) -> Result<String, String> {
+    match llmib_core::parse_rfc3339_ns(s) {
+        Some(_) => Ok(s.trim().to_string()),
+        None => Err(format!(
+            "`{s}` is not an RFC 3339 instant: write e.g. 2026-12-04T22:00:00Z (every shard gets the same)"
+        )),
+    }
+}

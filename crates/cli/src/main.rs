@@ -5,9 +5,11 @@ mod config;
 mod display;
 mod drive;
 mod eval_cmd;
+mod merge_cmd;
 mod report_cmd;
 mod resume;
 mod run_cmd;
+mod shard_args;
 mod sim_cmd;
 mod workload_check;
 
@@ -40,6 +42,9 @@ enum Command {
     Compare(report_cmd::CompareArgs),
     /// Score an accuracy profile (GSM8K, MMLU-Pro, GPQA Diamond) against a server.
     Eval(Box<eval_cmd::EvalArgs>),
+    /// Merge the results of a run's shards (`run --shard I/N` on several client machines)
+    /// into one results directory, figures recomputed from every shard's requests.
+    Merge(merge_cmd::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +88,7 @@ fn main() -> ExitCode {
             Command::Sim(a) => sim_cmd::run(a).await.map(|_| run_cmd::Exit::Ok),
             Command::Report(a) => report_cmd::run(a).map(|_| run_cmd::Exit::Ok),
             Command::Eval(a) => eval_cmd::run(*a).await.map(|_| run_cmd::Exit::Ok),
+            Command::Merge(a) => merge_cmd::run(a).map(|_| run_cmd::Exit::Ok),
             Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
         }
     });

@@ -125,6 +125,11 @@ fn classified(args: &RunArgs) {
         extra_body: _,
         max_total_tokens: _,
         show_capacity_limited_values: _,
+        // Refused: a shard's timetable has passed (`refuse_changed_measurement`).
+        shard: _,
+        shards: _,
+        start_at: _,
+        shard_prep_seconds: _,
         // Changeable: `apply_changes` (and the URL note in `decide`).
         url: _,
         max_time: _,
@@ -155,6 +160,11 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
     let s = &saved.plan.settings;
     if a.force {
         bail!("--force replaces a run and --resume continues one: pass only one of them");
+    }
+    if s.shard.is_some() || a.shard.is_some() {
+        bail!(
+            "a shard cannot be resumed: its timetable has passed and the other shards went on; run every shard again with a new --start-at"
+        );
     }
     fixed("output", a.output.as_deref(), dir)?;
     fixed(

@@ -303,6 +303,12 @@ pub struct CellResult {
     /// A decode row judged against the run's SLO (closed loop: its finished requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloRow>,
+    /// A shard's row (`run --shard`): its part of the cell, its slot and its clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Box<crate::timetable::ShardCell>>,
+    /// A merged row (`merge`): what each shard's part was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Box<crate::timetable::MergedShards>>,
 }
 
 impl CellResult {
@@ -360,6 +366,8 @@ impl CellResult {
             rate: None,
             capacity: None,
             slo: None,
+            shard: None,
+            merged: None,
             capacity_limited: false,
             speculative: None,
             tokens_per_chunk: None,

@@ -39,6 +39,7 @@ mod stable;
 mod stats;
 mod store;
 mod time;
+mod timetable;
 mod varying;
 mod verdict;
 mod warmup;
@@ -78,7 +79,7 @@ pub use verdict::{
 pub use warmup::decode_warmup_cell;
 
 // Load from several client machines: shards of one plan, and the check of a merge.
-pub use plan::plan_hash;
+pub use plan::{fnv1a, plan_hash};
 pub use shard::{
     MAX_SHARDS, MergeError, ShardArg, ShardError, ShardIdentity, ShardSpec, check_shards,
     resolve_auto,
@@ -138,7 +139,11 @@ pub use redact::{
 };
 pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 pub use store::{LoadedRun, RunDir, StoreError, parse_cells};
-pub use time::now_rfc3339;
+pub use time::{now_rfc3339, parse_rfc3339_ns};
+pub use timetable::{
+    ClockSync, DEFAULT_PREP_S, MergedShard, MergedShards, SLOT_GRACE_NS, ShardCell, ShardSchedule,
+    Slot, SlotKind, Timetable, TimetableSettings,
+};
 
 // The live view's arithmetic (rates, ETA) and the records of an eval run.
 pub use accuracy::{Accuracy, Category, EvalSummary, ItemScore, Profile, Provenance, wilson_95};

@@ -114,6 +114,10 @@ pub struct Settings {
     /// This run is one shard of a run spread over several client machines (`--shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardSpec>,
+    /// The slots every shard follows (`--start-at`, `--shard-prep-seconds`); set with
+    /// `shard`, and shared by every shard (so part of the plan's hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timetable: Option<crate::timetable::TimetableSettings>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -374,6 +378,7 @@ impl Default for Settings {
             load: None,
             decode_warmup_s: 0.0,
             shard: None,
+            timetable: None,
             until_stable: None,
             tokenizer_file: None,
             prefill_metric: PrefillMetric::Auto,
@@ -569,12 +574,18 @@ pub fn plan_hash(plan: &Plan) -> String {
     let mut p = plan.clone();
     p.settings.shard = None;
     let text = serde_json::to_string(&p).unwrap_or_default();
+    format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
+/// 64-bit FNV-1a: a stable hash (the same on every machine and build) for identities that
+/// several processes must agree on.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
+    for b in bytes {
+        h ^= u64::from(*b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    format!("{h:016x}")
+    h
 }
 
 /// Everything the run decided before sending, as stored in `run.json`.

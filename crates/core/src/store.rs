@@ -22,6 +22,8 @@ pub const RUN_FILE: &str = "run.json";
 pub const CELLS_FILE: &str = "cells.jsonl";
 /// `requests.jsonl` (with `--save-requests`).
 pub const REQUESTS_FILE: &str = "requests.jsonl";
+/// `schedules.jsonl` (a shard's rate-cell schedules, for `merge`).
+pub const SCHEDULES_FILE: &str = "schedules.jsonl";
 
 /// Errors of the results store; each says which file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +96,7 @@ impl RunDir {
     /// `replace`: then that run's files are removed first.
     pub fn create_new(root: impl Into<PathBuf>, replace: bool) -> Result<Self, StoreError> {
         let root = root.into();
-        let files = [RUN_FILE, CELLS_FILE, REQUESTS_FILE];
+        let files = [RUN_FILE, CELLS_FILE, REQUESTS_FILE, SCHEDULES_FILE];
         let held = files.iter().any(|f| root.join(f).exists());
         if held && !replace {
             return Err(StoreError::Occupied(root));
@@ -178,6 +180,14 @@ impl RunDir {
         }
         cut_torn_tail(&path)?;
         append_synced(&path, &buf)
+    }
+
+    /// Appends a rate cell's schedule (a shard's, for `merge`) to `schedules.jsonl`.
+    pub fn append_schedule(
+        &self,
+        line: &crate::timetable::ShardSchedule,
+    ) -> Result<(), StoreError> {
+        append_line(&self.root.join(SCHEDULES_FILE), line)
     }
 
     /// Reads the run back.

@@ -1,0 +1,87 @@
+//! Known answers for the shards' timetable.
+
+use super::*;
+
+const S: u64 = 1_000_000_000;
+
+fn table(prep_s: f64) -> Timetable {
+    Timetable::new(&TimetableSettings {
+        start_at: "2026-12-04T22:00:00Z".into(),
+        start_unix_ns: 1_000 * S,
+        prep_s,
+    })
+}
+
+#[test]
+fn slots_follow_each_other_with_their_phases() {
+    let mut t = table(30.0);
+    let p = t.slot(SlotKind::Prefill);
+    assert_eq!(
+        p,
+        Slot {
+            start_unix_ns: 1_000 * S,
+            origin_unix_ns: 1_030 * S,
+            open_unix_ns: 1_030 * S,
+            close_unix_ns: 1_030 * S,
+            end_unix_ns: 1_030 * S,
+        }
+    );
+    let d = t.slot(SlotKind::Decode {
+        ramp_s: 20.0,
+        window_s: 10.0,
+    });
+    assert_eq!(d.start_unix_ns, 1_030 * S);
+    assert_eq!(d.origin_unix_ns, 1_060 * S);
+    assert_eq!(d.open_unix_ns, 1_080 * S);
+    assert_eq!(d.close_unix_ns, 1_090 * S);
+    assert_eq!(d.end_unix_ns, 1_090 * S + SLOT_GRACE_NS);
+    let r = t.slot(SlotKind::Rate {
+        span_s: 12.5,
+        drain_s: 5.0,
+    });
+    assert_eq!(r.start_unix_ns, d.end_unix_ns);
+    assert_eq!(r.origin_unix_ns, d.end_unix_ns + 30 * S);
+    assert_eq!(r.open_unix_ns, r.origin_unix_ns);
+    assert_eq!(r.close_unix_ns, r.origin_unix_ns + 12_500_000_000);
+    assert_eq!(r.end_unix_ns, r.close_unix_ns + 5 * S + SLOT_GRACE_NS);
+}
+
+#[test]
+fn two_shards_asking_in_the_same_order_get_the_same_slots() {
+    let kinds = [
+        SlotKind::Prefill,
+        SlotKind::Decode {
+            ramp_s: 5.0,
+            window_s: 3.0,
+        },
+        SlotKind::Rate {
+            span_s: 2.0,
+            drain_s: 1.0,
+        },
+    ];
+    let (mut a, mut b) = (table(7.0), table(7.0));
+    for k in kinds {
+        assert_eq!(a.slot(k), b.slot(k));
+    }
+}
+
+#[test]
+fn bad_lengths_never_panic() {
+    let mut t = table(f64::NAN);
+    let s = t.slot(SlotKind::Decode {
+        ramp_s: -1.0,
+        window_s: f64::INFINITY,
+    });
+    assert_eq!(s.origin_unix_ns, 1_000 * S);
+    assert_eq!(s.open_unix_ns, 1_000 * S);
+    let mut far = Timetable::new(&TimetableSettings {
+        start_at: String::new(),
+        start_unix_ns: u64::MAX - 5,
+        prep_s: 1e30,
+    });
+    let s = far.slot(SlotKind::Rate {
+        span_s: 1e30,
+        drain_s: 1e30,
+    });
+    assert_eq!(s.end_unix_ns, u64::MAX);
+}

@@ -1,0 +1,225 @@
+//! The timetable that shards of one run follow (`run --shard I/N --start-at T`): every cell
+//! gets a slot of wall-clock time, the same on every shard, so that a decode window opens and
+//! closes, and a rate cell's schedule starts, at the same instants on every client machine.
+//! Shards cannot talk to each other; they agree because each computes the same slots from
+//! the same plan, settings and start instant. Pure: the clock is read by the caller.
+//!
+//! A slot, in order: *prep* (`--shard-prep-seconds`: prompts built, cold prompts warmed, a
+//! prefill cell measured on shard 0), then at the *origin* a decode cell's streams start and
+//! ramp up to the *open* instant (the readiness limit later), its window runs to *close*; a
+//! rate cell's schedule starts at the origin (open = origin) and its last request is due at
+//! close, then the drain limit. A grace period lets the streams stop and the server free its
+//! KV before the next slot. Also here: what a shard's row records of its slot
+//! ([`ShardCell`]), the schedule file a merge reads ([`ShardSchedule`]), and what a merged
+//! row says of its shards ([`MergedShards`]).
+
+use crate::cell::CellKey;
+use serde::{Deserialize, Serialize};
+
+/// After a slot's window or drain: time for the streams to stop and the server to free
+/// their KV before the next slot starts (an abort takes well under a second on the engines
+/// measured; a slow one shows as a first sample with waiting requests).
+pub const SLOT_GRACE_NS: u64 = 3_000_000_000;
+
+/// The default `--shard-prep-seconds`.
+pub const DEFAULT_PREP_S: f64 = 60.0;
+
+/// The timetable's settings, shared by every shard (part of the plan's hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimetableSettings {
+    /// `--start-at` as given (RFC 3339).
+    pub start_at: String,
+    /// The same instant, ns since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// Each slot's preparation, seconds (`--shard-prep-seconds`).
+    pub prep_s: f64,
+}
+
+/// What a slot is for, with the lengths that size it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SlotKind {
+    /// A prefill cell (measured by shard 0 inside the prep time).
+    Prefill,
+    /// A decode cell: the ramp (the readiness limit) and the window, seconds.
+    Decode {
+        /// Longest ramp before the window opens.
+        ramp_s: f64,
+        /// The window.
+        window_s: f64,
+    },
+    /// A rate cell: the schedule's span (its last due instant) and the drain limit, seconds.
+    Rate {
+        /// From the first to the last due instant.
+        span_s: f64,
+        /// How long requests still running are waited for.
+        drain_s: f64,
+    },
+}
+
+/// One cell's slot, instants in ns since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    /// The slot starts: preparation.
+    pub start_unix_ns: u64,
+    /// The cell origin: decode streams start, a rate schedule's offsets count from here.
+    pub origin_unix_ns: u64,
+    /// A decode window opens (a rate cell: = origin).
+    pub open_unix_ns: u64,
+    /// A decode window closes; a rate cell's last request is due.
+    pub close_unix_ns: u64,
+    /// The next slot starts.
+    pub end_unix_ns: u64,
+}
+
+/// Hands out consecutive slots from the start instant.
+#[derive(Debug, Clone)]
+pub struct Timetable {
+    next_unix_ns: u64,
+    prep_ns: u64,
+}
+
+/// Seconds as ns, saturating (a hand-edited run.json never panics).
+fn ns(s: f64) -> u64 {
+    if s.is_finite() && s > 0.0 {
+        (s * 1e9).min(u64::MAX as f64) as u64
+    } else {
+        0
+    }
+}
+
+impl Timetable {
+    /// The timetable of `s`: the first slot starts at the start instant.
+    pub fn new(s: &TimetableSettings) -> Timetable {
+        Timetable {
+            next_unix_ns: s.start_unix_ns,
+            prep_ns: ns(s.prep_s),
+        }
+    }
+
+    /// The next slot, for a cell of `kind`. Every shard asks for slots in the same order
+    /// (the plan's), so every shard gets the same ones.
+    pub fn slot(&mut self, kind: SlotKind) -> Slot {
+        let start = self.next_unix_ns;
+        let origin = start.saturating_add(self.prep_ns);
+        let (open, close, end) = match kind {
+            SlotKind::Prefill => (origin, origin, origin),
+            SlotKind::Decode { ramp_s, window_s } => {
+                let open = origin.saturating_add(ns(ramp_s));
+                let close = open.saturating_add(ns(window_s));
+                (open, close, close.saturating_add(SLOT_GRACE_NS))
+            }
+            SlotKind::Rate { span_s, drain_s } => {
+                let close = origin.saturating_add(ns(span_s));
+                let end = close.saturating_add(ns(drain_s));
+                (origin, close, end.saturating_add(SLOT_GRACE_NS))
+            }
+        };
+        self.next_unix_ns = end;
+        Slot {
+            start_unix_ns: start,
+            origin_unix_ns: origin,
+            open_unix_ns: open,
+            close_unix_ns: close,
+            end_unix_ns: end,
+        }
+    }
+}
+
+/// What the host's clock discipline says of its own error (Linux `adjtimex`: the kernel's
+/// NTP/PTP state, as chrony or ntpd steer it). It bounds how far this shard's wall clock, and
+/// so its slot instants, may be from the others'.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockSync {
+    /// The kernel says the clock is synchronized (not `TIME_ERROR`).
+    pub synchronized: bool,
+    /// Estimated error, ms.
+    pub est_error_ms: f64,
+    /// Maximum error, ms.
+    pub max_error_ms: f64,
+}
+
+/// What a shard's row records of its part of a cell (`cells.jsonl`, `shard`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardCell {
+    /// This shard.
+    pub index: u32,
+    /// Shards in the run.
+    pub count: u32,
+    /// The timetable's origin of the cell, ns since the Unix epoch.
+    pub origin_due_unix_ns: u64,
+    /// This shard's wall clock when its cell origin was taken (the records' offsets count from
+    /// it): late by `origin_unix_ns − origin_due_unix_ns`.
+    pub origin_unix_ns: u64,
+    /// Decode: the window opened at `open_ns` from the origin (the timetable's instant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_ns: Option<u64>,
+    /// Decode: the window closed at `close_ns` from the origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_ns: Option<u64>,
+    /// Decode: this shard's readiness judge had opened the window by that instant (`false`:
+    /// its streams were still ramping, or queued, when the window opened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at_open: Option<bool>,
+    /// Requests (rate) or streams (decode) this shard ran.
+    pub requests: u64,
+    /// The server's generation-token counter delta over the window, as this shard read it
+    /// (server-wide: every shard's tokens; the row's own field is left empty on a shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_generation_tokens: Option<f64>,
+    /// The host's clock discipline at the cell, where the kernel tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSync>,
+}
+
+/// One line of a shard's `schedules.jsonl`: a rate cell's global schedule, and the prompt
+/// lengths built for this shard's requests, so a merge can judge the union as one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardSchedule {
+    /// The rate cell.
+    pub cell: CellKey,
+    /// Every request's due instant, ns from the origin (all shards', index = request).
+    pub due_ns: Vec<u64>,
+    /// The requests this shard sent (global indices, ascending).
+    pub mine: Vec<u32>,
+    /// Where prompt lengths vary: the prompt tokens built for each of `mine`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<Vec<u64>>,
+    /// The prompt tokens built (C) where all prompts are alike.
+    pub expected_prompt_tokens: u64,
+}
+
+/// What a merged row says of its shards (`cells.jsonl`, `merged`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShards {
+    /// Each shard's part, by index.
+    pub shards: Vec<MergedShard>,
+    /// Every shard measured its part (a status with figures, ready where it is a decode
+    /// cell): when `false`, the row's status says why.
+    pub complete: bool,
+}
+
+/// One shard's part of a merged row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    /// The shard.
+    pub index: u32,
+    /// Its own row's status.
+    pub status: crate::cell::CellStatus,
+    /// Its own row's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// Requests (rate) or streams (decode) it ran.
+    pub requests: u64,
+    /// How late its origin was against the timetable, ms, by its own clock.
+    pub origin_late_ms: f64,
+    /// Decode: ready when the window opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at_open: Option<bool>,
+    /// Its clock's own error bound, where the kernel told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSync>,
+}
+
+#[cfg(test)]
+#[path = "tests/timetable.rs"]
+mod tests;
