@@ -150,6 +150,7 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
         cancel,
         hardware: hw.as_deref().filter(|_| d.server_local),
         skip,
+        shard: llmib_client::ShardRun::of(d.plan).map(std::sync::Arc::new),
     })
     .await;
     if let Some(t) = tui {

@@ -10,22 +10,18 @@ use crate::burst::send_burst;
 
 use crate::engine::Engine;
 use crate::hwmon::HwMonitor;
-use crate::live::LiveWindow;
 use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::prompt::{BuiltPrompt, PromptBuilder};
-use crate::skip::{CellSkip, SKIPPED};
-use crate::stream::{Counting, Measured, RequestSpec, StreamLimits, measure};
-use crate::window::{WindowRun, WindowSpec, into_records, run_window, warm_up};
-use llmib_core::CountReport;
+use crate::skip::CellSkip;
+use crate::stream::{Measured, RequestSpec, StreamLimits, measure};
+use crate::window::{into_records, warm_up};
 use llmib_core::burst_result;
 use llmib_core::duration_from_secs;
-use llmib_core::now_rfc3339;
 use llmib_core::redact_text;
 use llmib_core::server_prefill_rate;
-use llmib_core::{CellKey, CellResult, CellStatus, Phase};
+use llmib_core::{CellKey, CellResult, CellStatus};
 use llmib_core::{
-    DecodeObservation, ErrorTally, bare_result, decode_result, failed_result, interrupted_result,
-    over_capacity_result, prefill_result, prefill_series_result,
+    ErrorTally, failed_result, interrupted_result, prefill_result, prefill_series_result,
 };
 use llmib_core::{Outcome, RequestRecord};
 use llmib_core::{Plan, PlannedCell, PrefillMetric};
@@ -78,11 +74,14 @@ pub struct MatrixRun<'a> {
     pub hardware: Option<&'a HwMonitor>,
     /// Skips the cell in progress (the dashboard's `s` key).
     pub skip: CellSkip,
+    /// This run is a shard (`--shard`): its part of each cell and its timetable
+    /// ([`ShardRun::of`] the plan).
+    pub shard: Option<Arc<crate::shard::ShardRun>>,
 }
 
 impl<'a> MatrixRun<'a> {
     /// The run as one cell sees it: cancelled with the run, or alone by a skip.
-    fn for_cell(&self) -> MatrixRun<'a> {
+    pub(crate) fn for_cell(&self) -> MatrixRun<'a> {
         MatrixRun {
             engine: self.engine.clone(),
             model: self.model.clone(),
@@ -94,18 +93,31 @@ impl<'a> MatrixRun<'a> {
             cancel: self.skip.arm(&self.cancel),
             hardware: self.hardware,
             skip: self.skip.clone(),
+            shard: self.shard.clone(),
         }
     }
 }
 
 /// Per-context prompt state.
-struct ContextPrompts {
-    context: u64,
-    prompts: HashMap<u32, BuiltPrompt>,
-    warmed: HashSet<u32>,
+pub(crate) struct ContextPrompts {
+    pub(crate) context: u64,
+    pub(crate) prompts: HashMap<u32, BuiltPrompt>,
+    pub(crate) warmed: HashSet<u32>,
     /// Set when prompts cannot be built at this context (error kind and text): every cell
     /// here fails with it.
     error: Option<(&'static str, String)>,
+}
+
+impl ContextPrompts {
+    /// No prompt built yet at `context`.
+    pub(crate) fn new(context: u64) -> ContextPrompts {
+        ContextPrompts {
+            context,
+            prompts: HashMap::new(),
+            warmed: HashSet::new(),
+            error: None,
+        }
+    }
 }
 
 /// The run's state before its first cell.
@@ -130,144 +142,16 @@ pub(crate) fn first_measured_context(m: &MatrixRun<'_>) -> Option<u64> {
         .map(|c| c.key.context_tokens)
 }
 
-/// Runs the matrix's planned cells in order (`crate::run` runs the open-load sections after
-/// them); returns how the matrix ended.
-pub(crate) async fn run_cells(
-    m: &MatrixRun<'_>,
-    st: &mut RunState,
-    started: Instant,
-) -> Result<MatrixEnd, DriverError> {
-    let mut end = MatrixEnd::Completed;
-    let total = m.plan.cells.len();
-    let mut recent: Vec<CellResult> = Vec::new();
-
-    for (index, cell) in m.plan.cells.iter().enumerate() {
-        if m.done.contains(&cell.key) {
-            continue;
-        }
-        // Over capacity is a prediction, true whether or not the run goes on (unless the user
-        // asked to measure such cells anyway).
-        if !m.plan.measures(cell) {
-            let s = &m.plan.settings;
-            let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
-            let k = cell.key;
-            let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
-            m.progress.event(ProgressEvent::Skipped {
-                cell: cell.clone(),
-                reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),
-            });
-            save(m, over_capacity_result(cell, s.max_output, kv))?;
-            continue;
-        }
-        if end == MatrixEnd::Completed {
-            end = stop_reason(m, started);
-        }
-        if end != MatrixEnd::Completed {
-            save(
-                m,
-                bare_result(cell, CellStatus::NotRun, Some(not_run_reason(&end))),
-            )?;
-            continue;
-        }
-        m.progress.event(ProgressEvent::CellStarted {
-            index,
-            total,
-            cell: cell.clone(),
-        });
-        let mut row = measure_cell(m, st, cell).await;
-        if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
-            end = MatrixEnd::Interrupted;
-            row.status_reason = Some(not_run_reason(&end));
-        }
-        let failed = row.status == CellStatus::Failed;
-        recent.push(row.clone());
-        if recent.len() > 4 {
-            recent.remove(0);
-        }
-        save(m, row)?;
-        if failed && let Some(gone) = server_gone(m, &recent).await {
-            end = gone;
-        }
-    }
-    Ok(end)
-}
-
-/// One cell measured, its row stamped with its times and hardware; Not run, "skipped", when
-/// the dashboard's `s` stopped it.
-async fn measure_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
-    let t0 = now_rfc3339();
-    if let Some(hw) = m.hardware {
-        hw.begin_cell();
-    }
-    let cm = m.for_cell();
-    let mut row = run_cell(&cm, st, cell).await;
-    m.skip.disarm();
-    if cm.cancel.is_cancelled() && !m.cancel.is_cancelled() {
-        // Whatever the cell got to, its row measures nothing.
-        m.progress.event(ProgressEvent::Note(format!(
-            "{} {} × {} skipped",
-            cell.key.phase.label(),
-            cell.label,
-            cell.key.concurrency
-        )));
-        row = bare_result(cell, CellStatus::NotRun, Some(SKIPPED.to_string()));
-    }
-    if cell.over_capacity {
-        mark_capacity_limited(m, cell, &mut row);
-    }
-    row.started_at = Some(t0);
-    row.finished_at = Some(now_rfc3339());
-    if let Some(hw) = m.hardware {
-        row.hardware = hw.end_cell();
-    }
-    row
-}
-
-/// A cell predicted Over capacity and measured anyway (`--show-capacity-limited-values`): the
-/// row says so, with the prediction, so no figure of it is read as a fitting cell's.
-fn mark_capacity_limited(m: &MatrixRun<'_>, cell: &PlannedCell, row: &mut CellResult) {
-    let k = cell.key;
-    let s = &m.plan.settings;
-    let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
-    let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
-    let mark = format!(
-        "predicted over KV capacity (needs {needs} tokens, has {kv}), measured anyway (--show-capacity-limited-values)"
-    );
-    row.capacity_limited = true;
-    row.status_reason = Some(match row.status_reason.take() {
-        Some(r) => format!("{mark}; {r}"),
-        None => mark,
-    });
-}
-
-/// After a failed cell: whether the server is gone, so the run ends (every later cell would
-/// fail the same way) — it no longer answers at all, or it accepts requests and never answers
-/// them (`llmib_core::first_token_stall`: two cells in a row without a first token).
-async fn server_gone(m: &MatrixRun<'_>, recent: &[CellResult]) -> Option<MatrixEnd> {
-    if !m.engine.alive().await {
-        return Some(MatrixEnd::ServerGone(format!(
-            "the server at {} stopped answering",
-            m.engine.base_url()
-        )));
-    }
-    llmib_core::first_token_stall(recent).then(|| {
-        MatrixEnd::ServerGone(format!(
-            "the server at {} accepts requests but sent no first token in two cells in a row (raise --first-token-timeout if its prefill is that slow)",
-            m.engine.base_url()
-        ))
-    })
-}
-
 /// What the run carries from cell to cell.
 pub(crate) struct RunState {
     /// The run's prompt builder (the open-load sections build with it too).
     pub(crate) builder: PromptBuilder,
-    ctx: Option<ContextPrompts>,
+    pub(crate) ctx: Option<ContextPrompts>,
     /// Whether the one-off hidden warm-up has run.
     pub(crate) hidden_warmup_done: bool,
     /// The TTFT of a lone warm request at each context (the N = 1 cell): the baseline for the
     /// gauge-less queueing rule.
-    warm_ttft_ms: HashMap<u64, f64>,
+    pub(crate) warm_ttft_ms: HashMap<u64, f64>,
 }
 
 /// Why the run stops before the next cell, if it does (Ctrl-C, the time budget).
@@ -283,39 +167,6 @@ pub(crate) fn stop_reason(m: &MatrixRun<'_>, started: Instant) -> MatrixEnd {
         MatrixEnd::BudgetSpent
     } else {
         MatrixEnd::Completed
-    }
-}
-
-/// Measures one cell: its context's prompt state, then the cell (`crate::warm` ran the
-/// run's one-off warm-ups before the first).
-async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
-    let key = cell.key;
-    if st
-        .ctx
-        .as_ref()
-        .is_none_or(|c| c.context != key.context_tokens)
-    {
-        st.ctx = Some(ContextPrompts {
-            context: key.context_tokens,
-            prompts: HashMap::new(),
-            warmed: HashSet::new(),
-            error: None,
-        });
-    }
-    let Some(cp) = st.ctx.as_mut() else {
-        return failed_result(cell, "internal", "no prompt state for this context".into());
-    };
-    match key.phase {
-        Phase::Prefill => prefill_cell(m, &mut st.builder, cp, cell).await,
-        Phase::Decode => decode_cell(m, &mut st.builder, cp, cell, &mut st.warm_ttft_ms).await,
-        Phase::Burst => burst_cell(m, &mut st.builder, cp, cell).await,
-        // The open-loop section runs after the matrix (`crate::load_driver`), never as a
-        // planned cell.
-        Phase::Rate | Phase::Capacity => failed_result(
-            cell,
-            "internal",
-            "an open-loop cell in the matrix's plan".into(),
-        ),
     }
 }
 
@@ -344,7 +195,7 @@ async fn server_rate_after(m: &MatrixRun<'_>, before: (f64, f64)) -> Option<f64>
 
 /// A Burst / E2E cell: the context's prompts warmed, W warm-up requests, then R measured ones
 /// with at most N in flight, counted and judged by `llmib_core::burst`.
-async fn burst_cell(
+pub(crate) async fn burst_cell(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     cp: &mut ContextPrompts,
@@ -484,7 +335,7 @@ pub(crate) fn save(m: &MatrixRun<'_>, mut row: CellResult) -> Result<(), DriverE
     Ok(())
 }
 
-async fn ensure_prompts(
+pub(crate) async fn ensure_prompts(
     builder: &mut PromptBuilder,
     cp: &mut ContextPrompts,
     n: u32,
@@ -516,7 +367,7 @@ async fn ensure_prompts(
 }
 
 /// Builds the streamed request of each stream in `streams` (once; re-sends reuse it).
-fn requests_for(
+pub(crate) fn requests_for(
     m: &MatrixRun<'_>,
     cp: &ContextPrompts,
     streams: impl Iterator<Item = u32>,
@@ -541,7 +392,7 @@ fn requests_for(
         .collect()
 }
 
-async fn prefill_cell(
+pub(crate) async fn prefill_cell(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     cp: &mut ContextPrompts,
@@ -645,7 +496,7 @@ pub(crate) fn prompt_tolerance(m: &MatrixRun<'_>, cell: &PlannedCell) -> u64 {
 
 /// Sends the prompts the server has not seen yet once (`max_tokens = 1`), so the window's
 /// requests hit the prefix cache; returns the warm-up's errors.
-async fn warm_cold_prompts(
+pub(crate) async fn warm_cold_prompts(
     m: &MatrixRun<'_>,
     cp: &mut ContextPrompts,
     n: u32,
@@ -663,126 +514,4 @@ async fn warm_cold_prompts(
     cp.warmed
         .extend(done.iter().filter(|r| !r.is_error()).map(|r| r.stream));
     Ok(errors)
-}
-
-/// A decode window's settings at N = `n`.
-pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
-    let s = &m.plan.settings;
-    WindowSpec {
-        concurrency: n,
-        // From run.json when resuming: clamped, never a panic on a hand-edited file.
-        duration: duration_from_secs(s.duration_s),
-        readiness_timeout: duration_from_secs(s.readiness_timeout_s),
-        gauge_interval: Duration::from_millis(s.gauge_interval_ms.clamp(10, 60_000)),
-        serial_server: s.serial_server,
-        warm_ttft: None,
-        until_stable: s.until_stable.map(|t| t.fraction),
-        respect_eos: s.respect_eos,
-    }
-}
-
-/// A decode cell's window, its live state announced first: the closed loop run, its tokens
-/// counted, its records finished. `None`: the run was interrupted.
-async fn measure_window(
-    m: &MatrixRun<'_>,
-    key: CellKey,
-    requests: &[RequestSpec],
-    warm_ttft_ms: Option<f64>,
-) -> Option<(WindowRun, Vec<RequestRecord>, CountReport)> {
-    let mut spec = window_spec(m, key.concurrency);
-    spec.warm_ttft = warm_ttft_ms.map(|ms| duration_from_secs(ms / 1000.0));
-    let live = Arc::new(LiveWindow::new(
-        key.concurrency,
-        spec.duration,
-        m.engine.counting() == Counting::UsagePerChunk,
-    ));
-    m.progress.event(ProgressEvent::Phase(Stage::Window));
-    m.progress.event(ProgressEvent::WindowLive(live.clone()));
-    let mut w = run_window(
-        m.engine.clone(),
-        requests,
-        &spec,
-        &m.cancel,
-        live,
-        m.progress,
-    )
-    .await;
-    if w.interrupted {
-        return None;
-    }
-    m.progress.event(ProgressEvent::Window {
-        origin: w.origin,
-        window: w.window,
-    });
-    m.progress.event(ProgressEvent::Phase(Stage::Counting));
-    let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
-    let records = finished_records(m, key, std::mem::take(&mut w.records));
-    Some((w, records, count))
-}
-
-/// A decode cell: its prompts built and warmed, its window measured, its row judged by
-/// `llmib_core::verdict` (the N = 1 row gives the context its warm TTFT baseline).
-async fn decode_cell(
-    m: &MatrixRun<'_>,
-    builder: &mut PromptBuilder,
-    cp: &mut ContextPrompts,
-    cell: &PlannedCell,
-    warm_ttft_ms: &mut HashMap<u64, f64>,
-) -> CellResult {
-    let s = &m.plan.settings;
-    let k = cell.key;
-    let n = k.concurrency;
-    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
-        return failed_result(cell, kind, e);
-    }
-    let warmup_errors = match warm_cold_prompts(m, cp, n).await {
-        Ok(e) => e,
-        Err(e) => return failed_result(cell, "request_body", e),
-    };
-    if m.cancel.is_cancelled() {
-        return bare_result(cell, CellStatus::NotRun, None);
-    }
-    let requests: Vec<RequestSpec> = match requests_for(m, cp, 0..n, s.max_output, false) {
-        Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
-        Err(e) => return failed_result(cell, "request_body", e),
-    };
-    let warm = warm_ttft_ms.get(&k.context_tokens).copied();
-    let Some((mut w, records, count)) = measure_window(m, k, &requests, warm).await else {
-        return interrupted_result(cell);
-    };
-    let row = decode_result(
-        cell,
-        DecodeObservation {
-            records: records.as_slice(),
-            window: w.window,
-            readiness: w.readiness,
-            queue: w.queue,
-            queued_samples: w.queued_samples,
-            readiness_timeout_s: s.readiness_timeout_s,
-            warm_ttft_ms: warm_ttft_ms.get(&k.context_tokens).copied(),
-            warmup_errors,
-            expected_prompt_tokens: cp.prompts.get(&0).map_or(k.context_tokens, |p| p.tokens),
-            prompt_tolerance: prompt_tolerance(m, cell),
-            count,
-            nominal_source: m.engine.counting().nominal_source(),
-            server_generation_tokens: w.server_generation_tokens,
-            fault: w.fault,
-            client_delay_ms: std::mem::take(&mut w.client_delay_ms),
-            speculative: w.speculative.take(),
-        },
-    );
-    let mut row = row;
-    if let Some(slo) = s.load.as_ref().and_then(|l| l.slo.as_ref())
-        && row.status.has_figures()
-    {
-        row.slo = Some(llmib_core::closed_loop_slo(slo, &records, w.window));
-    }
-    if n == 1
-        && row.status == CellStatus::Valid
-        && let Some(t) = &row.ttft_ms
-    {
-        warm_ttft_ms.entry(k.context_tokens).or_insert(t.p50);
-    }
-    row
 }

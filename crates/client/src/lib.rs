@@ -11,6 +11,7 @@ mod block_prompt;
 mod burst;
 mod chunk;
 mod counting;
+mod decode_cell;
 mod diagnostics;
 mod driver;
 mod engine;
@@ -21,12 +22,14 @@ mod lagprobe;
 mod live;
 mod load_section;
 mod local_tokenizer;
+mod matrix;
 mod metrics;
 mod open_loop;
 mod pacer;
 mod progress;
 mod prompt;
 mod run;
+mod shard;
 mod skip;
 mod sse;
 mod stream;
@@ -61,6 +64,7 @@ pub use progress::{
     readiness_reason,
 };
 pub use run::run_matrix;
+pub use shard::ShardRun;
 pub use skip::{CellSkip, SKIPPED};
 
 // The machine the client runs on.

@@ -14,7 +14,7 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     if let Some(context) = driver::first_measured_context(&m) {
         warm::warm_up_once(&m, &mut st, context).await;
     }
-    let mut end = driver::run_cells(&m, &mut st, started).await?;
+    let mut end = crate::matrix::run_cells(&m, &mut st, started).await?;
     open_load(&m, &mut st, &mut end, started).await?;
     Ok(end)
 }

@@ -6,7 +6,8 @@
 //! tag is salted), and nothing is measured: a failure shows in the first cell, and the decode
 //! warm-up's outcome is one note.
 
-use crate::driver::{MatrixRun, RunState, limits, window_spec};
+use crate::decode_cell::window_spec;
+use crate::driver::{MatrixRun, RunState, limits};
 use crate::live::LiveWindow;
 use crate::progress::{Progress, ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;

@@ -305,10 +305,10 @@ pub struct CellResult {
     pub slo: Option<SloRow>,
     /// A shard's row (`run --shard`): its part of the cell, its slot and its clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<Box<crate::timetable::ShardCell>>,
+    pub shard: Option<Box<ShardCell>>,
     /// A merged row (`merge`): what each shard's part was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<Box<crate::timetable::MergedShards>>,
+    pub merged: Option<Box<MergedShards>>,
 }
 
 impl CellResult {
@@ -656,4 +656,82 @@ pub struct SpecFigures {
     pub accept_length: Option<f64>,
     /// Where the figures come from (gauges or counters).
     pub source: String,
+}
+
+/// What the host's clock discipline says of its own error (Linux `adjtimex`: the kernel's
+/// NTP/PTP state, as chrony or ntpd steer it). It bounds how far this shard's wall clock, and
+/// so its slot instants, may be from the others'.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockSync {
+    /// The kernel says the clock is synchronized (not `TIME_ERROR`).
+    pub synchronized: bool,
+    /// Estimated error, ms.
+    pub est_error_ms: f64,
+    /// Maximum error, ms.
+    pub max_error_ms: f64,
+}
+
+/// What a shard's row records of its part of a cell (`cells.jsonl`, `shard`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardCell {
+    /// This shard.
+    pub index: u32,
+    /// Shards in the run.
+    pub count: u32,
+    /// The timetable's origin of the cell, ns since the Unix epoch.
+    pub origin_due_unix_ns: u64,
+    /// This shard's wall clock when its cell origin was taken (the records' offsets count from
+    /// it): late by `origin_unix_ns − origin_due_unix_ns`.
+    pub origin_unix_ns: u64,
+    /// Decode: the window opened at `open_ns` from the origin (the timetable's instant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_ns: Option<u64>,
+    /// Decode: the window closed at `close_ns` from the origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_ns: Option<u64>,
+    /// Decode: this shard's readiness judge had opened the window by that instant (`false`:
+    /// its streams were still ramping, or queued, when the window opened).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at_open: Option<bool>,
+    /// Requests (rate) or streams (decode) this shard ran.
+    pub requests: u64,
+    /// The server's generation-token counter delta over the window, as this shard read it
+    /// (server-wide: every shard's tokens; the row's own field is left empty on a shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_generation_tokens: Option<f64>,
+    /// The host's clock discipline at the cell, where the kernel tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSync>,
+}
+
+/// What a merged row says of its shards (`cells.jsonl`, `merged`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShards {
+    /// Each shard's part, by index.
+    pub shards: Vec<MergedShard>,
+    /// Every shard measured its part (a status with figures, ready where it is a decode
+    /// cell): when `false`, the row's status says why.
+    pub complete: bool,
+}
+
+/// One shard's part of a merged row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    /// The shard.
+    pub index: u32,
+    /// Its own row's status.
+    pub status: CellStatus,
+    /// Its own row's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// Requests (rate) or streams (decode) it ran.
+    pub requests: u64,
+    /// How late its origin was against the timetable, ms, by its own clock.
+    pub origin_late_ms: f64,
+    /// Decode: ready when the window opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at_open: Option<bool>,
+    /// Its clock's own error bound, where the kernel told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockSync>,
 }

@@ -119,6 +119,7 @@ pub use workload::{
 };
 
 // The run's metadata, the results store and what keeps secrets out of both.
+pub use cell::{ClockSync, MergedShard, MergedShards, ShardCell};
 pub use diag::{
     BoundedText, DiagInputs, Diagnostics, DriverSetting, ENV_PREFIXES, EnvVar, MAX_ENV_VALUE_BYTES,
     MAX_ENV_VARS, MAX_TOPOLOGY_BYTES, P2pOverride, Probed, RawText, SmiHeader, Uname, bounded_text,
@@ -141,8 +142,8 @@ pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 pub use store::{LoadedRun, RunDir, StoreError, parse_cells};
 pub use time::{now_rfc3339, parse_rfc3339_ns};
 pub use timetable::{
-    ClockSync, DEFAULT_PREP_S, MergedShard, MergedShards, SLOT_GRACE_NS, ShardCell, ShardSchedule,
-    Slot, SlotKind, Timetable, TimetableSettings,
+    DEFAULT_PREP_S, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind, Timetable, TimetableSettings,
+    parse_chrony_tracking,
 };
 
 // The live view's arithmetic (rates, ETA) and the records of an eval run.

@@ -9,11 +9,10 @@
 //! ramp up to the *open* instant (the readiness limit later), its window runs to *close*; a
 //! rate cell's schedule starts at the origin (open = origin) and its last request is due at
 //! close, then the drain limit. A grace period lets the streams stop and the server free its
-//! KV before the next slot. Also here: what a shard's row records of its slot
-//! ([`ShardCell`]), the schedule file a merge reads ([`ShardSchedule`]), and what a merged
-//! row says of its shards ([`MergedShards`]).
+//! KV before the next slot. Also here: the schedule file a merge reads ([`ShardSchedule`]) and
+//! the host's clock discipline as chrony reports it.
 
-use crate::cell::CellKey;
+use crate::cell::{CellKey, ClockSync};
 use serde::{Deserialize, Serialize};
 
 /// After a slot's window or drain: time for the streams to stop and the server to free
@@ -125,50 +124,25 @@ impl Timetable {
     }
 }
 
-/// What the host's clock discipline says of its own error (Linux `adjtimex`: the kernel's
-/// NTP/PTP state, as chrony or ntpd steer it). It bounds how far this shard's wall clock, and
-/// so its slot instants, may be from the others'.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ClockSync {
-    /// The kernel says the clock is synchronized (not `TIME_ERROR`).
-    pub synchronized: bool,
-    /// Estimated error, ms.
-    pub est_error_ms: f64,
-    /// Maximum error, ms.
-    pub max_error_ms: f64,
-}
-
-/// What a shard's row records of its part of a cell (`cells.jsonl`, `shard`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardCell {
-    /// This shard.
-    pub index: u32,
-    /// Shards in the run.
-    pub count: u32,
-    /// The timetable's origin of the cell, ns since the Unix epoch.
-    pub origin_due_unix_ns: u64,
-    /// This shard's wall clock when its cell origin was taken (the records' offsets count from
-    /// it): late by `origin_unix_ns − origin_due_unix_ns`.
-    pub origin_unix_ns: u64,
-    /// Decode: the window opened at `open_ns` from the origin (the timetable's instant).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_ns: Option<u64>,
-    /// Decode: the window closed at `close_ns` from the origin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub close_ns: Option<u64>,
-    /// Decode: this shard's readiness judge had opened the window by that instant (`false`:
-    /// its streams were still ramping, or queued, when the window opened).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_at_open: Option<bool>,
-    /// Requests (rate) or streams (decode) this shard ran.
-    pub requests: u64,
-    /// The server's generation-token counter delta over the window, as this shard read it
-    /// (server-wide: every shard's tokens; the row's own field is left empty on a shard).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_generation_tokens: Option<f64>,
-    /// The host's clock discipline at the cell, where the kernel tells.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock: Option<ClockSync>,
+/// Reads `chronyc -c tracking` (CSV: reference id, name, stratum, reference time, system
+/// time offset s, last offset s, RMS offset s, frequency, residual frequency, skew, root delay
+/// s, root dispersion s, update interval, leap status). The estimated error is the system
+/// clock's offset from chrony's estimate of true time; the maximum adds half the root delay
+/// and the root dispersion (chrony's own bound on the reference's error). `None` for any
+/// other text.
+pub fn parse_chrony_tracking(text: &str) -> Option<ClockSync> {
+    let f: Vec<&str> = text.lines().next()?.split(',').map(str::trim).collect();
+    if f.len() < 14 {
+        return None;
+    }
+    let num = |i: usize| f[i].parse::<f64>().ok().filter(|x| x.is_finite());
+    let offset = num(4)?.abs();
+    let (delay, dispersion) = (num(10)?.abs(), num(11)?.abs());
+    Some(ClockSync {
+        synchronized: f[13].eq_ignore_ascii_case("normal"),
+        est_error_ms: offset * 1e3,
+        max_error_ms: (offset + delay / 2.0 + dispersion) * 1e3,
+    })
 }
 
 /// One line of a shard's `schedules.jsonl`: a rate cell's global schedule, and the prompt
@@ -186,38 +160,6 @@ pub struct ShardSchedule {
     pub prompt_tokens: Option<Vec<u64>>,
     /// The prompt tokens built (C) where all prompts are alike.
     pub expected_prompt_tokens: u64,
-}
-
-/// What a merged row says of its shards (`cells.jsonl`, `merged`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MergedShards {
-    /// Each shard's part, by index.
-    pub shards: Vec<MergedShard>,
-    /// Every shard measured its part (a status with figures, ready where it is a decode
-    /// cell): when `false`, the row's status says why.
-    pub complete: bool,
-}
-
-/// One shard's part of a merged row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MergedShard {
-    /// The shard.
-    pub index: u32,
-    /// Its own row's status.
-    pub status: crate::cell::CellStatus,
-    /// Its own row's reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_reason: Option<String>,
-    /// Requests (rate) or streams (decode) it ran.
-    pub requests: u64,
-    /// How late its origin was against the timetable, ms, by its own clock.
-    pub origin_late_ms: f64,
-    /// Decode: ready when the window opened.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_at_open: Option<bool>,
-    /// Its clock's own error bound, where the kernel told.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock: Option<ClockSync>,
 }
 
 #[cfg(test)]

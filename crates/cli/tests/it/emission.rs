@@ -99,6 +99,7 @@ async fn judge(
         cancel: CancellationToken::new(),
         hardware: None,
         skip: Default::default(),
+        shard: None,
     })
     .await
     .map_err(|e| e.to_string())?;

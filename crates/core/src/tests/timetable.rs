@@ -85,3 +85,24 @@ fn bad_lengths_never_panic() {
     });
     assert_eq!(s.end_unix_ns, u64::MAX);
 }
+
+#[test]
+fn chrony_tracking_reads_the_clock_error() {
+    let line = "A9FEA97B,169.254.169.123,4,1796139902.123456789,-0.000250000,0.000001,0.000020,-12.3,0.001,0.012,0.002000000,0.000500000,64.2,Normal\n";
+    let c = parse_chrony_tracking(line).expect("parsed");
+    assert!(c.synchronized);
+    assert!((c.est_error_ms - 0.25).abs() < 1e-9);
+    assert!((c.max_error_ms - (0.25 + 1.0 + 0.5)).abs() < 1e-9);
+    let unsynced = line.replace("Normal", "Not synchronised");
+    assert!(
+        !parse_chrony_tracking(&unsynced)
+            .expect("parsed")
+            .synchronized
+    );
+    assert_eq!(parse_chrony_tracking(""), None);
+    assert_eq!(parse_chrony_tracking("506 Cannot talk to daemon"), None);
+    assert_eq!(
+        parse_chrony_tracking(&line.replace("-0.000250000", "nan")),
+        None
+    );
+}

@@ -1,0 +1,102 @@
+//! A shard's side of a run spread over several client machines (`run --shard I/N`): its
+//! place in the shared timetable (`llmib_core::Timetable`), waits on the wall clock until a
+//! slot's instants, the row's record of the slot ([`llmib_core::ShardCell`]), and the host's
+//! clock discipline. Which requests and streams are this shard's is `llmib_core::ShardSpec`'s.
+//!
+//! Why the wall clock: shards on different machines share no monotonic clock; the timetable's
+//! instants are wall-clock ones, converted once per slot to this process's monotonic clock
+//! (every offset inside a cell is then monotonic, as on one machine). A skew between the
+//! machines' wall clocks shifts a shard's whole cell by the skew; the row records its origin
+//! by its own clock, and the host's own error bound, so the merged run can say so.
+
+use llmib_core::{
+    ClockSync, Plan, ShardCell, ShardSpec, Slot, SlotKind, Timetable, parse_chrony_tracking,
+};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// This process's shard and the slots it has handed out.
+#[derive(Debug)]
+pub struct ShardRun {
+    /// The shard.
+    pub spec: ShardSpec,
+    table: Mutex<Timetable>,
+    /// The host's clock discipline, read once when the run starts.
+    pub clock: Option<ClockSync>,
+}
+
+/// Now, ns since the Unix epoch.
+pub fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The monotonic instant at which the wall clock reads `unix_ns` (now, when that has passed).
+pub fn instant_at(unix_ns: u64) -> Instant {
+    let (now, wall) = (Instant::now(), unix_now_ns());
+    now + Duration::from_nanos(unix_ns.saturating_sub(wall))
+}
+
+/// Sleeps until the wall clock reads `unix_ns`; `false` when `cancel` fired first.
+pub async fn wait_until(unix_ns: u64, cancel: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        _ = tokio::time::sleep_until(instant_at(unix_ns)) => true,
+    }
+}
+
+impl ShardRun {
+    /// The shard of `plan`, where it is one (`--shard` and its timetable).
+    pub fn of(plan: &Plan) -> Option<ShardRun> {
+        let spec = plan.settings.shard?;
+        let table = Timetable::new(plan.settings.timetable.as_ref()?);
+        Some(ShardRun {
+            spec,
+            table: Mutex::new(table),
+            clock: read_clock_sync(),
+        })
+    }
+
+    /// The next slot of the timetable. Every shard asks in the plan's order, so they agree.
+    pub fn slot(&self, kind: SlotKind) -> Slot {
+        match self.table.lock() {
+            Ok(mut t) => t.slot(kind),
+            Err(poisoned) => poisoned.into_inner().slot(kind),
+        }
+    }
+
+    /// The row's record of this shard's part of a cell whose origin was taken at
+    /// `origin_unix_ns` by this host's clock.
+    pub fn cell(&self, slot: &Slot, origin_unix_ns: u64, requests: u64) -> Box<ShardCell> {
+        Box::new(ShardCell {
+            index: self.spec.index,
+            count: self.spec.count,
+            origin_due_unix_ns: slot.origin_unix_ns,
+            origin_unix_ns,
+            open_ns: None,
+            close_ns: None,
+            ready_at_open: None,
+            requests,
+            server_generation_tokens: None,
+            clock: self.clock,
+        })
+    }
+}
+
+/// The host's clock discipline from chrony (`chronyc -c tracking`), where chrony runs.
+/// `None` otherwise: the run then says nothing of its clock's error (docs/distributed.md).
+fn read_clock_sync() -> Option<ClockSync> {
+    let out = std::process::Command::new("chronyc")
+        .args(["-c", "tracking"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_chrony_tracking(&String::from_utf8_lossy(&out.stdout))
+}
