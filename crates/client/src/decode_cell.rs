@@ -12,11 +12,12 @@ use crate::driver::{
 use crate::live::LiveWindow;
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
+use crate::shard::{NO_STREAMS, instant_at, late_for};
 use crate::stream::{Counting, RequestSpec};
-use crate::window::{WindowRun, WindowSpec, run_window};
+use crate::window::{WindowAt, WindowRun, WindowSpec, run_window};
 use llmib_core::{
     CellKey, CellResult, CellStatus, CountReport, DecodeObservation, PlannedCell, RequestRecord,
-    bare_result, decode_result, duration_from_secs, failed_result, interrupted_result,
+    Slot, bare_result, decode_result, duration_from_secs, failed_result, interrupted_result,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +36,8 @@ pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
         warm_ttft: None,
         until_stable: s.until_stable.map(|t| t.fraction),
         respect_eos: s.respect_eos,
+        stream_ids: None,
+        at: None,
     }
 }
 
@@ -44,15 +47,14 @@ async fn measure_window(
     m: &MatrixRun<'_>,
     key: CellKey,
     requests: &[RequestSpec],
-    warm_ttft_ms: Option<f64>,
+    mut spec: WindowSpec,
 ) -> Option<(WindowRun, Vec<RequestRecord>, CountReport)> {
-    let mut spec = window_spec(m, key.concurrency);
-    spec.warm_ttft = warm_ttft_ms.map(|ms| duration_from_secs(ms / 1000.0));
     let live = Arc::new(LiveWindow::new(
-        key.concurrency,
+        requests.len() as u32,
         spec.duration,
         m.engine.counting() == Counting::UsagePerChunk,
     ));
+    spec.concurrency = requests.len() as u32;
     m.progress.event(ProgressEvent::Phase(Stage::Window));
     m.progress.event(ProgressEvent::WindowLive(live.clone()));
     let mut w = run_window(
@@ -77,65 +79,105 @@ async fn measure_window(
     Some((w, records, count))
 }
 
+/// The streams of an N-stream cell this process runs: all of them, or a shard's share.
+fn my_streams(m: &MatrixRun<'_>, n: u32) -> Vec<u32> {
+    match &m.shard {
+        Some(s) => s.spec.streams(n),
+        None => (0..n).collect(),
+    }
+}
+
 /// A decode cell: its prompts built and warmed, its window measured, its row judged by
-/// `llmib_core::verdict` (the N = 1 row gives the context its warm TTFT baseline).
+/// `llmib_core::verdict` (the N = 1 row gives the context its warm TTFT baseline). On a
+/// shard, `slot` is the cell's place in the timetable.
 pub(crate) async fn decode_cell(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     cp: &mut ContextPrompts,
     cell: &PlannedCell,
     warm_ttft_ms: &mut HashMap<u64, f64>,
+    slot: Option<Slot>,
 ) -> CellResult {
     let s = &m.plan.settings;
     let k = cell.key;
-    let n = k.concurrency;
+    let streams = my_streams(m, k.concurrency);
+    let Some(&first) = streams.first() else {
+        return bare_result(cell, CellStatus::NotRun, Some(NO_STREAMS.into()));
+    };
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
+    if let Err((kind, e)) = ensure_prompts(builder, cp, &streams).await {
         return failed_result(cell, kind, e);
     }
-    let warmup_errors = match warm_cold_prompts(m, cp, n).await {
+    let warmup_errors = match warm_cold_prompts(m, cp, &streams).await {
         Ok(e) => e,
         Err(e) => return failed_result(cell, "request_body", e),
     };
     if m.cancel.is_cancelled() {
         return bare_result(cell, CellStatus::NotRun, None);
     }
-    let requests: Vec<RequestSpec> = match requests_for(m, cp, 0..n, s.max_output, false) {
-        Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
-        Err(e) => return failed_result(cell, "request_body", e),
-    };
-    let warm = warm_ttft_ms.get(&k.context_tokens).copied();
-    let Some((mut w, records, count)) = measure_window(m, k, &requests, warm).await else {
+    let requests: Vec<RequestSpec> =
+        match requests_for(m, cp, streams.iter().copied(), s.max_output, false) {
+            Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
+            Err(e) => return failed_result(cell, "request_body", e),
+        };
+    let mut spec = window_spec(m, k.concurrency);
+    spec.warm_ttft = warm_ttft_ms
+        .get(&k.context_tokens)
+        .map(|ms| duration_from_secs(ms / 1000.0));
+    if let Some(slot) = &slot {
+        if let Some(late) = late_for(slot, true) {
+            return failed_result(cell, "shard_late", late);
+        }
+        spec.stream_ids = Some(streams.clone().into());
+        spec.at = Some(WindowAt {
+            origin: instant_at(slot.origin_unix_ns),
+            open: instant_at(slot.open_unix_ns),
+        });
+    }
+    let Some((mut w, records, count)) = measure_window(m, k, &requests, spec).await else {
         return interrupted_result(cell);
     };
-    let row = decode_result(
+    // On a shard the server's counter counts every shard's tokens: the shard row keeps it
+    // for the merge instead of checking its own share against it.
+    let server_tokens = w.server_generation_tokens.take();
+    let mut row = decode_result(
         cell,
         DecodeObservation {
             records: records.as_slice(),
             window: w.window,
             readiness: w.readiness,
-            queue: w.queue,
+            queue: w.queue.clone(),
             queued_samples: w.queued_samples,
             readiness_timeout_s: s.readiness_timeout_s,
             warm_ttft_ms: warm_ttft_ms.get(&k.context_tokens).copied(),
             warmup_errors,
-            expected_prompt_tokens: cp.prompts.get(&0).map_or(k.context_tokens, |p| p.tokens),
+            expected_prompt_tokens: cp
+                .prompts
+                .get(&first)
+                .map_or(k.context_tokens, |p| p.tokens),
             prompt_tolerance: prompt_tolerance(m, cell),
             count,
             nominal_source: m.engine.counting().nominal_source(),
-            server_generation_tokens: w.server_generation_tokens,
-            fault: w.fault,
+            server_generation_tokens: server_tokens.filter(|_| slot.is_none()),
+            fault: w.fault.take(),
             client_delay_ms: std::mem::take(&mut w.client_delay_ms),
             speculative: w.speculative.take(),
         },
     );
-    let mut row = row;
     if let Some(slo) = s.load.as_ref().and_then(|l| l.slo.as_ref())
         && row.status.has_figures()
     {
         row.slo = Some(llmib_core::closed_loop_slo(slo, &records, w.window));
     }
-    if n == 1
+    if let (Some(shard), Some(slot)) = (&m.shard, &slot) {
+        let mut c = shard.cell(slot, w.origin_unix_ns, streams.len() as u64);
+        c.open_ns = Some(slot.open_unix_ns.saturating_sub(slot.origin_unix_ns));
+        c.close_ns = Some(slot.close_unix_ns.saturating_sub(slot.origin_unix_ns));
+        c.ready_at_open = w.ready_at_open;
+        c.server_generation_tokens = server_tokens;
+        row.shard = Some(c);
+    }
+    if k.concurrency == 1
         && row.status == CellStatus::Valid
         && let Some(t) = &row.ttft_ms
     {

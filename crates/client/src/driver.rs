@@ -211,10 +211,11 @@ pub(crate) async fn burst_cell(
     };
     let n = cell.key.concurrency;
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    if let Err((kind, e)) = ensure_prompts(builder, cp, n).await {
+    let all: Vec<u32> = (0..n).collect();
+    if let Err((kind, e)) = ensure_prompts(builder, cp, &all).await {
         return failed_result(cell, kind, e);
     }
-    let mut warmup_errors = match warm_cold_prompts(m, cp, n).await {
+    let mut warmup_errors = match warm_cold_prompts(m, cp, &all).await {
         Ok(e) => e,
         Err(e) => return failed_result(cell, "request_body", e),
     };
@@ -335,15 +336,16 @@ pub(crate) fn save(m: &MatrixRun<'_>, mut row: CellResult) -> Result<(), DriverE
     Ok(())
 }
 
+/// Builds the prompt of each of `streams` not built yet at this context.
 pub(crate) async fn ensure_prompts(
     builder: &mut PromptBuilder,
     cp: &mut ContextPrompts,
-    n: u32,
+    streams: &[u32],
 ) -> Result<(), (&'static str, String)> {
     if let Some(e) = &cp.error {
         return Err(e.clone());
     }
-    for i in 0..n {
+    for &i in streams {
         if cp.prompts.contains_key(&i) {
             continue;
         }
@@ -399,7 +401,7 @@ pub(crate) async fn prefill_cell(
     cell: &PlannedCell,
 ) -> CellResult {
     m.progress.event(ProgressEvent::Phase(Stage::Prompt));
-    if let Err((kind, e)) = ensure_prompts(builder, cp, 1).await {
+    if let Err((kind, e)) = ensure_prompts(builder, cp, &[0]).await {
         return failed_result(cell, kind, e);
     }
     let (expected, spec) = match requests_for(m, cp, 0..1, 1, true) {
@@ -499,9 +501,13 @@ pub(crate) fn prompt_tolerance(m: &MatrixRun<'_>, cell: &PlannedCell) -> u64 {
 pub(crate) async fn warm_cold_prompts(
     m: &MatrixRun<'_>,
     cp: &mut ContextPrompts,
-    n: u32,
+    streams: &[u32],
 ) -> Result<ErrorTally, String> {
-    let cold: Vec<u32> = (0..n).filter(|i| !cp.warmed.contains(i)).collect();
+    let cold: Vec<u32> = streams
+        .iter()
+        .copied()
+        .filter(|i| !cp.warmed.contains(i))
+        .collect();
     let mut errors = ErrorTally::default();
     if cold.is_empty() {
         return Ok(errors);

@@ -9,10 +9,12 @@ use crate::driver::{
     prefill_cell, save, stop_reason,
 };
 use crate::progress::ProgressEvent;
+use crate::prompt::PromptBuilder;
+use crate::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns, wait_until};
 use crate::skip::SKIPPED;
 use llmib_core::{
-    CellResult, CellStatus, Phase, PlannedCell, bare_result, failed_result, now_rfc3339,
-    over_capacity_result,
+    CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
+    interrupted_result, now_rfc3339, over_capacity_result,
 };
 use tokio::time::Instant;
 
@@ -158,11 +160,33 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     let Some(cp) = st.ctx.as_mut() else {
         return failed_result(cell, "internal", "no prompt state for this context".into());
     };
+    let slot = match &m.shard {
+        Some(shard) => {
+            let slot = shard.slot(slot_kind(m, key.phase));
+            if !wait_until(slot.start_unix_ns, &m.cancel).await {
+                return interrupted_result(cell);
+            }
+            Some(slot)
+        }
+        None => None,
+    };
     match key.phase {
-        Phase::Prefill => prefill_cell(m, &mut st.builder, cp, cell).await,
+        Phase::Prefill => match (&m.shard, slot) {
+            (Some(shard), Some(slot)) => {
+                shard_prefill(m, &mut st.builder, cp, cell, shard, slot).await
+            }
+            _ => prefill_cell(m, &mut st.builder, cp, cell).await,
+        },
         Phase::Decode => {
-            crate::decode_cell::decode_cell(m, &mut st.builder, cp, cell, &mut st.warm_ttft_ms)
-                .await
+            let warm = &mut st.warm_ttft_ms;
+            let mut row =
+                crate::decode_cell::decode_cell(m, &mut st.builder, cp, cell, warm, slot).await;
+            // A shard's row always says which shard and slot it is (a failure before the
+            // window, or no streams here, too).
+            if let (Some(shard), Some(slot), None) = (&m.shard, slot, &row.shard) {
+                row.shard = Some(shard.cell(&slot, unix_now_ns(), 0));
+            }
+            row
         }
         Phase::Burst => burst_cell(m, &mut st.builder, cp, cell).await,
         // The open-loop section runs after the matrix (`crate::load_driver`), never as a
@@ -173,4 +197,42 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
             "an open-loop cell in the matrix's plan".into(),
         ),
     }
+}
+
+/// The timetable's slot of a matrix cell: a prefill is measured inside the preparation; a
+/// decode cell ramps for at most the readiness limit, then runs its window.
+fn slot_kind(m: &MatrixRun<'_>, phase: Phase) -> SlotKind {
+    let s = &m.plan.settings;
+    match phase {
+        Phase::Decode => SlotKind::Decode {
+            ramp_s: s.readiness_timeout_s,
+            window_s: s.duration_s,
+        },
+        _ => SlotKind::Prefill,
+    }
+}
+
+/// A prefill cell on a shard: shard 0 measures it (one cold prefill at a time is what the
+/// cell measures; two machines would measure each other's queue), the others say so.
+async fn shard_prefill(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    cp: &mut ContextPrompts,
+    cell: &PlannedCell,
+    shard: &ShardRun,
+    slot: Slot,
+) -> CellResult {
+    let at = Slot {
+        origin_unix_ns: slot.start_unix_ns,
+        ..slot
+    };
+    let started = unix_now_ns();
+    let (mut row, requests) = if shard.spec.index == 0 {
+        (prefill_cell(m, builder, cp, cell).await, 1)
+    } else {
+        let why = Some(PREFILL_ON_SHARD_0.to_string());
+        (bare_result(cell, CellStatus::NotRun, why), 0)
+    };
+    row.shard = Some(shard.cell(&at, started, requests));
+    row
 }

@@ -40,6 +40,17 @@ pub fn instant_at(unix_ns: u64) -> Instant {
     now + Duration::from_nanos(unix_ns.saturating_sub(wall))
 }
 
+/// Whether this shard, ready now, is too late for `slot` (`llmib_core::slot_lateness`).
+pub fn late_for(slot: &Slot, decode: bool) -> Option<String> {
+    llmib_core::slot_lateness(unix_now_ns(), slot, decode)
+}
+
+/// A shard's row of a cell another shard measures, or one it has no part in.
+pub const NO_STREAMS: &str = "no streams on this shard (stream i runs on shard i mod N)";
+
+/// A prefill cell on a shard other than 0.
+pub const PREFILL_ON_SHARD_0: &str = "measured by shard 0";
+
 /// Sleeps until the wall clock reads `unix_ns`; `false` when `cancel` fired first.
 pub async fn wait_until(unix_ns: u64, cancel: &CancellationToken) -> bool {
     tokio::select! {

@@ -59,6 +59,22 @@ pub struct WindowRun {
     pub client_delay_ms: Vec<f64>,
     /// Speculative decoding over the window, where the server reported it.
     pub speculative: Option<SpecFigures>,
+    /// The wall clock (ns since the Unix epoch) when the origin was taken: a shard's records
+    /// are placed on the other shards' clock by it.
+    pub origin_unix_ns: u64,
+    /// A timetabled window ([`WindowSpec::at`]): whether the readiness judge had opened the
+    /// window (by a ready rule) when the fixed instant came.
+    pub ready_at_open: Option<bool>,
+}
+
+/// A window whose instants are fixed in advance (a shard's slot): its streams start at
+/// `origin` and it opens at `open`, whatever the readiness judge says (its verdict is kept).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowAt {
+    /// When the streams start.
+    pub origin: Instant,
+    /// When the window opens.
+    pub open: Instant,
 }
 
 /// Settings of one window.
@@ -81,6 +97,11 @@ pub struct WindowSpec {
     pub until_stable: Option<f64>,
     /// `--respect-eos`: answers end at EOS (the short-answer readiness rule).
     pub respect_eos: bool,
+    /// Each request's stream index in the records (a shard runs streams i ≡ I mod N); `None`:
+    /// 0..n.
+    pub stream_ids: Option<Arc<[u32]>>,
+    /// Fixed instants (a shard's slot), instead of an idle wait and the judge's opening.
+    pub at: Option<WindowAt>,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -179,6 +200,7 @@ struct Streams {
 fn start_streams(
     engine: &Arc<Engine>,
     requests: &[RequestSpec],
+    ids: Option<&[u32]>,
     origin: Instant,
     live: Arc<LiveWindow>,
     issues: tokio::sync::mpsc::UnboundedSender<Issue>,
@@ -188,20 +210,13 @@ fn start_streams(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Measured>(n.max(1) * 4);
     let mut workers = Vec::with_capacity(n);
     for (i, spec) in requests.iter().enumerate() {
+        let id = ids.and_then(|v| v.get(i).copied()).unwrap_or(i as u32);
         let (engine, spec, stop, tx) = (engine.clone(), spec.clone(), stop.clone(), tx.clone());
         let (live, issues) = (live.clone(), issues.clone());
         workers.push(tokio::spawn(async move {
             let mut failures = 0u32;
             while !stop.is_cancelled() {
-                let m = measure(
-                    engine.client(),
-                    &spec,
-                    i as u32,
-                    origin,
-                    &stop,
-                    live.stream(i),
-                )
-                .await;
+                let m = measure(engine.client(), &spec, id, origin, &stop, live.stream(i)).await;
                 let failed = m.record.is_error();
                 let asked = m.retry_after;
                 // Back off so a failing server is not hammered: what it asked for
@@ -213,7 +228,7 @@ fn start_streams(
                 if let (Some(wait), Outcome::Error { kind, message }) = (wait, &m.record.outcome) {
                     // Per failed request only; a closed reporter is no reason to stop.
                     let _ = issues.send(Issue {
-                        stream: i as u32,
+                        stream: id,
                         kind: kind.clone(),
                         message: message.clone(),
                         retry_in: wait,
@@ -283,7 +298,11 @@ async fn await_readiness(
         stall_ns: (spec.gauge_interval.saturating_mul(8))
             .max(Duration::from_secs(2))
             .as_nanos() as u64,
-        timeout_ns: spec.readiness_timeout.as_nanos() as u64,
+        // A timetabled window opens at its instant (below), never by the judge's own limit.
+        timeout_ns: match spec.at {
+            Some(_) => u64::MAX,
+            None => spec.readiness_timeout.as_nanos() as u64,
+        },
         serial: spec.serial_server,
         warm_ttft_ns: spec.warm_ttft.map(|w| w.as_nanos() as u64),
         respect_eos: spec.respect_eos,
@@ -315,6 +334,12 @@ async fn await_readiness(
         if let Some(opened) = judge.observe(o) {
             streams.live.open(opened.by, std::time::Instant::now());
             break Some(opened.by);
+        }
+        if spec.at.is_some_and(|a| Instant::now() >= a.open) {
+            streams
+                .live
+                .open(ReadinessBy::Timeout, std::time::Instant::now());
+            break Some(ReadinessBy::Timeout);
         }
         tokio::select! {
             _ = cancel.cancelled() => {}
@@ -450,19 +475,33 @@ pub async fn run_window(
     // Start from an idle server: requests of the previous cell or of the warm-up may still be
     // finishing (an abort takes time to free KV), and engines that count tokens when a request
     // is released (llama.cpp) would add them to this window's counter delta.
+    // A timetabled window starts at its instant: every shard's previous slot ended together.
+    let idle_wait_s = match spec.at {
+        None => wait_idle(&engine, Duration::from_secs(10), run_cancel).await,
+        Some(at) => {
+            tokio::select! {
+                _ = run_cancel.cancelled() => {}
+                _ = tokio::time::sleep_until(at.origin) => {}
+            }
+            None
+        }
+    };
     let mut queue = QueueObservation {
-        idle_wait_s: wait_idle(&engine, Duration::from_secs(10), run_cancel).await,
+        idle_wait_s,
         ..Default::default()
     };
     let origin = Instant::now();
+    let origin_unix_ns = crate::shard::unix_now_ns();
     let (issues, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut rep = Reporter {
         errors: RequestErrors::new(progress, Stage::Window),
         rx,
         secrets: engine.secrets().into_iter().map(String::from).collect(),
     };
-    let streams = start_streams(&engine, requests, origin, live, issues);
+    let ids = spec.stream_ids.as_deref();
+    let streams = start_streams(&engine, requests, ids, origin, live, issues);
     let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel, &mut rep).await;
+    let ready_at_open = open_at_instant(spec.at, ramp.by, run_cancel).await;
     let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
     let ns_s = |ns: u64| ns as f64 / 1e9;
     let w_start = Instant::now();
@@ -503,7 +542,24 @@ pub async fn run_window(
         fault,
         client_delay_ms,
         speculative: span.speculative,
+        origin_unix_ns,
+        ready_at_open,
     }
+}
+
+/// A timetabled window: waits for its instant when the judge opened it earlier; whether the
+/// judge had said ready (`None` for a window that opens when the judge says).
+async fn open_at_instant(
+    at: Option<WindowAt>,
+    by: Option<ReadinessBy>,
+    cancel: &CancellationToken,
+) -> Option<bool> {
+    let at = at?;
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = tokio::time::sleep_until(at.open) => {}
+    }
+    Some(by.is_some_and(ReadinessBy::is_ready))
 }
 
 /// Tells `progress` how the window opens: the rule, when, and what the ramp showed then.

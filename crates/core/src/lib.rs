@@ -142,8 +142,8 @@ pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 pub use store::{LoadedRun, RunDir, StoreError, parse_cells};
 pub use time::{now_rfc3339, parse_rfc3339_ns};
 pub use timetable::{
-    DEFAULT_PREP_S, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind, Timetable, TimetableSettings,
-    parse_chrony_tracking,
+    DEFAULT_PREP_S, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind,
+    Timetable, TimetableSettings, parse_chrony_tracking, slot_lateness,
 };
 
 // The live view's arithmetic (rates, ETA) and the records of an eval run.

@@ -124,6 +124,31 @@ impl Timetable {
     }
 }
 
+/// How late a rate cell's schedule may start against its slot's origin: later, its first
+/// requests would go out together instead of on the schedule.
+pub const RATE_START_TOLERANCE_NS: u64 = 50_000_000;
+
+/// Whether a shard that is ready to start a cell at `now_unix_ns` is too late for its slot,
+/// and why (`None`: on time). A decode cell's streams may start late up to the window's open
+/// instant (the ramp absorbs it); a rate cell's schedule must start within
+/// [`RATE_START_TOLERANCE_NS`] of the origin.
+pub fn slot_lateness(now_unix_ns: u64, slot: &Slot, decode: bool) -> Option<String> {
+    let (limit, what) = if decode {
+        (slot.open_unix_ns, "the window's open instant")
+    } else {
+        (
+            slot.origin_unix_ns.saturating_add(RATE_START_TOLERANCE_NS),
+            "the schedule's start",
+        )
+    };
+    (now_unix_ns > limit).then(|| {
+        let late_s = now_unix_ns.saturating_sub(slot.origin_unix_ns) as f64 / 1e9;
+        format!(
+            "this shard was ready {late_s:.1} s after its slot's origin, past {what}: raise --shard-prep-seconds (prompts and warm-up took longer than the slot's preparation)"
+        )
+    })
+}
+
 /// Reads `chronyc -c tracking` (CSV: reference id, name, stratum, reference time, system
 /// time offset s, last offset s, RMS offset s, frequency, residual frequency, skew, root delay
 /// s, root dispersion s, update interval, leap status). The estimated error is the system

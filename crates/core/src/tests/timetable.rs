@@ -106,3 +106,29 @@ fn chrony_tracking_reads_the_clock_error() {
         None
     );
 }
+
+#[test]
+fn lateness_is_judged_against_the_open_instant_or_the_schedule_start() {
+    let slot = Slot {
+        start_unix_ns: 100 * S,
+        origin_unix_ns: 110 * S,
+        open_unix_ns: 130 * S,
+        close_unix_ns: 140 * S,
+        end_unix_ns: 143 * S,
+    };
+    // Decode: streams may start late while the ramp lasts.
+    assert_eq!(slot_lateness(125 * S, &slot, true), None);
+    assert_eq!(slot_lateness(130 * S, &slot, true), None);
+    let late = slot_lateness(131 * S, &slot, true).expect("late");
+    assert!(
+        late.contains("21.0 s") && late.contains("--shard-prep-seconds"),
+        "{late}"
+    );
+    // Rate: the schedule starts on time, within the tolerance.
+    assert_eq!(
+        slot_lateness(110 * S + RATE_START_TOLERANCE_NS, &slot, false),
+        None
+    );
+    assert!(slot_lateness(110 * S + RATE_START_TOLERANCE_NS + 1, &slot, false).is_some());
+    assert_eq!(slot_lateness(0, &slot, false), None);
+}
