@@ -264,6 +264,17 @@ pub(crate) fn finished_records(
     key: CellKey,
     measured: Vec<Measured>,
 ) -> Vec<RequestRecord> {
+    finished_records_as(m, key, measured, None)
+}
+
+/// [`finished_records`], saved with request k's `stream` as `ids[k]` (a shard's requests
+/// by their index in the whole cell's schedule, so a merge joins them), returned as measured.
+pub(crate) fn finished_records_as(
+    m: &MatrixRun<'_>,
+    key: CellKey,
+    measured: Vec<Measured>,
+    ids: Option<&[u32]>,
+) -> Vec<RequestRecord> {
     let mut records = into_records(measured);
     let secrets = m.engine.secrets();
     for r in &mut records {
@@ -271,14 +282,30 @@ pub(crate) fn finished_records(
             *message = redact_text(message, &secrets);
         }
     }
-    if m.plan.settings.save_requests
-        && let Err(e) = m.store.append_requests(key, &records)
-    {
+    if !m.plan.settings.save_requests {
+        return records;
+    }
+    let saved = match ids {
+        Some(ids) => m.store.append_requests(key, &with_ids(&records, ids)),
+        None => m.store.append_requests(key, &records),
+    };
+    if let Err(e) = saved {
         m.progress.event(ProgressEvent::Note(format!(
             "could not save request records: {e}"
         )));
     }
     records
+}
+
+/// `records` with each `stream` k replaced by `ids[k]` (kept where `ids` has none).
+fn with_ids(records: &[RequestRecord], ids: &[u32]) -> Vec<RequestRecord> {
+    let mut out = records.to_vec();
+    for r in &mut out {
+        if let Some(id) = ids.get(r.stream as usize) {
+            r.stream = *id;
+        }
+    }
+    out
 }
 
 /// Reports the errored requests among `records` (a warm-up's or a burst's, once they are all

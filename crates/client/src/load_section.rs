@@ -15,13 +15,14 @@
 //! `--time-scale auto` the capacity search runs over K × the trace's rate.
 
 use crate::driver::{
-    DriverError, MatrixEnd, MatrixRun, finished_records, limits, not_run_reason, prompt_tolerance,
-    save,
+    DriverError, MatrixEnd, MatrixRun, finished_records_as, limits, not_run_reason,
+    prompt_tolerance, save,
 };
 use crate::live::OpenLoopLive;
 use crate::open_loop::{OpenLoopRun, OpenLoopSpec, run_open_loop, send_each};
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
+use crate::shard::{instant_at, late_for, wait_until};
 use crate::stream::RequestSpec;
 use crate::varying::{Varying, build_requests, fixed_scale};
 use llmib_core::{
@@ -31,6 +32,7 @@ use llmib_core::{
     duration_from_secs, failed_result, interrupted_result, next_step, now_rfc3339, rate_cell,
     rate_result, round_rate, trace_offsets,
 };
+use llmib_core::{ShardSchedule, Slot, SlotKind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -337,27 +339,27 @@ async fn measured_rate(
     Ok(Some(()))
 }
 
-/// Builds `count` fresh prompts at this context and their streamed requests.
+/// Builds fresh prompts at this context, one per stream index of `streams` (indices no other
+/// request of the run uses), and their streamed requests.
 async fn fresh_requests(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
-    s: &mut Section<'_>,
-    count: usize,
+    s: &Section<'_>,
+    streams: &[u32],
     max_tokens: u32,
 ) -> Result<(Vec<RequestSpec>, u64), (&'static str, String)> {
-    let mut out = Vec::with_capacity(count);
+    let mut out = Vec::with_capacity(streams.len());
     let mut tokens = s.ctx.tokens;
     // Open load queues behind as many prompts as the server admits at once.
     let lim = limits(m, s.ctx.tokens, saturation_slots(m, s));
-    for _ in 0..count {
+    for &stream in streams {
         if m.cancel.is_cancelled() {
             break;
         }
         let p = builder
-            .build(s.ctx.tokens, s.next_stream)
+            .build(s.ctx.tokens, stream)
             .await
             .map_err(|e| (e.kind(), e.to_string()))?;
-        s.next_stream = s.next_stream.wrapping_add(1);
         tokens = p.tokens;
         let spec = m
             .engine
@@ -366,6 +368,15 @@ async fn fresh_requests(
         out.push(spec);
     }
     Ok((out, tokens))
+}
+
+/// The stream indices of a cell of `total` requests of which this process sends `mine`
+/// (global indices): the next `total` unused ones, so that every shard gives request i the
+/// prompt one process would.
+fn take_streams(s: &mut Section<'_>, total: usize, mine: &[u32]) -> Vec<u32> {
+    let base = s.next_stream;
+    s.next_stream = base.wrapping_add(total as u32);
+    mine.iter().map(|i| base.wrapping_add(*i)).collect()
 }
 
 /// The trace's mean rate, when the section replays a trace (1/s for a trace whose rows share
@@ -442,8 +453,58 @@ fn cell_plan(
     })
 }
 
+/// The requests (global indices) of a cell of `total` this process sends: all, or a shard's.
+fn my_requests(m: &MatrixRun<'_>, total: usize) -> Vec<u32> {
+    (0..total as u32)
+        .filter(|i| m.shard.as_ref().is_none_or(|s| s.spec.takes(*i as usize)))
+        .collect()
+}
+
+/// On a shard: the cell's slot of the timetable (sized by the whole schedule, the same on
+/// every shard), once its preparation starts. `Err`: Ctrl-C while waiting.
+async fn rate_slot(m: &MatrixRun<'_>, s: &Section<'_>, due: &[u64]) -> Result<Option<Slot>, ()> {
+    let Some(shard) = &m.shard else {
+        return Ok(None);
+    };
+    let slot = shard.slot(SlotKind::Rate {
+        span_s: due.last().copied().unwrap_or(0) as f64 / 1e9,
+        drain_s: s.load.drain_s,
+    });
+    match wait_until(slot.start_unix_ns, &m.cancel).await {
+        true => Ok(Some(slot)),
+        false => Err(()),
+    }
+}
+
+/// What a rate cell sends: this process's requests of the cell's plan, with their due
+/// instants, lengths and stream indices.
+struct MyPart {
+    /// Global indices in the cell's schedule.
+    mine: Vec<u32>,
+    due: Vec<u64>,
+    requests: Option<Vec<llmib_core::CellRequest>>,
+    streams: Vec<u32>,
+}
+
+impl MyPart {
+    fn of(m: &MatrixRun<'_>, s: &mut Section<'_>, plan: &CellPlan) -> MyPart {
+        let mine = my_requests(m, plan.due.len());
+        let pick = |i: &u32| *i as usize;
+        MyPart {
+            due: mine.iter().map(|i| plan.due[pick(i)]).collect(),
+            requests: plan
+                .requests
+                .as_ref()
+                .map(|r| mine.iter().map(|i| r[pick(i)].clone()).collect()),
+            streams: take_streams(s, plan.due.len(), &mine),
+            mine,
+        }
+    }
+}
+
 /// Measures one rate cell: its schedule drawn, its prompts built, its requests sent on the
 /// schedule and drained, its tokens counted, its row judged by `llmib_core::rate_result`.
+/// On a shard, its share of the schedule (request i ≡ I mod N) at the timetable's instants.
 async fn rate_cell_row(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
@@ -456,11 +517,14 @@ async fn rate_cell_row(
         Ok(p) => p,
         Err(why) => return failed_result(cell, "schedule", why),
     };
-    let due = plan.due;
+    let part = MyPart::of(m, s, &plan);
+    let Ok(slot) = rate_slot(m, s, &plan.due).await else {
+        return interrupted_result(cell);
+    };
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    let built = match &plan.requests {
-        Some(reqs) => varying_requests(m, builder, s, reqs).await,
-        None => fresh_requests(m, builder, s, due.len(), st.max_output)
+    let built = match &part.requests {
+        Some(reqs) => varying_requests(m, builder, s, reqs, &part.streams).await,
+        None => fresh_requests(m, builder, s, &part.streams, st.max_output)
             .await
             .map(|(r, t)| (r, vec![t])),
     };
@@ -472,10 +536,14 @@ async fn rate_cell_row(
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);
     }
+    if let Some(late) = slot.as_ref().and_then(|x| late_for(x, false)) {
+        return failed_result(cell, "shard_late", late);
+    }
     m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
     let live = Arc::new(OpenLoopLive::default());
     live.rate_mrps.store(cell.key.rate_mrps, Ordering::Relaxed);
-    let spec = open_loop_spec(s.load, due, plan.scale, st);
+    let mut spec = open_loop_spec(s.load, part.due.clone(), plan.scale, st);
+    spec.origin = slot.map(|x| instant_at(x.origin_unix_ns));
     m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
     let slo = s.load.slo.clone();
     let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live, slo).await;
@@ -484,10 +552,11 @@ async fn rate_cell_row(
     }
     m.progress.event(ProgressEvent::Phase(Stage::Counting));
     let count = crate::counting::count_tokens(&m.engine, &mut run.measured).await;
-    let records = finished_records(m, cell.key, std::mem::take(&mut run.measured));
+    let ids = m.shard.as_ref().map(|_| part.mine.as_slice());
+    let records = finished_records_as(m, cell.key, std::mem::take(&mut run.measured), ids);
     crate::driver::report_errors(m, Stage::OpenLoop, &records);
     let varying = s.varying.as_deref();
-    let workload = plan.requests.as_ref().zip(varying).and_then(|(reqs, v)| {
+    let workload = part.requests.as_ref().zip(varying).and_then(|(reqs, v)| {
         v.figures(
             v.source(s.ctx.tokens, st.max_output),
             reqs,
@@ -495,7 +564,7 @@ async fn rate_cell_row(
             plan.scale,
         )
     });
-    rate_result(
+    let mut row = rate_result(
         cell,
         RateObservation {
             records: &records,
@@ -511,12 +580,27 @@ async fn rate_cell_row(
             nominal_source: m.engine.counting().nominal_source(),
             expected_prompt_tokens: prompt_tokens,
             prompt_tolerance: prompt_tolerance(m, cell),
-            expected_prompts: plan.requests.is_some().then_some(&built[..]),
+            expected_prompts: part.requests.is_some().then_some(&built[..]),
             workload,
             stop_reason: stop_reason(plan.scale, &spec, &run),
-            fault: run.fault,
+            fault: run.fault.take(),
         },
-    )
+    );
+    if let (Some(shard), Some(slot)) = (&m.shard, &slot) {
+        let line = ShardSchedule {
+            cell: cell.key,
+            due_ns: plan.due,
+            prompt_tokens: part.requests.is_some().then(|| built.clone()),
+            expected_prompt_tokens: prompt_tokens,
+            mine: part.mine,
+        };
+        if let Err(e) = m.store.append_schedule(&line) {
+            // Without its schedule a merge cannot judge this cell: the shard's row says so.
+            return failed_result(cell, "store", format!("could not save the schedule: {e}"));
+        }
+        row.shard = Some(shard.cell(slot, slot.origin_unix_ns, line.mine.len() as u64));
+    }
+    row
 }
 
 /// How a rate cell sends `due`: the section's cap and drain; with `--until-stable`, stopping
@@ -528,6 +612,7 @@ fn open_loop_spec(
     st: &llmib_core::Settings,
 ) -> OpenLoopSpec {
     OpenLoopSpec {
+        origin: None,
         due_ns: due.into(),
         max_concurrency: load.max_concurrency,
         drain: duration_from_secs(load.drain_s),
@@ -556,6 +641,7 @@ async fn varying_requests(
     builder: &mut PromptBuilder,
     s: &mut Section<'_>,
     reqs: &[llmib_core::CellRequest],
+    streams: &[u32],
 ) -> Result<(Vec<RequestSpec>, Vec<u64>), (&'static str, String)> {
     let longest = s
         .varying
@@ -563,7 +649,7 @@ async fn varying_requests(
         .map_or(s.ctx.tokens, |v| v.max_input(s.ctx.tokens));
     let lim = limits(m, longest, saturation_slots(m, s));
     let blocks = s.varying.as_deref_mut().and_then(|v| v.blocks.as_mut());
-    build_requests(m, builder, blocks, reqs, &mut s.next_stream, lim).await
+    build_requests(m, builder, blocks, reqs, streams, lim).await
 }
 
 /// How many requests the saturation batch keeps in flight: the cap, else as many as the KV
@@ -598,7 +684,9 @@ async fn measure_span(m: &MatrixRun<'_>, builder: &mut PromptBuilder, s: &mut Se
             return;
         }
         m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-        let requests = match fresh_requests(m, builder, s, count, max).await {
+        let all: Vec<u32> = (0..count as u32).collect();
+        let streams = take_streams(s, count, &all);
+        let requests = match fresh_requests(m, builder, s, &streams, max).await {
             Ok((r, _)) => r,
             Err((_, e)) => {
                 m.progress.event(ProgressEvent::Note(format!(

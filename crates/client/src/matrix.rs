@@ -184,7 +184,8 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
             // A shard's row always says which shard and slot it is (a failure before the
             // window, or no streams here, too).
             if let (Some(shard), Some(slot), None) = (&m.shard, slot, &row.shard) {
-                row.shard = Some(shard.cell(&slot, unix_now_ns(), 0));
+                // Nothing ran here: no origin was taken, none is late.
+                row.shard = Some(shard.cell(&slot, slot.origin_unix_ns, 0));
             }
             row
         }

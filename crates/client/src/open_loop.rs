@@ -22,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 /// How one rate cell sends.
 #[derive(Debug, Clone)]
 pub(crate) struct OpenLoopSpec {
+    /// The cell origin, where it is fixed in advance (a shard's slot); else the moment
+    /// sending starts.
+    pub origin: Option<Instant>,
     /// Due instants, ns from the cell origin, ascending (`llmib_core::schedule`).
     pub due_ns: Arc<[u64]>,
     /// At most this many requests in flight.
@@ -151,7 +154,7 @@ pub(crate) async fn run_open_loop(
     let n = spec.due_ns.len().min(requests.len());
     live.scheduled.store(n, Ordering::Relaxed);
     let due: Arc<[u64]> = spec.due_ns[..n].into();
-    let origin = Instant::now();
+    let origin = spec.origin.unwrap_or_else(Instant::now);
     let shared = Arc::new(Shared {
         due: due.clone(),
         engine: engine.clone(),

@@ -159,26 +159,24 @@ pub(crate) fn fixed_scale(load: &LoadSettings) -> Option<f64> {
     }
 }
 
-/// Builds each request's prompt and its streamed request: stream indices from `*next_stream`
-/// on (one each, so prompts share no prefix but a trace's blocks). Returns the requests and
-/// each one's built prompt length.
+/// Builds each request's prompt and its streamed request, request k with stream index
+/// `streams[k]` (one each, so prompts share no prefix but a trace's blocks). Returns the
+/// requests and each one's built prompt length.
 pub(crate) async fn build_requests(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     blocks: Option<&mut BlockPrompts>,
     requests: &[CellRequest],
-    next_stream: &mut u32,
+    streams: &[u32],
     lim: StreamLimits,
 ) -> Result<(Vec<RequestSpec>, Vec<u64>), (&'static str, String)> {
     let mut out = Vec::with_capacity(requests.len());
     let mut built = Vec::with_capacity(requests.len());
     let mut blocks = blocks;
-    for r in requests {
+    for (r, &stream) in requests.iter().zip(streams) {
         if m.cancel.is_cancelled() {
             break;
         }
-        let stream = *next_stream;
-        *next_stream = next_stream.wrapping_add(1);
         let p = match blocks.as_deref_mut() {
             Some(b) if !r.prefix_blocks.is_empty() => {
                 b.build(builder, r.input_tokens, &r.prefix_blocks, stream)
