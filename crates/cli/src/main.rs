@@ -137,3 +137,7 @@ fn one_line(e: &anyhow::Error) -> String {
     }
     parts.join(": ").replace('\n', " ")
 }
+
+#[cfg(test)]
+#[path = "deploy_tests.rs"]
+mod deploy_tests;
