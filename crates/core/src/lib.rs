@@ -145,8 +145,8 @@ pub use redact::{
 };
 pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 pub use store::{
-    JsonLines, LoadedRun, RunDir, StoreError, parse_cells, parse_requests, parse_schedules,
-    records_by_cell,
+    CELLS_FILE, JsonLines, LoadedRun, REQUESTS_FILE, RUN_FILE, RunDir, SCHEDULES_FILE, StoreError,
+    parse_cells, parse_requests, parse_schedules, records_by_cell,
 };
 pub use time::{now_rfc3339, parse_rfc3339_ns};
 pub use timetable::{

@@ -320,13 +320,24 @@ fn shard0_queue(p: &ShardPart<'_>) -> QueueObservation {
     q
 }
 
-/// The rule that opened shard 0's window, as its row names it (`timeout` when it names none:
-/// no evidence the server ran all N).
-fn readiness_of(q: &QueueObservation) -> ReadinessBy {
-    q.readiness_by
+/// The rule that opened shard 0's window, as its row names it. A row that names none is
+/// judged by the shards' `ready_at_open`: every shard ready reads as the first-token rule (with
+/// the gauges where shard 0 read them), anything else as `timeout` (no evidence the server ran
+/// all N).
+fn readiness_of(q: &QueueObservation, parts: &[ShardPart<'_>]) -> ReadinessBy {
+    let named = q
+        .readiness_by
         .as_ref()
-        .and_then(|s| serde_json::from_value(serde_json::Value::String(s.clone())).ok())
-        .unwrap_or(ReadinessBy::Timeout)
+        .and_then(|s| serde_json::from_value(serde_json::Value::String(s.clone())).ok());
+    let all_ready = parts
+        .iter()
+        .filter(|p| p.row.status.has_figures())
+        .all(|p| p.row.shard.as_ref().and_then(|s| s.ready_at_open) == Some(true));
+    named.unwrap_or(match (all_ready, q.max_waiting.is_some()) {
+        (true, true) => ReadinessBy::GaugesAndFirstTokens,
+        (true, false) => ReadinessBy::FirstTokens,
+        (false, _) => ReadinessBy::Timeout,
+    })
 }
 
 /// The inputs of a merged decode cell that are not in its records.
@@ -363,7 +374,7 @@ pub fn merge_decode_cell(
     let st = &inputs.plan.settings;
     let (count_report, nominal, note) = weakest_count(parts);
     let queue = shard0_queue(zero);
-    let readiness = readiness_of(&queue);
+    let readiness = readiness_of(&queue, parts);
     let window = window.unwrap_or(Window {
         start_ns: 0,
         end_ns: 0,

@@ -454,3 +454,19 @@ fn requests_files_keep_their_cells_and_number_bad_lines() {
     let damaged = crate::store::parse_requests(format!("oops\n{line}\n").as_bytes());
     assert!(!damaged.only_torn_tail());
 }
+
+#[test]
+fn a_row_naming_no_readiness_rule_is_judged_by_ready_at_open() {
+    let (mut rows, recs) = halves();
+    for r in &mut rows {
+        r.queue = None;
+    }
+    let (row, _) = merge_decode(&rows, &recs);
+    assert_eq!(row.status, CellStatus::Valid, "{:?}", row.status_reason);
+    let by = row.queue.and_then(|q| q.readiness_by);
+    assert_eq!(by.as_deref(), Some("first_tokens"));
+    // No evidence that every shard was ready: the window measured a queue.
+    rows[0].shard.as_mut().expect("shard").ready_at_open = None;
+    let (row, _) = merge_decode(&rows, &recs);
+    assert_eq!(row.status, CellStatus::RequestsQueued);
+}
