@@ -363,7 +363,8 @@ pub fn merge_decode_cell(
     let window = decode_window(parts);
     let fault = (!f.failed.is_empty())
         .then(|| f.failed.join("; "))
-        .or(window.as_ref().err().cloned());
+        .or(window.as_ref().err().cloned())
+        .or(foreign_stream(parts, n, count));
     if fault.is_none() && !f.missing.is_empty() {
         return (missing_row(cell, parts, &f), records);
     }
@@ -412,6 +413,21 @@ pub fn merge_decode_cell(
         }
     }
     (finish_row(row, parts, f.complete()), records)
+}
+
+/// A decode record that is not one of its shard's streams (i ≡ index mod count, i < N): two
+/// shards would then have run one stream, and the union would not be the cell's N.
+fn foreign_stream(parts: &[ShardPart<'_>], n: u64, count: u32) -> Option<String> {
+    parts.iter().find_map(|p| {
+        let r = p.records.iter().find(|r| {
+            let s = u64::from(r.stream);
+            s >= n || s % u64::from(count.max(1)) != u64::from(p.index)
+        })?;
+        Some(format!(
+            "shard {} holds a record of stream {}, which is not one of its streams",
+            p.index, r.stream
+        ))
+    })
 }
 
 /// The server's generation-token counter over the window: server-wide, so any shard's read

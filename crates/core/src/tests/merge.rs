@@ -470,3 +470,20 @@ fn a_row_naming_no_readiness_rule_is_judged_by_ready_at_open() {
     let (row, _) = merge_decode(&rows, &recs);
     assert_eq!(row.status, CellStatus::RequestsQueued);
 }
+
+#[test]
+fn a_record_of_another_shards_stream_fails_the_cell() {
+    let (rows, mut recs) = halves();
+    // Shard 1 also holds stream 0 (a copied file): the union would run stream 0 twice.
+    let stolen = recs[0][0].clone();
+    recs[1].push(stolen);
+    let (row, _) = merge_decode(&rows, &recs);
+    assert_eq!(row.status, CellStatus::Failed);
+    assert!(
+        row.status_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("shard 1 holds a record of stream 0")),
+        "{:?}",
+        row.status_reason
+    );
+}
