@@ -1,9 +1,15 @@
 //! `merge`: one results directory from the shard directories of a run spread over several
-//! client machines (`run --shard I/N`). The checks and the figures are `llmib_core`'s; this
-//! module reads the shards, writes the merged run and its reports.
+//! client machines (`run --shard I/N`). The checks and the figures are `llmib_core`'s
+//! (`merge_shards`); this module reads the shards, writes the merged run and its reports.
 
+use anyhow::{Context, bail};
 use clap::Args;
-use std::path::PathBuf;
+use llmib_core::{
+    CELLS_FILE, JsonLines, REQUESTS_FILE, RUN_FILE, RunDir, ShardResults, merge_shards,
+    records_by_cell,
+};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// Merges shard results into one run.
 #[derive(Debug, Clone, Args)]
@@ -19,8 +25,103 @@ pub struct MergeArgs {
     pub force: bool,
 }
 
-/// Merges `args.dirs` into `args.output`.
+/// Merges `args.dirs` into `args.output` and lists the files written, one per line.
 pub fn run(args: MergeArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("merge is not built yet")
+    let written = merge(&args.dirs, &args.output, args.force)?;
+    let list: String = written
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+    match std::io::stdout().lock().write_all(list.as_bytes()) {
+        // A closed standard output (`… | head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to standard output"),
+    }
 }
+
+/// Checks a JSON-lines file read back: a torn last line (a shard killed mid-write lost only
+/// the cell in progress, whose row it then lacks) is a warning; any other unreadable line is
+/// a damaged file, refused rather than merged into figures that would silently lack it.
+fn check_lines<T>(file: &Path, lines: &JsonLines<T>) -> anyhow::Result<()> {
+    if !lines.only_torn_tail() {
+        bail!(
+            "{}: line {} cannot be read (the file is damaged; copy it again from the shard's machine)",
+            file.display(),
+            lines.bad_lines.first().copied().unwrap_or(0)
+        );
+    }
+    if let Some(l) = lines.bad_lines.first() {
+        eprintln!(
+            "warning: {}: its last line ({l}) was cut short and is skipped",
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// Reads one shard's directory: `run.json`, its rows, its records and its schedules.
+fn load_shard(dir: &Path) -> anyhow::Result<ShardResults> {
+    let rd = RunDir::open(dir)?;
+    let run = rd.load()?;
+    if run.skipped_lines > 0 {
+        eprintln!(
+            "warning: {}: {} lines could not be read and are skipped",
+            dir.join(CELLS_FILE).display(),
+            run.skipped_lines
+        );
+    }
+    let requests = rd.load_requests()?;
+    check_lines(&dir.join(REQUESTS_FILE), &requests)?;
+    let schedules = rd.load_schedules()?;
+    check_lines(&dir.join(llmib_core::SCHEDULES_FILE), &schedules)?;
+    Ok(ShardResults {
+        dir: dir.display().to_string(),
+        info: run.info,
+        cells: run.cells,
+        requests: records_by_cell(requests.rows),
+        schedules: schedules.rows,
+    })
+}
+
+/// Whether `out` is one of the shard directories (`--force` would delete its files).
+fn is_a_shard(out: &Path, dirs: &[PathBuf]) -> bool {
+    let Ok(out) = out.canonicalize() else {
+        return false;
+    };
+    dirs.iter()
+        .any(|d| d.canonicalize().is_ok_and(|d| d == out))
+}
+
+/// Merges the shard directories `dirs` into `out` (replaced with `force`): run.json, the
+/// merged rows, the union of records, then the reports. Returns the files written.
+pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<Vec<PathBuf>> {
+    let shards = dirs
+        .iter()
+        .map(|d| load_shard(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = merge_shards(&shards)?;
+    if is_a_shard(out, dirs) {
+        bail!(
+            "{} is one of the shards: write the merged run to another directory",
+            out.display()
+        );
+    }
+    let rd = RunDir::create_new(out, force)?;
+    rd.write_info(&merged.info)?;
+    for c in &merged.cells {
+        rd.append_cell(&c.row)?;
+    }
+    let mut written = vec![out.join(RUN_FILE), out.join(CELLS_FILE)];
+    for c in merged.cells.iter().filter(|c| !c.records.is_empty()) {
+        rd.append_requests(c.row.key(), &c.records)?;
+    }
+    if merged.cells.iter().any(|c| !c.records.is_empty()) {
+        written.push(out.join(REQUESTS_FILE));
+    }
+    written.extend(llmib_report::write_reports(out, &[], None)?);
+    Ok(written)
+}
+
+#[cfg(test)]
+#[path = "merge_cmd_tests.rs"]
+mod tests;

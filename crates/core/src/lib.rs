@@ -24,6 +24,7 @@ mod length;
 mod live;
 mod load;
 mod load_settings;
+mod merge;
 mod meta;
 mod plan;
 mod readiness;
@@ -79,6 +80,11 @@ pub use verdict::{
 pub use warmup::decode_warmup_cell;
 
 // Load from several client machines: shards of one plan, and the check of a merge.
+pub use merge::{
+    DecodeMergeInputs, MergedCell, MergedRun, ShardPart, ShardResults, max_in_flight, merge_cell,
+    merge_copied_row, merge_decode_cell, merge_rate_cell, merge_shards, origin_late_ns,
+    to_common_clock, union_records,
+};
 pub use plan::{fnv1a, plan_hash};
 pub use shard::{
     MAX_SHARDS, MergeError, ShardArg, ShardError, ShardIdentity, ShardSpec, check_shards,
@@ -139,7 +145,10 @@ pub use redact::{
     sanitize_terminal, strip_url_userinfo, url_password,
 };
 pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
-pub use store::{LoadedRun, RunDir, StoreError, parse_cells};
+pub use store::{
+    CELLS_FILE, JsonLines, LoadedRun, REQUESTS_FILE, RUN_FILE, RunDir, SCHEDULES_FILE, StoreError,
+    parse_cells, parse_requests, parse_schedules, records_by_cell,
+};
 pub use time::{now_rfc3339, parse_rfc3339_ns};
 pub use timetable::{
     DEFAULT_PREP_S, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind,

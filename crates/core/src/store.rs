@@ -11,7 +11,9 @@
 use crate::cell::{CellKey, CellResult};
 use crate::record::RequestRecord;
 use crate::run::RunInfo;
+use crate::timetable::ShardSchedule;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -246,6 +248,104 @@ pub fn parse_cells(bytes: &[u8]) -> (Vec<CellResult>, usize) {
         }
     }
     (cells, skipped)
+}
+
+/// The rows of a JSON-lines file read back, and the lines that did not parse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonLines<T> {
+    /// The rows that parsed, in file order.
+    pub rows: Vec<T>,
+    /// 1-based numbers of the non-blank lines that did not parse.
+    pub bad_lines: Vec<usize>,
+    /// Lines in the file (the last one's number).
+    pub lines: usize,
+}
+
+impl<T> JsonLines<T> {
+    /// Whether every line parsed but, at most, the file's last one: a write torn by a kill,
+    /// which lost only the cell in progress (anything else is a damaged file).
+    pub fn only_torn_tail(&self) -> bool {
+        self.bad_lines.iter().all(|l| *l == self.lines)
+    }
+}
+
+/// Parses JSON lines of `T`; never fails (each line that does not parse is numbered instead).
+fn parse_lines<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> JsonLines<T> {
+    let mut out = JsonLines {
+        rows: Vec::new(),
+        bad_lines: Vec::new(),
+        lines: 0,
+    };
+    // Bytes, not `lines()`: one invalid UTF-8 byte must cost its own line only.
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        out.lines = i + 1;
+        match serde_json::from_slice::<T>(line) {
+            Ok(row) => out.rows.push(row),
+            Err(_) => out.bad_lines.push(i + 1),
+        }
+    }
+    out
+}
+
+/// Parses the bytes of a `requests.jsonl`: each record with the cell it belongs to.
+pub fn parse_requests(bytes: &[u8]) -> JsonLines<(CellKey, RequestRecord)> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        cell: CellKey,
+        #[serde(flatten)]
+        record: RequestRecord,
+    }
+    let rows = parse_lines::<Row>(bytes);
+    JsonLines {
+        rows: rows.rows.into_iter().map(|r| (r.cell, r.record)).collect(),
+        bad_lines: rows.bad_lines,
+        lines: rows.lines,
+    }
+}
+
+/// Parses the bytes of a shard's `schedules.jsonl`.
+pub fn parse_schedules(bytes: &[u8]) -> JsonLines<ShardSchedule> {
+    parse_lines(bytes)
+}
+
+/// Records grouped by their cell, each cell's in file order.
+pub fn records_by_cell(
+    rows: Vec<(CellKey, RequestRecord)>,
+) -> BTreeMap<CellKey, Vec<RequestRecord>> {
+    let mut by: BTreeMap<CellKey, Vec<RequestRecord>> = BTreeMap::new();
+    for (k, r) in rows {
+        by.entry(k).or_default().push(r);
+    }
+    by
+}
+
+/// A file's bytes; none when it does not exist (a run without `--save-requests`, a shard
+/// without rate cells).
+fn read_optional(path: &Path) -> Result<Vec<u8>, StoreError> {
+    match fs::read(path) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+impl RunDir {
+    /// Reads `requests.jsonl` (empty when there is none), each record with its cell.
+    pub fn load_requests(&self) -> Result<JsonLines<(CellKey, RequestRecord)>, StoreError> {
+        Ok(parse_requests(&read_optional(
+            &self.root.join(REQUESTS_FILE),
+        )?))
+    }
+
+    /// Reads a shard's `schedules.jsonl` (empty when there is none).
+    pub fn load_schedules(&self) -> Result<JsonLines<ShardSchedule>, StoreError> {
+        Ok(parse_schedules(&read_optional(
+            &self.root.join(SCHEDULES_FILE),
+        )?))
+    }
 }
 
 fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
