@@ -21,6 +21,7 @@
 //! 5. the union's own status.
 
 use crate::cell::{CellKey, CellResult, CellStatus, Phase, QueueObservation};
+use crate::cell::{MergedShard, MergedShards, ShardCell};
 use crate::counting::CountReport;
 use crate::figures::Window;
 use crate::load::{RateObservation, closed_loop_slo, rate_result};
@@ -30,7 +31,7 @@ use crate::readiness::ReadinessBy;
 use crate::record::RequestRecord;
 use crate::run::{RunInfo, RunState};
 use crate::shard::{MergeError, ShardIdentity, check_shards};
-use crate::timetable::{MergedShard, MergedShards, ShardCell, ShardSchedule};
+use crate::timetable::ShardSchedule;
 use crate::verdict::{DecodeObservation, ErrorTally, bare_result, decode_result};
 use std::collections::BTreeMap;
 

@@ -4,11 +4,11 @@
 
 use super::*;
 use crate::arrival::ArrivalPattern;
+use crate::cell::ShardCell;
 use crate::cell::{CellKey, CellStatus, Phase};
 use crate::figures::decode_figures;
 use crate::plan::Settings;
 use crate::record::{Chunk, Outcome};
-use crate::timetable::ShardCell;
 
 const MS: u64 = 1_000_000;
 const LATE: u64 = 2 * MS;
