@@ -305,7 +305,6 @@ fn a_skipped_cell_is_not_run_and_the_run_goes_on() {
         let skip = llmib_client::CellSkip::default();
         let progress = SkipAtTwo {
             skip: skip.clone(),
-            shard: None,
             current: Default::default(),
         };
         let end = llmib_client::run_matrix(llmib_client::MatrixRun {
@@ -318,6 +317,7 @@ fn a_skipped_cell_is_not_run_and_the_run_goes_on() {
             cancel: llmib_client::CancellationToken::new(),
             hardware: None,
             skip,
+            shard: None,
         })
         .await
         .expect("run");

@@ -16,5 +16,6 @@ mod load;
 mod readiness;
 mod report;
 mod run;
+mod shard;
 mod sim;
 mod stable;

@@ -1,0 +1,259 @@
+//! Load from several client machines, end to end against the simulator: four shard processes
+//! (`run --shard I/4 --start-at T`) run one plan on the shared timetable, `merge` makes one run
+//! of them, and that run sends the requests one process sends with the same seed and plan
+//! (same arrivals, same counts, the same rates) with figures recomputed from the union of the
+//! records. Also: a merge refuses a missing or doubled shard, and a shard refuses what it
+//! cannot share.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The plan every process runs: one decode cell (512 × 4) and one rate cell (20/s).
+const PLAN: &[&str] = &[
+    "--contexts",
+    "512",
+    "--concurrency",
+    "4",
+    "--max-output",
+    "32",
+    "--duration",
+    "2s",
+    "--readiness-timeout",
+    "2s",
+    "--request-rate",
+    "20",
+    "--drain-timeout",
+    "1s",
+    "--seed",
+    "7",
+    "--skip-prefill",
+    "--format",
+    "none",
+    "--display",
+    "plain",
+    "--no-hw-monitor",
+];
+
+fn start_shard(url: &str, dir: &Path, index: u32, start_at: &str) -> Child {
+    let shard = format!("{index}/4");
+    let d = dir.to_string_lossy().to_string();
+    let mut args = vec!["run", "--url", url, "--output", &d, "--shard", &shard];
+    args.extend_from_slice(&["--start-at", start_at, "--shard-prep-seconds", "2"]);
+    args.extend_from_slice(PLAN);
+    Command::new(bin())
+        .args(&args)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a shard")
+}
+
+/// An RFC 3339 instant `secs` from now.
+fn instant_in(secs: u64) -> String {
+    let t = std::time::SystemTime::now() + std::time::Duration::from_secs(secs);
+    llmib_core::rfc3339(t)
+}
+
+/// Runs the four shards to completion (in parallel, as four machines would) and returns
+/// their directories.
+fn run_shards(url: &str) -> Vec<PathBuf> {
+    // Far enough ahead that four debug processes on two cores have probed the server.
+    let start_at = instant_in(8);
+    let dirs: Vec<PathBuf> = (0..4).map(|i| out_dir(&format!("shard-{i}"))).collect();
+    let children: Vec<Child> = (0..4u32)
+        .map(|i| start_shard(url, &dirs[i as usize], i, &start_at))
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let o = c.wait_with_output().expect("a shard ends");
+        assert!(o.status.success(), "shard {i}: {}", text(&o));
+    }
+    dirs
+}
+
+fn merge(dirs: &[PathBuf], out: &Path) -> std::process::Output {
+    let mut args: Vec<String> = vec!["merge".into()];
+    args.extend(dirs.iter().map(|d| d.to_string_lossy().to_string()));
+    args.extend([
+        "-o".into(),
+        out.to_string_lossy().to_string(),
+        "--force".into(),
+    ]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_bin(&refs)
+}
+
+fn row<'a>(rows: &'a [Value], phase: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["phase"] == phase)
+        .unwrap_or_else(|| panic!("no {phase} row in {rows:#?}"))
+}
+
+/// The records of `phase` in `dir`'s requests.jsonl, by their global index.
+fn records_by_index(dir: &Path, phase: &str) -> std::collections::BTreeMap<u64, Value> {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).expect("requests.jsonl");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
+        .filter(|r| r["cell"]["phase"] == phase)
+        .map(|r| (r["stream"].as_u64().expect("stream"), r))
+        .collect()
+}
+
+/// TTFT of every record with a token, ms.
+fn ttfts(records: impl Iterator<Item = Value>) -> Vec<f64> {
+    records
+        .filter_map(|r| {
+            let first = r["chunks"].as_array()?.first()?["t_ns"].as_u64()?;
+            Some(first.saturating_sub(r["sent_ns"].as_u64()?) as f64 / 1e6)
+        })
+        .collect()
+}
+
+#[test]
+fn four_merged_shards_send_what_one_process_sends() {
+    let _serial = timing_lock();
+    let sim = Sim::start(crate::run::exact_sim());
+    // One process, the same plan and seed.
+    let one = out_dir("shard-one");
+    let d = one.to_string_lossy().to_string();
+    let mut args = vec![
+        "run",
+        "--url",
+        sim.url.as_str(),
+        "--output",
+        &d,
+        "--save-requests",
+    ];
+    args.extend_from_slice(PLAN);
+    let o = run_bin(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let dirs = run_shards(&sim.url);
+    let out = out_dir("shard-merged");
+    let o = merge(&dirs, &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let (single, merged) = (cells(&one), cells(&out));
+
+    // Rate cell: the same schedule, every request sent once, on the same instants.
+    let (r1, rm) = (row(&single, "rate"), row(&merged, "rate"));
+    assert_eq!(rm["merged"]["complete"], true, "{rm:#}");
+    assert_eq!(rm["status"], "valid", "{rm:#}");
+    let scheduled = r1["rate"]["scheduled"].as_u64().expect("scheduled");
+    assert_eq!(rm["rate"]["scheduled"].as_u64(), Some(scheduled), "{rm:#}");
+    assert_eq!(rm["requests_sent"], r1["requests_sent"], "{rm:#}");
+    let (a, b) = (
+        records_by_index(&one, "rate"),
+        records_by_index(&out, "rate"),
+    );
+    let indices: Vec<u64> = (0..scheduled).collect();
+    assert_eq!(a.keys().copied().collect::<Vec<_>>(), indices);
+    assert_eq!(b.keys().copied().collect::<Vec<_>>(), indices);
+    let mut off: Vec<f64> = indices
+        .iter()
+        .map(|i| {
+            let sent = |r: &Value| r["sent_ns"].as_u64().unwrap_or(0) as f64 / 1e6;
+            (sent(&a[i]) - sent(&b[i])).abs()
+        })
+        .collect();
+    off.sort_by(f64::total_cmp);
+    // Both send on the seeded schedule: the sends agree within the pacing of a loaded host.
+    assert!(off[off.len() * 9 / 10] < 3.0, "send offsets, ms: {off:?}");
+    assert_close(
+        "achieved request rate",
+        num(rm, "achieved_request_rate"),
+        num(r1, "achieved_request_rate"),
+        1.0,
+    );
+    // Each shard sent its share, i ≡ I (mod 4).
+    for (i, dir) in dirs.iter().enumerate() {
+        let mine = records_by_index(dir, "rate");
+        assert!(
+            mine.keys().all(|k| k % 4 == i as u64),
+            "shard {i}: {:?}",
+            mine.keys()
+        );
+    }
+    // Percentiles of the merged row are those of the union of the records.
+    let mut union = ttfts(b.into_values());
+    let s = llmib_core::Summary::of_vec(&mut union).expect("ttfts");
+    let t = &rm["rate"]["ttft_ms"];
+    assert!(
+        (t["p50"].as_f64().unwrap_or(-1.0) - s.p50).abs() < 1e-9,
+        "{t:#} vs {s:?}"
+    );
+    assert!(
+        (t["p99"].as_f64().unwrap_or(-1.0) - s.p99).abs() < 1e-9,
+        "{t:#} vs {s:?}"
+    );
+
+    // Decode cell: the four shards' streams together are the one process's four.
+    let (d1, dm) = (row(&single, "decode"), row(&merged, "decode"));
+    assert_eq!(dm["status"], "valid", "{dm:#}");
+    assert_eq!(dm["merged"]["complete"], true, "{dm:#}");
+    let shards = dm["merged"]["shards"].as_array().expect("shards");
+    assert_eq!(shards.len(), 4, "{dm:#}");
+    assert!(shards.iter().all(|s| s["ready_at_open"] == true), "{dm:#}");
+    assert_close(
+        "decode total tok/s",
+        num(dm, "total_tok_per_s"),
+        num(d1, "total_tok_per_s"),
+        5.0,
+    );
+    let streams: std::collections::BTreeSet<u64> = crate::common::requests(&out)
+        .values()
+        .flatten()
+        .filter(|r| r["cell"]["phase"] == "decode")
+        .filter_map(|r| r["stream"].as_u64())
+        .collect();
+    assert_eq!(streams.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+
+    refuses_an_incomplete_set(&dirs);
+}
+
+/// A merge names a missing shard and a doubled one, and writes nothing.
+fn refuses_an_incomplete_set(dirs: &[PathBuf]) {
+    let out = out_dir("shard-refused");
+    let o = merge(&dirs[..3], &out);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("shards [3] of 4 are missing"),
+        "{}",
+        text(&o)
+    );
+    let doubled = [&dirs[..], &dirs[..1]].concat();
+    let o = merge(&doubled, &out);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("shard 0 is given twice"), "{}", text(&o));
+    assert!(!out.join("cells.jsonl").exists());
+}
+
+/// What a shard cannot share is refused before anything is sent, in one line.
+#[test]
+fn a_shard_refuses_what_it_cannot_share() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--shard", "0/2"], "--start-at"),
+        (&["--shard", "2/2"], "0 ≤ I < N"),
+        (&["--start-at", "2026-12-04T22:00:00Z"], "add --shard"),
+        (
+            &[
+                "--shard",
+                "0/2",
+                "--start-at",
+                "2026-12-04T22:00:00Z",
+                "--find-capacity",
+                "--slo",
+                "ttft_p99=1s",
+            ],
+            "cannot run on shards",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["run", "--url", "http://127.0.0.1:9", "--format", "none"];
+        args.extend_from_slice(extra);
+        let o = run_bin(&args);
+        assert!(!o.status.success(), "{extra:?}");
+        assert!(text(&o).contains(says), "{extra:?}: {}", text(&o));
+    }
+}
