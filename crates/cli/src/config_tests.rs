@@ -110,6 +110,8 @@ fn sample(arg: &clap::Arg) -> Option<String> {
         "ttft_p99=2s",
         r#"{"top_k":20}"#,
         "mooncake:trace.jsonl",
+        "0/2",
+        "2026-12-04T22:00:00Z",
         "x",
     ]
     .into_iter()

@@ -16,8 +16,9 @@ use crate::shard::{NO_STREAMS, instant_at, late_for};
 use crate::stream::{Counting, RequestSpec};
 use crate::window::{WindowAt, WindowRun, WindowSpec, run_window};
 use llmib_core::{
-    CellKey, CellResult, CellStatus, CountReport, DecodeObservation, PlannedCell, RequestRecord,
-    Slot, bare_result, decode_result, duration_from_secs, failed_result, interrupted_result,
+    CellKey, CellResult, CellStatus, CountReport, DecodeObservation, ErrorTally, PlannedCell,
+    RequestRecord, Slot, bare_result, decode_result, duration_from_secs, failed_result,
+    interrupted_result,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,6 +88,56 @@ fn my_streams(m: &MatrixRun<'_>, n: u32) -> Vec<u32> {
     }
 }
 
+/// The window of an N-stream cell run on `streams`, with the context's warm TTFT; on a
+/// shard, at the slot's instants (`Err`: this shard is too late for them, and why).
+fn cell_window(
+    m: &MatrixRun<'_>,
+    n: u32,
+    warm_ttft_ms: Option<f64>,
+    streams: &[u32],
+    slot: Option<&Slot>,
+) -> Result<WindowSpec, String> {
+    let mut spec = window_spec(m, n);
+    spec.warm_ttft = warm_ttft_ms.map(|ms| duration_from_secs(ms / 1000.0));
+    if let Some(slot) = slot {
+        if let Some(late) = late_for(slot, true) {
+            return Err(late);
+        }
+        spec.stream_ids = Some(streams.to_vec().into());
+        spec.at = Some(WindowAt {
+            origin: instant_at(slot.origin_unix_ns),
+            open: instant_at(slot.open_unix_ns),
+        });
+    }
+    Ok(spec)
+}
+
+/// The streams' prompts built and warmed (cold ones sent once) and their requests; `Err`: the
+/// cell's row, failed or Not run.
+async fn prepare(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    cp: &mut ContextPrompts,
+    cell: &PlannedCell,
+    streams: &[u32],
+) -> Result<(Vec<RequestSpec>, ErrorTally), Box<CellResult>> {
+    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
+    if let Err((kind, e)) = ensure_prompts(builder, cp, streams).await {
+        return Err(Box::new(failed_result(cell, kind, e)));
+    }
+    let warmup_errors = warm_cold_prompts(m, cp, streams)
+        .await
+        .map_err(|e| Box::new(failed_result(cell, "request_body", e)))?;
+    if m.cancel.is_cancelled() {
+        return Err(Box::new(bare_result(cell, CellStatus::NotRun, None)));
+    }
+    let max = m.plan.settings.max_output;
+    match requests_for(m, cp, streams.iter().copied(), max, false) {
+        Ok(v) => Ok((v.into_iter().map(|(_, r)| r).collect(), warmup_errors)),
+        Err(e) => Err(Box::new(failed_result(cell, "request_body", e))),
+    }
+}
+
 /// A decode cell: its prompts built and warmed, its window measured, its row judged by
 /// `llmib_core::verdict` (the N = 1 row gives the context its warm TTFT baseline). On a
 /// shard, `slot` is the cell's place in the timetable.
@@ -104,36 +155,15 @@ pub(crate) async fn decode_cell(
     let Some(&first) = streams.first() else {
         return bare_result(cell, CellStatus::NotRun, Some(NO_STREAMS.into()));
     };
-    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    if let Err((kind, e)) = ensure_prompts(builder, cp, &streams).await {
-        return failed_result(cell, kind, e);
-    }
-    let warmup_errors = match warm_cold_prompts(m, cp, &streams).await {
-        Ok(e) => e,
-        Err(e) => return failed_result(cell, "request_body", e),
+    let (requests, warmup_errors) = match prepare(m, builder, cp, cell, &streams).await {
+        Ok(p) => p,
+        Err(row) => return *row,
     };
-    if m.cancel.is_cancelled() {
-        return bare_result(cell, CellStatus::NotRun, None);
-    }
-    let requests: Vec<RequestSpec> =
-        match requests_for(m, cp, streams.iter().copied(), s.max_output, false) {
-            Ok(v) => v.into_iter().map(|(_, r)| r).collect(),
-            Err(e) => return failed_result(cell, "request_body", e),
-        };
-    let mut spec = window_spec(m, k.concurrency);
-    spec.warm_ttft = warm_ttft_ms
-        .get(&k.context_tokens)
-        .map(|ms| duration_from_secs(ms / 1000.0));
-    if let Some(slot) = &slot {
-        if let Some(late) = late_for(slot, true) {
-            return failed_result(cell, "shard_late", late);
-        }
-        spec.stream_ids = Some(streams.clone().into());
-        spec.at = Some(WindowAt {
-            origin: instant_at(slot.origin_unix_ns),
-            open: instant_at(slot.open_unix_ns),
-        });
-    }
+    let warm = warm_ttft_ms.get(&k.context_tokens).copied();
+    let spec = match cell_window(m, k.concurrency, warm, &streams, slot.as_ref()) {
+        Ok(spec) => spec,
+        Err(late) => return failed_result(cell, "shard_late", late),
+    };
     let Some((mut w, records, count)) = measure_window(m, k, &requests, spec).await else {
         return interrupted_result(cell);
     };
@@ -173,8 +203,7 @@ pub(crate) async fn decode_cell(
         let mut c = shard.cell(slot, w.origin_unix_ns, streams.len() as u64);
         c.open_ns = Some(slot.open_unix_ns.saturating_sub(slot.origin_unix_ns));
         c.close_ns = Some(slot.close_unix_ns.saturating_sub(slot.origin_unix_ns));
-        c.ready_at_open = w.ready_at_open;
-        c.server_generation_tokens = server_tokens;
+        (c.ready_at_open, c.server_generation_tokens) = (w.ready_at_open, server_tokens);
         row.shard = Some(c);
     }
     if k.concurrency == 1

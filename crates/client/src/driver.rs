@@ -75,7 +75,7 @@ pub struct MatrixRun<'a> {
     /// Skips the cell in progress (the dashboard's `s` key).
     pub skip: CellSkip,
     /// This run is a shard (`--shard`): its part of each cell and its timetable
-    /// ([`ShardRun::of`] the plan).
+    /// (`ShardRun::of` the plan).
     pub shard: Option<Arc<crate::shard::ShardRun>>,
 }
 

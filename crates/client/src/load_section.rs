@@ -502,6 +502,23 @@ impl MyPart {
     }
 }
 
+/// The prompts and requests of this process's part of a rate cell, and the prompt tokens
+/// built (one per request where lengths vary, else the one C).
+async fn build_part(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    s: &mut Section<'_>,
+    part: &MyPart,
+) -> Result<(Vec<RequestSpec>, Vec<u64>), (&'static str, String)> {
+    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
+    match &part.requests {
+        Some(reqs) => varying_requests(m, builder, s, reqs, &part.streams).await,
+        None => fresh_requests(m, builder, s, &part.streams, m.plan.settings.max_output)
+            .await
+            .map(|(r, t)| (r, vec![t])),
+    }
+}
+
 /// Measures one rate cell: its schedule drawn, its prompts built, its requests sent on the
 /// schedule and drained, its tokens counted, its row judged by `llmib_core::rate_result`.
 /// On a shard, its share of the schedule (request i ≡ I mod N) at the timetable's instants.
@@ -521,14 +538,7 @@ async fn rate_cell_row(
     let Ok(slot) = rate_slot(m, s, &plan.due).await else {
         return interrupted_result(cell);
     };
-    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    let built = match &part.requests {
-        Some(reqs) => varying_requests(m, builder, s, reqs, &part.streams).await,
-        None => fresh_requests(m, builder, s, &part.streams, st.max_output)
-            .await
-            .map(|(r, t)| (r, vec![t])),
-    };
-    let (requests, built) = match built {
+    let (requests, built) = match build_part(m, builder, s, &part).await {
         Ok(r) => r,
         Err((kind, e)) => return failed_result(cell, kind, e),
     };
@@ -542,9 +552,9 @@ async fn rate_cell_row(
     m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
     let live = Arc::new(OpenLoopLive::default());
     live.rate_mrps.store(cell.key.rate_mrps, Ordering::Relaxed);
+    m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
     let mut spec = open_loop_spec(s.load, part.due.clone(), plan.scale, st);
     spec.origin = slot.map(|x| instant_at(x.origin_unix_ns));
-    m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
     let slo = s.load.slo.clone();
     let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live, slo).await;
     if run.interrupted {
@@ -586,21 +596,53 @@ async fn rate_cell_row(
             fault: run.fault.take(),
         },
     );
-    if let (Some(shard), Some(slot)) = (&m.shard, &slot) {
-        let line = ShardSchedule {
-            cell: cell.key,
-            due_ns: plan.due,
-            prompt_tokens: part.requests.is_some().then(|| built.clone()),
-            expected_prompt_tokens: prompt_tokens,
-            mine: part.mine,
-        };
-        if let Err(e) = m.store.append_schedule(&line) {
-            // Without its schedule a merge cannot judge this cell: the shard's row says so.
-            return failed_result(cell, "store", format!("could not save the schedule: {e}"));
-        }
-        row.shard = Some(shard.cell(slot, slot.origin_unix_ns, line.mine.len() as u64));
+    if let Some(slot) = &slot {
+        let prompts = part.requests.is_some().then(|| built.clone());
+        shard_part(
+            m,
+            cell,
+            slot,
+            plan.due,
+            part.mine,
+            prompts,
+            prompt_tokens,
+            &mut row,
+        );
     }
     row
+}
+
+/// A shard's rate row: the cell's whole schedule and this shard's part of it saved for the
+/// merge (`schedules.jsonl`), and the row's record of the slot. Without its schedule a merge
+/// cannot judge the cell: the row fails.
+#[allow(clippy::too_many_arguments)]
+fn shard_part(
+    m: &MatrixRun<'_>,
+    cell: &PlannedCell,
+    slot: &Slot,
+    due_ns: Vec<u64>,
+    mine: Vec<u32>,
+    prompt_tokens: Option<Vec<u64>>,
+    expected_prompt_tokens: u64,
+    row: &mut CellResult,
+) {
+    let Some(shard) = &m.shard else {
+        return;
+    };
+    let requests = mine.len() as u64;
+    let line = ShardSchedule {
+        cell: cell.key,
+        due_ns,
+        mine,
+        prompt_tokens,
+        expected_prompt_tokens,
+    };
+    if let Err(e) = m.store.append_schedule(&line) {
+        *row = failed_result(cell, "store", format!("could not save the schedule: {e}"));
+    }
+    // The schedule's offsets count from the slot's origin itself (converted once to this
+    // process's clock): lateness shows in the row's pacing, not as a shifted origin.
+    row.shard = Some(shard.cell(slot, slot.origin_unix_ns, requests));
 }
 
 /// How a rate cell sends `due`: the section's cap and drain; with `--until-stable`, stopping

@@ -475,19 +475,8 @@ pub async fn run_window(
     // Start from an idle server: requests of the previous cell or of the warm-up may still be
     // finishing (an abort takes time to free KV), and engines that count tokens when a request
     // is released (llama.cpp) would add them to this window's counter delta.
-    // A timetabled window starts at its instant: every shard's previous slot ended together.
-    let idle_wait_s = match spec.at {
-        None => wait_idle(&engine, Duration::from_secs(10), run_cancel).await,
-        Some(at) => {
-            tokio::select! {
-                _ = run_cancel.cancelled() => {}
-                _ = tokio::time::sleep_until(at.origin) => {}
-            }
-            None
-        }
-    };
     let mut queue = QueueObservation {
-        idle_wait_s,
+        idle_wait_s: wait_for_start(&engine, spec.at, run_cancel).await,
         ..Default::default()
     };
     let origin = Instant::now();
@@ -545,6 +534,23 @@ pub async fn run_window(
         origin_unix_ns,
         ready_at_open,
     }
+}
+
+/// Waits until the window's streams may start: for an idle server (how long that took, s),
+/// or, timetabled, for its origin (every shard's previous slot ended together).
+async fn wait_for_start(
+    engine: &Engine,
+    at: Option<WindowAt>,
+    cancel: &CancellationToken,
+) -> Option<f64> {
+    let Some(at) = at else {
+        return wait_idle(engine, Duration::from_secs(10), cancel).await;
+    };
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = tokio::time::sleep_until(at.origin) => {}
+    }
+    None
 }
 
 /// A timetabled window: waits for its instant when the judge opened it earlier; whether the

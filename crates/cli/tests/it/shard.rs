@@ -222,7 +222,7 @@ fn refuses_an_incomplete_set(dirs: &[PathBuf]) {
         "{}",
         text(&o)
     );
-    let doubled = [&dirs[..], &dirs[..1]].concat();
+    let doubled = [dirs, &dirs[..1]].concat();
     let o = merge(&doubled, &out);
     assert!(!o.status.success());
     assert!(text(&o).contains("shard 0 is given twice"), "{}", text(&o));
