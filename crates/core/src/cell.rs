@@ -658,16 +658,16 @@ pub struct SpecFigures {
     pub source: String,
 }
 
-/// What the host's clock discipline says of its own error (Linux `adjtimex`: the kernel's
-/// NTP/PTP state, as chrony or ntpd steer it). It bounds how far this shard's wall clock, and
-/// so its slot instants, may be from the others'.
+/// What the host's clock discipline says of its own error (chrony's tracking, read by
+/// `crate::parse_chrony_tracking`). It bounds how far this shard's wall clock, and so its slot
+/// instants, may be from true time, and so from the other shards'.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClockSync {
-    /// The kernel says the clock is synchronized (not `TIME_ERROR`).
+    /// chrony's leap status is "Normal" (it is synchronized to a source).
     pub synchronized: bool,
-    /// Estimated error, ms.
+    /// Estimated error: the system clock's offset from chrony's true time, ms.
     pub est_error_ms: f64,
-    /// Maximum error, ms.
+    /// Maximum error: the offset plus half the root delay and the root dispersion, ms.
     pub max_error_ms: f64,
 }
 
