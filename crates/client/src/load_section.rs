@@ -22,7 +22,7 @@ use crate::live::OpenLoopLive;
 use crate::open_loop::{OpenLoopRun, OpenLoopSpec, run_open_loop, send_each};
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
-use crate::shard::{instant_at, late_for, wait_until};
+use crate::shard::{instant_at, late_for, wait_until, waiting_note};
 use crate::stream::RequestSpec;
 use crate::varying::{Varying, build_requests, fixed_scale};
 use llmib_core::{
@@ -470,6 +470,9 @@ async fn rate_slot(m: &MatrixRun<'_>, s: &Section<'_>, due: &[u64]) -> Result<Op
         span_s: due.last().copied().unwrap_or(0) as f64 / 1e9,
         drain_s: s.load.drain_s,
     });
+    if let Some(note) = waiting_note(shard, &slot) {
+        m.progress.event(ProgressEvent::Note(note));
+    }
     match wait_until(slot.start_unix_ns, &m.cancel).await {
         true => Ok(Some(slot)),
         false => Err(()),

@@ -10,7 +10,7 @@ use crate::driver::{
 };
 use crate::progress::ProgressEvent;
 use crate::prompt::PromptBuilder;
-use crate::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns, wait_until};
+use crate::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns, wait_until, waiting_note};
 use crate::skip::SKIPPED;
 use llmib_core::{
     CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
@@ -163,6 +163,9 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     let slot = match &m.shard {
         Some(shard) => {
             let slot = shard.slot(slot_kind(m, key.phase));
+            if let Some(note) = waiting_note(shard, &slot) {
+                m.progress.event(ProgressEvent::Note(note));
+            }
             if !wait_until(slot.start_unix_ns, &m.cancel).await {
                 return interrupted_result(cell);
             }

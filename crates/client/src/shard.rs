@@ -51,6 +51,20 @@ pub const NO_STREAMS: &str = "no streams on this shard (stream i runs on shard i
 /// A prefill cell on a shard other than 0.
 pub const PREFILL_ON_SHARD_0: &str = "measured by shard 0";
 
+/// What a shard says before it waits for a slot (`None`: it starts within a second).
+pub fn waiting_note(shard: &ShardRun, slot: &Slot) -> Option<String> {
+    let wait_ns = slot.start_unix_ns.saturating_sub(unix_now_ns());
+    (wait_ns > 1_000_000_000).then(|| {
+        let at = UNIX_EPOCH + Duration::from_nanos(slot.start_unix_ns);
+        format!(
+            "shard {}: the next cell's slot starts at {} (in {:.0} s)",
+            shard.spec,
+            llmib_core::rfc3339(at),
+            wait_ns as f64 / 1e9
+        )
+    })
+}
+
 /// Sleeps until the wall clock reads `unix_ns`; `false` when `cancel` fired first.
 pub async fn wait_until(unix_ns: u64, cancel: &CancellationToken) -> bool {
     tokio::select! {
