@@ -113,14 +113,14 @@ fn merged_rows(report: &Report) -> Vec<&CellResult> {
 /// The merged run's table, when it has merged rows.
 fn merged_view(report: &Report) -> Option<MergedView> {
     let rows = merged_rows(report);
+    if rows.is_empty() {
+        return None;
+    }
     let indices: BTreeSet<u32> = rows
         .iter()
         .filter_map(|c| c.merged.as_ref())
         .flat_map(|m| m.shards.iter().map(|s| s.index))
         .collect();
-    if rows.is_empty() {
-        return None;
-    }
     let (columns, rows) = if indices.len() <= WIDE_MAX {
         wide(&rows, &indices)
     } else {
