@@ -310,6 +310,7 @@ impl Exporter for HtmlExporter {
             speculative => ser(Table::speculative(report)),
             bursts => ser(Table::bursts(report)),
             load => ser(crate::load_chart::view(report)),
+            shards => ser(crate::shards::view(report)),
             diagnostics => ser(crate::diagnostics::view(report)),
             diagnostics_caption => ser(crate::diagnostics::CAPTION),
             notes => ser(report.notes()),

@@ -32,6 +32,7 @@ mod markdown;
 mod model;
 pub mod number;
 mod pareto;
+mod shards;
 mod table;
 mod workload_view;
 

@@ -45,7 +45,12 @@ fn code_block(out: &mut String, lang: &str, code: &str) {
 }
 
 /// Writes a pipe table; cells are already escaped or our own text.
-fn pipe_table(out: &mut String, header: &[String], numeric: &[bool], rows: &[Vec<String>]) {
+pub(crate) fn pipe_table(
+    out: &mut String,
+    header: &[String],
+    numeric: &[bool],
+    rows: &[Vec<String>],
+) {
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let align: Vec<&str> = numeric
         .iter()
@@ -99,6 +104,7 @@ impl Exporter for MarkdownExporter {
         measurements_section(&mut out, report);
         load_section(&mut out, report);
         extra_sections(&mut out, report);
+        crate::shards::markdown(&mut out, report);
         diagnostics_section(&mut out, report);
         notes_section(&mut out, report);
         while out.ends_with("\n\n") {

@@ -21,7 +21,13 @@ fn golden() -> Report {
 
 /// `n` requests due every 1/rate s; request i is sent `late_ms × i` late, gets its first token
 /// `ttft_ms` after the send and then `tokens − 1` more, `tpot_ms` apart.
-fn rate_row(ctx: (u64, &str), rate: f64, ttft_ms: u64, tpot_ms: u64, late_ms: u64) -> CellResult {
+pub(crate) fn rate_row(
+    ctx: (u64, &str),
+    rate: f64,
+    ttft_ms: u64,
+    tpot_ms: u64,
+    late_ms: u64,
+) -> CellResult {
     let n = 8u32;
     let tokens = 20u64;
     let gap = (1000.0 / rate) as u64;

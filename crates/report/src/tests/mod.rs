@@ -6,4 +6,5 @@ mod diagnostics;
 mod golden;
 pub(crate) mod load;
 pub(crate) mod schema;
+mod shards;
 mod workload;
