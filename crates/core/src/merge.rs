@@ -559,8 +559,11 @@ pub fn merge_rate_cell(
         expected_prompts: built.as_deref(),
         // What a varying cell asked for (its output lengths) is not in the shards' files.
         workload: None,
-        // Shards refuse --until-stable: every schedule runs whole.
-        stop_reason: None,
+        // Shards refuse --until-stable, so every schedule runs whole: a trace's replay says
+        // so (`trace_end`) on every shard's row.
+        stop_reason: parts
+            .iter()
+            .find_map(|p| p.row.rate.as_ref().and_then(|r| r.stop_reason)),
         prompt_tolerance: prompt_tolerance(plan.settings.token_targeting, cell.key.context_tokens),
         fault,
     };

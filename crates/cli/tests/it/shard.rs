@@ -36,14 +36,30 @@ const PLAN: &[&str] = &[
     "--no-hw-monitor",
 ];
 
+/// Starts shard `index` of 4: shard 2 as a Kubernetes Indexed Job's pod and shard 3 as a
+/// Slurm array task (`--shard auto`, from their variables), the others with `--shard I/4`.
 fn start_shard(url: &str, dir: &Path, index: u32, start_at: &str) -> Child {
-    let shard = format!("{index}/4");
+    let fixed = format!("{index}/4");
     let d = dir.to_string_lossy().to_string();
-    let mut args = vec!["run", "--url", url, "--output", &d, "--shard", &shard];
+    let mut args = vec!["run", "--url", url, "--output", &d];
+    let mut cmd = Command::new(bin());
+    match index {
+        2 => {
+            args.extend_from_slice(&["--shard", "auto", "--shards", "4"]);
+            cmd.env("JOB_COMPLETION_INDEX", "2");
+        }
+        3 => {
+            args.extend_from_slice(&["--shard", "auto"]);
+            // `--array=1-4`: ids 1 to 4 are shards 0 to 3.
+            cmd.env("SLURM_ARRAY_TASK_ID", "4")
+                .env("SLURM_ARRAY_TASK_COUNT", "4")
+                .env("SLURM_ARRAY_TASK_MIN", "1");
+        }
+        _ => args.extend_from_slice(&["--shard", &fixed]),
+    }
     args.extend_from_slice(&["--start-at", start_at, "--shard-prep-seconds", "2"]);
     args.extend_from_slice(PLAN);
-    Command::new(bin())
-        .args(&args)
+    cmd.args(&args)
         .env_remove("OPENAI_API_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
