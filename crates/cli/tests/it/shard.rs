@@ -273,3 +273,102 @@ fn a_shard_refuses_what_it_cannot_share() {
         assert!(text(&o).contains(says), "{extra:?}: {}", text(&o));
     }
 }
+
+/// A trace replayed by two shards: each sends its share of the file's rows at their instants
+/// (scaled), the merge holds every row once, on the file's timetable, judged as one replay.
+#[test]
+fn two_shards_replay_a_trace_as_one() {
+    let _serial = timing_lock();
+    let mut cfg = crate::run::exact_sim();
+    cfg.context_length = 16_384;
+    let sim = Sim::start(cfg);
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/workloads/mooncake.jsonl"
+    );
+    let rows = std::fs::read_to_string(trace)
+        .expect("trace")
+        .lines()
+        .count() as u64;
+    let workload = format!("mooncake:{trace}");
+    let start_at = instant_in(6);
+    let dirs: Vec<PathBuf> = (0..2)
+        .map(|i| out_dir(&format!("shard-trace-{i}")))
+        .collect();
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            let (d, shard) = (dirs[i].to_string_lossy().to_string(), format!("{i}/2"));
+            let args = [
+                "run",
+                "--url",
+                &sim.url,
+                "--output",
+                &d,
+                "--shard",
+                &shard,
+                "--start-at",
+                &start_at,
+                "--shard-prep-seconds",
+                "3",
+                "--contexts",
+                "1K",
+                "--concurrency",
+                "1",
+                "--max-output",
+                "64",
+                "--skip-decode",
+                "--skip-prefill",
+                "--workload",
+                &workload,
+                "--time-scale",
+                "4",
+                "--drain-timeout",
+                "2s",
+                "--format",
+                "none",
+                "--display",
+                "plain",
+                "--no-hw-monitor",
+            ];
+            Command::new(bin())
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start a shard")
+        })
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let o = c.wait_with_output().expect("a shard ends");
+        assert!(o.status.success(), "shard {i}: {}", text(&o));
+    }
+    let out = out_dir("shard-trace-merged");
+    let o = merge(&dirs, &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let merged = cells(&out);
+    let r = row(&merged, "rate");
+    assert_eq!(r["rate"]["stop_reason"], "trace_end", "{r:#}");
+    assert_eq!(r["rate"]["scheduled"].as_u64(), Some(rows), "{r:#}");
+    assert_eq!(r["requests_sent"].as_u64(), Some(rows), "{r:#}");
+    assert_eq!(r["merged"]["complete"], true, "{r:#}");
+    let b = records_by_index(&out, "rate");
+    assert_eq!(
+        b.keys().copied().collect::<Vec<_>>(),
+        (0..rows).collect::<Vec<_>>()
+    );
+    // Every request went out on the trace's own (scaled) instant, whichever shard sent it.
+    let schedule: Value = std::fs::read_to_string(dirs[0].join("schedules.jsonl"))
+        .ok()
+        .and_then(|t| t.lines().next().and_then(|l| serde_json::from_str(l).ok()))
+        .expect("shard 0's schedule");
+    let due = schedule["due_ns"].as_array().expect("due_ns");
+    let mut late: Vec<f64> = b
+        .iter()
+        .map(|(i, rec)| {
+            let d = due[*i as usize].as_u64().unwrap_or(0) as f64;
+            (rec["sent_ns"].as_u64().unwrap_or(0) as f64 - d).abs() / 1e6
+        })
+        .collect();
+    late.sort_by(f64::total_cmp);
+    assert!(late[late.len() * 9 / 10] < 2.0, "send − due, ms: {late:?}");
+}
