@@ -505,6 +505,37 @@ impl MyPart {
     }
 }
 
+/// Sends this process's part of a rate cell on `spec` and counts its tokens; its records are
+/// saved (by global index on a shard). `None`: Ctrl-C stopped it.
+async fn send_part(
+    m: &MatrixRun<'_>,
+    s: &Section<'_>,
+    cell: &PlannedCell,
+    spec: &OpenLoopSpec,
+    requests: Vec<RequestSpec>,
+    part: &MyPart,
+) -> Option<(
+    OpenLoopRun,
+    llmib_core::CountReport,
+    Vec<llmib_core::RequestRecord>,
+)> {
+    m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
+    let live = Arc::new(OpenLoopLive::default());
+    live.rate_mrps.store(cell.key.rate_mrps, Ordering::Relaxed);
+    m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
+    let slo = s.load.slo.clone();
+    let mut run = run_open_loop(&m.engine, requests.into(), spec, &m.cancel, live, slo).await;
+    if run.interrupted {
+        return None;
+    }
+    m.progress.event(ProgressEvent::Phase(Stage::Counting));
+    let count = crate::counting::count_tokens(&m.engine, &mut run.measured).await;
+    let ids = m.shard.as_ref().map(|_| part.mine.as_slice());
+    let records = finished_records_as(m, cell.key, std::mem::take(&mut run.measured), ids);
+    crate::driver::report_errors(m, Stage::OpenLoop, &records);
+    Some((run, count, records))
+}
+
 /// The prompts and requests of this process's part of a rate cell, and the prompt tokens
 /// built (one per request where lengths vary, else the one C).
 async fn build_part(
@@ -552,22 +583,12 @@ async fn rate_cell_row(
     if let Some(late) = slot.as_ref().and_then(|x| late_for(x, false)) {
         return failed_result(cell, "shard_late", late);
     }
-    m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
-    let live = Arc::new(OpenLoopLive::default());
-    live.rate_mrps.store(cell.key.rate_mrps, Ordering::Relaxed);
-    m.progress.event(ProgressEvent::OpenLoopLive(live.clone()));
     let mut spec = open_loop_spec(s.load, part.due.clone(), plan.scale, st);
     spec.origin = slot.map(|x| instant_at(x.origin_unix_ns));
-    let slo = s.load.slo.clone();
-    let mut run = run_open_loop(&m.engine, requests.into(), &spec, &m.cancel, live, slo).await;
-    if run.interrupted {
+    let Some((mut run, count, records)) = send_part(m, s, cell, &spec, requests, &part).await
+    else {
         return interrupted_result(cell);
-    }
-    m.progress.event(ProgressEvent::Phase(Stage::Counting));
-    let count = crate::counting::count_tokens(&m.engine, &mut run.measured).await;
-    let ids = m.shard.as_ref().map(|_| part.mine.as_slice());
-    let records = finished_records_as(m, cell.key, std::mem::take(&mut run.measured), ids);
-    crate::driver::report_errors(m, Stage::OpenLoop, &records);
+    };
     let varying = s.varying.as_deref();
     let workload = part.requests.as_ref().zip(varying).and_then(|(reqs, v)| {
         v.figures(

@@ -45,12 +45,7 @@ fn code_block(out: &mut String, lang: &str, code: &str) {
 }
 
 /// Writes a pipe table; cells are already escaped or our own text.
-pub(crate) fn pipe_table(
-    out: &mut String,
-    header: &[String],
-    numeric: &[bool],
-    rows: &[Vec<String>],
-) {
+fn pipe_table(out: &mut String, header: &[String], numeric: &[bool], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let align: Vec<&str> = numeric
         .iter()
@@ -104,7 +99,7 @@ impl Exporter for MarkdownExporter {
         measurements_section(&mut out, report);
         load_section(&mut out, report);
         extra_sections(&mut out, report);
-        crate::shards::markdown(&mut out, report);
+        shards_section(&mut out, report);
         diagnostics_section(&mut out, report);
         notes_section(&mut out, report);
         while out.ends_with("\n\n") {
@@ -347,5 +342,38 @@ mod tests {
         let mut s = String::new();
         code_block(&mut s, "sh", "echo ````x");
         assert!(s.starts_with("`````sh\n"), "{s}");
+    }
+}
+
+/// The Markdown section, where the run has one: marked parts in bold, every text escaped.
+fn shards_section(out: &mut String, report: &Report) {
+    let Some(v) = crate::shards::view(report) else {
+        return;
+    };
+    let _ = writeln!(out, "\n## Shards\n");
+    if let Some(n) = &v.shard {
+        let _ = writeln!(out, "{}`{}`{}", escape(&n.lead), n.command, escape(n.tail));
+    }
+    if let Some(m) = &v.merged {
+        let _ = writeln!(out, "{}\n", escape(&m.intro));
+        let rows: Vec<Vec<String>> = m
+            .rows
+            .iter()
+            .map(|r| r.iter().map(markdown_cell).collect())
+            .collect();
+        pipe_table(out, &m.columns, &vec![false; m.columns.len()], &rows);
+        if m.any_marked {
+            let _ = writeln!(out, "\n{}", escape(m.mark_note));
+        }
+        let _ = writeln!(out, "\n{}", escape(m.skew_note));
+    }
+}
+
+/// A cell escaped, and bold when marked.
+fn markdown_cell(c: &crate::shards::PartCell) -> String {
+    if c.marked {
+        format!("**{}**", escape(&c.text))
+    } else {
+        escape(&c.text)
     }
 }

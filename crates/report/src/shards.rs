@@ -8,15 +8,13 @@
 //!
 //! [`view`] builds the section once; the HTML template and [`markdown`] only print it, so the two
 //! cannot disagree. Status reasons came from the shards' files: the HTML template escapes them
-//! like any other string and [`markdown`] passes them through [`escape`].
+//! like any other string and the Markdown report passes them through its `escape`.
 
-use crate::markdown::{escape, pipe_table};
 use crate::model::Report;
 use crate::number::{self, NULL};
 use llmib_core::{CellResult, CellStatus, ClockSync, MergedShard, Phase};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::fmt::Write;
 
 /// Above this many shards a row per shard of a cell replaces a column per shard, which would
 /// make the table too wide to read.
@@ -319,35 +317,4 @@ fn status(s: &MergedShard) -> Option<String> {
         Some(r) => format!("{}: {r}", s.status.label()),
         None => s.status.label().to_string(),
     })
-}
-
-/// The Markdown section, where the run has one: marked parts in bold, every text escaped.
-pub(crate) fn markdown(out: &mut String, report: &Report) {
-    let Some(v) = view(report) else { return };
-    let _ = writeln!(out, "\n## Shards\n");
-    if let Some(n) = &v.shard {
-        let _ = writeln!(out, "{}`{}`{}", escape(&n.lead), n.command, escape(n.tail));
-    }
-    if let Some(m) = &v.merged {
-        let _ = writeln!(out, "{}\n", escape(&m.intro));
-        let rows: Vec<Vec<String>> = m
-            .rows
-            .iter()
-            .map(|r| r.iter().map(markdown_cell).collect())
-            .collect();
-        pipe_table(out, &m.columns, &vec![false; m.columns.len()], &rows);
-        if m.any_marked {
-            let _ = writeln!(out, "\n{}", escape(m.mark_note));
-        }
-        let _ = writeln!(out, "\n{}", escape(m.skew_note));
-    }
-}
-
-/// A cell escaped, and bold when marked.
-fn markdown_cell(c: &PartCell) -> String {
-    if c.marked {
-        format!("**{}**", escape(&c.text))
-    } else {
-        escape(&c.text)
-    }
 }
