@@ -318,33 +318,6 @@ fn notes_section(out: &mut String, report: &Report) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_never_reach_the_file() {
-        assert_eq!(escape("m\u{1b}[31mred\u{7}"), "m?\\[31mred?");
-    }
-
-    #[test]
-    fn escapes_html_and_table_breakers() {
-        assert_eq!(
-            escape("<script>alert(1)</script>"),
-            "\\<script\\>alert(1)\\</script\\>"
-        );
-        assert_eq!(escape("a|b\nc"), "a\\|b c");
-        assert_eq!(escape("GLM-5.3-Flash"), "GLM-5.3-Flash");
-    }
-
-    #[test]
-    fn code_fence_outgrows_backticks() {
-        let mut s = String::new();
-        code_block(&mut s, "sh", "echo ````x");
-        assert!(s.starts_with("`````sh\n"), "{s}");
-    }
-}
-
 /// The Markdown section, where the run has one: marked parts in bold, every text escaped.
 fn shards_section(out: &mut String, report: &Report) {
     let Some(v) = crate::shards::view(report) else {
@@ -375,5 +348,32 @@ fn markdown_cell(c: &crate::shards::PartCell) -> String {
         format!("**{}**", escape(&c.text))
     } else {
         escape(&c.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_never_reach_the_file() {
+        assert_eq!(escape("m\u{1b}[31mred\u{7}"), "m?\\[31mred?");
+    }
+
+    #[test]
+    fn escapes_html_and_table_breakers() {
+        assert_eq!(
+            escape("<script>alert(1)</script>"),
+            "\\<script\\>alert(1)\\</script\\>"
+        );
+        assert_eq!(escape("a|b\nc"), "a\\|b c");
+        assert_eq!(escape("GLM-5.3-Flash"), "GLM-5.3-Flash");
+    }
+
+    #[test]
+    fn code_fence_outgrows_backticks() {
+        let mut s = String::new();
+        code_block(&mut s, "sh", "echo ````x");
+        assert!(s.starts_with("`````sh\n"), "{s}");
     }
 }
