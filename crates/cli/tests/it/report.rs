@@ -25,7 +25,7 @@ fn seed_page() -> String {
 }
 
 /// Screenshots and pages are kept here for people to look at: `target/test-output/report/`.
-fn artifacts() -> PathBuf {
+pub(crate) fn artifacts() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let dir = tmp
         .parent()
@@ -36,7 +36,7 @@ fn artifacts() -> PathBuf {
 }
 
 /// Chromium, or None (skip) when it is missing outside CI.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let found = std::env::var_os("LLMIB_CHROMIUM")
         .map(PathBuf::from)
         .into_iter()
@@ -57,7 +57,12 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Runs headless Chromium on `page` with `extra` arguments; returns (stdout, stderr).
-fn run_chromium(chrome: &Path, work: &Path, page: &Path, extra: &[&str]) -> (String, String) {
+pub(crate) fn run_chromium(
+    chrome: &Path,
+    work: &Path,
+    page: &Path,
+    extra: &[&str],
+) -> (String, String) {
     // Chromium loads both cores for a moment: keep it off the timing-sensitive tests.
     let _serial = crate::common::timing_lock();
     let profile = work.join(format!("profile-{}", extra.len()));
@@ -215,7 +220,7 @@ fn render_in_browser(
     (verdict(&dom, &stderr), stderr, page)
 }
 
-fn instrumented(html: &str, path: &Path) {
+pub(crate) fn instrumented(html: &str, path: &Path) {
     let with_probe = html.replacen("<head>", &format!("<head>\n{PROBE}"), 1);
     let page = match with_probe.rfind("</body>") {
         Some(i) => format!("{}{CHECKS}\n{}", &with_probe[..i], &with_probe[i..]),
@@ -225,7 +230,7 @@ fn instrumented(html: &str, path: &Path) {
 }
 
 /// Reads the verdict the checks wrote into the DOM.
-fn verdict(dom: &str, stderr: &str) -> Value {
+pub(crate) fn verdict(dom: &str, stderr: &str) -> Value {
     let start = dom.find("<pre id=\"llmib-verdict\">").unwrap_or_else(|| {
         panic!("no verdict in the DOM: the checks did not run\n{dom}\n--- stderr\n{stderr}")
     }) + "<pre id=\"llmib-verdict\">".len();

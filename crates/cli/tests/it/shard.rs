@@ -130,7 +130,7 @@ fn ttfts(records: impl Iterator<Item = Value>) -> Vec<f64> {
 
 #[test]
 fn four_merged_shards_send_what_one_process_sends() {
-    let _serial = timing_lock();
+    let serial = timing_lock();
     let sim = Sim::start(crate::run::exact_sim());
     // One process, the same plan and seed.
     let one = out_dir("shard-one");
@@ -226,6 +226,64 @@ fn four_merged_shards_send_what_one_process_sends() {
     assert_eq!(streams.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
 
     refuses_an_incomplete_set(&dirs);
+    // The browser takes the timing lock itself (it loads the host).
+    drop(serial);
+    merged_page_in_browser(&out);
+}
+
+/// The merged run's page in headless Chromium: its Shards section lists every shard's part, a
+/// shard marked not ready is flagged, and a hostile reason from a shard's file stays text.
+fn merged_page_in_browser(out: &Path) {
+    let Some(chrome) = crate::report::chromium() else {
+        return;
+    };
+    let work = out_dir("shard-browser");
+    let mut report = llmib_report::Report::load(out).expect("the merged run");
+    let decode = report
+        .cells
+        .iter_mut()
+        .find(|c| c.phase == llmib_core::Phase::Decode)
+        .and_then(|c| c.merged.as_mut())
+        .expect("a merged decode row");
+    decode.complete = false;
+    decode.shards[1].ready_at_open = Some(false);
+    decode.shards[1].status = llmib_core::CellStatus::RequestsQueued;
+    decode.shards[1].status_reason = Some("<script>alert(9)</script>".into());
+    let html = llmib_report::Format::Html
+        .exporter()
+        .render(&report)
+        .expect("html");
+    std::fs::write(crate::report::artifacts().join("shards.html"), &html).expect("page");
+    let page = work.join("checked.html");
+    crate::report::instrumented(&html, &page);
+    let (dom, stderr) = crate::report::run_chromium(
+        &chrome,
+        &work,
+        &page,
+        &["--window-size=1280,900", "--dump-dom"],
+    );
+    let v = crate::report::verdict(&dom, &stderr);
+    // As `assert_clean`, less its sections: this run has no prefill cell.
+    for (what, key) in [
+        ("page errors", "errors"),
+        ("alerts", "alerts"),
+        ("blocked", "csp"),
+    ] {
+        assert_eq!(v["probe"][key], serde_json::json!([]), "{what}");
+    }
+    assert_eq!(v["resources"], serde_json::json!([]), "network requests");
+    assert_eq!(v["scripts"].as_u64(), Some(3), "script elements");
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console output: {console:#?}");
+    assert!(dom.contains("Shards"), "no Shards section");
+    for i in 0..4 {
+        assert!(
+            dom.contains(&format!("Shard {i}")),
+            "no column for shard {i}"
+        );
+    }
+    assert_eq!(dom.matches("class=\"flag\"").count(), 1, "one flagged part");
+    assert!(dom.contains("&lt;script&gt;alert(9)"), "the reason is text");
 }
 
 /// A merge names a missing shard and a doubled one, and writes nothing.
