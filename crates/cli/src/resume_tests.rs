@@ -200,3 +200,21 @@ fn open_load_settings_are_fixed_on_resume() {
     .expect_err("a run saved without open load");
     assert!(e.to_string().contains("request-rate"), "{e}");
 }
+
+#[test]
+fn a_shard_is_never_resumed() {
+    // A saved shard: its timetable has passed.
+    let mut info = saved();
+    info.plan.settings.shard = llmib_core::ShardSpec::new(1, 4);
+    let e = decide(&info, &RunArgs::default(), &dir(), None).expect_err("refused");
+    assert!(e.to_string().contains("new --start-at"), "{e}");
+    // Nor is an unsharded run resumed as a shard.
+    let args = RunArgs {
+        shard: Some(llmib_core::ShardArg::Fixed(
+            llmib_core::ShardSpec::new(0, 2).expect("shard"),
+        )),
+        ..RunArgs::default()
+    };
+    let e = decide_with(args).expect_err("refused");
+    assert!(e.to_string().contains("cannot be resumed"), "{e}");
+}
