@@ -65,6 +65,19 @@ pub fn waiting_note(shard: &ShardRun, slot: &Slot) -> Option<String> {
     })
 }
 
+/// How long before a timetable instant the runtime's timer hands over to a spin: the timer
+/// wakes a millisecond or more late, and every shard's window should open on the instant.
+const SPIN_LEAD: Duration = Duration::from_millis(2);
+
+/// Sleeps until `t` on the timer, then yields in a loop for the last [`SPIN_LEAD`], so the
+/// caller resumes within microseconds of `t` rather than at the timer's next tick.
+pub async fn sleep_until_precise(t: Instant) {
+    tokio::time::sleep_until(t - SPIN_LEAD.min(t.saturating_duration_since(Instant::now()))).await;
+    while Instant::now() < t {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Sleeps until the wall clock reads `unix_ns`; `false` when `cancel` fired first.
 pub async fn wait_until(unix_ns: u64, cancel: &CancellationToken) -> bool {
     tokio::select! {

@@ -548,7 +548,7 @@ async fn wait_for_start(
     };
     tokio::select! {
         _ = cancel.cancelled() => {}
-        _ = tokio::time::sleep_until(at.origin) => {}
+        _ = crate::shard::sleep_until_precise(at.origin) => {}
     }
     None
 }
@@ -563,7 +563,7 @@ async fn open_at_instant(
     let at = at?;
     tokio::select! {
         _ = cancel.cancelled() => {}
-        _ = tokio::time::sleep_until(at.open) => {}
+        _ = crate::shard::sleep_until_precise(at.open) => {}
     }
     Some(by.is_some_and(ReadinessBy::is_ready))
 }
