@@ -509,6 +509,12 @@ impl RunArgs {
         }
         let d = Settings::default();
         let sharded = self.sharded(&|k| std::env::var(k).ok())?;
+        if let Some(why) = sharded
+            .as_ref()
+            .and_then(|s| s.timetable.missed(llmib_core::unix_now_ns()))
+        {
+            bail!("{why}");
+        }
         Ok(Settings {
             contexts: self.contexts.clone().map_or(d.contexts, |c| c.0),
             concurrency: self.concurrency.clone().map_or(d.concurrency, |c| c.0),

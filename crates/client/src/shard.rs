@@ -13,7 +13,7 @@ use llmib_core::{
     ClockSync, Plan, ShardCell, ShardSpec, Slot, SlotKind, Timetable, parse_chrony_tracking,
 };
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -27,12 +27,7 @@ pub struct ShardRun {
     pub clock: Option<ClockSync>,
 }
 
-/// Now, ns since the Unix epoch.
-pub fn unix_now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
+pub use llmib_core::unix_now_ns;
 
 /// The monotonic instant at which the wall clock reads `unix_ns` (now, when that has passed).
 pub fn instant_at(unix_ns: u64) -> Instant {

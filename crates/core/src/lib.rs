@@ -149,7 +149,7 @@ pub use store::{
     CELLS_FILE, JsonLines, LoadedRun, REQUESTS_FILE, RUN_FILE, RunDir, SCHEDULES_FILE, StoreError,
     parse_cells, parse_requests, parse_schedules, records_by_cell,
 };
-pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339};
+pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339, unix_now_ns};
 pub use timetable::{
     DEFAULT_PREP_S, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind,
     Timetable, TimetableSettings, parse_chrony_tracking, slot_lateness,

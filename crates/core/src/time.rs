@@ -2,6 +2,14 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Now, ns since the Unix epoch (0 for a clock before 1970): the wall clock that shards of a
+/// run share (never for figures).
+pub fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// Now as RFC 3339 UTC with milliseconds (`2026-12-02T15:45:02.123Z`).
 pub fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())

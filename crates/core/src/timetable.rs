@@ -34,6 +34,22 @@ pub struct TimetableSettings {
     pub prep_s: f64,
 }
 
+impl TimetableSettings {
+    /// Why a shard starting at `now_unix_ns` cannot follow the timetable, if it cannot: the
+    /// first slot's preparation is already over (a start instant in the past, or a machine
+    /// that started too late), so every cell would be late.
+    pub fn missed(&self, now_unix_ns: u64) -> Option<String> {
+        let first_origin = self.start_unix_ns.saturating_add(ns(self.prep_s));
+        (now_unix_ns > first_origin).then(|| {
+            let ago = (now_unix_ns - self.start_unix_ns) as f64 / 1e9;
+            format!(
+                "--start-at {} passed {ago:.0} s ago: give every shard the same instant a few minutes ahead (e.g. $(date -u -d '+3 min' +%FT%TZ))",
+                self.start_at
+            )
+        })
+    }
+}
+
 /// What a slot is for, with the lengths that size it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SlotKind {

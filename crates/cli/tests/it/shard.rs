@@ -306,8 +306,12 @@ fn refuses_an_incomplete_set(dirs: &[PathBuf]) {
 /// What a shard cannot share is refused before anything is sent, in one line.
 #[test]
 fn a_shard_refuses_what_it_cannot_share() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["--shard", "0/2"], "--start-at"),
+        (
+            &["--shard", "0/2", "--start-at", "2026-01-01T00:00:00Z"],
+            "passed",
+        ),
         (&["--shard", "2/2"], "0 ≤ I < N"),
         (&["--start-at", "2026-12-04T22:00:00Z"], "add --shard"),
         (

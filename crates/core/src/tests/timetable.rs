@@ -132,3 +132,21 @@ fn lateness_is_judged_against_the_open_instant_or_the_schedule_start() {
     assert!(slot_lateness(110 * S + RATE_START_TOLERANCE_NS + 1, &slot, false).is_some());
     assert_eq!(slot_lateness(0, &slot, false), None);
 }
+
+#[test]
+fn a_start_whose_first_preparation_is_over_is_missed() {
+    let t = TimetableSettings {
+        start_at: "2026-12-04T22:00:00Z".into(),
+        start_unix_ns: 1_000 * S,
+        prep_s: 60.0,
+    };
+    assert_eq!(t.missed(900 * S), None);
+    // Started late, inside the first slot's preparation: it can still make the origin.
+    assert_eq!(t.missed(1_059 * S), None);
+    assert_eq!(t.missed(1_060 * S), None);
+    let why = t.missed(1_061 * S).expect("missed");
+    assert!(
+        why.contains("passed 61 s ago") && why.contains("2026-12-04T22:00:00Z"),
+        "{why}"
+    );
+}
