@@ -2,6 +2,7 @@
 //! and maps the outcome to an exit code. Everything else lives in the library crates.
 
 mod config;
+mod config_load;
 mod display;
 mod drive;
 mod eval_cmd;
