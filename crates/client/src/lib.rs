@@ -8,6 +8,7 @@
 #![warn(unnameable_types)]
 
 mod block_prompt;
+mod body;
 mod burst;
 mod chunk;
 mod counting;
@@ -18,8 +19,6 @@ mod engine;
 mod hardware;
 mod http;
 mod hwmon;
-// Not wired into a run yet (next commit).
-#[allow(dead_code)]
 mod ktime;
 mod lagprobe;
 mod live;
@@ -32,7 +31,6 @@ mod pacer;
 mod progress;
 mod prompt;
 mod rawbody;
-#[allow(dead_code)]
 mod rawhttp;
 mod run;
 mod shard;
@@ -53,9 +51,11 @@ pub use local_tokenizer::{LocalTokenizer, TokenizerError};
 pub use metrics::{Metrics, Sample};
 
 // One request, streamed and measured: the wire format, the record and the prompt it sends.
+pub use body::HttpReader;
 pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
+pub use rawhttp::RawReaderStats;
 pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 

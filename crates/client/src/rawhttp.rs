@@ -20,6 +20,7 @@
 use crate::ktime::{self, ReadBuf, Stamp};
 use crate::rawbody::{BodyDecoder, Head, MAX_HEAD, parse_head};
 use bytes::{Bytes, BytesMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -51,8 +52,32 @@ pub struct RawTarget {
     connect_timeout: Duration,
     /// Idle keep-alive connections, most recently used last.
     pool: Mutex<Vec<Conn>>,
-    /// Whether any read of this target lacked a kernel timestamp (reported in the run).
-    pub(crate) user_space_reads: std::sync::atomic::AtomicBool,
+    /// What the reads of this target's bodies did (see [`RawReaderStats`]).
+    counts: Counts,
+}
+
+/// The raw reader's reads over a run: whether the kernel's timestamps were there, and how much
+/// they moved the chunk instants (what the lateness probe only estimates).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RawReaderStats {
+    /// Body pieces read.
+    pub pieces: u64,
+    /// Pieces stamped with the kernel's receive time (the rest have the read's instant).
+    pub kernel_pieces: u64,
+    /// Mean of (read instant - kernel instant) over the kernel-stamped pieces, µs: how late
+    /// the reads were, and so how much the kernel's stamps corrected the chunk instants.
+    pub mean_correction_us: f64,
+    /// The largest such correction, µs.
+    pub max_correction_us: f64,
+}
+
+/// Relaxed counters behind [`RawReaderStats`] (a few atomic adds per piece).
+#[derive(Debug, Default)]
+struct Counts {
+    pieces: AtomicU64,
+    kernel: AtomicU64,
+    correction_ns: AtomicU64,
+    max_correction_ns: AtomicU64,
 }
 
 /// An HTTP failure of the raw reader before the response body.
@@ -121,8 +146,37 @@ impl RawTarget {
             head,
             connect_timeout,
             pool: Mutex::new(Vec::new()),
-            user_space_reads: std::sync::atomic::AtomicBool::new(false),
+            counts: Counts::default(),
         })
+    }
+
+    /// The reads so far.
+    pub fn stats(&self) -> RawReaderStats {
+        let c = &self.counts;
+        let kernel = c.kernel.load(Ordering::Relaxed);
+        let sum = c.correction_ns.load(Ordering::Relaxed) as f64;
+        RawReaderStats {
+            pieces: c.pieces.load(Ordering::Relaxed),
+            kernel_pieces: kernel,
+            mean_correction_us: if kernel == 0 {
+                0.0
+            } else {
+                sum / kernel as f64 / 1e3
+            },
+            max_correction_us: c.max_correction_ns.load(Ordering::Relaxed) as f64 / 1e3,
+        }
+    }
+
+    /// Counts one piece and its correction.
+    fn count(&self, p: &Piece) {
+        let c = &self.counts;
+        c.pieces.fetch_add(1, Ordering::Relaxed);
+        if p.kernel {
+            let ns = p.read.saturating_duration_since(p.at).as_nanos() as u64;
+            c.kernel.fetch_add(1, Ordering::Relaxed);
+            c.correction_ns.fetch_add(ns, Ordering::Relaxed);
+            c.max_correction_ns.fetch_max(ns, Ordering::Relaxed);
+        }
     }
 
     /// Sends a POST of `body` and reads the response head. `before_send` runs right before
@@ -209,10 +263,6 @@ impl RawTarget {
         sock.set_nodelay(true)
             .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
         let kernel = ktime::enable(&sock);
-        if !kernel {
-            self.user_space_reads
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        }
         Ok(Conn {
             sock,
             buf: BytesMut::new(),
@@ -412,19 +462,16 @@ impl RawResponse {
             read: Instant::now(),
             kernel: None,
         });
-        if stamp.kernel.is_none() {
-            self.target
-                .user_space_reads
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        }
         let at = stamp.best().max(self.floor);
         self.floor = at;
-        Piece {
+        let p = Piece {
             data,
             at,
             kernel: stamp.kernel.is_some(),
             read: stamp.read,
-        }
+        };
+        self.target.count(&p);
+        p
     }
 
     /// The body is complete: its connection goes back to the pool where the server allows.
