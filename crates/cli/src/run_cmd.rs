@@ -283,6 +283,12 @@ async fn probe_server(
         Some(path) => Some(Arc::new(LocalTokenizer::load(path)?)),
         None => None,
     };
+    if args.http_reader == Some(config::HttpReaderArg::Raw)
+        && !url.to_ascii_lowercase().starts_with("http://")
+    {
+        // Before the probe: its requests would take long to fail on a TLS endpoint.
+        bail!("--http-reader raw reads http:// endpoints only ({url}): use --http-reader reqwest");
+    }
     let saved = resumed.map(|r| &r.info);
     let opts = ProbeOptions {
         base_url: url.clone(),
@@ -315,7 +321,13 @@ async fn probe_server(
         local_tokenizer,
         request: settings.request.clone(),
     };
-    Ok((url, Engine::probe(&opts).await?))
+    let mut probe = Engine::probe(&opts).await?;
+    let reader = args.http_reader.unwrap_or_default().into();
+    // The run's own choice, per call: a resumed run reads as this invocation says.
+    if let Err(e) = probe.engine.set_http_reader(reader, opts.timeout) {
+        bail!("{e}");
+    }
+    Ok((url, probe))
 }
 
 /// Resume: the plan comes from the interrupted run, with the settings [`crate::resume::decide`]
