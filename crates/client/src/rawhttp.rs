@@ -71,7 +71,29 @@ pub struct RawReaderStats {
     pub max_correction_us: f64,
 }
 
-/// Relaxed counters behind [`RawReaderStats`] (a few atomic adds per piece).
+/// One response's pieces, as [`Counts`] adds them up.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    pieces: u64,
+    kernel: u64,
+    correction_ns: u64,
+    max_correction_ns: u64,
+}
+
+impl Tally {
+    /// Counts one piece and its correction.
+    fn add(&mut self, p: &Piece) {
+        self.pieces += 1;
+        if p.kernel {
+            let ns = p.read.saturating_duration_since(p.at).as_nanos() as u64;
+            self.kernel += 1;
+            self.correction_ns += ns;
+            self.max_correction_ns = self.max_correction_ns.max(ns);
+        }
+    }
+}
+
+/// Relaxed counters behind [`RawReaderStats`], added to once per response.
 #[derive(Debug, Default)]
 struct Counts {
     pieces: AtomicU64,
@@ -167,16 +189,16 @@ impl RawTarget {
         }
     }
 
-    /// Counts one piece and its correction.
-    fn count(&self, p: &Piece) {
+    /// Adds one response's tally (once per response: per-piece atomics on counters every
+    /// stream shares would bounce their cache line between the runtime's threads).
+    fn count(&self, t: &Tally) {
         let c = &self.counts;
-        c.pieces.fetch_add(1, Ordering::Relaxed);
-        if p.kernel {
-            let ns = p.read.saturating_duration_since(p.at).as_nanos() as u64;
-            c.kernel.fetch_add(1, Ordering::Relaxed);
-            c.correction_ns.fetch_add(ns, Ordering::Relaxed);
-            c.max_correction_ns.fetch_max(ns, Ordering::Relaxed);
-        }
+        c.pieces.fetch_add(t.pieces, Ordering::Relaxed);
+        c.kernel.fetch_add(t.kernel, Ordering::Relaxed);
+        c.correction_ns
+            .fetch_add(t.correction_ns, Ordering::Relaxed);
+        c.max_correction_ns
+            .fetch_max(t.max_correction_ns, Ordering::Relaxed);
     }
 
     /// Sends a POST of `body` and reads the response head. `before_send` runs right before
@@ -373,6 +395,14 @@ pub struct RawResponse {
     floor: Instant,
     /// The instants of the read whose bytes are in the buffer.
     last: Option<Stamp>,
+    /// This response's pieces, added to the target's counts when it is dropped.
+    tally: Tally,
+}
+
+impl Drop for RawResponse {
+    fn drop(&mut self) {
+        self.target.count(&self.tally);
+    }
 }
 
 impl RawResponse {
@@ -393,6 +423,7 @@ impl RawResponse {
             dec,
             floor,
             last: Some(stamp),
+            tally: Tally::default(),
         }
     }
 
@@ -470,7 +501,7 @@ impl RawResponse {
             kernel: stamp.kernel.is_some(),
             read: stamp.read,
         };
-        self.target.count(&p);
+        self.tally.add(&p);
         p
     }
 

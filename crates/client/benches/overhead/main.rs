@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use llmib_client::SseDecoder;
-use llmib_client::{Engine, ProbeOptions, PromptInput};
+use llmib_client::{Engine, HttpReader, ProbeOptions, PromptInput};
 use llmib_client::{Measured, StreamLimits, measure};
 use llmib_client::{StreamItem, parse_event};
 use serde::{Deserialize, Serialize};
@@ -55,8 +55,14 @@ const PROMPT_BASE: u32 = 16;
 struct Case {
     /// `ingest` (throughput: the client's cost) or `timing` (realistic steps: its timing error).
     kind: String,
-    /// `measure` (the client's real path) or `raw` (a bare socket reader: the host's floor).
+    /// `measure` (the client's real path, reqwest reading), `rawhttp` (the same path through
+    /// `--http-reader raw`: kernel receive timestamps) or `raw` (a bare socket reader: the
+    /// host's floor).
     reader: String,
+    /// Threads that spin in the client process for the whole case (a CPU hog that makes the
+    /// client's runtime late to its sockets).
+    #[serde(default)]
+    hog: u32,
     /// Concurrent streams.
     streams: u32,
     /// The simulator's decode step, whatever the batch size.
@@ -85,17 +91,21 @@ impl Case {
         if self.spec_tokens > 1 {
             l += &format!(" spec={}", self.spec_tokens);
         }
-        if self.raw() {
-            l += " [raw]";
+        if self.reader != "measure" {
+            l += &format!(" [{}]", self.reader);
+        }
+        if self.hog > 0 {
+            l += &format!(" hog={}", self.hog);
         }
         l
     }
 }
 
 fn cases() -> Vec<Case> {
-    let ingest = |streams, step_ms, spec_tokens| Case {
+    let ingest = |streams, step_ms, spec_tokens, reader: &str| Case {
         kind: "ingest".into(),
-        reader: "measure".into(),
+        reader: reader.into(),
+        hog: 0,
         streams,
         step_ms,
         spec_tokens,
@@ -108,6 +118,7 @@ fn cases() -> Vec<Case> {
     let timing = |streams, step_ms, reader: &str| Case {
         kind: "timing".into(),
         reader: reader.into(),
+        hog: 0,
         streams,
         step_ms,
         spec_tokens: 1,
@@ -120,16 +131,32 @@ fn cases() -> Vec<Case> {
     // engines send), then eight (speculative decoding: the same chunks carry 8× the tokens).
     for spec in [1, 8] {
         v.extend([
-            ingest(1, 0.05, spec),
-            ingest(64, 0.5, spec),
-            ingest(1024, 8.0, spec),
+            ingest(1, 0.05, spec, "measure"),
+            ingest(64, 0.5, spec, "measure"),
+            ingest(1024, 8.0, spec, "measure"),
         ]);
+    }
+    // The two readers of `run` side by side (`--http-reader`), one token per chunk.
+    for (n, step) in [(1, 0.05), (64, 0.5), (256, 2.0), (1024, 8.0)] {
+        if n == 256 {
+            v.push(ingest(n, step, 1, "measure"));
+        }
+        v.push(ingest(n, step, 1, "rawhttp"));
     }
     // 10 ms steps; at 1024 streams that is 100k chunks/s, far above a real engine's batch of
     // 1024 (tens of ms per step), so 1024 also runs at 20 ms. Each beside the raw floor.
     for (n, step) in [(1, 10.0), (64, 10.0), (1024, 10.0), (1024, 20.0)] {
         v.push(timing(n, step, "measure"));
         v.push(timing(n, step, "raw"));
+        v.push(timing(n, step, "rawhttp"));
+    }
+    // With a CPU hog in the client process (two spinning threads): how far each reader's
+    // instants drift when the runtime is late, and how much the kernel's stamps hold.
+    for reader in ["measure", "rawhttp"] {
+        v.push(Case {
+            hog: 2,
+            ..timing(64, 10.0, reader)
+        });
     }
     v
 }
@@ -164,6 +191,10 @@ struct ClientResult {
     requests: u64,
     errors: u64,
     first_error: Option<String>,
+    /// `rawhttp`: the raw reader's pieces, those with a kernel instant, and how much the
+    /// kernel instants corrected the reads' (mean, largest; µs).
+    #[serde(default)]
+    raw_reader: Option<(u64, u64, f64, f64)>,
 }
 
 fn main() {
@@ -334,6 +365,14 @@ fn client_role() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    for _ in 0..case.hog {
+        // Spins until the process exits: competes with the runtime's workers for the cores.
+        std::thread::spawn(|| {
+            loop {
+                std::hint::spin_loop();
+            }
+        });
+    }
     let rss_base_kb = status_kb("VmRSS");
     let mut r = rt.block_on(run_client(&case, &url, &sim_pid, chunks_out.as_deref()))?;
     r.rss_base_kb = rss_base_kb;
@@ -354,7 +393,11 @@ async fn run_client(
     let probe = Engine::probe(&ProbeOptions::new(url))
         .await
         .map_err(|e| e.to_string())?;
-    let engine = Arc::new(probe.engine);
+    let mut engine = probe.engine;
+    if case.reader == "rawhttp" {
+        engine.set_http_reader(HttpReader::Raw, Duration::from_secs(5))?;
+    }
+    let engine = Arc::new(engine);
     let model = engine.model().served_model.clone();
     let addr = url.trim_start_matches("http://").to_string();
     let origin = tokio::time::Instant::now();
@@ -469,6 +512,14 @@ async fn run_client(
             }
         }
     }
+    r.raw_reader = engine.raw_reader_stats().map(|s| {
+        (
+            s.pieces,
+            s.kernel_pieces,
+            s.mean_correction_us,
+            s.max_correction_us,
+        )
+    });
     entries.retain(|e| (w0..w1).contains(&e.t_ns));
     r.chunks = entries.len() as u64;
     r.tokens = entries.iter().map(|e| u64::from(e.tokens)).sum();
@@ -622,6 +673,11 @@ fn orchestrate() -> Result<(), String> {
             o.client.sim_cpu_s / o.client.window_s,
             o.client.errors
         );
+        if let Some((pieces, kernel, mean, max)) = o.client.raw_reader {
+            eprintln!(
+                "    raw reader: {kernel} of {pieces} pieces kernel-stamped, correction mean {mean:.1} µs, max {max:.0} µs"
+            );
+        }
         outcomes.push(o);
     }
     print_tables(&outcomes);
@@ -663,10 +719,11 @@ fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
     let case_json = serde_json::to_string(case).map_err(|e| e.to_string())?;
     let tmp = std::env::temp_dir();
     let tag = format!(
-        "llmib-overhead-{}-{}-{}",
+        "llmib-overhead-{}-{}-{}-{}",
         std::process::id(),
         case.streams,
-        case.reader
+        case.reader,
+        case.hog
     );
     let stamps_path = tmp.join(format!("{tag}-sim.txt"));
     let chunks_path = tmp.join(format!("{tag}-client.txt"));
