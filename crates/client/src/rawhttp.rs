@@ -27,8 +27,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// Size of one read: large enough that a burst of chunks is one system call.
-const READ_SIZE: usize = 16 * 1024;
+/// Size of one read: about three chunks of a typical engine's SSE (250–400 bytes each). A
+/// read's kernel time is that of the last segment it returned, so when the client is behind
+/// and several chunks wait in the socket, every chunk of one read gets the last one's time: a
+/// small read bounds that to a few chunks (each read then costs a system call more than one
+/// large read would; a client that keeps up reads one chunk per read either way).
+const READ_SIZE: usize = 1024;
 
 /// Attempts of one request when pooled connections turn out to be closed (as `http.rs`).
 const STALE_ATTEMPTS: usize = 3;
