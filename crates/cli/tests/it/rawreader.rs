@@ -28,6 +28,11 @@ fn a_run_through_the_raw_reader_is_valid_and_recorded() {
         "user space"
     };
     assert_eq!(reader["timestamps"], want, "{reader:#}");
+    let notes = run_json(&dir)["notes"].to_string();
+    assert!(
+        notes.contains("carried the kernel's receive time"),
+        "{notes}"
+    );
     for r in &cells(&dir) {
         assert_eq!(r["status"], "valid", "{r:#}");
     }
