@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// The longest response head accepted (status line and headers), and the longest chunk-size
 /// or trailer line: a server that sends more is broken or hostile.
-pub(crate) const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
 
 /// Longest chunk-size or trailer line accepted.
 const MAX_LINE: usize = 4096;

@@ -18,7 +18,7 @@
 //! before any byte of an answer, as `http::send_fresh` does.
 
 use crate::ktime::{self, ReadBuf, Stamp};
-use crate::rawbody::{BodyDecoder, Head, MAX_HEAD, parse_head};
+use crate::rawbody::{BodyDecoder, Head, parse_head};
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -366,7 +366,6 @@ impl Conn {
                 Ok(None) => {}
                 Err(e) => return Err(Exchange::Bad(e)),
             }
-            debug_assert!(self.buf.len() <= MAX_HEAD + READ_SIZE);
         }
     }
 }
