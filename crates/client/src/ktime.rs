@@ -61,6 +61,32 @@ pub fn enable(sock: &TcpStream) -> bool {
     .is_ok()
 }
 
+/// Keeps the kernel's receive timestamping on for the life of the process. Linux stamps
+/// packets only while some socket asks for it, and switches that on and off asynchronously (a
+/// static key flipped by deferred work when the first such socket appears and the last one
+/// closes): packets that arrive meanwhile carry no time, and their reads fall back to the
+/// user-space instant. One idle UDP socket with the option, opened when the raw reader is
+/// chosen (before the run's first request), keeps it on between connections.
+#[cfg(target_os = "linux")]
+pub fn keep_enabled() {
+    use std::os::fd::AsRawFd;
+    static KEEPER: std::sync::OnceLock<Option<std::net::UdpSocket>> = std::sync::OnceLock::new();
+    KEEPER.get_or_init(|| {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+        nix::sys::socket::setsockopt(
+            s.as_raw_fd(),
+            nix::sys::socket::sockopt::ReceiveTimestampns,
+            &true,
+        )
+        .ok()?;
+        Some(s)
+    });
+}
+
+/// Keeps the kernel's receive timestamping on (nothing to do where there is none).
+#[cfg(not(target_os = "linux"))]
+pub fn keep_enabled() {}
+
 /// Asks for kernel receive timestamps on `sock`; `false` where the system has none.
 #[cfg(not(target_os = "linux"))]
 pub fn enable(_sock: &TcpStream) -> bool {

@@ -162,6 +162,7 @@ impl RawTarget {
             head.push_str(&format!("authorization: Bearer {key}\r\n"));
         }
         head.push_str("content-type: application/json\r\naccept: text/event-stream\r\n");
+        ktime::keep_enabled();
         Ok(RawTarget {
             url: url.to_string(),
             host: host_str
@@ -424,7 +425,9 @@ impl RawResponse {
             conn: Some(conn),
             head,
             dec,
-            floor,
+            // No chunk before the head's own instant (two reads' clock pairs may differ by tens
+            // of nanoseconds).
+            floor: floor.max(stamp.best()),
             last: Some(stamp),
             tally: Tally::default(),
         }

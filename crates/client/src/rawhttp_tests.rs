@@ -227,7 +227,8 @@ async fn refusals_and_https_say_what_to_do() {
 }
 
 /// The simulator's stream through the raw reader: SSE events that end with `[DONE]`, and on
-/// Linux every piece has a kernel instant, between the send and the user-space read.
+/// Linux nearly every piece has a kernel instant (a fallback piece has its read's), between
+/// the send and the user-space read.
 #[tokio::test]
 async fn the_simulator_streams_through_the_raw_reader_with_kernel_instants() {
     let mut cfg = llmib_sim::builtin_profile("tiny").expect("tiny");
@@ -238,6 +239,7 @@ async fn the_simulator_streams_through_the_raw_reader_with_kernel_instants() {
         "model": "tiny", "prompt": "hello", "max_tokens": 8, "stream": true, "ignore_eos": true,
     });
     let body = serde_json::to_vec(&body).expect("json");
+    let (mut kernel, mut total) = (0, 0);
     for _ in 0..2 {
         let sent = Instant::now();
         let (mut resp, head) = t.send(&body, || {}).await.expect("answered");
@@ -258,8 +260,24 @@ async fn the_simulator_streams_through_the_raw_reader_with_kernel_instants() {
         assert!(events.len() >= 9, "{events:?}");
         for p in &pieces {
             assert!(p.at >= sent && p.at <= p.read, "{p:?}");
-            assert_eq!(p.kernel, cfg!(target_os = "linux"), "{p:?}");
+            assert!(
+                p.kernel || p.at == p.read,
+                "a fallback keeps its read's instant: {p:?}"
+            );
         }
+        kernel += pieces.iter().filter(|p| p.kernel).count();
+        total += pieces.len();
+    }
+    // Now and then a read comes without the kernel's time (seen on the first chunk of a
+    // response on a reused connection, in one run of the test suite in five): it keeps its
+    // user-space instant and is counted (`RawReaderStats`). Nearly all have it.
+    if cfg!(target_os = "linux") {
+        assert!(
+            kernel * 10 >= total * 8,
+            "{kernel} of {total} kernel-stamped"
+        );
+    } else {
+        assert_eq!(kernel, 0);
     }
     sim.shutdown().await;
 }
