@@ -370,6 +370,53 @@ mod tests {
         assert!(d.decode(&mut buf).is_err(), "endless size line");
     }
 
+    use proptest::prelude::*;
+
+    /// `body` in chunks of the sizes in `sizes` (cycled), some with an extension, and a trailer.
+    fn chunked(body: &[u8], sizes: &[usize]) -> Vec<u8> {
+        let mut wire = Vec::new();
+        let mut rest = body;
+        for (i, size) in sizes.iter().cycle().enumerate() {
+            if rest.is_empty() {
+                break;
+            }
+            let n = (*size).clamp(1, rest.len());
+            let ext = if i % 3 == 1 { ";x=\"y\"" } else { "" };
+            wire.extend_from_slice(format!("{n:X}{ext}\r\n").as_bytes());
+            wire.extend_from_slice(&rest[..n]);
+            wire.extend_from_slice(b"\r\n");
+            rest = &rest[n..];
+        }
+        wire.extend_from_slice(b"0\r\nX-Trailer: 1\r\n\r\n");
+        wire
+    }
+
+    proptest! {
+        /// Any body, chunked any way, read in any pieces, decodes to itself and completes.
+        #[test]
+        fn any_chunking_and_any_reads_give_the_body_back(
+            body in proptest::collection::vec(any::<u8>(), 0..600),
+            sizes in proptest::collection::vec(1usize..90, 1..8),
+            cuts in proptest::collection::vec(any::<u16>(), 0..12),
+        ) {
+            let wire = chunked(&body, &sizes);
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| *c as usize % (wire.len() + 1)).collect();
+            cuts.sort_unstable();
+            let (out, done) = decode_split(Framing::Chunked, &wire, &cuts);
+            prop_assert_eq!(out, body);
+            prop_assert!(done);
+        }
+
+        /// Arbitrary bytes as a chunked body or a head never panic the decoder.
+        #[test]
+        fn arbitrary_bytes_never_panic(wire in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let mut d = BodyDecoder::new(Framing::Chunked);
+            let _ = d.decode(&mut BytesMut::from(&wire[..]));
+            let _ = d.at_eof();
+            let _ = parse_head(&mut BytesMut::from(&wire[..]));
+        }
+    }
+
     #[test]
     fn heads_give_status_framing_keep_alive_and_retry_after() {
         let head = |s: &str| parse_head(&mut BytesMut::from(s.as_bytes()));
