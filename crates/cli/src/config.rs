@@ -229,6 +229,12 @@ pub struct RunArgs {
     /// Dashboard redraws per second (default 4, 1 to 30).
     #[arg(long, value_name = "HZ")]
     pub refresh_rate: Option<f64>,
+    /// Which client reads the measured streams: `reqwest` (the default) or `raw`, a minimal
+    /// HTTP/1.1 reader that stamps each chunk with the kernel's receive time (Linux;
+    /// `http://` URLs only). run.json's engine info says which, and whose timestamps.
+    #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
+    pub http_reader: Option<HttpReaderArg>,
     /// Sampling temperature sent with every generation request (default: the server's).
     /// Token counts stay exact with sampling on: they come from the server's usage.
     #[arg(long, value_name = "T")]
@@ -409,6 +415,25 @@ impl TargetingArg {
     }
 }
 
+/// `--http-reader`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HttpReaderArg {
+    /// The shared reqwest client.
+    #[default]
+    Reqwest,
+    /// The raw HTTP/1.1 reader with kernel receive timestamps (`http://` only).
+    Raw,
+}
+
+impl From<HttpReaderArg> for llmib_client::HttpReader {
+    fn from(r: HttpReaderArg) -> Self {
+        match r {
+            HttpReaderArg::Reqwest => llmib_client::HttpReader::Reqwest,
+            HttpReaderArg::Raw => llmib_client::HttpReader::Raw,
+        }
+    }
+}
+
 /// `--prefill-metric`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum PrefillMetricArg {
@@ -493,7 +518,7 @@ impl RunArgs {
                 input_len, output_len, workload, time_scale, until_stable,
                 shard, shards, start_at, shard_prep_seconds,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
-                hw_gpu_limit, refresh_rate,
+                hw_gpu_limit, refresh_rate, http_reader,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,

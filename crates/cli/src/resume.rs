@@ -151,6 +151,7 @@ fn classified(args: &RunArgs) {
         hw_monitor_interval: _,
         hw_gpu_limit: _,
         refresh_rate: _,
+        http_reader: _,
         hardware_info: _,
     } = args;
 }

@@ -194,6 +194,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     eprintln!("results: {}", dir.path().display());
 
     let display = crate::display::resolve(args.display);
+    let reader = Arc::clone(&engine);
     let end = crate::drive::drive(crate::drive::Drive {
         engine,
         model,
@@ -207,6 +208,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     })
     .await;
     info.finished_at = Some(now_rfc3339());
+    info.notes.extend(raw_reader_note(&reader));
     let end = match end {
         Ok(end) => end,
         Err(e) => {
@@ -225,6 +227,24 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     dir.write_info(&info)?;
     write_reports(&dir, &formats, display != crate::display::DisplayMode::Json);
     exit_of(end, &dir)
+}
+
+/// What the raw reader's kernel timestamps did over the run (`--http-reader raw`): how many
+/// reads had one, and how far they moved the chunk instants from the user-space reads (the
+/// client's lateness that the lateness probe only estimates).
+fn raw_reader_note(engine: &Engine) -> Option<String> {
+    let s = engine.raw_reader_stats()?;
+    let fallback = s.pieces - s.kernel_pieces;
+    let mut note = format!(
+        "raw reader: {} of {} body reads carried the kernel's receive time; it put chunk instants {:.0} µs before the user-space reads on average ({:.0} µs at most)",
+        s.kernel_pieces, s.pieces, s.mean_correction_us, s.max_correction_us
+    );
+    if fallback > 0 {
+        note.push_str(&format!(
+            "; {fallback} reads had none and keep their user-space instant"
+        ));
+    }
+    Some(note)
 }
 
 /// The exit code of a driven run, with the line that explains a failure.
@@ -283,6 +303,12 @@ async fn probe_server(
         Some(path) => Some(Arc::new(LocalTokenizer::load(path)?)),
         None => None,
     };
+    if args.http_reader == Some(config::HttpReaderArg::Raw)
+        && !url.to_ascii_lowercase().starts_with("http://")
+    {
+        // Before the probe: its requests would take long to fail on a TLS endpoint.
+        bail!("--http-reader raw reads http:// endpoints only ({url}): use --http-reader reqwest");
+    }
     let saved = resumed.map(|r| &r.info);
     let opts = ProbeOptions {
         base_url: url.clone(),
@@ -315,7 +341,13 @@ async fn probe_server(
         local_tokenizer,
         request: settings.request.clone(),
     };
-    Ok((url, Engine::probe(&opts).await?))
+    let mut probe = Engine::probe(&opts).await?;
+    let reader = args.http_reader.unwrap_or_default().into();
+    // The run's own choice, per call: a resumed run reads as this invocation says.
+    if let Err(e) = probe.engine.set_http_reader(reader, opts.timeout) {
+        bail!("{e}");
+    }
+    Ok((url, probe))
 }
 
 /// Resume: the plan comes from the interrupted run, with the settings [`crate::resume::decide`]

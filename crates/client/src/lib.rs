@@ -8,6 +8,7 @@
 #![warn(unnameable_types)]
 
 mod block_prompt;
+mod body;
 mod burst;
 mod chunk;
 mod counting;
@@ -18,6 +19,7 @@ mod engine;
 mod hardware;
 mod http;
 mod hwmon;
+mod ktime;
 mod lagprobe;
 mod live;
 mod load_section;
@@ -28,6 +30,8 @@ mod open_loop;
 mod pacer;
 mod progress;
 mod prompt;
+mod rawbody;
+mod rawhttp;
 mod run;
 mod shard;
 mod skip;
@@ -47,9 +51,11 @@ pub use local_tokenizer::{LocalTokenizer, TokenizerError};
 pub use metrics::{Metrics, Sample};
 
 // One request, streamed and measured: the wire format, the record and the prompt it sends.
+pub use body::HttpReader;
 pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
+pub use rawhttp::RawReaderStats;
 pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 

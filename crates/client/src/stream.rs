@@ -7,12 +7,12 @@
 //! before any parsing, so parsing cost never shifts a timestamp. Several events that arrive in
 //! one read share that read's instant: they did arrive together.
 
+use crate::body::Body;
 use crate::chunk::{StreamItem, error_body_message, parse_event};
 use crate::live::StreamLive;
 use crate::progress::RequestErrorKind;
 use crate::sse::SseDecoder;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use llmib_core::TokenCountSource;
 use llmib_core::{Chunk, Outcome, RequestRecord};
 use std::sync::atomic::Ordering;
@@ -73,6 +73,9 @@ pub struct RequestSpec {
     /// The request's `max_tokens`, where the caller knows it: a server whose usage claims more
     /// completion tokens than that is not believed (the request fails with the reason).
     pub max_tokens: Option<u32>,
+    /// The raw reader's target where the engine reads with it (`--http-reader raw`); `None`:
+    /// the reqwest client.
+    pub(crate) raw: Option<std::sync::Arc<crate::rawhttp::RawTarget>>,
 }
 
 impl RequestSpec {
@@ -90,6 +93,7 @@ impl RequestSpec {
             counting,
             limits: StreamLimits::default(),
             max_tokens: None,
+            raw: None,
         })
     }
 }
@@ -183,11 +187,10 @@ async fn drive(
     m: &mut Measured,
 ) -> (u64, Outcome) {
     let now = || ns(origin, Instant::now());
-    let resp = match send(client, spec, origin, cancel, m).await {
+    let mut body = match send(client, spec, origin, cancel, m).await {
         Ok(r) => r,
         Err(ended) => return ended,
     };
-    let mut body = resp.bytes_stream();
     let mut dec = SseDecoder::new();
     let mut seen = Seen {
         max_tokens: spec.max_tokens,
@@ -213,7 +216,7 @@ async fn drive(
             _ = &mut silence => return (now(), silent(spec.limits, m.record.chunks.len())),
             n = body.next() => n,
         };
-        let bytes = match next {
+        let (bytes, at) = match next {
             Some(Ok(b)) => b,
             Some(Err(e)) => {
                 let msg = format!(
@@ -224,7 +227,8 @@ async fn drive(
             }
             None => break,
         };
-        let t = now();
+        // The raw reader's instant (the kernel's receive time) where it gave one.
+        let t = at.map_or_else(now, |at| ns(origin, at));
         let had_token = !m.record.chunks.is_empty();
         dec.push(&bytes);
         if let Err(ended) = read_events(&mut dec, m, t, spec.counting, &mut seen) {
@@ -366,7 +370,10 @@ async fn send(
     origin: Instant,
     cancel: &CancellationToken,
     m: &mut Measured,
-) -> Result<reqwest::Response, (u64, Outcome)> {
+) -> Result<Body, (u64, Outcome)> {
+    if let Some(raw) = &spec.raw {
+        return send_raw(raw, spec, origin, cancel, m).await;
+    }
     let rec = &mut m.record;
     let url = spec.url.as_str();
     let now = || ns(origin, Instant::now());
@@ -410,20 +417,49 @@ async fn send(
             error(RequestErrorKind::HttpStatus(status.as_u16()), msg),
         ));
     }
-    Ok(resp)
+    Ok(Body::Reqwest(resp))
+}
+
+/// [`send`] through the raw reader: the same phases, limits and error kinds, the headers'
+/// instant the kernel's receive time of the read that completed them.
+async fn send_raw(
+    raw: &std::sync::Arc<crate::rawhttp::RawTarget>,
+    spec: &RequestSpec,
+    origin: Instant,
+    cancel: &CancellationToken,
+    m: &mut Measured,
+) -> Result<Body, (u64, Outcome)> {
+    use crate::rawhttp::RawError;
+    let now = || ns(origin, Instant::now());
+    let rec = &mut m.record;
+    rec.sent_ns = now();
+    let sent_ns = &mut rec.sent_ns;
+    let limit = tokio::time::sleep(spec.limits.first_token);
+    let answer = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err((now(), Outcome::Cancelled)),
+        _ = limit => return Err((now(), silent(spec.limits, 0))),
+        r = raw.send(&spec.body, || *sent_ns = now()) => r,
+    };
+    let (resp, head) = answer.map_err(|e| match e {
+        RawError::Connect(msg) => (now(), error(RequestErrorKind::Connect, msg)),
+        RawError::Http(msg) => (now(), error(RequestErrorKind::Http, msg)),
+    })?;
+    rec.headers_ns = Some(ns(origin, head.best()).max(rec.sent_ns));
+    let status = resp.status();
+    if !(200..300).contains(&status) {
+        m.retry_after = resp.retry_after();
+        let text = resp.text().await;
+        let msg = format!("HTTP {status}: {}", error_body_message(&text));
+        return Err((now(), error(RequestErrorKind::HttpStatus(status), msg)));
+    }
+    Ok(Body::Raw(resp))
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is rare from inference servers and ignored),
 /// capped at 60 s so a hostile value cannot park the run.
 fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let secs: f64 = h
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(60.0)))
+    crate::rawbody::retry_after_secs(h.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
 }
 
 /// Records one parsed chunk that arrived at `t`: its usage, and its tokens by `counting`.
@@ -551,200 +587,5 @@ fn reconcile_zero_chunks(chunks: &mut [Chunk]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_after_is_read_in_seconds_and_capped() {
-        let h = |v: &str| {
-            let mut m = reqwest::header::HeaderMap::new();
-            m.insert(reqwest::header::RETRY_AFTER, v.parse().expect("header"));
-            retry_after(&m)
-        };
-        assert_eq!(h("2"), Some(Duration::from_secs(2)));
-        assert_eq!(h(" 0.5 "), Some(Duration::from_millis(500)));
-        assert_eq!(h("99999"), Some(Duration::from_secs(60)));
-        assert_eq!(h("Wed, 21 Oct 2026 07:28:00 GMT"), None);
-        assert_eq!(h("-3"), None);
-        assert_eq!(retry_after(&reqwest::header::HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn a_body_that_cannot_be_serialised_is_an_error_not_an_empty_request() {
-        // JSON object keys must be strings: a map keyed by pairs cannot be written.
-        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
-        let e = RequestSpec::new("http://x/v1/completions".into(), &bad, Counting::Deferred)
-            .expect_err("not serialisable")
-            .to_string();
-        assert!(e.contains("could not be serialised"), "{e}");
-        let ok = RequestSpec::new("u".into(), &serde_json::json!({"a": 1}), Counting::Deferred)
-            .expect("serialisable");
-        assert_eq!(&ok.body[..], br#"{"a":1}"#);
-    }
-
-    #[test]
-    fn zero_chunks_take_tokens_from_the_next_grown_chunk() {
-        let mut v = vec![
-            Chunk { t_ns: 1, tokens: 0 },
-            Chunk { t_ns: 2, tokens: 2 },
-            Chunk { t_ns: 3, tokens: 1 },
-        ];
-        reconcile_zero_chunks(&mut v);
-        assert_eq!(
-            v.iter().map(|c| c.tokens).collect::<Vec<_>>(),
-            vec![1, 1, 1]
-        );
-    }
-
-    /// A server that answers every request with these SSE events and `[DONE]`.
-    async fn sse_server(events: Vec<String>) -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = listener.accept().await {
-                let events = events.clone();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 64 * 1024];
-                    let _ = s.read(&mut buf).await;
-                    let mut body = String::new();
-                    for e in events {
-                        body.push_str(&format!("data: {e}\n\n"));
-                    }
-                    body.push_str("data: [DONE]\n\n");
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = s.write_all(head.as_bytes()).await;
-                    let _ = s.write_all(body.as_bytes()).await;
-                });
-            }
-        });
-        format!("http://{addr}/v1/completions")
-    }
-
-    fn chunk_json(text: &str, completion: u64, finish: Option<&str>) -> String {
-        serde_json::json!({
-            "choices": [{"index": 0, "text": text, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 8, "completion_tokens": completion},
-        })
-        .to_string()
-    }
-
-    /// llama.cpp at `max_tokens = 1` whose one token is a partial UTF-8 character (its
-    /// detokenizer holds it back): no event carries text, only the finish and the usage
-    /// (recorded from llama-server, ids and timings cut). Before the fix the request had no
-    /// chunk, and a prefill cell failed with `no_token` although the server produced its token.
-    #[tokio::test]
-    async fn a_token_held_back_by_the_detokenizer_still_counts_as_the_first_token() {
-        let chat = vec![
-            r#"{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1796410709,"model":"tiny-llama","object":"chat.completion.chunk"}"#.to_string(),
-            r#"{"choices":[],"created":1796410709,"model":"tiny-llama","object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":30,"total_tokens":31,"prompt_tokens_details":{"cached_tokens":10}}}"#.to_string(),
-        ];
-        let completions = vec![
-            r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1796410709,"model":"tiny-llama","object":"text_completion","usage":{"completion_tokens":1,"prompt_tokens":3,"total_tokens":4,"prompt_tokens_details":{"cached_tokens":1}}}"#.to_string(),
-        ];
-        let client =
-            crate::http::build_client(&crate::http::HttpOptions::default()).expect("client");
-        let cancel = CancellationToken::new();
-        for events in [chat, completions] {
-            let url = sse_server(events).await;
-            let mut spec =
-                RequestSpec::new(url, &serde_json::json!({}), Counting::Deferred).expect("spec");
-            spec.max_tokens = Some(1);
-            let mut m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
-            assert!(
-                matches!(m.record.outcome, Outcome::Finished { .. }),
-                "{:?}",
-                m.record.outcome
-            );
-            assert_eq!(m.record.chunks.len(), 1, "{:?}", m.record.chunks);
-            assert_eq!(m.texts.as_deref(), Some(&[String::new()][..]));
-            // The final usage counts it: one token, by the server's own figure.
-            let texts = m.texts.take();
-            let mut report = llmib_core::CountReport::new();
-            llmib_core::count_request(
-                &mut m.record,
-                texts.as_deref(),
-                false,
-                &llmib_core::Tokenized::new(),
-                &mut report,
-            );
-            assert_eq!(m.record.tokens(), 1);
-            assert_eq!(
-                report.source,
-                Some(TokenCountSource::ServerUsageFinalTokenizerChunks)
-            );
-        }
-    }
-
-    /// A stream that ends without any token (no usage count) still has no chunk: only a token
-    /// the server counted is added.
-    #[tokio::test]
-    async fn a_stream_without_a_counted_token_gets_no_chunk() {
-        let url = sse_server(vec![chunk_json("", 0, Some("stop"))]).await;
-        let client =
-            crate::http::build_client(&crate::http::HttpOptions::default()).expect("client");
-        let spec = RequestSpec::new(url, &serde_json::json!({}), Counting::Deferred).expect("spec");
-        let m = measure(
-            &client,
-            &spec,
-            0,
-            Instant::now(),
-            &CancellationToken::new(),
-            None,
-        )
-        .await;
-        assert!(m.record.chunks.is_empty(), "{:?}", m.record.chunks);
-        assert_eq!(m.texts.as_deref(), Some(&[][..]));
-    }
-
-    /// A usage count above the request's max_tokens is a disagreement, never a measurement:
-    /// before the check, 10^12 claimed tokens became a chunk of (10^12 as u32) tokens.
-    #[tokio::test]
-    async fn a_usage_count_above_max_tokens_fails_the_request_with_the_reason() {
-        let absurd = sse_server(vec![
-            chunk_json("a", 1, None),
-            chunk_json("b", 1_000_000_000_000, Some("length")),
-        ])
-        .await;
-        let client =
-            crate::http::build_client(&crate::http::HttpOptions::default()).expect("client");
-        let mut spec = RequestSpec::new(absurd, &serde_json::json!({}), Counting::UsagePerChunk)
-            .expect("spec");
-        spec.max_tokens = Some(64);
-        let cancel = CancellationToken::new();
-        let m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
-        match &m.record.outcome {
-            Outcome::Error { kind, message } => {
-                assert_eq!(kind, "count_disagreement");
-                assert!(
-                    message.contains("1000000000000") && message.contains("64"),
-                    "{message}"
-                );
-            }
-            o => panic!(
-                "believed an absurd count: {o:?}, chunks {:?}",
-                m.record.chunks
-            ),
-        }
-        assert!(m.record.tokens() <= 64);
-        // The same stream within max_tokens is measured as before.
-        let fine = sse_server(vec![
-            chunk_json("a", 1, None),
-            chunk_json("b", 2, Some("length")),
-        ])
-        .await;
-        spec.url = fine;
-        let m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
-        assert!(
-            matches!(m.record.outcome, Outcome::Finished { .. }),
-            "{:?}",
-            m.record.outcome
-        );
-        assert_eq!(m.record.tokens(), 2);
-    }
-}
+#[path = "stream_tests.rs"]
+mod tests;

@@ -86,11 +86,16 @@ async fn judge(
         .await
         .map_err(|e| e.to_string())?;
     let model = probe.engine.model().served_model.clone();
+    let mut engine = probe.engine;
+    // As `run_small`: `LLMIB_IT_HTTP_READER=raw` judges the raw reader (`--http-reader raw`).
+    if std::env::var("LLMIB_IT_HTTP_READER").as_deref() == Ok("raw") {
+        engine.set_http_reader(llmib_client::HttpReader::Raw, Duration::from_secs(5))?;
+    }
     let plan = Plan::build(settings, Some(context_length), Some(kv));
     let store = RunDir::create(dir).map_err(|e| e.to_string())?;
     let progress = Windows::default();
     let end = run_matrix(MatrixRun {
-        engine: Arc::new(probe.engine),
+        engine: Arc::new(engine),
         model,
         plan: &plan,
         store: &store,

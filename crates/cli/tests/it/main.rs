@@ -13,6 +13,7 @@ mod highconc;
 mod interrupt;
 mod llamacpp;
 mod load;
+mod rawreader;
 mod readiness;
 mod report;
 mod run;

@@ -20,6 +20,7 @@ pub(crate) fn exact_sim() -> SimConfig {
 }
 
 /// Runs `run` against `url` on a small matrix into `dir`, without a report, plus `extra` flags.
+/// `LLMIB_IT_HTTP_READER=raw` runs every such test through the raw reader (`--http-reader`).
 pub(crate) fn run_small(
     url: &str,
     dir: &std::path::Path,
@@ -50,6 +51,10 @@ pub(crate) fn run_small(
         "none",
     ]);
     args.extend_from_slice(extra);
+    let reader = std::env::var("LLMIB_IT_HTTP_READER").ok();
+    if let Some(r) = reader.as_deref() {
+        args.extend(["--http-reader", r]);
+    }
     run_bin(&args)
 }
 

@@ -27,16 +27,18 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use llmib_client::SseDecoder;
-use llmib_client::{Engine, ProbeOptions, PromptInput};
+use llmib_client::{Engine, HttpReader, ProbeOptions, PromptInput};
 use llmib_client::{Measured, StreamLimits, measure};
 use llmib_client::{StreamItem, parse_event};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+mod host;
 mod tables;
+use host::*;
 use tables::*;
 
 const ROLE: &str = "LLMIB_OVERHEAD_ROLE";
@@ -55,8 +57,14 @@ const PROMPT_BASE: u32 = 16;
 struct Case {
     /// `ingest` (throughput: the client's cost) or `timing` (realistic steps: its timing error).
     kind: String,
-    /// `measure` (the client's real path) or `raw` (a bare socket reader: the host's floor).
+    /// `measure` (the client's real path, reqwest reading), `rawhttp` (the same path through
+    /// `--http-reader raw`: kernel receive timestamps) or `raw` (a bare socket reader: the
+    /// host's floor).
     reader: String,
+    /// Threads that spin in the client process for the whole case (a CPU hog that makes the
+    /// client's runtime late to its sockets).
+    #[serde(default)]
+    hog: u32,
     /// Concurrent streams.
     streams: u32,
     /// The simulator's decode step, whatever the batch size.
@@ -85,17 +93,21 @@ impl Case {
         if self.spec_tokens > 1 {
             l += &format!(" spec={}", self.spec_tokens);
         }
-        if self.raw() {
-            l += " [raw]";
+        if self.reader != "measure" {
+            l += &format!(" [{}]", self.reader);
+        }
+        if self.hog > 0 {
+            l += &format!(" hog={}", self.hog);
         }
         l
     }
 }
 
 fn cases() -> Vec<Case> {
-    let ingest = |streams, step_ms, spec_tokens| Case {
+    let ingest = |streams, step_ms, spec_tokens, reader: &str| Case {
         kind: "ingest".into(),
-        reader: "measure".into(),
+        reader: reader.into(),
+        hog: 0,
         streams,
         step_ms,
         spec_tokens,
@@ -108,6 +120,7 @@ fn cases() -> Vec<Case> {
     let timing = |streams, step_ms, reader: &str| Case {
         kind: "timing".into(),
         reader: reader.into(),
+        hog: 0,
         streams,
         step_ms,
         spec_tokens: 1,
@@ -120,16 +133,32 @@ fn cases() -> Vec<Case> {
     // engines send), then eight (speculative decoding: the same chunks carry 8× the tokens).
     for spec in [1, 8] {
         v.extend([
-            ingest(1, 0.05, spec),
-            ingest(64, 0.5, spec),
-            ingest(1024, 8.0, spec),
+            ingest(1, 0.05, spec, "measure"),
+            ingest(64, 0.5, spec, "measure"),
+            ingest(1024, 8.0, spec, "measure"),
         ]);
+    }
+    // The two readers of `run` side by side (`--http-reader`), one token per chunk.
+    for (n, step) in [(1, 0.05), (64, 0.5), (256, 2.0), (1024, 8.0)] {
+        if n == 256 {
+            v.push(ingest(n, step, 1, "measure"));
+        }
+        v.push(ingest(n, step, 1, "rawhttp"));
     }
     // 10 ms steps; at 1024 streams that is 100k chunks/s, far above a real engine's batch of
     // 1024 (tens of ms per step), so 1024 also runs at 20 ms. Each beside the raw floor.
     for (n, step) in [(1, 10.0), (64, 10.0), (1024, 10.0), (1024, 20.0)] {
         v.push(timing(n, step, "measure"));
         v.push(timing(n, step, "raw"));
+        v.push(timing(n, step, "rawhttp"));
+    }
+    // With a CPU hog in the client process (two spinning threads): how far each reader's
+    // instants drift when the runtime is late, and how much the kernel's stamps hold.
+    for reader in ["measure", "rawhttp"] {
+        v.push(Case {
+            hog: 2,
+            ..timing(64, 10.0, reader)
+        });
     }
     v
 }
@@ -164,6 +193,10 @@ struct ClientResult {
     requests: u64,
     errors: u64,
     first_error: Option<String>,
+    /// `rawhttp`: the raw reader's pieces, those with a kernel instant, and how much the
+    /// kernel instants corrected the reads' (mean, largest; µs).
+    #[serde(default)]
+    raw_reader: Option<(u64, u64, f64, f64)>,
 }
 
 fn main() {
@@ -180,92 +213,6 @@ fn main() {
 
 fn env(name: &str) -> Result<String, String> {
     std::env::var(name).map_err(|_| format!("{name} is not set"))
-}
-
-/// A monotonic `Instant` and the realtime clock read at (nearly) the same moment: the pair
-/// with the shortest bracket out of many tries. Both processes read the same kernel clocks, so
-/// mapping their instants through their own pair puts them on one time line; the mapping's
-/// error is half the bracket (typically tens of ns). NTP slewing moves both clocks alike; only
-/// a clock step during the run would show, as a constant offset.
-#[derive(Debug, Clone, Copy)]
-struct ClockPair {
-    instant: Instant,
-    unix_ns: i128,
-}
-
-impl ClockPair {
-    fn now() -> ClockPair {
-        let mut best: Option<(Duration, ClockPair)> = None;
-        for _ in 0..1000 {
-            let a = Instant::now();
-            let unix_ns = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as i128);
-            let b = Instant::now();
-            let gap = b - a;
-            if best.as_ref().is_none_or(|(g, _)| gap < *g) {
-                let instant = a + gap / 2;
-                best = Some((gap, ClockPair { instant, unix_ns }));
-            }
-        }
-        best.map_or(
-            ClockPair {
-                instant: Instant::now(),
-                unix_ns: 0,
-            },
-            |(_, p)| p,
-        )
-    }
-
-    /// `t` in ns since the Unix epoch.
-    fn unix_ns(&self, t: Instant) -> i128 {
-        if t >= self.instant {
-            self.unix_ns + (t - self.instant).as_nanos() as i128
-        } else {
-            self.unix_ns - (self.instant - t).as_nanos() as i128
-        }
-    }
-}
-
-/// User + system CPU seconds of a process (all its threads, live and exited).
-fn cpu_seconds(pid: &str, ticks_per_s: f64) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which may contain spaces: state is field 3, utime 14,
-    // stime 15.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
-    Some((utime + stime) / ticks_per_s)
-}
-
-fn ticks_per_second() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// A `kB` line of `/proc/self/status` (`VmRSS`, `VmHWM`).
-fn status_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,6 +281,14 @@ fn client_role() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    for _ in 0..case.hog {
+        // Spins until the process exits: competes with the runtime's workers for the cores.
+        std::thread::spawn(|| {
+            loop {
+                std::hint::spin_loop();
+            }
+        });
+    }
     let rss_base_kb = status_kb("VmRSS");
     let mut r = rt.block_on(run_client(&case, &url, &sim_pid, chunks_out.as_deref()))?;
     r.rss_base_kb = rss_base_kb;
@@ -354,7 +309,11 @@ async fn run_client(
     let probe = Engine::probe(&ProbeOptions::new(url))
         .await
         .map_err(|e| e.to_string())?;
-    let engine = Arc::new(probe.engine);
+    let mut engine = probe.engine;
+    if case.reader == "rawhttp" {
+        engine.set_http_reader(HttpReader::Raw, Duration::from_secs(5))?;
+    }
+    let engine = Arc::new(engine);
     let model = engine.model().served_model.clone();
     let addr = url.trim_start_matches("http://").to_string();
     let origin = tokio::time::Instant::now();
@@ -469,6 +428,14 @@ async fn run_client(
             }
         }
     }
+    r.raw_reader = engine.raw_reader_stats().map(|s| {
+        (
+            s.pieces,
+            s.kernel_pieces,
+            s.mean_correction_us,
+            s.max_correction_us,
+        )
+    });
     entries.retain(|e| (w0..w1).contains(&e.t_ns));
     r.chunks = entries.len() as u64;
     r.tokens = entries.iter().map(|e| u64::from(e.tokens)).sum();
@@ -622,6 +589,11 @@ fn orchestrate() -> Result<(), String> {
             o.client.sim_cpu_s / o.client.window_s,
             o.client.errors
         );
+        if let Some((pieces, kernel, mean, max)) = o.client.raw_reader {
+            eprintln!(
+                "    raw reader: {kernel} of {pieces} pieces kernel-stamped, correction mean {mean:.1} µs, max {max:.0} µs"
+            );
+        }
         outcomes.push(o);
     }
     print_tables(&outcomes);
@@ -663,10 +635,11 @@ fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
     let case_json = serde_json::to_string(case).map_err(|e| e.to_string())?;
     let tmp = std::env::temp_dir();
     let tag = format!(
-        "llmib-overhead-{}-{}-{}",
+        "llmib-overhead-{}-{}-{}-{}",
         std::process::id(),
         case.streams,
-        case.reader
+        case.reader,
+        case.hog
     );
     let stamps_path = tmp.join(format!("{tag}-sim.txt"));
     let chunks_path = tmp.join(format!("{tag}-client.txt"));

@@ -220,6 +220,8 @@ pub struct Engine {
     request: llmib_core::RequestControls,
     /// A tokenizer file for counting when the server has no tokenize endpoint.
     local_tokenizer: Option<Arc<LocalTokenizer>>,
+    /// The raw reader's target when the measured streams read with it (`--http-reader raw`).
+    raw: Option<Arc<crate::rawhttp::RawTarget>>,
 }
 
 /// Limit of a non-streamed generation ([`Engine::generate_json`]): as the default
@@ -528,7 +530,43 @@ impl Engine {
         .map_err(|e| EngineError::Body(e.to_string()))?;
         spec.limits = limits;
         spec.max_tokens = Some(max_tokens);
+        spec.raw = self.raw.clone();
         Ok(spec)
+    }
+
+    /// Reads the measured streams with `reader` from now on, and records it in the engine
+    /// info (`extra.http_reader`: the reader and its timestamps, `kernel` or `user space`).
+    /// `Raw` reads `http://` endpoints only: any other is an error with what to do.
+    /// `connect_timeout`: the limit for each of its connections.
+    pub fn set_http_reader(
+        &mut self,
+        reader: crate::HttpReader,
+        connect_timeout: Duration,
+    ) -> Result<(), String> {
+        self.raw = match reader {
+            crate::HttpReader::Reqwest => None,
+            crate::HttpReader::Raw => Some(Arc::new(crate::rawhttp::RawTarget::new(
+                &self.generate_url(),
+                self.api_key.as_deref(),
+                connect_timeout,
+            )?)),
+        };
+        let timestamps = match reader {
+            crate::HttpReader::Reqwest => "user space",
+            crate::HttpReader::Raw => crate::ktime::SOURCE,
+        };
+        self.info.extra.insert(
+            "http_reader".into(),
+            json!({"reader": reader.name(), "timestamps": timestamps}),
+        );
+        Ok(())
+    }
+
+    /// The raw reader's reads so far: how many pieces, how many had a kernel receive time,
+    /// and by how much those corrected the user-space read instant (mean and largest, µs).
+    /// `None` with the reqwest reader.
+    pub fn raw_reader_stats(&self) -> Option<crate::RawReaderStats> {
+        self.raw.as_ref().map(|r| r.stats())
     }
 
     /// Whether the server still answers (any HTTP status counts; only transport errors fail).

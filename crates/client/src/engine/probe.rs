@@ -281,6 +281,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             respect_eos: opts.respect_eos,
             request: opts.request.clone(),
             local_tokenizer: opts.local_tokenizer.clone(),
+            raw: None,
         },
         served_models,
         notes,

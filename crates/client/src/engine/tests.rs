@@ -606,6 +606,7 @@ fn completion_bodies_per_dialect() {
         respect_eos: false,
         request: llmib_core::RequestControls::default(),
         local_tokenizer: None,
+        raw: None,
     };
     let sg = mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
     assert_eq!(

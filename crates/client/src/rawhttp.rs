@@ -1,0 +1,527 @@
+//! The raw reader (`--http-reader raw`): a minimal HTTP/1.1 client over tokio's `TcpStream` for
+//! the measured streams of `http://` endpoints, with kernel receive timestamps on each read
+//! ([`crate::ktime`]). It sends one POST, reads the response head, and yields the body
+//! de-chunked, one piece per socket read, each with the instant the kernel received the bytes
+//! that completed it. Everything else (probes, metrics, https) stays on the reqwest client.
+//!
+//! Why a reader of its own: hyper's connection task reads the socket, then hands the bytes
+//! through a channel to the task that stamps them, so a chunk's instant is when the runtime got
+//! to the second task. Here the task that reads is the task that stamps, the read is a
+//! `recvmsg` whose control message carries the kernel's receive time, and no per-chunk
+//! allocation beyond the piece itself is made.
+//!
+//! Connections: each target keeps a small pool of idle keep-alive connections (a complete
+//! body whose server allowed keep-alive returns its connection), so a closed-loop stream
+//! re-sends on the connection it just used, as reqwest's pool does. A pooled connection the
+//! server has closed meanwhile (llama-server closes after every stream) is detected before
+//! use where its FIN has arrived, and otherwise retried on a fresh connection when it fails
+//! before any byte of an answer, as `http::send_fresh` does.
+
+use crate::ktime::{self, ReadBuf, Stamp};
+use crate::rawbody::{BodyDecoder, Head, parse_head};
+use bytes::{Bytes, BytesMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// Size of one read: about three chunks of a typical engine's SSE (250–400 bytes each). A
+/// read's kernel time is that of the last segment it returned, so when the client is behind
+/// and several chunks wait in the socket, every chunk of one read gets the last one's time: a
+/// small read bounds that to a few chunks (each read then costs a system call more than one
+/// large read would; a client that keeps up reads one chunk per read either way).
+const READ_SIZE: usize = 1024;
+
+/// Attempts of one request when pooled connections turn out to be closed (as `http.rs`).
+const STALE_ATTEMPTS: usize = 3;
+
+/// The most bytes of an error body read for its message.
+const MAX_ERROR_BODY: usize = 1024 * 1024;
+
+/// Where the raw reader's requests go: the endpoint's address, the request head's fixed part,
+/// and the idle connections to it.
+#[derive(Debug)]
+pub struct RawTarget {
+    /// The URL, for messages.
+    url: String,
+    /// Host to connect to (an IPv6 literal without brackets).
+    host: String,
+    /// TCP port.
+    port: u16,
+    /// The request line and the fixed headers, up to (not including) `content-length`.
+    head: String,
+    /// Limit for establishing a connection.
+    connect_timeout: Duration,
+    /// Idle keep-alive connections, most recently used last.
+    pool: Mutex<Vec<Conn>>,
+    /// What the reads of this target's bodies did (see [`RawReaderStats`]).
+    counts: Counts,
+}
+
+/// The raw reader's reads over a run: whether the kernel's timestamps were there, and how much
+/// they moved the chunk instants (what the lateness probe only estimates).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RawReaderStats {
+    /// Body pieces read.
+    pub pieces: u64,
+    /// Pieces stamped with the kernel's receive time (the rest have the read's instant).
+    pub kernel_pieces: u64,
+    /// Mean of (read instant - kernel instant) over the kernel-stamped pieces, µs: how late
+    /// the reads were, and so how much the kernel's stamps corrected the chunk instants.
+    pub mean_correction_us: f64,
+    /// The largest such correction, µs.
+    pub max_correction_us: f64,
+}
+
+/// One response's pieces, as [`Counts`] adds them up.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    pieces: u64,
+    kernel: u64,
+    correction_ns: u64,
+    max_correction_ns: u64,
+}
+
+impl Tally {
+    /// Counts one piece and its correction.
+    fn add(&mut self, p: &Piece) {
+        self.pieces += 1;
+        if p.kernel {
+            let ns = p.read.saturating_duration_since(p.at).as_nanos() as u64;
+            self.kernel += 1;
+            self.correction_ns += ns;
+            self.max_correction_ns = self.max_correction_ns.max(ns);
+        }
+    }
+}
+
+/// Relaxed counters behind [`RawReaderStats`], added to once per response.
+#[derive(Debug, Default)]
+struct Counts {
+    pieces: AtomicU64,
+    kernel: AtomicU64,
+    correction_ns: AtomicU64,
+    max_correction_ns: AtomicU64,
+}
+
+/// An HTTP failure of the raw reader before the response body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawError {
+    /// No connection could be made.
+    Connect(String),
+    /// The connection failed or the server sent no valid response head.
+    Http(String),
+}
+
+impl RawTarget {
+    /// The target of `url`: `http://` only (TLS stays with reqwest). The headers are those the
+    /// reqwest client sends: `host`, `user-agent`, `authorization` (with `api_key`),
+    /// `content-type`, `accept`, `content-length`.
+    pub fn new(
+        url: &str,
+        api_key: Option<&str>,
+        connect_timeout: Duration,
+    ) -> Result<RawTarget, String> {
+        let u = reqwest::Url::parse(url).map_err(|e| format!("invalid URL {url}: {e}"))?;
+        if u.scheme() != "http" {
+            return Err(format!(
+                "--http-reader raw reads http:// endpoints only ({url} is {}://): use --http-reader reqwest",
+                u.scheme()
+            ));
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err("--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest".into());
+        }
+        let host_str = u
+            .host_str()
+            .ok_or_else(|| format!("invalid URL {url}: no host"))?;
+        let port = u
+            .port_or_known_default()
+            .ok_or_else(|| format!("invalid URL {url}: no port"))?;
+        // As reqwest writes it: the port only where it is not the scheme's default.
+        let host_header = match u.port() {
+            Some(p) => format!("{host_str}:{p}"),
+            None => host_str.to_string(),
+        };
+        let mut path = u.path().to_string();
+        if let Some(q) = u.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let mut head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {host_header}\r\nuser-agent: llm-inference-bench/{}\r\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        if let Some(key) = api_key.filter(|k| !k.is_empty()) {
+            // The check reqwest makes: nothing a header cannot carry (no CR, LF or NUL).
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)".to_string()
+            })?;
+            head.push_str(&format!("authorization: Bearer {key}\r\n"));
+        }
+        head.push_str("content-type: application/json\r\naccept: text/event-stream\r\n");
+        ktime::keep_enabled();
+        Ok(RawTarget {
+            url: url.to_string(),
+            host: host_str
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port,
+            head,
+            connect_timeout,
+            pool: Mutex::new(Vec::new()),
+            counts: Counts::default(),
+        })
+    }
+
+    /// The reads so far.
+    pub fn stats(&self) -> RawReaderStats {
+        let c = &self.counts;
+        let kernel = c.kernel.load(Ordering::Relaxed);
+        let sum = c.correction_ns.load(Ordering::Relaxed) as f64;
+        RawReaderStats {
+            pieces: c.pieces.load(Ordering::Relaxed),
+            kernel_pieces: kernel,
+            mean_correction_us: if kernel == 0 {
+                0.0
+            } else {
+                sum / kernel as f64 / 1e3
+            },
+            max_correction_us: c.max_correction_ns.load(Ordering::Relaxed) as f64 / 1e3,
+        }
+    }
+
+    /// Adds one response's tally (once per response: per-piece atomics on counters every
+    /// stream shares would bounce their cache line between the runtime's threads).
+    fn count(&self, t: &Tally) {
+        let c = &self.counts;
+        c.pieces.fetch_add(t.pieces, Ordering::Relaxed);
+        c.kernel.fetch_add(t.kernel, Ordering::Relaxed);
+        c.correction_ns
+            .fetch_add(t.correction_ns, Ordering::Relaxed);
+        c.max_correction_ns
+            .fetch_max(t.max_correction_ns, Ordering::Relaxed);
+    }
+
+    /// Sends a POST of `body` and reads the response head. `before_send` runs right before
+    /// each attempt (a stale pooled connection is retried), so the caller's send instant is
+    /// the answered attempt's. Returns the response and the instants of the read that
+    /// completed its head.
+    pub async fn send(
+        self: &Arc<Self>,
+        body: &[u8],
+        mut before_send: impl FnMut(),
+    ) -> Result<(RawResponse, Stamp), RawError> {
+        let mut request = Vec::with_capacity(self.head.len() + 32 + body.len());
+        request.extend_from_slice(self.head.as_bytes());
+        request.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
+        request.extend_from_slice(body);
+        for attempt in 1..=STALE_ATTEMPTS {
+            let (mut conn, pooled) = match self.pooled() {
+                Some(c) if attempt < STALE_ATTEMPTS => (c, true),
+                _ => (self.connect().await?, false),
+            };
+            before_send();
+            let floor = Instant::now();
+            match conn.exchange(&request).await {
+                Ok((head, stamp)) => {
+                    let resp = RawResponse::new(self.clone(), conn, head, floor, stamp);
+                    return Ok((resp, stamp));
+                }
+                // Nothing came back on a connection the server may have closed while it
+                // idled: the server never saw the request, so it goes out again.
+                Err(Exchange::NoAnswer(_)) if pooled => continue,
+                Err(Exchange::NoAnswer(e) | Exchange::Bad(e)) => {
+                    return Err(RawError::Http(format!(
+                        "request to {} failed: {e}",
+                        self.url
+                    )));
+                }
+            }
+        }
+        Err(RawError::Http(format!(
+            "request to {} failed: every connection was closed before an answer",
+            self.url
+        )))
+    }
+
+    /// An idle connection whose server has not closed it (as far as this side can tell).
+    fn pooled(&self) -> Option<Conn> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(c) = pool.pop() {
+            let mut probe = [0u8; 1];
+            // Readable with nothing pending is the only healthy idle state: EOF means the
+            // server closed it, and bytes nobody asked for mean it is out of step.
+            if let Err(e) = c.sock.try_read(&mut probe)
+                && e.kind() == std::io::ErrorKind::WouldBlock
+            {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// Keeps `conn` for the next request (the pool holds at most one per stream the tool runs).
+    fn put_back(&self, conn: Conn) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < crate::http::MAX_STREAMS {
+            pool.push(conn);
+        }
+    }
+
+    /// A new connection, with `TCP_NODELAY` and kernel timestamps where the system has them.
+    async fn connect(&self) -> Result<Conn, RawError> {
+        let url = &self.url;
+        let sock = tokio::time::timeout(
+            self.connect_timeout,
+            TcpStream::connect((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| {
+            RawError::Connect(format!(
+                "timed out connecting to {url}: is the server running and reachable?"
+            ))
+        })?
+        .map_err(|e| RawError::Connect(describe_connect(&e, url)))?;
+        // Our request is one write; Nagle would only delay it.
+        sock.set_nodelay(true)
+            .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
+        let kernel = ktime::enable(&sock);
+        Ok(Conn {
+            sock,
+            buf: BytesMut::new(),
+            read: ReadBuf::new(READ_SIZE),
+            kernel,
+        })
+    }
+}
+
+/// A one-line message for a failed connect, worded as `http::describe_request_error`.
+fn describe_connect(e: &std::io::Error, url: &str) -> String {
+    let text = e.to_string();
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("too many open files") || e.raw_os_error() == Some(24) {
+        return format!(
+            "this machine ran out of file descriptors (too many open files) talking to {url}: raise `ulimit -n` above the concurrency, or lower --concurrency ({text})"
+        );
+    }
+    if e.kind() == std::io::ErrorKind::ConnectionRefused {
+        return format!("connection refused: is the server running at {url}?");
+    }
+    if lower.contains("lookup") || lower.contains("resolve") || lower.contains("name") {
+        return format!("cannot resolve the host of {url}: check --url ({text})");
+    }
+    format!("cannot connect to {url}: is the server running there? ({text})")
+}
+
+/// How an exchange on a connection failed.
+enum Exchange {
+    /// The connection closed or broke before any byte of an answer.
+    NoAnswer(String),
+    /// Something else (a malformed head, a break after part of it).
+    Bad(String),
+}
+
+/// One connection: the socket, the bytes read but not yet consumed, and the read buffers.
+#[derive(Debug)]
+struct Conn {
+    sock: TcpStream,
+    buf: BytesMut,
+    read: ReadBuf,
+    /// The socket has `SO_TIMESTAMPNS`.
+    kernel: bool,
+}
+
+impl Conn {
+    /// One read appended to `buf`: the byte count (0 at EOF) and its instants.
+    async fn fill(&mut self) -> std::io::Result<(usize, Stamp)> {
+        let (n, stamp) = ktime::read(&self.sock, &mut self.read, self.kernel).await?;
+        self.buf.extend_from_slice(self.read.bytes(n));
+        Ok((n, stamp))
+    }
+
+    /// Writes `request` and reads the response head.
+    async fn exchange(&mut self, request: &[u8]) -> Result<(Head, Stamp), Exchange> {
+        if let Err(e) = self.sock.write_all(request).await {
+            return Err(Exchange::NoAnswer(e.to_string()));
+        }
+        loop {
+            let (n, stamp) = match self.fill().await {
+                Ok(r) => r,
+                Err(e) if self.buf.is_empty() => return Err(Exchange::NoAnswer(e.to_string())),
+                Err(e) => return Err(Exchange::Bad(e.to_string())),
+            };
+            if n == 0 {
+                let why = "the connection closed before the response head".to_string();
+                return Err(if self.buf.is_empty() {
+                    Exchange::NoAnswer(why)
+                } else {
+                    Exchange::Bad(why)
+                });
+            }
+            match parse_head(&mut self.buf) {
+                Ok(Some(head)) => return Ok((head, stamp)),
+                Ok(None) => {}
+                Err(e) => return Err(Exchange::Bad(e)),
+            }
+        }
+    }
+}
+
+/// One piece of a body: the data of one read (de-chunked), and when it arrived.
+#[derive(Debug, Clone)]
+pub struct Piece {
+    /// The body bytes.
+    pub data: Bytes,
+    /// The kernel's receive instant of the read that completed the piece, or the read's own
+    /// instant where there is none; never before the request was sent nor before the
+    /// previous piece.
+    pub at: Instant,
+    /// Whether `at` is the kernel's.
+    pub kernel: bool,
+    /// When the read that completed the piece returned (user space): `read - at` is how much
+    /// the kernel's instant corrected the user-space one.
+    pub read: Instant,
+}
+
+/// A response whose head has been read; its body is read with [`RawResponse::next`].
+/// Dropping it before the end closes the connection (the server then aborts the request).
+#[derive(Debug)]
+pub struct RawResponse {
+    target: Arc<RawTarget>,
+    conn: Option<Conn>,
+    head: Head,
+    dec: BodyDecoder,
+    /// No piece is stamped before this (the send, then the previous piece).
+    floor: Instant,
+    /// The instants of the read whose bytes are in the buffer.
+    last: Option<Stamp>,
+    /// This response's pieces, added to the target's counts when it is dropped.
+    tally: Tally,
+}
+
+impl Drop for RawResponse {
+    fn drop(&mut self) {
+        self.target.count(&self.tally);
+    }
+}
+
+impl RawResponse {
+    /// The response `head` read on `conn` by the read of `stamp` (whose leftover body bytes
+    /// are stamped with it); `floor`: the send instant.
+    fn new(
+        target: Arc<RawTarget>,
+        conn: Conn,
+        head: Head,
+        floor: Instant,
+        stamp: Stamp,
+    ) -> RawResponse {
+        let dec = BodyDecoder::new(head.framing);
+        RawResponse {
+            target,
+            conn: Some(conn),
+            head,
+            dec,
+            // No chunk before the head's own instant (two reads' clock pairs may differ by tens
+            // of nanoseconds).
+            floor: floor.max(stamp.best()),
+            last: Some(stamp),
+            tally: Tally::default(),
+        }
+    }
+
+    /// The status code.
+    pub fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    /// `Retry-After` in seconds, capped at 60 s.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.head.retry_after
+    }
+
+    /// The next piece of the body; `None` at its clean end; `Err` (why, one line) when the
+    /// connection broke or closed inside the body, or the body's framing is malformed.
+    pub async fn next(&mut self) -> Option<Result<Piece, String>> {
+        loop {
+            let conn = self.conn.as_mut()?;
+            if !conn.buf.is_empty() || self.dec.is_done() {
+                let data = match self.dec.decode(&mut conn.buf) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        self.conn = None;
+                        return Some(Err(e));
+                    }
+                };
+                if self.dec.is_done() {
+                    self.release();
+                }
+                if !data.is_empty() {
+                    return Some(Ok(self.piece(data)));
+                }
+                // The body ended with this read's framing: nothing more to read.
+                self.conn.as_ref()?;
+            }
+            let conn = self.conn.as_mut()?;
+            match conn.fill().await {
+                Ok((0, _)) => {
+                    self.conn = None;
+                    return self.dec.at_eof().err().map(Err);
+                }
+                Ok((_, stamp)) => self.last = Some(stamp),
+                Err(e) => {
+                    self.conn = None;
+                    return Some(Err(e.to_string()));
+                }
+            }
+        }
+    }
+
+    /// The whole body as text (at most 1 MiB of it), for an error status's message; what was
+    /// read before a failure.
+    pub async fn text(mut self) -> String {
+        let mut out = Vec::new();
+        while let Some(Ok(p)) = self.next().await {
+            out.extend_from_slice(&p.data);
+            if out.len() >= MAX_ERROR_BODY {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// A piece of `data` stamped with the last read's instants, kept monotone.
+    fn piece(&mut self, data: Bytes) -> Piece {
+        let stamp = self.last.unwrap_or(Stamp {
+            read: Instant::now(),
+            kernel: None,
+        });
+        let at = stamp.best().max(self.floor);
+        self.floor = at;
+        let p = Piece {
+            data,
+            at,
+            kernel: stamp.kernel.is_some(),
+            read: stamp.read,
+        };
+        self.tally.add(&p);
+        p
+    }
+
+    /// The body is complete: its connection goes back to the pool where the server allows.
+    fn release(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.head.keep_alive
+            && conn.buf.is_empty()
+        {
+            self.target.put_back(conn);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "rawhttp_tests.rs"]
+mod tests;
