@@ -721,10 +721,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// A seed that differs between runs, so that no two runs share prompt prefixes (a server's
 /// prefix cache must never serve one run's prompts to the next).
 pub fn fresh_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32)
+    llmib_core::unix_now_ns() ^ (u64::from(std::process::id()) << 32)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::driver::{
 use crate::live::LiveWindow;
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
-use crate::shard::{NO_STREAMS, instant_at, late_for};
+use crate::shard::{NO_STREAMS, instant_at, late_for, mine};
 use crate::stream::{Counting, RequestSpec};
 use crate::window::{WindowAt, WindowRun, WindowSpec, run_window};
 use llmib_core::{
@@ -48,14 +48,13 @@ async fn measure_window(
     m: &MatrixRun<'_>,
     key: CellKey,
     requests: &[RequestSpec],
-    mut spec: WindowSpec,
+    spec: WindowSpec,
 ) -> Option<(WindowRun, Vec<RequestRecord>, CountReport)> {
     let live = Arc::new(LiveWindow::new(
-        requests.len() as u32,
+        spec.concurrency,
         spec.duration,
         m.engine.counting() == Counting::UsagePerChunk,
     ));
-    spec.concurrency = requests.len() as u32;
     m.progress.event(ProgressEvent::Phase(Stage::Window));
     m.progress.event(ProgressEvent::WindowLive(live.clone()));
     let mut w = run_window(
@@ -78,14 +77,6 @@ async fn measure_window(
     let count = crate::counting::count_tokens(&m.engine, &mut w.records).await;
     let records = finished_records(m, key, std::mem::take(&mut w.records));
     Some((w, records, count))
-}
-
-/// The streams of an N-stream cell this process runs: all of them, or a shard's share.
-fn my_streams(m: &MatrixRun<'_>, n: u32) -> Vec<u32> {
-    match &m.shard {
-        Some(s) => s.spec.streams(n),
-        None => (0..n).collect(),
-    }
 }
 
 /// The window of an N-stream cell run on `streams`, with the context's warm TTFT; on a
@@ -151,7 +142,7 @@ pub(crate) async fn decode_cell(
 ) -> CellResult {
     let s = &m.plan.settings;
     let k = cell.key;
-    let streams = my_streams(m, k.concurrency);
+    let streams = mine(m.shard.as_deref(), k.concurrency);
     let Some(&first) = streams.first() else {
         return bare_result(cell, CellStatus::NotRun, Some(NO_STREAMS.into()));
     };
@@ -160,7 +151,9 @@ pub(crate) async fn decode_cell(
         Err(row) => return *row,
     };
     let warm = warm_ttft_ms.get(&k.context_tokens).copied();
-    let spec = match cell_window(m, k.concurrency, warm, &streams, slot.as_ref()) {
+    // The window judges the streams this process runs (a shard's share of N).
+    let n = streams.len() as u32;
+    let spec = match cell_window(m, n, warm, &streams, slot.as_ref()) {
         Ok(spec) => spec,
         Err(late) => return failed_result(cell, "shard_late", late),
     };

@@ -22,7 +22,7 @@ use crate::live::OpenLoopLive;
 use crate::open_loop::{OpenLoopRun, OpenLoopSpec, run_open_loop, send_each};
 use crate::progress::{ProgressEvent, Stage};
 use crate::prompt::PromptBuilder;
-use crate::shard::{instant_at, late_for, wait_until, waiting_note};
+use crate::shard::{instant_at, late_for, mine};
 use crate::stream::RequestSpec;
 use crate::varying::{Varying, build_requests, fixed_scale};
 use llmib_core::{
@@ -453,29 +453,19 @@ fn cell_plan(
     })
 }
 
-/// The requests (global indices) of a cell of `total` this process sends: all, or a shard's.
-fn my_requests(m: &MatrixRun<'_>, total: usize) -> Vec<u32> {
-    (0..total as u32)
-        .filter(|i| m.shard.as_ref().is_none_or(|s| s.spec.takes(*i as usize)))
-        .collect()
-}
-
 /// On a shard: the cell's slot of the timetable (sized by the whole schedule, the same on
 /// every shard), once its preparation starts. `Err`: Ctrl-C while waiting.
 async fn rate_slot(m: &MatrixRun<'_>, s: &Section<'_>, due: &[u64]) -> Result<Option<Slot>, ()> {
     let Some(shard) = &m.shard else {
         return Ok(None);
     };
-    let slot = shard.slot(SlotKind::Rate {
+    let kind = SlotKind::Rate {
         span_s: due.last().copied().unwrap_or(0) as f64 / 1e9,
         drain_s: s.load.drain_s,
-    });
-    if let Some(note) = waiting_note(shard, &slot) {
-        m.progress.event(ProgressEvent::Note(note));
-    }
-    match wait_until(slot.start_unix_ns, &m.cancel).await {
-        true => Ok(Some(slot)),
-        false => Err(()),
+    };
+    match shard.next_slot(kind, m.progress, &m.cancel).await {
+        Some(slot) => Ok(Some(slot)),
+        None => Err(()),
     }
 }
 
@@ -491,7 +481,7 @@ struct MyPart {
 
 impl MyPart {
     fn of(m: &MatrixRun<'_>, s: &mut Section<'_>, plan: &CellPlan) -> MyPart {
-        let mine = my_requests(m, plan.due.len());
+        let mine = mine(m.shard.as_deref(), plan.due.len() as u32);
         let pick = |i: &u32| *i as usize;
         MyPart {
             due: mine.iter().map(|i| plan.due[pick(i)]).collect(),

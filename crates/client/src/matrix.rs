@@ -10,7 +10,7 @@ use crate::driver::{
 };
 use crate::progress::ProgressEvent;
 use crate::prompt::PromptBuilder;
-use crate::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns, wait_until, waiting_note};
+use crate::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns};
 use crate::skip::SKIPPED;
 use llmib_core::{
     CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
@@ -162,13 +162,10 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     };
     let slot = match &m.shard {
         Some(shard) => {
-            let slot = shard.slot(slot_kind(m, key.phase));
-            if let Some(note) = waiting_note(shard, &slot) {
-                m.progress.event(ProgressEvent::Note(note));
-            }
-            if !wait_until(slot.start_unix_ns, &m.cancel).await {
+            let kind = slot_kind(m, key.phase);
+            let Some(slot) = shard.next_slot(kind, m.progress, &m.cancel).await else {
                 return interrupted_result(cell);
-            }
+            };
             Some(slot)
         }
         None => None,

@@ -9,6 +9,7 @@
 //! machines' wall clocks shifts a shard's whole cell by the skew; the row records its origin
 //! by its own clock, and the host's own error bound, so the merged run can say so.
 
+use crate::progress::{Progress, ProgressEvent};
 use llmib_core::{
     ClockSync, Plan, ShardCell, ShardSpec, Slot, SlotKind, Timetable, parse_chrony_tracking,
 };
@@ -47,7 +48,7 @@ pub const NO_STREAMS: &str = "no streams on this shard (stream i runs on shard i
 pub const PREFILL_ON_SHARD_0: &str = "measured by shard 0";
 
 /// What a shard says before it waits for a slot (`None`: it starts within a second).
-pub fn waiting_note(shard: &ShardRun, slot: &Slot) -> Option<String> {
+fn waiting_note(shard: &ShardRun, slot: &Slot) -> Option<String> {
     let wait_ns = slot.start_unix_ns.saturating_sub(unix_now_ns());
     (wait_ns > 1_000_000_000).then(|| {
         let at = UNIX_EPOCH + Duration::from_nanos(slot.start_unix_ns);
@@ -65,19 +66,28 @@ pub fn waiting_note(shard: &ShardRun, slot: &Slot) -> Option<String> {
 const SPIN_LEAD: Duration = Duration::from_millis(2);
 
 /// Sleeps until `t` on the timer, then yields in a loop for the last [`SPIN_LEAD`], so the
-/// caller resumes within microseconds of `t` rather than at the timer's next tick.
-pub async fn sleep_until_precise(t: Instant) {
-    tokio::time::sleep_until(t - SPIN_LEAD.min(t.saturating_duration_since(Instant::now()))).await;
-    while Instant::now() < t {
-        tokio::task::yield_now().await;
+/// caller resumes within microseconds of `t` rather than at the timer's next tick; `false`
+/// when `cancel` fired first.
+pub async fn sleep_until_precise(t: Instant, cancel: &CancellationToken) -> bool {
+    let spin = async {
+        tokio::time::sleep_until(t - SPIN_LEAD.min(t.saturating_duration_since(Instant::now())))
+            .await;
+        while Instant::now() < t {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        _ = spin => true,
     }
 }
 
-/// Sleeps until the wall clock reads `unix_ns`; `false` when `cancel` fired first.
-pub async fn wait_until(unix_ns: u64, cancel: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = cancel.cancelled() => false,
-        _ = tokio::time::sleep_until(instant_at(unix_ns)) => true,
+/// The global indices of `n` (an N-stream cell's streams, or a schedule's requests) this
+/// process runs: all of them, or a shard's share (`llmib_core::ShardSpec::streams`).
+pub fn mine(shard: Option<&ShardRun>, n: u32) -> Vec<u32> {
+    match shard {
+        Some(s) => s.spec.streams(n),
+        None => (0..n).collect(),
     }
 }
 
@@ -93,12 +103,25 @@ impl ShardRun {
         })
     }
 
-    /// The next slot of the timetable. Every shard asks in the plan's order, so they agree.
-    pub fn slot(&self, kind: SlotKind) -> Slot {
-        match self.table.lock() {
+    /// The next slot of the timetable, once its preparation starts (a note first, where that
+    /// is more than a second away). Every shard asks in the plan's order, so they agree.
+    /// `None`: `cancel` fired while waiting.
+    pub async fn next_slot(
+        &self,
+        kind: SlotKind,
+        progress: &dyn Progress,
+        cancel: &CancellationToken,
+    ) -> Option<Slot> {
+        let slot = match self.table.lock() {
             Ok(mut t) => t.slot(kind),
             Err(poisoned) => poisoned.into_inner().slot(kind),
+        };
+        if let Some(note) = waiting_note(self, &slot) {
+            progress.event(ProgressEvent::Note(note));
         }
+        sleep_until_precise(instant_at(slot.start_unix_ns), cancel)
+            .await
+            .then_some(slot)
     }
 
     /// The row's record of this shard's part of a cell whose origin was taken at

@@ -546,10 +546,8 @@ async fn wait_for_start(
     let Some(at) = at else {
         return wait_idle(engine, Duration::from_secs(10), cancel).await;
     };
-    tokio::select! {
-        _ = cancel.cancelled() => {}
-        _ = crate::shard::sleep_until_precise(at.origin) => {}
-    }
+    // Cancelled: the ramp that follows sees it and stops.
+    crate::shard::sleep_until_precise(at.origin, cancel).await;
     None
 }
 
@@ -561,10 +559,8 @@ async fn open_at_instant(
     cancel: &CancellationToken,
 ) -> Option<bool> {
     let at = at?;
-    tokio::select! {
-        _ = cancel.cancelled() => {}
-        _ = crate::shard::sleep_until_precise(at.open) => {}
-    }
+    // Cancelled: the window's span sees it and ends the cell as interrupted.
+    crate::shard::sleep_until_precise(at.open, cancel).await;
     Some(by.is_some_and(ReadinessBy::is_ready))
 }
 

@@ -30,7 +30,7 @@ use crate::plan::{Plan, PlannedCell, plan_hash, prompt_tolerance};
 use crate::readiness::ReadinessBy;
 use crate::record::RequestRecord;
 use crate::run::{RunInfo, RunState};
-use crate::shard::{MergeError, ShardIdentity, check_shards};
+use crate::shard::{MergeError, ShardIdentity, ShardSpec, check_shards};
 use crate::timetable::ShardSchedule;
 use crate::verdict::{DecodeObservation, ErrorTally, bare_result, decode_result};
 use std::collections::BTreeMap;
@@ -114,13 +114,6 @@ pub fn max_in_flight(records: &[RequestRecord]) -> u64 {
         }
     }
     most
-}
-
-/// Streams (decode, N = `n`) or requests (a rate schedule of `n`) that shard `index` of
-/// `count` owns: the global indices i ≡ index (mod count) below `n`.
-fn owned(index: u32, count: u32, n: u64) -> u64 {
-    let (i, c) = (u64::from(index), u64::from(count.max(1)));
-    if i < n { (n - i - 1) / c + 1 } else { 0 }
 }
 
 /// Why a shard's row is what it is, in words.
@@ -359,7 +352,13 @@ pub fn merge_decode_cell(
 ) -> (CellResult, Vec<RequestRecord>) {
     let n = u64::from(cell.key.concurrency);
     let count = parts.len() as u32;
-    let f = findings(parts, &|p| owned(p.index, count, n));
+    let f = findings(parts, &|p| {
+        ShardSpec {
+            index: p.index,
+            count,
+        }
+        .share(n)
+    });
     let records = union_records(parts);
     let window = decode_window(parts);
     let fault = (!f.failed.is_empty())
@@ -520,7 +519,13 @@ pub fn merge_rate_cell(
     let schedule = common_schedule(parts);
     let n = schedule.as_ref().map_or(0, |(due, _)| due.len() as u64);
     let count = parts.len() as u32;
-    let f = findings(parts, &|p| owned(p.index, count, n));
+    let f = findings(parts, &|p| {
+        ShardSpec {
+            index: p.index,
+            count,
+        }
+        .share(n)
+    });
     let fault = (!f.failed.is_empty())
         .then(|| f.failed.join("; "))
         .or(schedule.as_ref().err().cloned());

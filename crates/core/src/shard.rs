@@ -69,14 +69,18 @@ impl ShardSpec {
         ((1..=MAX_SHARDS).contains(&count) && index < count).then_some(ShardSpec { index, count })
     }
 
-    /// Whether this shard sends the global schedule's request `i`.
-    pub fn takes(&self, i: usize) -> bool {
-        i % self.count as usize == self.index as usize
+    /// The global indices this shard runs of `n` (an N-stream cell's streams, or a schedule's
+    /// requests): i ≡ index (mod count).
+    pub fn streams(&self, n: u32) -> Vec<u32> {
+        (self.index..n)
+            .step_by(self.count.max(1) as usize)
+            .collect()
     }
 
-    /// The global stream indices of an N-stream cell this shard runs (i ≡ index mod count).
-    pub fn streams(&self, n: u32) -> Vec<u32> {
-        (self.index..n).step_by(self.count as usize).collect()
+    /// How many of `n` this shard runs: the length of [`ShardSpec::streams`], counted.
+    pub fn share(&self, n: u64) -> u64 {
+        let (i, c) = (u64::from(self.index), u64::from(self.count.max(1)));
+        if i < n { (n - i - 1) / c + 1 } else { 0 }
     }
 }
 

@@ -64,12 +64,18 @@ fn auto_reads_kubernetes_then_slurm() {
 #[test]
 fn shards_together_take_every_request_and_stream_once() {
     let shards: Vec<ShardSpec> = (0..3).map(|i| ShardSpec { index: i, count: 3 }).collect();
-    for i in 0..100 {
+    let taken: Vec<Vec<u32>> = shards.iter().map(|s| s.streams(100)).collect();
+    for i in 0..100u32 {
         assert_eq!(
-            shards.iter().filter(|s| s.takes(i)).count(),
+            taken.iter().filter(|t| t.contains(&i)).count(),
             1,
             "request {i}"
         );
+    }
+    for n in 0..20u64 {
+        for s in &shards {
+            assert_eq!(s.share(n), s.streams(n as u32).len() as u64, "{s} of {n}");
+        }
     }
     assert_eq!(shards[1].streams(8), vec![1, 4, 7]);
     assert_eq!(
