@@ -49,24 +49,16 @@ pub const SOURCE: &str = if cfg!(target_os = "linux") {
     "user space"
 };
 
-/// Asks for kernel receive timestamps on `sock`; `false` where the system has none.
-#[cfg(target_os = "linux")]
-pub fn enable(sock: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    nix::sys::socket::setsockopt(
-        sock.as_raw_fd(),
-        nix::sys::socket::sockopt::ReceiveTimestampns,
-        &true,
-    )
-    .is_ok()
-}
-
 /// Keeps the kernel's receive timestamping on for the life of the process. Linux stamps
 /// packets only while some socket asks for it, and switches that on and off asynchronously (a
 /// static key flipped by deferred work when the first such socket appears and the last one
 /// closes): packets that arrive meanwhile carry no time, and their reads fall back to the
 /// user-space instant. One idle UDP socket with the option, opened when the raw reader is
-/// chosen (before the run's first request), keeps it on between connections.
+/// chosen (before the run's first request), keeps it on between connections; and this waits
+/// (at most [`SWITCH_ON_WAIT`]) until a datagram the socket sends itself comes back stamped, so
+/// the first request's bytes are not read before the switch has happened. The deferred work
+/// runs on a kernel worker thread, which a loaded host can hold back for milliseconds: without
+/// the wait, the first responses of a process now and then had pieces without a kernel time.
 #[cfg(target_os = "linux")]
 pub fn keep_enabled() {
     use std::os::fd::AsRawFd;
@@ -79,19 +71,44 @@ pub fn keep_enabled() {
             &true,
         )
         .ok()?;
+        let start = std::time::Instant::now();
+        while !stamps_itself(&s) && start.elapsed() < SWITCH_ON_WAIT {
+            std::thread::sleep(Duration::from_micros(200));
+        }
         Some(s)
     });
+}
+
+/// How long [`keep_enabled`] waits for the kernel to switch timestamping on: the worker runs
+/// within microseconds on an idle host; past this the reads fall back (and are counted).
+#[cfg(target_os = "linux")]
+pub const SWITCH_ON_WAIT: Duration = Duration::from_millis(200);
+
+/// Whether a datagram `s` sends itself comes back with the kernel's receive time.
+#[cfg(target_os = "linux")]
+fn stamps_itself(s: &std::net::UdpSocket) -> bool {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::AsRawFd;
+    let Ok(me) = s.local_addr() else {
+        return false;
+    };
+    if s.set_read_timeout(Some(Duration::from_millis(20))).is_err() || s.send_to(&[0], me).is_err()
+    {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut byte)];
+    let mut cmsg = Vec::with_capacity(64);
+    let Ok(msg) = recvmsg::<()>(s.as_raw_fd(), &mut iov, Some(&mut cmsg), MsgFlags::empty()) else {
+        return false;
+    };
+    msg.cmsgs()
+        .any(|c| matches!(c, ControlMessageOwned::ScmTimestampns(_)))
 }
 
 /// Keeps the kernel's receive timestamping on (nothing to do where there is none).
 #[cfg(not(target_os = "linux"))]
 pub fn keep_enabled() {}
-
-/// Asks for kernel receive timestamps on `sock`; `false` where the system has none.
-#[cfg(not(target_os = "linux"))]
-pub fn enable(_sock: &TcpStream) -> bool {
-    false
-}
 
 /// Buffers one connection reads through.
 #[derive(Debug)]
@@ -118,27 +135,139 @@ impl ReadBuf {
     }
 }
 
-/// Reads what `sock` has, waiting until it has something: the byte count (0 at EOF) and the
-/// read's instants. `kernel`: the socket has `SO_TIMESTAMPNS`.
-pub async fn read(sock: &TcpStream, buf: &mut ReadBuf, kernel: bool) -> io::Result<(usize, Stamp)> {
-    loop {
-        sock.readable().await?;
-        match sock.try_io(tokio::io::Interest::READABLE, || {
-            try_read(sock, buf, kernel)
-        }) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            r => return r,
+/// One connection's socket. On Unix it is registered with the runtime as a plain descriptor
+/// (`AsyncFd`) rather than as tokio's `TcpStream`: a `recvmsg` needs the descriptor, and
+/// `AsyncFd` lets a read that returned less than asked for drop the socket's readiness at once.
+/// tokio's own `TcpStream` reads do that, but its `try_io` (the only way to run a `recvmsg` on
+/// it) keeps the readiness until a read fails with `WouldBlock`, which costs every chunk a
+/// second system call that finds the socket empty.
+#[derive(Debug)]
+pub struct Sock {
+    #[cfg(unix)]
+    fd: tokio::io::unix::AsyncFd<std::net::TcpStream>,
+    #[cfg(not(unix))]
+    fd: TcpStream,
+}
+
+impl Sock {
+    /// Takes over a connected `stream` and asks for kernel receive timestamps on it; the flag
+    /// says whether the system gave them.
+    pub fn new(stream: TcpStream) -> io::Result<(Sock, bool)> {
+        // `AsyncFd::new` is deprecated because a type could return a different or closed
+        // descriptor from `as_raw_fd` over its life; `std::net::TcpStream` owns its descriptor
+        // and always returns that one, which is the whole of what `register` asks its caller
+        // to promise (and `register` is `unsafe`, which this workspace forbids).
+        #[cfg(unix)]
+        #[allow(deprecated)]
+        let fd = tokio::io::unix::AsyncFd::new(stream.into_std()?)?;
+        #[cfg(not(unix))]
+        let fd = stream;
+        let sock = Sock { fd };
+        let kernel = sock.enable_timestamps();
+        Ok((sock, kernel))
+    }
+
+    /// Asks for kernel receive timestamps; `false` where the system has none.
+    #[cfg(target_os = "linux")]
+    fn enable_timestamps(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        nix::sys::socket::setsockopt(
+            self.fd.as_raw_fd(),
+            nix::sys::socket::sockopt::ReceiveTimestampns,
+            &true,
+        )
+        .is_ok()
+    }
+
+    /// Asks for kernel receive timestamps; `false` where the system has none.
+    #[cfg(not(target_os = "linux"))]
+    fn enable_timestamps(&self) -> bool {
+        false
+    }
+
+    /// Writes all of `bytes`.
+    #[cfg(unix)]
+    pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        while !bytes.is_empty() {
+            let mut guard = self.fd.writable().await?;
+            match guard.try_io(|s| s.get_ref().write(bytes)) {
+                Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(Ok(n)) => bytes = &bytes[n..],
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all of `bytes`.
+    #[cfg(not(unix))]
+    pub async fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut s = &self.fd;
+        tokio::io::AsyncWriteExt::write_all(&mut s, bytes).await
+    }
+
+    /// Whether an idle connection is still usable: nothing to read and not closed. EOF means
+    /// the server closed it, and bytes nobody asked for mean it is out of step.
+    pub fn is_idle_open(&self) -> bool {
+        let mut probe = [0u8; 1];
+        #[cfg(unix)]
+        let r = std::io::Read::read(&mut self.fd.get_ref(), &mut probe);
+        #[cfg(not(unix))]
+        let r = self.fd.try_read(&mut probe);
+        matches!(r, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Reads what the socket has, waiting until it has something: the byte count (0 at EOF)
+    /// and the read's instants. `kernel`: the socket has `SO_TIMESTAMPNS`.
+    #[cfg(unix)]
+    pub async fn read(&self, buf: &mut ReadBuf, kernel: bool) -> io::Result<(usize, Stamp)> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|s| try_read(s.get_ref(), buf, kernel)) {
+                Ok(Ok((n, stamp))) => {
+                    // A read that did not fill the buffer emptied the socket (TCP copies every
+                    // queued segment that fits). Waiting for the next edge instead of reading
+                    // again saves a system call per chunk; the readiness is only dropped if no
+                    // new event came since this guard's, and a closed state is never dropped,
+                    // so no bytes and no EOF can be missed (tokio's own reads do the same).
+                    if n > 0 && n < buf.data.len() {
+                        guard.clear_ready();
+                    }
+                    return Ok((n, stamp));
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Reads what the socket has, waiting until it has something: the byte count (0 at EOF)
+    /// and the read's instants (user space only here).
+    #[cfg(not(unix))]
+    pub async fn read(&self, buf: &mut ReadBuf, _kernel: bool) -> io::Result<(usize, Stamp)> {
+        loop {
+            self.fd.readable().await?;
+            match self.fd.try_read(&mut buf.data) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return r.map(|n| (n, user_stamp())),
+            }
         }
     }
 }
 
 /// One non-blocking read.
 #[cfg(target_os = "linux")]
-fn try_read(sock: &TcpStream, buf: &mut ReadBuf, kernel: bool) -> io::Result<(usize, Stamp)> {
+fn try_read(
+    sock: &std::net::TcpStream,
+    buf: &mut ReadBuf,
+    kernel: bool,
+) -> io::Result<(usize, Stamp)> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use std::os::fd::AsRawFd;
     if !kernel {
-        let n = plain_read(sock, buf)?;
+        let n = std::io::Read::read(&mut &*sock, &mut buf.data)?;
         return Ok((n, user_stamp()));
     }
     let mut iov = [io::IoSliceMut::new(&mut buf.data)];
@@ -169,16 +298,15 @@ fn try_read(sock: &TcpStream, buf: &mut ReadBuf, kernel: bool) -> io::Result<(us
     ))
 }
 
-/// One non-blocking read.
-#[cfg(not(target_os = "linux"))]
-fn try_read(sock: &TcpStream, buf: &mut ReadBuf, _kernel: bool) -> io::Result<(usize, Stamp)> {
-    let n = plain_read(sock, buf)?;
+/// One non-blocking read (no kernel times on this system).
+#[cfg(all(unix, not(target_os = "linux")))]
+fn try_read(
+    sock: &std::net::TcpStream,
+    buf: &mut ReadBuf,
+    _kernel: bool,
+) -> io::Result<(usize, Stamp)> {
+    let n = std::io::Read::read(&mut &*sock, &mut buf.data)?;
     Ok((n, user_stamp()))
-}
-
-/// A read without control messages.
-fn plain_read(sock: &TcpStream, buf: &mut ReadBuf) -> io::Result<usize> {
-    sock.try_read(&mut buf.data)
 }
 
 /// The instants of a read that has no kernel time.
@@ -212,6 +340,23 @@ pub fn to_monotonic(
 mod tests {
     use super::*;
     use std::time::{SystemTime, UNIX_EPOCH};
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn once_kept_enabled_the_kernel_stamps_every_packet() {
+        use std::os::fd::AsRawFd;
+        keep_enabled();
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        nix::sys::socket::setsockopt(
+            s.as_raw_fd(),
+            nix::sys::socket::sockopt::ReceiveTimestampns,
+            &true,
+        )
+        .expect("SO_TIMESTAMPNS");
+        for _ in 0..20 {
+            assert!(stamps_itself(&s), "a datagram came back without a time");
+        }
+    }
 
     #[test]
     fn realtime_converts_by_its_age_and_steps_are_not_believed() {

@@ -17,13 +17,12 @@
 //! use where its FIN has arrived, and otherwise retried on a fresh connection when it fails
 //! before any byte of an answer, as `http::send_fresh` does.
 
-use crate::ktime::{self, ReadBuf, Stamp};
+use crate::ktime::{self, ReadBuf, Sock, Stamp};
 use crate::rawbody::{BodyDecoder, Head, parse_head};
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -252,12 +251,7 @@ impl RawTarget {
     fn pooled(&self) -> Option<Conn> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(c) = pool.pop() {
-            let mut probe = [0u8; 1];
-            // Readable with nothing pending is the only healthy idle state: EOF means the
-            // server closed it, and bytes nobody asked for mean it is out of step.
-            if let Err(e) = c.sock.try_read(&mut probe)
-                && e.kind() == std::io::ErrorKind::WouldBlock
-            {
+            if c.sock.is_idle_open() {
                 return Some(c);
             }
         }
@@ -289,7 +283,8 @@ impl RawTarget {
         // Our request is one write; Nagle would only delay it.
         sock.set_nodelay(true)
             .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
-        let kernel = ktime::enable(&sock);
+        let (sock, kernel) = Sock::new(sock)
+            .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
         Ok(Conn {
             sock,
             buf: BytesMut::new(),
@@ -328,7 +323,7 @@ enum Exchange {
 /// One connection: the socket, the bytes read but not yet consumed, and the read buffers.
 #[derive(Debug)]
 struct Conn {
-    sock: TcpStream,
+    sock: Sock,
     buf: BytesMut,
     read: ReadBuf,
     /// The socket has `SO_TIMESTAMPNS`.
@@ -338,7 +333,7 @@ struct Conn {
 impl Conn {
     /// One read appended to `buf`: the byte count (0 at EOF) and its instants.
     async fn fill(&mut self) -> std::io::Result<(usize, Stamp)> {
-        let (n, stamp) = ktime::read(&self.sock, &mut self.read, self.kernel).await?;
+        let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
         self.buf.extend_from_slice(self.read.bytes(n));
         Ok((n, stamp))
     }

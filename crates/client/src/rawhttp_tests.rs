@@ -4,6 +4,7 @@ use super::*;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::AsyncReadExt;
+use tokio::io::AsyncWriteExt;
 
 /// How the fixture writes an answer.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -131,19 +131,14 @@ fn cases() -> Vec<Case> {
     let mut v = Vec::new();
     // Steps as short as the simulator can serve for each N, one token per chunk (what most
     // engines send), then eight (speculative decoding: the same chunks carry 8× the tokens).
-    for spec in [1, 8] {
-        v.extend([
-            ingest(1, 0.05, spec, "measure"),
-            ingest(64, 0.5, spec, "measure"),
-            ingest(1024, 8.0, spec, "measure"),
-        ]);
-    }
-    // The two readers of `run` side by side (`--http-reader`), one token per chunk.
+    // The two readers of `run` (`--http-reader`) beside the bare floor, one token per chunk.
     for (n, step) in [(1, 0.05), (64, 0.5), (256, 2.0), (1024, 8.0)] {
-        if n == 256 {
-            v.push(ingest(n, step, 1, "measure"));
+        for reader in ["measure", "rawhttp", "raw"] {
+            v.push(ingest(n, step, 1, reader));
         }
-        v.push(ingest(n, step, 1, "rawhttp"));
+    }
+    for (n, step) in [(1, 0.05), (64, 0.5), (1024, 8.0)] {
+        v.push(ingest(n, step, 8, "measure"));
     }
     // 10 ms steps; at 1024 streams that is 100k chunks/s, far above a real engine's batch of
     // 1024 (tens of ms per step), so 1024 also runs at 20 ms. Each beside the raw floor.
@@ -336,10 +331,10 @@ async fn run_client(
         let body = spec.body.clone();
         let engine = Arc::clone(&engine);
         let (addr, stop) = (addr.clone(), stop.clone());
-        let raw = case.raw();
+        let (raw, closed_loop) = (case.raw(), !case.timing());
         workers.push(tokio::spawn(async move {
             if raw {
-                return Out::Raw(raw_stream(&addr, &body, origin, &stop).await);
+                return Out::Raw(raw_stream(&addr, &body, origin, &stop, closed_loop).await);
             }
             // The closed loop of window.rs: a finished request is sent again at once.
             let mut done: Vec<Measured> = Vec::new();
@@ -466,17 +461,22 @@ enum Out {
     Raw(Result<Vec<Entry>, String>),
 }
 
-/// The floor any tokio client pays on this host: the same request read from a bare socket,
+/// The floor any tokio client pays on this host: the same requests read from a bare socket,
 /// timestamped right after each read returns, chunks found by a substring scan. No HTTP
 /// library, SSE decoder or JSON parser; the same cancellation check per read as `measure`.
+/// Its reads are tokio's `AsyncRead`, which takes one system call per chunk (a short read
+/// drops the socket's readiness). `closed_loop`: send the request again on the same
+/// connection when a response ends, as `measure`'s callers do.
 async fn raw_stream(
     addr: &str,
     body: &[u8],
     origin: tokio::time::Instant,
     stop: &CancellationToken,
+    closed_loop: bool,
 ) -> Result<Vec<Entry>, String> {
+    use tokio::io::AsyncWriteExt;
     let io = |e: std::io::Error| e.to_string();
-    let s = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
+    let mut s = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
     s.set_nodelay(true).map_err(io)?;
     let mut req = format!(
         "POST /v1/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\n\r\n",
@@ -484,31 +484,38 @@ async fn raw_stream(
     )
     .into_bytes();
     req.extend_from_slice(body);
-    let mut sent = 0;
-    while sent < req.len() {
-        s.writable().await.map_err(io)?;
-        match s.try_write(&req[sent..]) {
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e.to_string()),
+    let mut buf = vec![0u8; 64 << 10];
+    let mut out = Vec::new();
+    loop {
+        s.write_all(&req).await.map_err(io)?;
+        let ended = raw_response(&mut s, &mut buf, origin, stop, &mut out).await?;
+        if !ended || !closed_loop || stop.is_cancelled() {
+            return Ok(out);
         }
     }
-    let mut buf = vec![0u8; 64 << 10];
+}
+
+/// Reads one chunked response of the bare reader into `out`: `true` at its end, `false` when
+/// `stop` came first.
+async fn raw_response(
+    s: &mut tokio::net::TcpStream,
+    buf: &mut [u8],
+    origin: tokio::time::Instant,
+    stop: &CancellationToken,
+    out: &mut Vec<Entry>,
+) -> Result<bool, String> {
+    use tokio::io::AsyncReadExt;
     let mut pending: Vec<u8> = Vec::new();
-    let mut out = Vec::new();
     let mut last = 0u64;
     loop {
-        tokio::select! {
+        let n = tokio::select! {
             biased;
-            _ = stop.cancelled() => break,
-            r = s.readable() => r.map_err(io)?,
-        }
-        let n = match s.try_read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e.to_string()),
+            _ = stop.cancelled() => return Ok(false),
+            r = s.read(buf) => r.map_err(|e| e.to_string())?,
         };
+        if n == 0 {
+            return Err("the simulator closed the connection".into());
+        }
         let t = origin.elapsed().as_nanos() as u64;
         pending.extend_from_slice(&buf[..n]);
         // An SSE event ends with a blank line; HTTP chunk framing uses CRLF, never "\n\n".
@@ -531,8 +538,11 @@ async fn raw_stream(
             start += i + 2;
         }
         pending.drain(..start);
+        // The chunked body's last chunk (after the previous chunk's CRLF).
+        if memchr::memmem::find(&pending, b"\r\n0\r\n\r\n").is_some() {
+            return Ok(true);
+        }
     }
-    Ok(out)
 }
 
 /// The unsigned integer right after `key` in `hay`.

@@ -104,6 +104,7 @@ pub(crate) fn print_tables(outcomes: &[Outcome]) {
         "[raw]: a bare tokio socket reader of the same streams (no HTTP library, SSE decoder or JSON parser): the host's floor"
     );
     print_targets(outcomes);
+    print_reader_targets(outcomes);
 }
 
 /// The three targets, judged from the cases above.
@@ -173,6 +174,54 @@ pub(crate) fn print_targets(outcomes: &[Outcome]) {
                 }
                 _ => "grows faster than linear",
             }
+        );
+    }
+}
+
+/// The hot path's targets: the readers' CPU per token against the bare floor (one token per
+/// chunk), and the raw reader's timestamp error with a CPU hog in the client.
+pub(crate) fn print_reader_targets(outcomes: &[Outcome]) {
+    let us_per_token = |reader: &str, n: u32| {
+        outcomes
+            .iter()
+            .find(|o| {
+                o.case.kind == "ingest"
+                    && o.case.streams == n
+                    && o.case.spec_tokens == 1
+                    && o.case.reader == reader
+                    && o.case.hog == 0
+            })
+            .map(|o| o.client.client_cpu_s * 1e6 / o.client.tokens.max(1) as f64)
+    };
+    for n in [1, 64, 256, 1024] {
+        let Some(floor) = us_per_token("raw", n) else {
+            continue;
+        };
+        for (reader, name) in [("rawhttp", "raw reader"), ("measure", "present client")] {
+            if let Some(us) = us_per_token(reader, n) {
+                println!(
+                    "  CPU per token ≤ 1.2× the bare floor, N={n}, {name}: {us:.2} µs vs {floor:.2} µs = {:.2}× → {}",
+                    us / floor,
+                    if us <= 1.2 * floor { "met" } else { "NOT met" }
+                );
+            }
+        }
+    }
+    if let Some(us) = us_per_token("rawhttp", 256) {
+        println!(
+            "  ≤ 1 µs CPU per token at N=256, raw reader: {us:.2} µs → {}",
+            if us <= 1.0 { "met" } else { "NOT met" }
+        );
+    }
+    let hogged = outcomes
+        .iter()
+        .find(|o| o.case.timing() && o.case.hog > 0 && o.case.reader == "rawhttp");
+    if let Some(o) = hogged {
+        let p99 = pct(&o.errors_ns, 0.99);
+        println!(
+            "  p99 timestamp error ≤ 50 µs with a CPU hog, raw reader, N={}: {p99:.0} µs → {}",
+            o.case.streams,
+            if p99 <= 50.0 { "met" } else { "NOT met" }
         );
     }
 }
