@@ -229,9 +229,10 @@ pub struct RunArgs {
     /// Dashboard redraws per second (default 4, 1 to 30).
     #[arg(long, value_name = "HZ")]
     pub refresh_rate: Option<f64>,
-    /// Which client reads the measured streams: `reqwest` (the default) or `raw`, a minimal
-    /// HTTP/1.1 reader that stamps each chunk with the kernel's receive time (Linux;
-    /// `http://` URLs only). run.json's engine info says which, and whose timestamps.
+    /// Which client reads the measured streams: `auto` (the default: `raw` for an `http://`
+    /// URL reached without a proxy, else `reqwest`), `raw`, a minimal HTTP/1.1 reader that
+    /// stamps each chunk with the kernel's receive time (Linux; `http://` URLs only), or
+    /// `reqwest`. run.json's engine info says which, why, and whose timestamps.
     #[arg(long, value_enum)]
     #[serde(deserialize_with = "de::value_enum")]
     pub http_reader: Option<HttpReaderArg>,
@@ -418,20 +419,14 @@ impl TargetingArg {
 /// `--http-reader`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum HttpReaderArg {
-    /// The shared reqwest client.
+    /// The raw reader where it reads the endpoint as reqwest would, else reqwest
+    /// (`llmib_client::HttpReader::auto`).
     #[default]
+    Auto,
+    /// The shared reqwest client.
     Reqwest,
     /// The raw HTTP/1.1 reader with kernel receive timestamps (`http://` only).
     Raw,
-}
-
-impl From<HttpReaderArg> for llmib_client::HttpReader {
-    fn from(r: HttpReaderArg) -> Self {
-        match r {
-            HttpReaderArg::Reqwest => llmib_client::HttpReader::Reqwest,
-            HttpReaderArg::Raw => llmib_client::HttpReader::Raw,
-        }
-    }
 }
 
 /// `--prefill-metric`.

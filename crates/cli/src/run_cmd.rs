@@ -229,7 +229,8 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     exit_of(end, &dir)
 }
 
-/// What the raw reader's kernel timestamps did over the run (`--http-reader raw`): how many
+/// What the raw reader's kernel timestamps did over the run (`--http-reader raw`, or `auto` on
+/// an `http://` URL): how many
 /// reads had one, and how far they moved the chunk instants from the user-space reads (the
 /// client's lateness that the lateness probe only estimates).
 fn raw_reader_note(engine: &Engine) -> Option<String> {
@@ -342,9 +343,20 @@ async fn probe_server(
         request: settings.request.clone(),
     };
     let mut probe = Engine::probe(&opts).await?;
-    let reader = args.http_reader.unwrap_or_default().into();
     // The run's own choice, per call: a resumed run reads as this invocation says.
-    if let Err(e) = probe.engine.set_http_reader(reader, opts.timeout) {
+    let set = match args.http_reader.unwrap_or_default() {
+        config::HttpReaderArg::Auto => probe
+            .engine
+            .set_http_reader_auto(opts.timeout, llmib_client::http_proxy_var())
+            .map(drop),
+        config::HttpReaderArg::Reqwest => probe
+            .engine
+            .set_http_reader(llmib_client::HttpReader::Reqwest, opts.timeout),
+        config::HttpReaderArg::Raw => probe
+            .engine
+            .set_http_reader(llmib_client::HttpReader::Raw, opts.timeout),
+    };
+    if let Err(e) = set {
         bail!("{e}");
     }
     Ok((url, probe))

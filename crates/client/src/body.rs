@@ -17,7 +17,48 @@ pub enum HttpReader {
     Raw,
 }
 
+/// The environment variable of a proxy reqwest would send `http://` requests through, if one
+/// is set (non-empty): `HTTP_PROXY`, `http_proxy`, `ALL_PROXY` or `all_proxy`.
+pub fn http_proxy_var() -> Option<&'static str> {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .into_iter()
+        .find(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+}
+
 impl HttpReader {
+    /// The reader `--http-reader auto` (the default) takes for `url`: the raw reader wherever
+    /// it reads the endpoint exactly as reqwest would (an `http://` URL without credentials,
+    /// no proxy), reqwest otherwise; and why, for `run.json`. `proxy`: the proxy variable set
+    /// in the environment (`HTTP_PROXY`, `ALL_PROXY`, in either case), which reqwest honours
+    /// and the raw reader does not.
+    pub fn auto(url: &str, proxy: Option<&str>) -> (HttpReader, String) {
+        let lower = url.trim().to_ascii_lowercase();
+        if !lower.starts_with("http://") {
+            return (
+                HttpReader::Reqwest,
+                "not an http:// URL: TLS is read by reqwest, with user-space instants".into(),
+            );
+        }
+        let authority = lower["http://".len()..].split('/').next().unwrap_or("");
+        if authority.contains('@') {
+            return (
+                HttpReader::Reqwest,
+                "the URL carries credentials, which only reqwest sends".into(),
+            );
+        }
+        if let Some(var) = proxy {
+            return (
+                HttpReader::Reqwest,
+                format!("{var} is set: reqwest goes through the proxy, the raw reader would not"),
+            );
+        }
+        (
+            HttpReader::Raw,
+            "an http:// endpoint reached directly: the raw reader, with kernel receive times"
+                .into(),
+        )
+    }
+
     /// The name in flags and in `run.json`.
     pub fn name(self) -> &'static str {
         match self {
@@ -50,5 +91,24 @@ impl Body {
             },
             Body::Raw(r) => r.next().await.map(|p| p.map(|p| (p.data, Some(p.at)))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_the_raw_reader_only_where_it_reads_as_reqwest_would() {
+        let pick = |url, proxy| HttpReader::auto(url, proxy).0;
+        assert_eq!(pick("http://127.0.0.1:30000", None), HttpReader::Raw);
+        assert_eq!(pick("HTTP://gpu-01:8000/v1", None), HttpReader::Raw);
+        assert_eq!(pick("https://api.example.com", None), HttpReader::Reqwest);
+        assert_eq!(pick("http://u:p@host:8000", None), HttpReader::Reqwest);
+        // An '@' in the path is not a credential.
+        assert_eq!(pick("http://host:8000/v1/@x", None), HttpReader::Raw);
+        let (r, why) = HttpReader::auto("http://host:8000", Some("HTTP_PROXY"));
+        assert_eq!(r, HttpReader::Reqwest);
+        assert!(why.contains("HTTP_PROXY"), "{why}");
     }
 }

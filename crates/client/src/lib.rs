@@ -51,7 +51,7 @@ pub use local_tokenizer::{LocalTokenizer, TokenizerError};
 pub use metrics::{Metrics, Sample};
 
 // One request, streamed and measured: the wire format, the record and the prompt it sends.
-pub use body::HttpReader;
+pub use body::{HttpReader, http_proxy_var};
 pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};

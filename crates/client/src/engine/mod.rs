@@ -562,6 +562,24 @@ impl Engine {
         Ok(())
     }
 
+    /// Reads the measured streams with the reader [`crate::HttpReader::auto`] picks for this
+    /// engine's URL (`proxy`: the proxy variable set in the environment), and records the
+    /// choice and why in the engine info beside the reader (`extra.http_reader.chosen`).
+    pub fn set_http_reader_auto(
+        &mut self,
+        connect_timeout: Duration,
+        proxy: Option<&str>,
+    ) -> Result<crate::HttpReader, String> {
+        let (reader, why) = crate::HttpReader::auto(&self.generate_url(), proxy);
+        self.set_http_reader(reader, connect_timeout)?;
+        if let Some(v) = self.info.extra.get_mut("http_reader")
+            && let Some(o) = v.as_object_mut()
+        {
+            o.insert("chosen".into(), json!(format!("auto: {why}")));
+        }
+        Ok(reader)
+    }
+
     /// The raw reader's reads so far: how many pieces, how many had a kernel receive time,
     /// and by how much those corrected the user-space read instant (mean and largest, µs).
     /// `None` with the reqwest reader.
