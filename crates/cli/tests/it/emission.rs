@@ -17,6 +17,36 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// `LLMIB_IT_HOG=K`: K threads that spin in this process while the driver runs, so the
+/// client's runtime is late to its sockets (the truth must hold anyway: the chunk instants are
+/// the kernel's). They stop when it is dropped.
+struct Hog(Arc<std::sync::atomic::AtomicBool>);
+
+impl Hog {
+    fn from_env() -> Hog {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let k: u32 = std::env::var("LLMIB_IT_HOG")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        for _ in 0..k {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        Hog(stop)
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Collects each window's absolute span.
 #[derive(Default)]
 struct Windows(Mutex<Vec<(Instant, Instant)>>);
@@ -87,10 +117,14 @@ async fn judge(
         .map_err(|e| e.to_string())?;
     let model = probe.engine.model().served_model.clone();
     let mut engine = probe.engine;
-    // As `run_small`: `LLMIB_IT_HTTP_READER=raw` judges the raw reader (`--http-reader raw`).
-    if std::env::var("LLMIB_IT_HTTP_READER").as_deref() == Ok("raw") {
-        engine.set_http_reader(llmib_client::HttpReader::Raw, Duration::from_secs(5))?;
+    // As `run`: the reader `--http-reader auto` picks, unless `LLMIB_IT_HTTP_READER` names one.
+    let limit = Duration::from_secs(5);
+    match std::env::var("LLMIB_IT_HTTP_READER").as_deref() {
+        Ok("raw") => engine.set_http_reader(llmib_client::HttpReader::Raw, limit)?,
+        Ok("reqwest") => engine.set_http_reader(llmib_client::HttpReader::Reqwest, limit)?,
+        _ => drop(engine.set_http_reader_auto(limit, llmib_client::http_proxy_var())?),
     }
+    let _hog = Hog::from_env();
     let plan = Plan::build(settings, Some(context_length), Some(kv));
     let store = RunDir::create(dir).map_err(|e| e.to_string())?;
     let progress = Windows::default();

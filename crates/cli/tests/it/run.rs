@@ -20,7 +20,8 @@ pub(crate) fn exact_sim() -> SimConfig {
 }
 
 /// Runs `run` against `url` on a small matrix into `dir`, without a report, plus `extra` flags.
-/// `LLMIB_IT_HTTP_READER=raw` runs every such test through the raw reader (`--http-reader`).
+/// `LLMIB_IT_HTTP_READER=raw|reqwest` runs every such test through that reader (`--http-reader`;
+/// unset: `auto`, the default, which is the raw reader on the simulator's `http://` URL).
 pub(crate) fn run_small(
     url: &str,
     dir: &std::path::Path,

@@ -65,6 +65,10 @@ struct Case {
     /// client's runtime late to its sockets).
     #[serde(default)]
     hog: u32,
+    /// The simulator runs on CPU 0 and the client (with its hog) on CPU 1 (`taskset`), so a
+    /// hog squeezes the client alone: its core is the one running the hog.
+    #[serde(default)]
+    pinned: bool,
     /// Concurrent streams.
     streams: u32,
     /// The simulator's decode step, whatever the batch size.
@@ -99,6 +103,9 @@ impl Case {
         if self.hog > 0 {
             l += &format!(" hog={}", self.hog);
         }
+        if self.pinned {
+            l += " pinned";
+        }
         l
     }
 }
@@ -108,6 +115,7 @@ fn cases() -> Vec<Case> {
         kind: "ingest".into(),
         reader: reader.into(),
         hog: 0,
+        pinned: false,
         streams,
         step_ms,
         spec_tokens,
@@ -121,6 +129,7 @@ fn cases() -> Vec<Case> {
         kind: "timing".into(),
         reader: reader.into(),
         hog: 0,
+        pinned: false,
         streams,
         step_ms,
         spec_tokens: 1,
@@ -154,6 +163,16 @@ fn cases() -> Vec<Case> {
             hog: 2,
             ..timing(64, 10.0, reader)
         });
+    }
+    // The same with the simulator on a core of its own, so the hog squeezes only the client.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        for reader in ["measure", "rawhttp"] {
+            v.push(Case {
+                hog: 2,
+                pinned: true,
+                ..timing(64, 10.0, reader)
+            });
+        }
     }
     v
 }
@@ -641,6 +660,19 @@ fn client_code_only() -> (f64, f64) {
     (cpu * 1e6 / N as f64, N as f64 / cpu)
 }
 
+/// A command that runs `exe`, on CPU `cpu` alone where one is given (`taskset` execs the
+/// program, so the child's pid is the program's).
+fn on_cpu(exe: &std::path::Path, cpu: Option<u32>) -> Command {
+    match cpu {
+        Some(c) => {
+            let mut cmd = Command::new("taskset");
+            cmd.arg("-c").arg(c.to_string()).arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    }
+}
+
 fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
     let case_json = serde_json::to_string(case).map_err(|e| e.to_string())?;
     let tmp = std::env::temp_dir();
@@ -655,7 +687,7 @@ fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
     let chunks_path = tmp.join(format!("{tag}-client.txt"));
     let load_before = load_average();
 
-    let mut sim = Command::new(exe);
+    let mut sim = on_cpu(exe, case.pinned.then_some(0));
     sim.env(ROLE, "sim")
         .env(CASE, &case_json)
         .stdin(Stdio::piped())
@@ -678,7 +710,7 @@ fn run_case(exe: &std::path::Path, case: &Case) -> Result<Outcome, String> {
         .ok_or_else(|| format!("the simulator did not start: {line:?}"))?
         .to_string();
 
-    let mut client = Command::new(exe);
+    let mut client = on_cpu(exe, case.pinned.then_some(1));
     client
         .env(ROLE, "client")
         .env(CASE, &case_json)
