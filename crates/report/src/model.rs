@@ -614,7 +614,7 @@ mod tests {
     fn cells_where_the_client_ran_late_are_named_in_the_notes() {
         let mut run = golden();
         let mut delays: Vec<f64> = vec![0.1, 0.1, 5.0, 5.0, 5.0];
-        let lag = llmib_core::client_lag(&mut delays, Some(5.2)).expect("samples");
+        let lag = llmib_core::client_lag(&mut delays, Some(5.2), None).expect("samples");
         assert!(lag.warning.is_some());
         let cell = run
             .cells
