@@ -30,6 +30,7 @@ mod open_loop;
 mod pacer;
 mod progress;
 mod prompt;
+mod ramp;
 mod rawbody;
 mod rawhttp;
 mod run;
