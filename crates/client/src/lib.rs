@@ -56,7 +56,7 @@ pub use body::HttpReader;
 pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
-pub use rawhttp::RawReaderStats;
+pub use rawhttp::{RawMark, RawReaderStats};
 pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 

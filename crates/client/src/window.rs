@@ -12,10 +12,10 @@ use crate::live::LiveWindow;
 use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::ramp::{await_readiness, open_at_instant, wait_for_start};
 use crate::stream::{Measured, RequestSpec, measure};
-use llmib_core::QueueObservation;
 use llmib_core::Window;
 use llmib_core::failing_window_done;
 use llmib_core::redact_text;
+use llmib_core::{KernelStamps, QueueObservation};
 use llmib_core::{Outcome, RequestRecord};
 use llmib_core::{ReadinessBy, ReadinessRule};
 use llmib_core::{SpecFigures, SpecWindow};
@@ -59,6 +59,9 @@ pub struct WindowRun {
     pub fault: Option<String>,
     /// The client's scheduling delays through the window, ms ([`crate::lagprobe`]).
     pub client_delay_ms: Vec<f64>,
+    /// With the raw reader, how the chunk instants of the window's requests were taken (those
+    /// that ended between the streams' start and their stop: every record of the window).
+    pub kernel_stamps: Option<KernelStamps>,
     /// Speculative decoding over the window, where the server reported it.
     pub speculative: Option<SpecFigures>,
     /// The wall clock (ns since the Unix epoch) when the origin was taken: a shard's records
@@ -393,6 +396,8 @@ pub async fn run_window(
         idle_wait_s: wait_for_start(&engine, spec.at, run_cancel).await,
         ..Default::default()
     };
+    // From the streams' start: the responses counted by the stop are the window's records.
+    let stamps = engine.raw_window_start();
     let origin = Instant::now();
     let origin_unix_ns = crate::shard::unix_now_ns();
     let (issues, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -428,7 +433,9 @@ pub async fn run_window(
         live: &streams.live,
     };
     let span = measure_span(&ctx, w_start, measure_window, &mut queue, &mut rep).await;
+    // After the stop: every response has been dropped, and so counted.
     let (records, fault) = stop_streams(streams).await;
+    let kernel_stamps = engine.raw_window_stamps(stamps);
     rep.finish();
     let client_delay_ms = probe_delays(span.probe, progress).await;
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
@@ -446,6 +453,7 @@ pub async fn run_window(
         interrupted: ramp.by.is_none() || span.interrupted,
         fault,
         client_delay_ms,
+        kernel_stamps,
         speculative: span.speculative,
         origin_unix_ns,
         ready_at_open,
