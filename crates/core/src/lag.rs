@@ -116,8 +116,8 @@ pub fn lag_verdict(
         Some(k) if k.covers() => None,
         Some(k) => lag_warning(p90_ms, tbt_p50_ms).map(|w| {
             format!(
-                "{w}; only {:.1} % of its chunks ({} of {} pieces) had the kernel's receive time, \
-                 the rest the client's late read instant",
+                "{w} (only {:.1} % of its body reads, {} of {}, had the kernel's receive time; \
+                 the rest carry the client's read instant)",
                 k.share() * 100.0,
                 k.kernel_pieces,
                 k.pieces
@@ -233,15 +233,12 @@ mod tests {
         assert!(w.starts_with("the client ran late"), "{w}");
         assert!(w.contains("9.00 ms or more (p90)"), "{w}");
         assert!(
-            w.contains("only 90.0 % of its chunks (900 of 1000 pieces)"),
+            w.contains("(only 90.0 % of its body reads, 900 of 1000, had the kernel's"),
             "{w}"
         );
         // A stamp source that gave none (or read nothing): 0 %, the warning stands.
         let w = lag_verdict(9.0, Some(24.0), Some(&stamps(0, 0))).expect("a warning");
-        assert!(
-            w.contains("only 0.0 % of its chunks (0 of 0 pieces)"),
-            "{w}"
-        );
+        assert!(w.contains("only 0.0 % of its body reads, 0 of 0,"), "{w}");
         // A small delay is no warning whatever the stamps.
         assert_eq!(lag_verdict(2.0, Some(24.0), Some(&stamps(1000, 900))), None);
     }
