@@ -60,8 +60,9 @@ pub struct RawTarget {
     counts: Counts,
 }
 
-/// The raw reader's reads over a run: whether the kernel's timestamps were there, and how much
-/// they moved the chunk instants (what the lateness probe only estimates).
+/// The raw reader's reads over a run, or over one window (as
+/// [`crate::Engine::raw_window_stamps`] gives them): whether the kernel's timestamps were
+/// there, and how much they moved the chunk instants (the client's lateness they took out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RawReaderStats {
     /// Body pieces read.
@@ -109,8 +110,8 @@ struct Counts {
     window_max_ns: AtomicU64,
 }
 
-/// The counters when a window started ([`RawTarget::window_start`]), for
-/// [`RawTarget::window_stats`] to subtract.
+/// The counters when a window started ([`crate::Engine::raw_window_start`]), for
+/// [`crate::Engine::raw_window_stamps`] to subtract.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RawMark {
     pieces: u64,

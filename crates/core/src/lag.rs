@@ -86,7 +86,7 @@ pub const WARN_FLOOR_MS: f64 = 0.5;
 pub const KERNEL_SHARE: f64 = 0.99;
 
 /// Summarises `samples_ms` (the probe's delays) and judges them against the cell's TBT median
-/// and how its chunk instants were taken (`kernel`: see [`lag_verdict`]); `None` without
+/// and how its chunk instants were taken (`kernel`: see `lag_verdict`); `None` without
 /// samples.
 pub fn client_lag(
     samples_ms: &mut Vec<f64>,
