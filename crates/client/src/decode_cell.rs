@@ -184,6 +184,7 @@ pub(crate) async fn decode_cell(
             server_generation_tokens: server_tokens.filter(|_| slot.is_none()),
             fault: w.fault.take(),
             client_delay_ms: std::mem::take(&mut w.client_delay_ms),
+            kernel_stamps: w.kernel_stamps,
             speculative: w.speculative.take(),
         },
     );

@@ -30,6 +30,7 @@ mod open_loop;
 mod pacer;
 mod progress;
 mod prompt;
+mod ramp;
 mod rawbody;
 mod rawhttp;
 mod run;
@@ -55,7 +56,7 @@ pub use body::{HttpReader, http_proxy_var};
 pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
-pub use rawhttp::RawReaderStats;
+pub use rawhttp::{RawMark, RawReaderStats};
 pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 

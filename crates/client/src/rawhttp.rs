@@ -59,8 +59,9 @@ pub struct RawTarget {
     counts: Counts,
 }
 
-/// The raw reader's reads over a run: whether the kernel's timestamps were there, and how much
-/// they moved the chunk instants (what the lateness probe only estimates).
+/// The raw reader's reads over a run, or over one window (as
+/// [`crate::Engine::raw_window_stamps`] gives them): whether the kernel's timestamps were
+/// there, and how much they moved the chunk instants (the client's lateness they took out).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RawReaderStats {
     /// Body pieces read.
@@ -103,6 +104,45 @@ struct Counts {
     kernel: AtomicU64,
     correction_ns: AtomicU64,
     max_correction_ns: AtomicU64,
+    /// The largest correction since the last [`RawTarget::window_start`] (a maximum cannot be
+    /// taken as the difference of two readings, so the window's own is kept apart).
+    window_max_ns: AtomicU64,
+}
+
+/// The counters when a window started ([`crate::Engine::raw_window_start`]), for
+/// [`crate::Engine::raw_window_stamps`] to subtract.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawMark {
+    pieces: u64,
+    kernel: u64,
+    correction_ns: u64,
+}
+
+impl RawReaderStats {
+    /// The stats of `pieces` pieces, `kernel` of them kernel-stamped with corrections summing
+    /// to `sum_ns`, the largest `max_ns`.
+    fn of(pieces: u64, kernel: u64, sum_ns: u64, max_ns: u64) -> RawReaderStats {
+        RawReaderStats {
+            pieces,
+            kernel_pieces: kernel,
+            mean_correction_us: if kernel == 0 {
+                0.0
+            } else {
+                sum_ns as f64 / kernel as f64 / 1e3
+            },
+            max_correction_us: max_ns as f64 / 1e3,
+        }
+    }
+
+    /// The same reads as a window's record of its chunk instants (ms, as `llmib_core::lag`).
+    pub fn kernel_stamps(&self) -> llmib_core::KernelStamps {
+        llmib_core::KernelStamps {
+            pieces: self.pieces,
+            kernel_pieces: self.kernel_pieces,
+            mean_correction_ms: self.mean_correction_us / 1e3,
+            max_correction_ms: self.max_correction_us / 1e3,
+        }
+    }
 }
 
 /// An HTTP failure of the raw reader before the response body.
@@ -179,18 +219,37 @@ impl RawTarget {
     /// The reads so far.
     pub fn stats(&self) -> RawReaderStats {
         let c = &self.counts;
-        let kernel = c.kernel.load(Ordering::Relaxed);
-        let sum = c.correction_ns.load(Ordering::Relaxed) as f64;
-        RawReaderStats {
+        RawReaderStats::of(
+            c.pieces.load(Ordering::Relaxed),
+            c.kernel.load(Ordering::Relaxed),
+            c.correction_ns.load(Ordering::Relaxed),
+            c.max_correction_ns.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Starts a window: the counters now, and the window's largest correction reset. One
+    /// window at a time per target (a run's windows follow one another); the responses it
+    /// counts are those that end (are dropped) before [`RawTarget::window_stats`].
+    pub fn window_start(&self) -> RawMark {
+        let c = &self.counts;
+        c.window_max_ns.store(0, Ordering::Relaxed);
+        RawMark {
             pieces: c.pieces.load(Ordering::Relaxed),
-            kernel_pieces: kernel,
-            mean_correction_us: if kernel == 0 {
-                0.0
-            } else {
-                sum / kernel as f64 / 1e3
-            },
-            max_correction_us: c.max_correction_ns.load(Ordering::Relaxed) as f64 / 1e3,
+            kernel: c.kernel.load(Ordering::Relaxed),
+            correction_ns: c.correction_ns.load(Ordering::Relaxed),
         }
+    }
+
+    /// The reads of the responses counted since `mark` (its window's).
+    pub fn window_stats(&self, mark: RawMark) -> RawReaderStats {
+        let c = &self.counts;
+        let since = |a: &AtomicU64, m: u64| a.load(Ordering::Relaxed).saturating_sub(m);
+        RawReaderStats::of(
+            since(&c.pieces, mark.pieces),
+            since(&c.kernel, mark.kernel),
+            since(&c.correction_ns, mark.correction_ns),
+            c.window_max_ns.load(Ordering::Relaxed),
+        )
     }
 
     /// Adds one response's tally (once per response: per-piece atomics on counters every
@@ -202,6 +261,8 @@ impl RawTarget {
         c.correction_ns
             .fetch_add(t.correction_ns, Ordering::Relaxed);
         c.max_correction_ns
+            .fetch_max(t.max_correction_ns, Ordering::Relaxed);
+        c.window_max_ns
             .fetch_max(t.max_correction_ns, Ordering::Relaxed);
     }
 

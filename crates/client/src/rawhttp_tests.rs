@@ -282,3 +282,33 @@ async fn the_simulator_streams_through_the_raw_reader_with_kernel_instants() {
     }
     sim.shutdown().await;
 }
+
+/// A window's stats are those of the responses counted since its start: their pieces, their
+/// mean correction, and the window's own largest one (a larger one before it is the run's).
+#[test]
+fn a_window_counts_the_responses_since_its_start() {
+    let t = target("http://127.0.0.1:9/v1/completions", None);
+    let tally = |pieces, kernel, sum_us: u64, max_us: u64| Tally {
+        pieces,
+        kernel,
+        correction_ns: sum_us * 1000,
+        max_correction_ns: max_us * 1000,
+    };
+    t.count(&tally(10, 10, 1000, 500));
+    let mark = t.window_start();
+    t.count(&tally(100, 99, 990, 40));
+    t.count(&tally(100, 100, 1010, 60));
+    let w = t.window_stats(mark);
+    assert_eq!((w.pieces, w.kernel_pieces), (200, 199));
+    assert!(
+        (w.mean_correction_us - 2000.0 / 199.0).abs() < 1e-9,
+        "{w:?}"
+    );
+    assert!((w.max_correction_us - 60.0).abs() < 1e-9, "{w:?}");
+    let run = t.stats();
+    assert_eq!((run.pieces, run.kernel_pieces), (210, 209));
+    assert!((run.max_correction_us - 500.0).abs() < 1e-9, "{run:?}");
+    // A window with no response counted yet: nothing, not the previous window's figures.
+    let w = t.window_stats(t.window_start());
+    assert_eq!(w, RawReaderStats::default());
+}

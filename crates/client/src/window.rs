@@ -3,19 +3,21 @@
 //! by `llmib_core::readiness`, and the row (status, figures) by `llmib_core::verdict`.
 //!
 //! The phases of [`run_window`], in order: wait for an idle server, start the N streams, watch
-//! the ramp until the readiness judge opens the window, read the server's token counter, sample
-//! the gauges through the window, read the counter again, stop the streams and collect.
+//! the ramp until the readiness judge opens the window (those two in `crate::ramp`), read the
+//! server's token counter, sample the gauges through the window, read the counter again, stop
+//! the streams and collect.
 
 use crate::engine::Engine;
 use crate::live::LiveWindow;
 use crate::progress::{Progress, ProgressEvent, RequestErrors, Stage};
+use crate::ramp::{await_readiness, open_at_instant, wait_for_start};
 use crate::stream::{Measured, RequestSpec, measure};
-use llmib_core::QueueObservation;
 use llmib_core::Window;
 use llmib_core::failing_window_done;
 use llmib_core::redact_text;
+use llmib_core::{KernelStamps, QueueObservation};
 use llmib_core::{Outcome, RequestRecord};
-use llmib_core::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
+use llmib_core::{ReadinessBy, ReadinessRule};
 use llmib_core::{SpecFigures, SpecWindow};
 use llmib_core::{StableInput, StableSeries, StopReason, stable_cadence};
 use std::sync::Arc;
@@ -24,8 +26,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// How often the ramp is observed (gauges and first-token flags).
-const RAMP_POLL: Duration = Duration::from_millis(20);
+pub use crate::ramp::WindowAt;
+
 /// Consecutive ramp observations that must agree before the window opens: one sample can
 /// catch a gauge between a request's admission and its first token.
 const STABLE_SAMPLES: u32 = 2;
@@ -57,6 +59,9 @@ pub struct WindowRun {
     pub fault: Option<String>,
     /// The client's scheduling delays through the window, ms ([`crate::lagprobe`]).
     pub client_delay_ms: Vec<f64>,
+    /// With the raw reader, how the chunk instants of the window's requests were taken (those
+    /// that ended between the streams' start and their stop: every record of the window).
+    pub kernel_stamps: Option<KernelStamps>,
     /// Speculative decoding over the window, where the server reported it.
     pub speculative: Option<SpecFigures>,
     /// The wall clock (ns since the Unix epoch) when the origin was taken: a shard's records
@@ -65,16 +70,6 @@ pub struct WindowRun {
     /// A timetabled window ([`WindowSpec::at`]): whether the readiness judge had opened the
     /// window (by a ready rule) when the fixed instant came.
     pub ready_at_open: Option<bool>,
-}
-
-/// A window whose instants are fixed in advance (a shard's slot): its streams start at
-/// `origin` and it opens at `open`, whatever the readiness judge says (its verdict is kept).
-#[derive(Debug, Clone, Copy)]
-pub struct WindowAt {
-    /// When the streams start.
-    pub origin: Instant,
-    /// When the window opens.
-    pub open: Instant,
 }
 
 /// Settings of one window.
@@ -116,23 +111,6 @@ pub async fn warm_up(
         .iter()
         .map(|(stream, spec)| measure(engine.client(), spec, *stream, origin, cancel, None));
     futures_util::future::join_all(futs).await
-}
-
-/// Waits until the gauges show no running and no waiting request, at most `limit`. Returns the
-/// seconds waited, or `None` when the engine has no gauges (nothing to wait for).
-async fn wait_idle(engine: &Engine, limit: Duration, cancel: &CancellationToken) -> Option<f64> {
-    if engine.info().capabilities.queue_gauge != Some(true) {
-        return None;
-    }
-    let t0 = Instant::now();
-    while t0.elapsed() < limit && !cancel.is_cancelled() {
-        match engine.gauges().await {
-            Ok(g) if g.running.unwrap_or(0.0) <= 0.0 && g.waiting.unwrap_or(0.0) <= 0.0 => break,
-            Err(_) => break,
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
-    Some(t0.elapsed().as_secs_f64())
 }
 
 /// The wait after the `n`-th consecutive failure of a stream: 50 ms doubling, capped at 5 s.
@@ -270,26 +248,9 @@ fn start_streams(
     }
 }
 
-/// What the ramp showed: the decision, and when each condition first held.
-struct Ramp {
-    /// `None`: interrupted before the window opened.
-    by: Option<ReadinessBy>,
-    gauges_ready_ns: Option<u64>,
-    all_tokens_ns: Option<u64>,
-}
-
-/// Observes the ramp every [`RAMP_POLL`] and feeds the readiness judge until it opens the
-/// window (or the run is cancelled).
-async fn await_readiness(
-    engine: &Engine,
-    spec: &WindowSpec,
-    streams: &Streams,
-    origin: Instant,
-    cancel: &CancellationToken,
-    rep: &mut Reporter<'_>,
-) -> Ramp {
-    let use_gauges = engine.info().capabilities.queue_gauge == Some(true);
-    let rule = ReadinessRule {
+/// The readiness judge's rule for a window of `spec`.
+fn readiness_rule(spec: &WindowSpec) -> ReadinessRule {
+    ReadinessRule {
         concurrency: spec.concurrency,
         stable_samples: STABLE_SAMPLES,
         // A queue that stays while the running count stops growing will not drain before
@@ -298,7 +259,7 @@ async fn await_readiness(
         stall_ns: (spec.gauge_interval.saturating_mul(8))
             .max(Duration::from_secs(2))
             .as_nanos() as u64,
-        // A timetabled window opens at its instant (below), never by the judge's own limit.
+        // A timetabled window opens at its instant, never by the judge's own limit.
         timeout_ns: match spec.at {
             Some(_) => u64::MAX,
             None => spec.readiness_timeout.as_nanos() as u64,
@@ -306,50 +267,6 @@ async fn await_readiness(
         serial: spec.serial_server,
         warm_ttft_ns: spec.warm_ttft.map(|w| w.as_nanos() as u64),
         respect_eos: spec.respect_eos,
-    };
-    let mut judge = ReadinessJudge::new(rule, use_gauges);
-    let by = loop {
-        rep.drain();
-        if cancel.is_cancelled() {
-            break None;
-        }
-        let gauges = if use_gauges {
-            // A failed gauge read is no observation of the queue: the judge waits for the next
-            // (or for its limit), never opens on it.
-            engine.gauges().await.ok().and_then(|g| {
-                streams.live.set_gauges(g, std::time::Instant::now());
-                g.running.zip(g.waiting)
-            })
-        } else {
-            None
-        };
-        let (ended, errored) = streams.live.ended();
-        let o = RampObservation {
-            t_ns: Instant::now().saturating_duration_since(origin).as_nanos() as u64,
-            streams_with_token: streams.live.streams_with_token(),
-            errored_requests: errored,
-            gauges,
-            finished_requests: ended.saturating_sub(errored),
-        };
-        if let Some(opened) = judge.observe(o) {
-            streams.live.open(opened.by, std::time::Instant::now());
-            break Some(opened.by);
-        }
-        if spec.at.is_some_and(|a| Instant::now() >= a.open) {
-            streams
-                .live
-                .open(ReadinessBy::Timeout, std::time::Instant::now());
-            break Some(ReadinessBy::Timeout);
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            _ = tokio::time::sleep(RAMP_POLL) => {}
-        }
-    };
-    Ramp {
-        by,
-        gauges_ready_ns: judge.gauges_ready_at_ns(),
-        all_tokens_ns: judge.all_tokens_at_ns(),
     }
 }
 
@@ -479,6 +396,8 @@ pub async fn run_window(
         idle_wait_s: wait_for_start(&engine, spec.at, run_cancel).await,
         ..Default::default()
     };
+    // From the streams' start: the responses counted by the stop are the window's records.
+    let stamps = engine.raw_window_start();
     let origin = Instant::now();
     let origin_unix_ns = crate::shard::unix_now_ns();
     let (issues, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -489,7 +408,9 @@ pub async fn run_window(
     };
     let ids = spec.stream_ids.as_deref();
     let streams = start_streams(&engine, requests, ids, origin, live, issues);
-    let ramp = await_readiness(&engine, spec, &streams, origin, run_cancel, &mut rep).await;
+    let (rule, live) = (readiness_rule(spec), &streams.live);
+    let drain = &mut || rep.drain();
+    let ramp = await_readiness(&engine, rule, spec.at, live, origin, run_cancel, drain).await;
     let ready_at_open = open_at_instant(spec.at, ramp.by, run_cancel).await;
     let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
     let ns_s = |ns: u64| ns as f64 / 1e9;
@@ -512,7 +433,9 @@ pub async fn run_window(
         live: &streams.live,
     };
     let span = measure_span(&ctx, w_start, measure_window, &mut queue, &mut rep).await;
+    // After the stop: every response has been dropped, and so counted.
     let (records, fault) = stop_streams(streams).await;
+    let kernel_stamps = engine.raw_window_stamps(stamps);
     rep.finish();
     let client_delay_ms = probe_delays(span.probe, progress).await;
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
@@ -530,38 +453,11 @@ pub async fn run_window(
         interrupted: ramp.by.is_none() || span.interrupted,
         fault,
         client_delay_ms,
+        kernel_stamps,
         speculative: span.speculative,
         origin_unix_ns,
         ready_at_open,
     }
-}
-
-/// Waits until the window's streams may start: for an idle server (how long that took, s),
-/// or, timetabled, for its origin (every shard's previous slot ended together).
-async fn wait_for_start(
-    engine: &Engine,
-    at: Option<WindowAt>,
-    cancel: &CancellationToken,
-) -> Option<f64> {
-    let Some(at) = at else {
-        return wait_idle(engine, Duration::from_secs(10), cancel).await;
-    };
-    // Cancelled: the ramp that follows sees it and stops.
-    crate::shard::sleep_until_precise(at.origin, cancel).await;
-    None
-}
-
-/// A timetabled window: waits for its instant when the judge opened it earlier; whether the
-/// judge had said ready (`None` for a window that opens when the judge says).
-async fn open_at_instant(
-    at: Option<WindowAt>,
-    by: Option<ReadinessBy>,
-    cancel: &CancellationToken,
-) -> Option<bool> {
-    let at = at?;
-    // Cancelled: the window's span sees it and ends the cell as interrupted.
-    crate::shard::sleep_until_precise(at.open, cancel).await;
-    Some(by.is_some_and(ReadinessBy::is_ready))
 }
 
 /// Tells `progress` how the window opens: the rule, when, and what the ramp showed then.

@@ -8,6 +8,11 @@
 //! difference of two waits, and its median can shift by a large part of that. So the client
 //! measures its own scheduling delay through the window (a probe that yields and times how long
 //! it waits to run again) and says so when that delay is large against the TBT it measured.
+//!
+//! With the raw HTTP reader (`--http-reader raw`) a chunk is stamped with the kernel's receive
+//! time instead, which the client's lateness does not enter: the window then records how many
+//! of its chunks had one and how far those moved the read instants ([`KernelStamps`]), and the
+//! warning is kept for windows where too few chunks had one ([`KERNEL_SHARE`]).
 
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
@@ -21,6 +26,44 @@ pub struct ClientLag {
     /// delay was small against them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// How the window's chunk instants were taken, where the raw reader stamped them with the
+    /// kernel's receive time (`None`: the reqwest reader, every instant is the client's read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelStamps>,
+}
+
+/// The raw reader's body pieces over one window: how many had the kernel's receive time, and
+/// how far those times moved the client's read instants (how late the reads were).
+///
+/// The pieces are those of the responses that ended between the window's streams starting
+/// and their stop (every response whose chunks the window's records hold, its ramp included).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KernelStamps {
+    /// Body pieces read (a piece holds one or more chunks read together).
+    pub pieces: u64,
+    /// Pieces stamped with the kernel's receive time; the rest carry the read's instant.
+    pub kernel_pieces: u64,
+    /// Mean of (read instant − kernel receive time) over the kernel-stamped pieces, ms: the
+    /// client's lateness the kernel's stamps took out of the chunk instants (0 without any).
+    pub mean_correction_ms: f64,
+    /// The largest such correction, ms.
+    pub max_correction_ms: f64,
+}
+
+impl KernelStamps {
+    /// The share of pieces with a kernel receive time (0 when none was read).
+    pub fn share(&self) -> f64 {
+        if self.pieces == 0 {
+            0.0
+        } else {
+            self.kernel_pieces as f64 / self.pieces as f64
+        }
+    }
+
+    /// Whether (nearly) every piece had a kernel receive time ([`KERNEL_SHARE`]).
+    pub fn covers(&self) -> bool {
+        self.pieces > 0 && self.share() >= KERNEL_SHARE
+    }
 }
 
 /// The share of the TBT median above which the client's p90 delay is worth a warning: when one
@@ -34,12 +77,53 @@ pub const WARN_SHARE_OF_TBT: f64 = 0.10;
 /// below what a TBT is read to.
 pub const WARN_FLOOR_MS: f64 = 0.5;
 
-/// Summarises `samples_ms` (the probe's delays) and judges them against the cell's TBT median;
-/// `None` without samples.
-pub fn client_lag(samples_ms: &mut Vec<f64>, tbt_p50_ms: Option<f64>) -> Option<ClientLag> {
+/// The share of a window's pieces that must carry the kernel's receive time for its TBT to be
+/// free of the client's lateness. A gap moves when either of its two instants is a late read,
+/// so with at most 1 % of instants read-stamped at most 2 % of gaps move: too few to shift the
+/// TBT median or p90 (the figures the warning is about), only the tail beyond the p98. Below
+/// it, the read-stamped instants are the ones a busy client delays (a stamp is missing when
+/// the kernel's message was not there), so the probe's verdict stands.
+pub const KERNEL_SHARE: f64 = 0.99;
+
+/// Summarises `samples_ms` (the probe's delays) and judges them against the cell's TBT median
+/// and how its chunk instants were taken (`kernel`: see `lag_verdict`); `None` without
+/// samples.
+pub fn client_lag(
+    samples_ms: &mut Vec<f64>,
+    tbt_p50_ms: Option<f64>,
+    kernel: Option<KernelStamps>,
+) -> Option<ClientLag> {
     let delay_ms = Summary::of_vec(samples_ms)?;
-    let warning = lag_warning(delay_ms.p90, tbt_p50_ms);
-    Some(ClientLag { delay_ms, warning })
+    let warning = lag_verdict(delay_ms.p90, tbt_p50_ms, kernel.as_ref());
+    Some(ClientLag {
+        delay_ms,
+        warning,
+        kernel,
+    })
+}
+
+/// The warning for a window: none when (nearly) every chunk instant was the kernel's receive
+/// time ([`KernelStamps::covers`]: the client's lateness did not enter them, however late it
+/// ran); otherwise [`lag_warning`]'s, which, where a kernel stamp source was there but too few
+/// chunks had one, says what share did. Without kernel stamps (`None`) it is [`lag_warning`].
+pub fn lag_verdict(
+    p90_ms: f64,
+    tbt_p50_ms: Option<f64>,
+    kernel: Option<&KernelStamps>,
+) -> Option<String> {
+    match kernel {
+        None => lag_warning(p90_ms, tbt_p50_ms),
+        Some(k) if k.covers() => None,
+        Some(k) => lag_warning(p90_ms, tbt_p50_ms).map(|w| {
+            format!(
+                "{w} (only {:.1} % of its body reads, {} of {}, had the kernel's receive time; \
+                 the rest carry the client's read instant)",
+                k.share() * 100.0,
+                k.kernel_pieces,
+                k.pieces
+            )
+        }),
+    }
 }
 
 /// The warning for a p90 scheduling delay of `p90_ms` against a TBT median of `tbt_p50_ms`:
@@ -97,7 +181,7 @@ mod tests {
     fn the_summary_keeps_the_distribution_and_judges_its_p90() {
         // 85 short waits and 15 of 9 ms: the p90 is 9 ms, 37 % of a 24 ms gap.
         let mut v: Vec<f64> = (0..100).map(|i| if i < 85 { 0.1 } else { 9.0 }).collect();
-        let l = client_lag(&mut v, Some(24.0)).expect("samples");
+        let l = client_lag(&mut v, Some(24.0), None).expect("samples");
         assert_eq!(l.delay_ms.n, 100);
         assert!((l.delay_ms.p50 - 0.1).abs() < 1e-9);
         assert!((l.delay_ms.p90 - 9.0).abs() < 1e-9, "{:?}", l.delay_ms);
@@ -105,9 +189,77 @@ mod tests {
         // 95 short waits: the p90 is short, the 9 ms tail alone is no warning.
         let mut v: Vec<f64> = (0..100).map(|i| if i < 95 { 0.1 } else { 9.0 }).collect();
         assert_eq!(
-            client_lag(&mut v, Some(24.0)).expect("samples").warning,
+            client_lag(&mut v, Some(24.0), None)
+                .expect("samples")
+                .warning,
             None
         );
-        assert_eq!(client_lag(&mut Vec::new(), Some(24.0)), None);
+        assert_eq!(client_lag(&mut Vec::new(), Some(24.0), None), None);
+    }
+
+    /// A window of `pieces` pieces, `kernel` of them kernel-stamped.
+    fn stamps(pieces: u64, kernel: u64) -> KernelStamps {
+        KernelStamps {
+            pieces,
+            kernel_pieces: kernel,
+            mean_correction_ms: 1.5,
+            max_correction_ms: 12.0,
+        }
+    }
+
+    /// 85 short waits and 15 of 9 ms: a p90 of 9 ms, a warning against a 24 ms TBT.
+    fn late_samples() -> Vec<f64> {
+        (0..100).map(|i| if i < 85 { 0.1 } else { 9.0 }).collect()
+    }
+
+    #[test]
+    fn kernel_instants_on_every_chunk_take_the_warning_away() {
+        let l =
+            client_lag(&mut late_samples(), Some(24.0), Some(stamps(1000, 1000))).expect("samples");
+        assert_eq!(l.warning, None);
+        assert_eq!(l.kernel, Some(stamps(1000, 1000)));
+        // The delay is still recorded: the client did run late, it only no longer shows.
+        assert!((l.delay_ms.p90 - 9.0).abs() < 1e-9);
+        // 99 % is enough (990 of 1000), 98.9 % is not.
+        assert_eq!(lag_verdict(9.0, Some(24.0), Some(&stamps(1000, 990))), None);
+        assert!(lag_verdict(9.0, Some(24.0), Some(&stamps(1000, 989))).is_some());
+    }
+
+    #[test]
+    fn too_few_kernel_instants_keep_the_warning_and_say_the_share() {
+        let l =
+            client_lag(&mut late_samples(), Some(24.0), Some(stamps(1000, 900))).expect("samples");
+        let w = l.warning.expect("a warning");
+        assert!(w.starts_with("the client ran late"), "{w}");
+        assert!(w.contains("9.00 ms or more (p90)"), "{w}");
+        assert!(
+            w.contains("(only 90.0 % of its body reads, 900 of 1000, had the kernel's"),
+            "{w}"
+        );
+        // A stamp source that gave none (or read nothing): 0 %, the warning stands.
+        let w = lag_verdict(9.0, Some(24.0), Some(&stamps(0, 0))).expect("a warning");
+        assert!(w.contains("only 0.0 % of its body reads, 0 of 0,"), "{w}");
+        // A small delay is no warning whatever the stamps.
+        assert_eq!(lag_verdict(2.0, Some(24.0), Some(&stamps(1000, 900))), None);
+    }
+
+    #[test]
+    fn without_kernel_stamps_the_verdict_is_the_probe_alone() {
+        for (p90, tbt) in [
+            (9.0, Some(24.0)),
+            (2.0, Some(24.0)),
+            (0.6, None),
+            (0.45, None),
+        ] {
+            assert_eq!(lag_verdict(p90, tbt, None), lag_warning(p90, tbt));
+        }
+        let l = client_lag(&mut late_samples(), Some(24.0), None).expect("samples");
+        assert_eq!(l.warning, lag_warning(9.0, Some(24.0)));
+        assert_eq!(l.kernel, None);
+        // Serialised without the field, and an old row (no `kernel`) still loads.
+        let json = serde_json::to_string(&l).expect("json");
+        assert!(!json.contains("kernel"), "{json}");
+        let back: ClientLag = serde_json::from_str(&json).expect("loads");
+        assert_eq!(back, l);
     }
 }

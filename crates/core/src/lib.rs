@@ -70,7 +70,9 @@ pub use stats::Summary;
 
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.
 pub use counting::{CountReport, Tokenized, count_request, needs_tokenizer};
-pub use lag::{ClientLag, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag};
+pub use lag::{
+    ClientLag, KERNEL_SHARE, KernelStamps, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag,
+};
 pub use readiness::{Opened, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 pub use verdict::{
     DecodeObservation, ErrorTally, bare_result, decode_result, every_measured_cell_failed,

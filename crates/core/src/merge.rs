@@ -402,6 +402,9 @@ pub fn merge_decode_cell(
         server_generation_tokens: server_tokens(parts),
         fault,
         client_delay_ms: Vec::new(),
+        // The shards' own lateness verdicts (their kernel stamps with them) come from their
+        // rows: `worst_lag` below.
+        kernel_stamps: None,
         speculative: zero.row.speculative.clone(),
     };
     let mut row = apply_findings(decode_result(cell, obs), &f);

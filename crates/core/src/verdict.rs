@@ -510,6 +510,9 @@ pub struct DecodeObservation<'a> {
     /// The client's scheduling delays through the window, ms (`llmib_core::lag`; empty when
     /// no window was measured).
     pub client_delay_ms: Vec<f64>,
+    /// How the window's chunk instants were taken, where the raw reader stamped them with the
+    /// kernel's receive time (`llmib_core::lag`; `None`: the reqwest reader).
+    pub kernel_stamps: Option<crate::lag::KernelStamps>,
     /// Speculative decoding over the window, where the server reported it.
     pub speculative: Option<crate::cell::SpecFigures>,
 }
@@ -580,7 +583,7 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
         row.token_count_note = o.count.note();
         row.server_generation_tokens = o.server_generation_tokens;
         let mut delays = o.client_delay_ms;
-        row.client_lag = crate::lag::client_lag(&mut delays, row.tbt_ms_p50);
+        row.client_lag = crate::lag::client_lag(&mut delays, row.tbt_ms_p50, o.kernel_stamps);
         row.speculative = o.speculative;
         row.tokens_per_chunk = crate::figures::tokens_per_chunk(o.records, o.window);
     } else {

@@ -425,6 +425,7 @@ impl Report {
             out.push(self.early_stop_note());
         }
         out.extend(self.client_lag_note());
+        out.extend(self.kernel_stamps_note());
         out.extend(self.failed_notes());
         out.extend(self.capacity_limited_note());
         out.extend(self.info.notes.iter().cloned());
@@ -527,6 +528,58 @@ impl Report {
     }
 }
 
+impl Report {
+    /// With the raw reader: how much the kernel's receive times corrected the decode cells'
+    /// chunk instants, over every cell that recorded them (None: no cell did).
+    fn kernel_stamps_note(&self) -> Option<String> {
+        let stamps: Vec<&llmib_core::KernelStamps> = self
+            .cells
+            .iter()
+            .filter_map(|c| c.client_lag.as_ref()?.kernel.as_ref())
+            .collect();
+        if stamps.is_empty() {
+            return None;
+        }
+        let reads: u64 = stamps.iter().map(|k| k.pieces).sum();
+        let kernel: u64 = stamps.iter().map(|k| k.kernel_pieces).sum();
+        // Each cell's mean weighted by its kernel-stamped reads: the mean over all of them.
+        let sum_ms: f64 = stamps
+            .iter()
+            .map(|k| k.mean_correction_ms * k.kernel_pieces as f64)
+            .sum();
+        let mean_ms = if kernel == 0 {
+            0.0
+        } else {
+            sum_ms / kernel as f64
+        };
+        let max_ms = stamps
+            .iter()
+            .map(|k| k.max_correction_ms)
+            .fold(0.0, f64::max);
+        let share = if reads == 0 {
+            0.0
+        } else {
+            kernel as f64 / reads as f64 * 100.0
+        };
+        let mut note = format!(
+            "Chunk instants are the kernel's receive times (--http-reader raw; {share:.1} % of \
+             the body reads of {} decode cell(s)): they corrected the client's read instants by \
+             {mean_ms:.2} ms on average, {max_ms:.2} ms at most (per cell: client_lag.kernel in \
+             cells.jsonl).",
+            stamps.len()
+        );
+        let short = stamps.iter().filter(|k| !k.covers()).count();
+        if short > 0 {
+            note.push_str(&format!(
+                " In {short} cell(s) under {:.0} % of reads had one, so the client's lateness \
+                 may still enter their time-between-token figures.",
+                llmib_core::KERNEL_SHARE * 100.0
+            ));
+        }
+        Some(note)
+    }
+}
+
 /// What every request carried beyond the tool's keys, in words (`None`: nothing).
 fn request_controls(r: &llmib_core::RequestControls) -> Option<String> {
     let mut parts = Vec::new();
@@ -614,7 +667,7 @@ mod tests {
     fn cells_where_the_client_ran_late_are_named_in_the_notes() {
         let mut run = golden();
         let mut delays: Vec<f64> = vec![0.1, 0.1, 5.0, 5.0, 5.0];
-        let lag = llmib_core::client_lag(&mut delays, Some(5.2)).expect("samples");
+        let lag = llmib_core::client_lag(&mut delays, Some(5.2), None).expect("samples");
         assert!(lag.warning.is_some());
         let cell = run
             .cells
@@ -638,6 +691,64 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("ran late")),
             "no note without a warning"
+        );
+    }
+
+    #[test]
+    fn kernel_stamps_are_summed_over_the_cells_in_a_note() {
+        let mut run = golden();
+        let stamps = |pieces, kernel, mean, max| llmib_core::KernelStamps {
+            pieces,
+            kernel_pieces: kernel,
+            mean_correction_ms: mean,
+            max_correction_ms: max,
+        };
+        // 1000 reads corrected by 0.2 ms on average, 3000 by 0.6: 0.5 ms over the 4000.
+        let both = [stamps(1000, 1000, 0.2, 1.5), stamps(3000, 3000, 0.6, 4.25)];
+        let decode = run.cells.iter_mut().filter(|c| c.phase == Phase::Decode);
+        for (cell, k) in decode.zip(both) {
+            let mut delays = vec![0.1, 0.1, 5.0, 5.0, 5.0];
+            let lag = llmib_core::client_lag(&mut delays, Some(5.2), Some(k)).expect("samples");
+            assert_eq!(lag.warning, None, "every read kernel-stamped");
+            cell.client_lag = Some(lag);
+        }
+        let notes = Report::from_loaded(run.clone()).notes();
+        let note = notes
+            .iter()
+            .find(|n| n.starts_with("Chunk instants are the kernel's"))
+            .expect("a note on the kernel stamps");
+        assert!(
+            note.contains("100.0 % of the body reads of 2 decode cell(s)"),
+            "{note}"
+        );
+        assert!(
+            note.contains("by 0.50 ms on average, 4.25 ms at most"),
+            "{note}"
+        );
+        assert!(!note.contains("under 99 %"), "{note}");
+        assert!(!notes.iter().any(|n| n.contains("ran late")), "{notes:?}");
+        // A cell with too few: named, and its verdict is the probe's again.
+        let cell = run
+            .cells
+            .iter_mut()
+            .find(|c| c.client_lag.is_some())
+            .expect("a cell with stamps");
+        let mut delays = vec![0.1, 0.1, 5.0, 5.0, 5.0];
+        cell.client_lag =
+            llmib_core::client_lag(&mut delays, Some(5.2), Some(stamps(1000, 900, 0.2, 1.5)));
+        let notes = Report::from_loaded(run).notes();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("In 1 cell(s) under 99 % of reads"))
+        );
+        assert!(notes.iter().any(|n| n.contains("ran late in 1 cell(s)")));
+        assert!(
+            !Report::from_loaded(golden())
+                .notes()
+                .iter()
+                .any(|n| n.contains("kernel")),
+            "no note without kernel stamps"
         );
     }
 

@@ -28,7 +28,7 @@ mod tests;
 use std::time::Duration;
 
 use crate::local_tokenizer::LocalTokenizer;
-use llmib_core::{Api, Targeting};
+use llmib_core::{Api, KernelStamps, Targeting};
 use llmib_core::{EngineInfo, EngineKind, ModelInfo};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -585,6 +585,19 @@ impl Engine {
     /// `None` with the reqwest reader.
     pub fn raw_reader_stats(&self) -> Option<crate::RawReaderStats> {
         self.raw.as_ref().map(|r| r.stats())
+    }
+
+    /// Starts a window's count of the raw reader's reads, for [`Engine::raw_window_stamps`];
+    /// `None` with the reqwest reader.
+    pub fn raw_window_start(&self) -> Option<crate::RawMark> {
+        self.raw.as_ref().map(|r| r.window_start())
+    }
+
+    /// How the chunk instants of the responses that ended since `mark` were taken: pieces,
+    /// those with the kernel's receive time, and how far those moved the read instants (ms).
+    /// `None` with the reqwest reader.
+    pub fn raw_window_stamps(&self, mark: Option<crate::RawMark>) -> Option<KernelStamps> {
+        Some(self.raw.as_ref()?.window_stats(mark?).kernel_stamps())
     }
 
     /// Whether the server still answers (any HTTP status counts; only transport errors fail).

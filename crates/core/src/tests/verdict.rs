@@ -227,6 +227,7 @@ fn observation<'a>(records: &'a [RequestRecord], readiness: ReadinessBy) -> Deco
         server_generation_tokens: Some(22.0),
         fault: None,
         client_delay_ms: Vec::new(),
+        kernel_stamps: None,
         speculative: None,
     }
 }
