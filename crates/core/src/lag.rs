@@ -9,9 +9,9 @@
 //! measures its own scheduling delay through the window (a probe that yields and times how long
 //! it waits to run again) and says so when that delay is large against the TBT it measured.
 //!
-//! With the raw HTTP reader (`--http-reader raw`) a chunk is stamped with the kernel's receive
-//! time instead, which the client's lateness does not enter: the window then records how many
-//! of its chunks had one and how far those moved the read instants ([`KernelStamps`]), and the
+//! With the raw HTTP reader (the default on `http://`, `--http-reader auto|raw`) a chunk is
+//! stamped with the kernel's receive time instead, which the client's lateness does not enter:
+//! the window then records how many of its chunks had one and how far those moved the read instants ([`KernelStamps`]), and the
 //! warning is kept for windows where too few chunks had one ([`KERNEL_SHARE`]).
 
 use crate::stats::Summary;

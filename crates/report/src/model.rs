@@ -562,7 +562,7 @@ impl Report {
             kernel as f64 / reads as f64 * 100.0
         };
         let mut note = format!(
-            "Chunk instants are the kernel's receive times (--http-reader raw; {share:.1} % of \
+            "Chunk instants are the kernel's receive times (the raw HTTP reader; {share:.1} % of \
              the body reads of {} decode cell(s)): they corrected the client's read instants by \
              {mean_ms:.2} ms on average, {max_ms:.2} ms at most (per cell: client_lag.kernel in \
              cells.jsonl).",
