@@ -11,8 +11,9 @@
 //!
 //! With the raw HTTP reader (the default on `http://`, `--http-reader auto|raw`) a chunk is
 //! stamped with the kernel's receive time instead, which the client's lateness does not enter:
-//! the window then records how many of its chunks had one and how far those moved the read instants ([`KernelStamps`]), and the
-//! warning is kept for windows where too few chunks had one ([`KERNEL_SHARE`]).
+//! the window then records how many of its chunks had one and how far those moved the read
+//! instants ([`KernelStamps`]), and the warning is kept for windows where too few chunks had
+//! one ([`KERNEL_SHARE`]).
 
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
