@@ -74,9 +74,15 @@ pub(crate) fn print_tables(outcomes: &[Outcome]) {
         );
     }
     let timing: Vec<&Outcome> = outcomes.iter().filter(|o| o.case.timing()).collect();
-    if timing.is_empty() {
-        return;
+    if !timing.is_empty() {
+        print_timing(&timing);
     }
+    print_targets(outcomes);
+    print_reader_targets(outcomes);
+}
+
+/// The timestamp-error table of the timing cases.
+fn print_timing(timing: &[&Outcome]) {
     println!();
     println!(
         "Timestamp error (µs): the reader's instant for a chunk − the simulator's instant when it handed that chunk to hyper"
@@ -103,8 +109,6 @@ pub(crate) fn print_tables(outcomes: &[Outcome]) {
     println!(
         "[raw]: a bare tokio socket reader of the same streams (no HTTP library, SSE decoder or JSON parser): the host's floor"
     );
-    print_targets(outcomes);
-    print_reader_targets(outcomes);
 }
 
 /// The three targets, judged from the cases above.
