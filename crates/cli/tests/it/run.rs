@@ -53,7 +53,10 @@ pub(crate) fn run_small(
     ]);
     args.extend_from_slice(extra);
     let reader = std::env::var("LLMIB_IT_HTTP_READER").ok();
-    if let Some(r) = reader.as_deref() {
+    // A test that names its reader keeps it.
+    if let Some(r) = reader.as_deref()
+        && !extra.contains(&"--http-reader")
+    {
         args.extend(["--http-reader", r]);
     }
     run_bin(&args)
