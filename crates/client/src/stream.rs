@@ -203,7 +203,10 @@ async fn drive(
     let silence = tokio::time::sleep_until(
         origin + Duration::from_nanos(m.record.sent_ns) + spec.limits.first_token,
     );
-    tokio::pin!(silence);
+    // One cancellation future for the whole stream: a new one per read would join and leave
+    // the token's waiter list (two locks of a mutex every stream shares) for every chunk.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(silence, cancelled);
     loop {
         if !m.record.chunks.is_empty() {
             silence.as_mut().reset(Instant::now() + spec.limits.idle);
@@ -212,7 +215,7 @@ async fn drive(
             biased;
             // Dropping the body closes the connection, so the server aborts the request and
             // frees its KV cache.
-            _ = cancel.cancelled() => return (now(), Outcome::Cancelled),
+            _ = &mut cancelled => return (now(), Outcome::Cancelled),
             _ = &mut silence => return (now(), silent(spec.limits, m.record.chunks.len())),
             n = body.next() => n,
         };
