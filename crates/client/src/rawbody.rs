@@ -23,6 +23,9 @@ pub(crate) struct Head {
     pub status: u16,
     /// `Retry-After` in seconds, capped at 60 s (the HTTP-date form is ignored).
     pub retry_after: Option<Duration>,
+    /// `Location` (a redirect's target), printable ASCII only and at most 200 characters: it
+    /// goes into a one-line error message.
+    pub location: Option<String>,
     /// How the body is delimited.
     pub framing: Framing,
     /// Whether the connection may carry another request once this body is complete.
@@ -73,6 +76,7 @@ fn head_of(status: u16, http10: bool, headers: &[httparse::Header<'_>]) -> Resul
     let mut length: Option<u64> = None;
     let mut close = http10;
     let mut retry_after = None;
+    let mut location = None;
     for h in headers {
         let v = String::from_utf8_lossy(h.value);
         let v = v.trim();
@@ -98,6 +102,13 @@ fn head_of(status: u16, http10: bool, headers: &[httparse::Header<'_>]) -> Resul
             }
         } else if h.name.eq_ignore_ascii_case("retry-after") {
             retry_after = retry_after_secs(v);
+        } else if h.name.eq_ignore_ascii_case("location") {
+            location = Some(
+                v.chars()
+                    .filter(|c| c.is_ascii_graphic())
+                    .take(200)
+                    .collect(),
+            );
         }
     }
     // No body for these, whatever the headers say (RFC 9112 §6.3).
@@ -114,6 +125,7 @@ fn head_of(status: u16, http10: bool, headers: &[httparse::Header<'_>]) -> Resul
     Ok(Head {
         status,
         retry_after,
+        location,
         framing,
         keep_alive: !close && framing != Framing::Close,
     })
@@ -434,6 +446,7 @@ mod tests {
         .expect("complete");
         assert_eq!(h.status, 503);
         assert_eq!(h.retry_after, Some(Duration::from_secs(2)));
+        assert_eq!(h.location, None);
         assert_eq!(h.framing, Framing::Length(3));
         assert!(!h.keep_alive);
         let h = head("HTTP/1.0 200 OK\r\n\r\n")

@@ -499,6 +499,11 @@ impl RawResponse {
         self.head.retry_after
     }
 
+    /// A redirect's target (`Location`), printable and short.
+    pub fn location(&self) -> Option<&str> {
+        self.head.location.as_deref()
+    }
+
     /// The next piece of the body; `None` at its clean end; `Err` (why, one line) when the
     /// connection broke or closed inside the body, or the body's framing is malformed.
     pub async fn next(&mut self) -> Option<Result<Piece, String>> {

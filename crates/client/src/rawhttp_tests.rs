@@ -312,3 +312,21 @@ fn a_window_counts_the_responses_since_its_start() {
     let w = t.window_stats(t.window_start());
     assert_eq!(w, RawReaderStats::default());
 }
+
+/// A redirect is not followed: its status and target come back, the target printable only
+/// (it goes into a one-line message).
+#[tokio::test]
+async fn a_redirect_gives_its_status_and_printable_target() {
+    let f = fixture(vec![(
+        b"HTTP/1.1 308 Permanent Redirect\r\nLocation: https://api.example.com/v1/completions \xc3\xa9\r\nContent-Length: 0\r\n\r\n",
+        Delivery::Whole,
+    )])
+    .await;
+    let t = target(&f.url, None);
+    let (resp, _) = t.send(b"{}", || {}).await.expect("answered");
+    assert_eq!(resp.status(), 308);
+    assert_eq!(
+        resp.location(),
+        Some("https://api.example.com/v1/completions")
+    );
+}

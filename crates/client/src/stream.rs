@@ -450,6 +450,18 @@ async fn send_raw(
     })?;
     rec.headers_ns = Some(ns(origin, head.best()).max(rec.sent_ns));
     let status = resp.status();
+    if (300..400).contains(&status) {
+        // reqwest would follow it (a POST turned into a GET by a 301, 302 or 303); this reader
+        // does not, so the message names the address to give instead.
+        let to = resp
+            .location()
+            .unwrap_or("an address it did not give")
+            .to_string();
+        let msg = format!(
+            "HTTP {status}: the server redirects generation requests to {to}: give that server's base address (without /v1/...) with --url"
+        );
+        return Err((now(), error(RequestErrorKind::HttpStatus(status), msg)));
+    }
     if !(200..300).contains(&status) {
         m.retry_after = resp.retry_after();
         let text = resp.text().await;
