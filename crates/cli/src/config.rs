@@ -229,10 +229,11 @@ pub struct RunArgs {
     /// Dashboard redraws per second (default 4, 1 to 30).
     #[arg(long, value_name = "HZ")]
     pub refresh_rate: Option<f64>,
-    /// Which client reads the measured streams: `auto` (the default: `raw` for an `http://`
-    /// URL reached without a proxy, else `reqwest`), `raw`, a minimal HTTP/1.1 reader that
-    /// stamps each chunk with the kernel's receive time (Linux; `http://` URLs only), or
-    /// `reqwest`. run.json's engine info says which, why, and whose timestamps.
+    /// Which client reads the measured streams: `auto` (the default: `raw` for an `http://` or
+    /// `https://` URL without credentials reached without a proxy, else `reqwest`), `raw`, a
+    /// minimal HTTP/1.1 reader (TLS by rustls) that stamps each chunk with the kernel's
+    /// receive time (Linux), or `reqwest`. run.json's engine info says which, why, and whose
+    /// timestamps.
     #[arg(long, value_enum)]
     #[serde(deserialize_with = "de::value_enum")]
     pub http_reader: Option<HttpReaderArg>,
@@ -425,7 +426,7 @@ pub enum HttpReaderArg {
     Auto,
     /// The shared reqwest client.
     Reqwest,
-    /// The raw HTTP/1.1 reader with kernel receive timestamps (`http://` only).
+    /// The raw HTTP/1.1 reader with kernel receive timestamps (`http://`, `https://`).
     Raw,
 }
 

@@ -304,12 +304,6 @@ async fn probe_server(
         Some(path) => Some(Arc::new(LocalTokenizer::load(path)?)),
         None => None,
     };
-    if args.http_reader == Some(config::HttpReaderArg::Raw)
-        && !url.to_ascii_lowercase().starts_with("http://")
-    {
-        // Before the probe: its requests would take long to fail on a TLS endpoint.
-        bail!("--http-reader raw reads http:// endpoints only ({url}): use --http-reader reqwest");
-    }
     let saved = resumed.map(|r| &r.info);
     let opts = ProbeOptions {
         base_url: url.clone(),

@@ -12,8 +12,9 @@ pub enum HttpReader {
     /// The shared reqwest client: every chunk is stamped when the task reading the stream runs.
     #[default]
     Reqwest,
-    /// The raw HTTP/1.1 reader over the socket, `http://` only: every chunk is stamped with
-    /// the kernel's receive time where the system gives one (Linux).
+    /// The raw HTTP/1.1 reader over the socket (`https://` through rustls where the build has
+    /// TLS): every chunk is stamped with the kernel's receive time where the system gives one
+    /// (Linux).
     Raw,
 }
 
@@ -27,19 +28,27 @@ pub fn http_proxy_var() -> Option<&'static str> {
 
 impl HttpReader {
     /// The reader `--http-reader auto` (the default) takes for `url`: the raw reader wherever
-    /// it reads the endpoint exactly as reqwest would (an `http://` URL without credentials,
-    /// no proxy), reqwest otherwise; and why, for `run.json`. `proxy`: the proxy variable set
-    /// in the environment (`HTTP_PROXY`, `ALL_PROXY`, in either case), which reqwest honours
-    /// and the raw reader does not.
+    /// it reads the endpoint exactly as reqwest would (an `http://` URL, or `https://` where
+    /// the build has TLS, without credentials, no proxy), reqwest otherwise; and why, for
+    /// `run.json`. `proxy`: the proxy variable set in the environment (`HTTP_PROXY`,
+    /// `ALL_PROXY`, in either case), which reqwest honours and the raw reader does not.
     pub fn auto(url: &str, proxy: Option<&str>) -> (HttpReader, String) {
         let lower = url.trim().to_ascii_lowercase();
-        if !lower.starts_with("http://") {
-            return (
-                HttpReader::Reqwest,
-                "not an http:// URL: TLS is read by reqwest, with user-space instants".into(),
-            );
-        }
-        let authority = lower["http://".len()..].split('/').next().unwrap_or("");
+        let rest = match (
+            lower.strip_prefix("http://"),
+            lower.strip_prefix("https://"),
+        ) {
+            (Some(r), _) => r,
+            (None, Some(r)) if cfg!(feature = "tls") => r,
+            _ => {
+                return (
+                    HttpReader::Reqwest,
+                    "neither http:// nor https:// with TLS built in: reqwest, with user-space instants"
+                        .into(),
+                );
+            }
+        };
+        let authority = rest.split('/').next().unwrap_or("");
         if authority.contains('@') {
             return (
                 HttpReader::Reqwest,
@@ -54,8 +63,7 @@ impl HttpReader {
         }
         (
             HttpReader::Raw,
-            "an http:// endpoint reached directly: the raw reader, with kernel receive times"
-                .into(),
+            "an endpoint reached directly: the raw reader, with kernel receive times".into(),
         )
     }
 
@@ -103,7 +111,13 @@ mod tests {
         let pick = |url, proxy| HttpReader::auto(url, proxy).0;
         assert_eq!(pick("http://127.0.0.1:30000", None), HttpReader::Raw);
         assert_eq!(pick("HTTP://gpu-01:8000/v1", None), HttpReader::Raw);
-        assert_eq!(pick("https://api.example.com", None), HttpReader::Reqwest);
+        let https = if cfg!(feature = "tls") {
+            HttpReader::Raw
+        } else {
+            HttpReader::Reqwest
+        };
+        assert_eq!(pick("https://api.example.com", None), https);
+        assert_eq!(pick("ftp://host", None), HttpReader::Reqwest);
         assert_eq!(pick("http://u:p@host:8000", None), HttpReader::Reqwest);
         // An '@' in the path is not a credential.
         assert_eq!(pick("http://host:8000/v1/@x", None), HttpReader::Raw);

@@ -33,6 +33,8 @@ mod prompt;
 mod ramp;
 mod rawbody;
 mod rawhttp;
+#[cfg(feature = "tls")]
+mod rawtls;
 mod run;
 mod shard;
 mod skip;

@@ -1,8 +1,9 @@
-//! The raw reader (`--http-reader raw`): a minimal HTTP/1.1 client over tokio's `TcpStream` for
-//! the measured streams of `http://` endpoints, with kernel receive timestamps on each read
-//! ([`crate::ktime`]). It sends one POST, reads the response head, and yields the body
+//! The raw reader (the default on a directly reached endpoint, `--http-reader auto|raw`): a
+//! minimal HTTP/1.1 client over the socket for the measured streams, with kernel receive
+//! timestamps on each read ([`crate::ktime`]) and, for `https://`, TLS run over those reads
+//! ([`crate::rawtls`]). It sends one POST, reads the response head, and yields the body
 //! de-chunked, one piece per socket read, each with the instant the kernel received the bytes
-//! that completed it. Everything else (probes, metrics, https) stays on the reqwest client.
+//! that completed it. Everything else (probes, metrics) stays on the reqwest client.
 //!
 //! Why a reader of its own: hyper's connection task reads the socket, then hands the bytes
 //! through a channel to the task that stamps them, so a chunk's instant is when the runtime got
@@ -40,8 +41,7 @@ const STALE_ATTEMPTS: usize = 3;
 const MAX_ERROR_BODY: usize = 1024 * 1024;
 
 /// Where the raw reader's requests go: the endpoint's address, the request head's fixed part,
-/// and the idle connections to it.
-#[derive(Debug)]
+/// and the idle connections to it. Its `Debug` leaves out the head, which carries the API key.
 pub struct RawTarget {
     /// The URL, for messages.
     url: String,
@@ -57,6 +57,19 @@ pub struct RawTarget {
     pool: Mutex<Vec<Conn>>,
     /// What the reads of this target's bodies did (see [`RawReaderStats`]).
     counts: Counts,
+    /// `https://`: the TLS configuration every connection's session starts from.
+    #[cfg(feature = "tls")]
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl std::fmt::Debug for RawTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawTarget")
+            .field("url", &self.url)
+            .field("tls", &self.tls_name())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The raw reader's reads over a run, or over one window (as
@@ -155,18 +168,31 @@ pub enum RawError {
 }
 
 impl RawTarget {
-    /// The target of `url`: `http://` only (TLS stays with reqwest). The headers are those the
-    /// reqwest client sends: `host`, `user-agent`, `authorization` (with `api_key`),
+    /// The target of `url`: `http://`, and `https://` where the build has TLS (the `tls`
+    /// feature: rustls and the platform's roots, as the reqwest client). The headers are those
+    /// the reqwest client sends: `host`, `user-agent`, `authorization` (with `api_key`),
     /// `content-type`, `accept`, `content-length`.
     pub fn new(
         url: &str,
         api_key: Option<&str>,
         connect_timeout: Duration,
     ) -> Result<RawTarget, String> {
+        Self::with_roots(url, api_key, connect_timeout, Vec::new())
+    }
+
+    /// [`RawTarget::new`], trusting `extra_roots` (DER certificates) beside the platform's
+    /// roots (a test's own authority).
+    pub(crate) fn with_roots(
+        url: &str,
+        api_key: Option<&str>,
+        connect_timeout: Duration,
+        #[cfg_attr(not(feature = "tls"), allow(unused_variables))] extra_roots: Vec<Vec<u8>>,
+    ) -> Result<RawTarget, String> {
         let u = reqwest::Url::parse(url).map_err(|e| format!("invalid URL {url}: {e}"))?;
-        if u.scheme() != "http" {
+        let tls_built = cfg!(feature = "tls");
+        if u.scheme() != "http" && !(u.scheme() == "https" && tls_built) {
             return Err(format!(
-                "--http-reader raw reads http:// endpoints only ({url} is {}://): use --http-reader reqwest",
+                "--http-reader raw reads http:// and https:// endpoints only ({url} is {}://): use --http-reader reqwest",
                 u.scheme()
             ));
         }
@@ -202,6 +228,11 @@ impl RawTarget {
         }
         head.push_str("content-type: application/json\r\naccept: text/event-stream\r\n");
         ktime::keep_enabled();
+        #[cfg(feature = "tls")]
+        let tls = match u.scheme() {
+            "https" => Some(crate::rawtls::client_config(extra_roots)?),
+            _ => None,
+        };
         Ok(RawTarget {
             url: url.to_string(),
             host: host_str
@@ -213,7 +244,17 @@ impl RawTarget {
             connect_timeout,
             pool: Mutex::new(Vec::new()),
             counts: Counts::default(),
+            #[cfg(feature = "tls")]
+            tls,
         })
+    }
+
+    /// Whether connections run TLS, for `Debug`.
+    fn tls_name(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// The reads so far.
@@ -346,12 +387,35 @@ impl RawTarget {
             .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
         let (sock, kernel) = Sock::new(sock)
             .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
-        Ok(Conn {
+        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
+        let mut conn = Conn {
             sock,
             buf: BytesMut::new(),
             read: ReadBuf::new(READ_SIZE),
             kernel,
-        })
+            #[cfg(feature = "tls")]
+            tls: None,
+        };
+        #[cfg(feature = "tls")]
+        if let Some(config) = &self.tls {
+            let tls = crate::rawtls::Tls::new(config.clone(), &self.host);
+            conn.tls = Some(Box::new(tls.map_err(RawError::Connect)?));
+            // Before the request is sent, so its send instant does not include the handshake.
+            match tokio::time::timeout(self.connect_timeout, conn.handshake()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    return Err(RawError::Connect(format!(
+                        "TLS handshake with {url} failed: {e}"
+                    )));
+                }
+                Err(_) => {
+                    return Err(RawError::Connect(format!(
+                        "timed out in the TLS handshake with {url}: is it an https:// server?"
+                    )));
+                }
+            }
+        }
+        Ok(conn)
     }
 }
 
@@ -389,19 +453,93 @@ struct Conn {
     read: ReadBuf,
     /// The socket has `SO_TIMESTAMPNS`.
     kernel: bool,
+    /// An `https://` connection's session: reads go through it, and `buf` holds plaintext.
+    /// (Boxed: a session is about a kilobyte, and connections move in and out of the pool.)
+    #[cfg(feature = "tls")]
+    tls: Option<Box<crate::rawtls::Tls>>,
 }
 
 impl Conn {
-    /// One read appended to `buf`: the byte count (0 at EOF) and its instants.
+    /// One read appended to `buf`: the byte count (0 at EOF) and its instants. Over TLS, the
+    /// plaintext the read completed (reads that complete none, such as a record's first part
+    /// or a session ticket, are read past).
     async fn fill(&mut self) -> std::io::Result<(usize, Stamp)> {
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return self.fill_tls().await;
+        }
         let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
         self.buf.extend_from_slice(self.read.bytes(n));
         Ok((n, stamp))
     }
 
+    /// [`Conn::fill`] over TLS.
+    #[cfg(feature = "tls")]
+    async fn fill_tls(&mut self) -> std::io::Result<(usize, Stamp)> {
+        loop {
+            let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
+            let Some(tls) = self.tls.as_mut() else {
+                return Ok((0, stamp));
+            };
+            if n == 0 {
+                return Ok((0, stamp));
+            }
+            let fed = tls.feed(self.read.bytes(n), &mut self.buf)?;
+            // What the session has to answer (a key update, an alert) goes out now.
+            self.flush_tls().await?;
+            if fed.plain > 0 || fed.closed {
+                return Ok((fed.plain, stamp));
+            }
+        }
+    }
+
+    /// Sends `bytes` (through the TLS session where there is one).
+    async fn send_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.tls.as_mut() {
+            tls.write(bytes)?;
+            return self.flush_tls().await;
+        }
+        self.sock.write_all(bytes).await
+    }
+
+    /// Puts the TLS session's pending bytes on the wire.
+    #[cfg(feature = "tls")]
+    async fn flush_tls(&mut self) -> std::io::Result<()> {
+        let out = match self.tls.as_mut() {
+            Some(tls) => tls.take_out()?,
+            None => return Ok(()),
+        };
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.sock.write_all(&out).await
+    }
+
+    /// Runs the TLS handshake to its end.
+    #[cfg(feature = "tls")]
+    async fn handshake(&mut self) -> std::io::Result<()> {
+        loop {
+            self.flush_tls().await?;
+            if !self.tls.as_ref().is_some_and(|t| t.handshaking()) {
+                return Ok(());
+            }
+            let (n, _) = self.sock.read(&mut self.read, self.kernel).await?;
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                ));
+            }
+            if let Some(tls) = self.tls.as_mut() {
+                tls.feed(self.read.bytes(n), &mut self.buf)?;
+            }
+        }
+    }
+
     /// Writes `request` and reads the response head.
     async fn exchange(&mut self, request: &[u8]) -> Result<(Head, Stamp), Exchange> {
-        if let Err(e) = self.sock.write_all(request).await {
+        if let Err(e) = self.send_bytes(request).await {
             return Err(Exchange::NoAnswer(e.to_string()));
         }
         loop {

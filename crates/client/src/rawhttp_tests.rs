@@ -222,9 +222,17 @@ async fn refusals_and_https_say_what_to_do() {
         Err(RawError::Connect(m)) => assert!(m.contains("is the server running"), "{m}"),
         other => panic!("{other:?}"),
     }
-    let e = RawTarget::new("https://h/v1", None, Duration::from_secs(1)).expect_err("https");
-    assert!(e.contains("http:// endpoints only"), "{e}");
+    let e = RawTarget::new("ftp://h/v1", None, Duration::from_secs(1)).expect_err("ftp");
+    assert!(e.contains("http:// and https:// endpoints only"), "{e}");
+    let https = RawTarget::new("https://h/v1", None, Duration::from_secs(1));
+    assert_eq!(https.is_ok(), cfg!(feature = "tls"));
     assert!(RawTarget::new("http://h/v1", Some("a\nb"), Duration::from_secs(1)).is_err());
+    let e = RawTarget::new("http://u:p@h/v1", None, Duration::from_secs(1)).expect_err("creds");
+    assert!(e.contains("--api-key"), "{e}");
+    // The key rides in the request head, which `Debug` leaves out.
+    let keyed =
+        RawTarget::new("http://h/v1", Some("sk-secret-1"), Duration::from_secs(1)).expect("target");
+    assert!(!format!("{keyed:?}").contains("sk-secret-1"));
 }
 
 /// The simulator's stream through the raw reader: SSE events that end with `[DONE]`, and on

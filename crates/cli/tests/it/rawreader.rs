@@ -1,6 +1,6 @@
 //! `--http-reader raw`: the raw HTTP/1.1 reader with kernel receive timestamps measures a run
-//! as the reqwest client does, says so in run.json, and refuses https; `auto`, the default,
-//! takes it on an `http://` URL and keeps reqwest where a proxy is set. (Every suite that runs
+//! as the reqwest client does and says so in run.json (https: `rawtls`'s unit tests); `auto`,
+//! the default, takes it on an `http://` URL and keeps reqwest where a proxy is set. (Every suite that runs
 //! `run` against a local server reads through it by default; `LLMIB_IT_HTTP_READER=reqwest`
 //! runs the `run_small` family through reqwest instead.)
 
@@ -51,7 +51,7 @@ fn by_default_an_http_run_reads_kernel_times_and_each_window_says_so() {
     assert_eq!(reader["reader"], "raw", "{reader:#}");
     let chosen = reader["chosen"].as_str().unwrap_or_default();
     assert!(
-        chosen.starts_with("auto: an http:// endpoint"),
+        chosen.starts_with("auto: an endpoint reached directly"),
         "{reader:#}"
     );
     let decode: Vec<_> = cells(&dir)
@@ -138,21 +138,4 @@ fn a_run_through_the_raw_reader_is_valid_and_recorded() {
     for r in &cells(&dir) {
         assert_eq!(r["status"], "valid", "{r:#}");
     }
-}
-
-#[test]
-fn the_raw_reader_refuses_https_in_one_line() {
-    let dir = out_dir("run-raw-https");
-    let o = run_small(
-        "https://127.0.0.1:9/v1",
-        &dir,
-        "512",
-        "1",
-        "1s",
-        "8",
-        &["--http-reader", "raw"],
-    );
-    assert!(!o.status.success());
-    let t = text(&o);
-    assert!(t.contains("http:// endpoints only"), "{t}");
 }

@@ -196,8 +196,9 @@ impl Dialect {
     }
 }
 
-/// A probed engine: everything the driver needs to talk to it.
-#[derive(Debug, Clone)]
+/// A probed engine: everything the driver needs to talk to it. Its `Debug` leaves out the API
+/// key (and the raw reader's request head, which carries it).
+#[derive(Clone)]
 pub struct Engine {
     kind: EngineKind,
     base_url: String,
@@ -222,6 +223,20 @@ pub struct Engine {
     local_tokenizer: Option<Arc<LocalTokenizer>>,
     /// The raw reader's target when the measured streams read with it (`--http-reader raw`).
     raw: Option<Arc<crate::rawhttp::RawTarget>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model.served_model)
+            .field("api", &self.api)
+            .field("targeting", &self.targeting)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("raw", &self.raw)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Limit of a non-streamed generation ([`Engine::generate_json`]): as the default
@@ -536,7 +551,8 @@ impl Engine {
 
     /// Reads the measured streams with `reader` from now on, and records it in the engine
     /// info (`extra.http_reader`: the reader and its timestamps, `kernel` or `user space`).
-    /// `Raw` reads `http://` endpoints only: any other is an error with what to do.
+    /// `Raw` reads `http://` and `https://` endpoints (https where the build has TLS) without
+    /// URL credentials: any other is an error with what to do.
     /// `connect_timeout`: the limit for each of its connections.
     pub fn set_http_reader(
         &mut self,

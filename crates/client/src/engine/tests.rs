@@ -152,6 +152,13 @@ async fn a_key_is_sent_as_bearer_even_with_credentials_in_the_url() {
     let log = seen.lock().expect("lock").join("\n").to_ascii_lowercase();
     assert!(log.contains("authorization: bearer sk-test"), "{log}");
     assert!(!log.contains("authorization: basic"), "{log}");
+    // Nor in a Debug print, with the raw reader's request head (which carries it) set up.
+    let mut e = p.engine;
+    e.set_http_reader(crate::HttpReader::Raw, Duration::from_secs(1))
+        .expect("raw reader");
+    let shown = format!("{e:?}");
+    assert!(!shown.contains("sk-test"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
 }
 
 const SEED_COMMAND: &str = "sglang serve --model-path zai-org/GLM-5.3-Flash --served-model-name zai-org/GLM-5.3-Flash --trust-remote-code --tp 8 --reasoning-parser glm45 --tool-call-parser glm47 --context-length 1048576 --mem-fraction-static 0.76 --enable-metrics --host 0.0.0.0 --port 8000 --api-key <redacted> --kv-cache-dtype fp8_e4m3 --dsa-prefill-backend flashinfer_sparse_mla --dsa-decode-backend flashinfer_sparse_mla --linear-attn-backend triton --attention-backend dsa --fp8-gemm-backend cutlass --moe-runner-backend triton --speculative-algorithm DFLASH --speculative-draft-model-path incoai/GLM-5.3-Flash-DFlash2 --speculative-draft-attention-backend fa4";
