@@ -310,7 +310,7 @@ fn try_read(
 }
 
 /// The instants of a read that has no kernel time.
-fn user_stamp() -> Stamp {
+pub(crate) fn user_stamp() -> Stamp {
     Stamp {
         read: Instant::now(),
         kernel: None,

@@ -477,6 +477,10 @@ impl Conn {
     #[cfg(feature = "tls")]
     async fn fill_tls(&mut self) -> std::io::Result<(usize, Stamp)> {
         loop {
+            if self.tls.as_ref().is_some_and(|t| t.closed()) {
+                // The session ended: an end of the body, whether or not the socket closes.
+                return Ok((0, ktime::user_stamp()));
+            }
             let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
             let Some(tls) = self.tls.as_mut() else {
                 return Ok((0, stamp));

@@ -40,6 +40,8 @@ pub(crate) fn client_config(
 #[derive(Debug)]
 pub(crate) struct Tls {
     session: rustls::ClientConnection,
+    /// The server sent `close_notify`: nothing more will come, even if the socket stays open.
+    closed: bool,
 }
 
 /// What one read's bytes gave.
@@ -58,7 +60,15 @@ impl Tls {
             .map_err(|e| format!("{host} is not a valid TLS server name: {e}"))?;
         let session = rustls::ClientConnection::new(config, name)
             .map_err(|e| format!("TLS setup for {host} failed: {e}"))?;
-        Ok(Tls { session })
+        Ok(Tls {
+            session,
+            closed: false,
+        })
+    }
+
+    /// Whether the server ended the session (`close_notify`).
+    pub fn closed(&self) -> bool {
+        self.closed
     }
 
     /// Whether the handshake is still going on.
@@ -106,6 +116,7 @@ impl Tls {
             match self.session.reader().read(&mut tmp) {
                 Ok(0) => {
                     fed.closed = true;
+                    self.closed = true;
                     return Ok(());
                 }
                 Ok(n) => {

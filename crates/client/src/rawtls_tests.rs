@@ -21,6 +21,8 @@ enum Style {
     Events,
     /// One record whose encrypted bytes go out in two TCP writes 40 ms apart.
     SplitRecord,
+    /// A close-delimited body ended by `close_notify`, the socket left open for 2 s.
+    CloseNotify,
 }
 
 /// The server's address and how many TCP connections it accepted.
@@ -60,6 +62,14 @@ fn serve(mut tcp: TcpStream, config: Arc<rustls::ServerConfig>, style: Style) {
     let _ = tcp.set_nodelay(true);
     let mut tls = rustls::ServerConnection::new(config).expect("session");
     while read_request(&mut tls, &mut tcp) {
+        if matches!(style, Style::CloseNotify) {
+            let answer = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\ndata: [DONE]\n\n";
+            let _ = send(&mut tls, &mut tcp, answer, None);
+            tls.send_close_notify();
+            let _ = send(&mut tls, &mut tcp, b"", None);
+            std::thread::sleep(Duration::from_secs(2));
+            return;
+        }
         let events = [
             "data: {\"n\":1}\n\n",
             "data: {\"n\":2}\n\n",
@@ -202,6 +212,20 @@ async fn a_record_split_across_reads_takes_the_instant_of_its_last_part() {
             .last()
             .is_some_and(|p| p.0 >= Duration::from_millis(120)),
         "{pieces:?}"
+    );
+}
+
+/// The session's end is the body's end, whether or not the socket closes with it.
+#[tokio::test]
+async fn close_notify_ends_a_close_delimited_body() {
+    let s = server(Style::CloseNotify);
+    let t = target(s.port, vec![CA.to_vec()]);
+    let (bytes, _, sent) = body(&t).await;
+    assert_eq!(bytes, b"data: [DONE]\n\n");
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
     );
 }
 
