@@ -507,9 +507,14 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
             assert_eq!(u(&p["prompt_check"]["checked"]), 3, "{p:#}");
         }
     }
-    // Same decode work either way; a loaded 2-core host is noisy, so a wide band.
+    // Same decode work either way, but two runs of one cell on a 2-core host differ by as much
+    // as 1.7× (llama.cpp's two threads share the cores with the client: 625 to 1,041 tok/s for
+    // the same 512 × 2 cell within minutes, with either reader). So the band only catches a
+    // gross difference (one API at half the other's rate); the figures' accuracy is judged
+    // against the simulator's truth elsewhere (`highconc`, `run::figures_*`).
+    let ratio = rates[0] / rates[1];
     assert!(
-        (rates[0] / rates[1] - 1.0).abs() < 0.35,
+        (0.5..2.0).contains(&ratio),
         "chat {} vs completions {} tok/s",
         rates[0],
         rates[1]
