@@ -238,7 +238,10 @@ fn raw_reader_note(engine: &Engine) -> Option<String> {
     let fallback = s.pieces - s.kernel_pieces;
     let mut note = format!(
         "raw reader: {} of {} body reads carried the kernel's receive time; it put chunk instants {:.0} µs before the user-space reads on average ({:.0} µs at most)",
-        s.kernel_pieces, s.pieces, s.mean_correction_us, s.max_correction_us
+        s.kernel_pieces,
+        s.pieces,
+        s.mean_correction_ms * 1e3,
+        s.max_correction_ms * 1e3
     );
     if fallback > 0 {
         note.push_str(&format!(

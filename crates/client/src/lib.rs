@@ -58,7 +58,7 @@ pub use body::{HttpReader, http_proxy_var};
 pub use chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use counting::count_tokens;
 pub use prompt::{BuiltPrompt, PromptBuilder, PromptError};
-pub use rawhttp::{RawMark, RawReaderStats};
+pub use rawhttp::RawMark;
 pub use sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 

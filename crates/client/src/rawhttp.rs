@@ -21,6 +21,7 @@
 use crate::ktime::{self, ReadBuf, Sock, Stamp};
 use crate::rawbody::{BodyDecoder, Head, parse_head};
 use bytes::{Bytes, BytesMut};
+use llmib_core::KernelStamps;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,7 +56,7 @@ pub struct RawTarget {
     connect_timeout: Duration,
     /// Idle keep-alive connections, most recently used last.
     pool: Mutex<Vec<Conn>>,
-    /// What the reads of this target's bodies did (see [`RawReaderStats`]).
+    /// What the reads of this target's bodies did ([`RawTarget::stats`]).
     counts: Counts,
     /// `https://`: the TLS configuration every connection's session starts from.
     #[cfg(feature = "tls")]
@@ -70,22 +71,6 @@ impl std::fmt::Debug for RawTarget {
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
-}
-
-/// The raw reader's reads over a run, or over one window (as
-/// [`crate::Engine::raw_window_stamps`] gives them): whether the kernel's timestamps were
-/// there, and how much they moved the chunk instants (the client's lateness they took out).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct RawReaderStats {
-    /// Body pieces read.
-    pub pieces: u64,
-    /// Pieces stamped with the kernel's receive time (the rest have the read's instant).
-    pub kernel_pieces: u64,
-    /// Mean of (read instant - kernel instant) over the kernel-stamped pieces, µs: how late
-    /// the reads were, and so how much the kernel's stamps corrected the chunk instants.
-    pub mean_correction_us: f64,
-    /// The largest such correction, µs.
-    pub max_correction_us: f64,
 }
 
 /// One response's pieces, as [`Counts`] adds them up.
@@ -110,7 +95,7 @@ impl Tally {
     }
 }
 
-/// Relaxed counters behind [`RawReaderStats`], added to once per response.
+/// Relaxed counters behind [`RawTarget::stats`], added to once per response.
 #[derive(Debug, Default)]
 struct Counts {
     pieces: AtomicU64,
@@ -131,30 +116,18 @@ pub struct RawMark {
     correction_ns: u64,
 }
 
-impl RawReaderStats {
-    /// The stats of `pieces` pieces, `kernel` of them kernel-stamped with corrections summing
-    /// to `sum_ns`, the largest `max_ns`.
-    fn of(pieces: u64, kernel: u64, sum_ns: u64, max_ns: u64) -> RawReaderStats {
-        RawReaderStats {
-            pieces,
-            kernel_pieces: kernel,
-            mean_correction_us: if kernel == 0 {
-                0.0
-            } else {
-                sum_ns as f64 / kernel as f64 / 1e3
-            },
-            max_correction_us: max_ns as f64 / 1e3,
-        }
-    }
-
-    /// The same reads as a window's record of its chunk instants (ms, as `llmib_core::lag`).
-    pub fn kernel_stamps(&self) -> llmib_core::KernelStamps {
-        llmib_core::KernelStamps {
-            pieces: self.pieces,
-            kernel_pieces: self.kernel_pieces,
-            mean_correction_ms: self.mean_correction_us / 1e3,
-            max_correction_ms: self.max_correction_us / 1e3,
-        }
+/// The reads of `pieces` pieces, `kernel` of them kernel-stamped with corrections summing to
+/// `sum_ns`, the largest `max_ns` (ms, as `llmib_core::lag` records a window's).
+fn stamps_of(pieces: u64, kernel: u64, sum_ns: u64, max_ns: u64) -> KernelStamps {
+    KernelStamps {
+        pieces,
+        kernel_pieces: kernel,
+        mean_correction_ms: if kernel == 0 {
+            0.0
+        } else {
+            sum_ns as f64 / kernel as f64 / 1e6
+        },
+        max_correction_ms: max_ns as f64 / 1e6,
     }
 }
 
@@ -257,10 +230,11 @@ impl RawTarget {
         false
     }
 
-    /// The reads so far.
-    pub fn stats(&self) -> RawReaderStats {
+    /// The reads so far: pieces, those with the kernel's receive time, and how far those moved
+    /// the read instants.
+    pub fn stats(&self) -> KernelStamps {
         let c = &self.counts;
-        RawReaderStats::of(
+        stamps_of(
             c.pieces.load(Ordering::Relaxed),
             c.kernel.load(Ordering::Relaxed),
             c.correction_ns.load(Ordering::Relaxed),
@@ -282,10 +256,10 @@ impl RawTarget {
     }
 
     /// The reads of the responses counted since `mark` (its window's).
-    pub fn window_stats(&self, mark: RawMark) -> RawReaderStats {
+    pub fn window_stats(&self, mark: RawMark) -> KernelStamps {
         let c = &self.counts;
         let since = |a: &AtomicU64, m: u64| a.load(Ordering::Relaxed).saturating_sub(m);
-        RawReaderStats::of(
+        stamps_of(
             since(&c.pieces, mark.pieces),
             since(&c.kernel, mark.kernel),
             since(&c.correction_ns, mark.correction_ns),

@@ -278,7 +278,7 @@ async fn the_simulator_streams_through_the_raw_reader_with_kernel_instants() {
         total += pieces.len();
     }
     // A read without the kernel's time keeps its user-space instant and is counted
-    // (`RawReaderStats`). One came now and then (one run of the suite in five) until
+    // (`RawTarget::stats`). One came now and then (one run of the suite in five) until
     // `ktime::keep_enabled` waited for the kernel to switch timestamping on; the margin stays,
     // as a loaded host can still hold that switch back past the wait.
     if cfg!(target_os = "linux") {
@@ -310,16 +310,22 @@ fn a_window_counts_the_responses_since_its_start() {
     let w = t.window_stats(mark);
     assert_eq!((w.pieces, w.kernel_pieces), (200, 199));
     assert!(
-        (w.mean_correction_us - 2000.0 / 199.0).abs() < 1e-9,
+        (w.mean_correction_ms - 2000.0 / 199.0 / 1e3).abs() < 1e-12,
         "{w:?}"
     );
-    assert!((w.max_correction_us - 60.0).abs() < 1e-9, "{w:?}");
+    assert!((w.max_correction_ms - 0.060).abs() < 1e-12, "{w:?}");
     let run = t.stats();
     assert_eq!((run.pieces, run.kernel_pieces), (210, 209));
-    assert!((run.max_correction_us - 500.0).abs() < 1e-9, "{run:?}");
+    assert!((run.max_correction_ms - 0.5).abs() < 1e-12, "{run:?}");
     // A window with no response counted yet: nothing, not the previous window's figures.
     let w = t.window_stats(t.window_start());
-    assert_eq!(w, RawReaderStats::default());
+    let nothing = llmib_core::KernelStamps {
+        pieces: 0,
+        kernel_pieces: 0,
+        mean_correction_ms: 0.0,
+        max_correction_ms: 0.0,
+    };
+    assert_eq!(w, nothing);
 }
 
 /// A redirect is not followed: its status and target come back, the target printable only

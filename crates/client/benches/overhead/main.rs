@@ -446,8 +446,8 @@ async fn run_client(
         (
             s.pieces,
             s.kernel_pieces,
-            s.mean_correction_us,
-            s.max_correction_us,
+            s.mean_correction_ms * 1e3,
+            s.max_correction_ms * 1e3,
         )
     });
     entries.retain(|e| (w0..w1).contains(&e.t_ns));

@@ -57,9 +57,9 @@ impl Engine {
     }
 
     /// The raw reader's reads so far: how many pieces, how many had a kernel receive time,
-    /// and by how much those corrected the user-space read instant (mean and largest, µs).
+    /// and by how much those corrected the user-space read instant (mean and largest, ms).
     /// `None` with the reqwest reader.
-    pub fn raw_reader_stats(&self) -> Option<crate::RawReaderStats> {
+    pub fn raw_reader_stats(&self) -> Option<KernelStamps> {
         self.raw.as_ref().map(|r| r.stats())
     }
 
@@ -73,6 +73,6 @@ impl Engine {
     /// those with the kernel's receive time, and how far those moved the read instants (ms).
     /// `None` with the reqwest reader.
     pub fn raw_window_stamps(&self, mark: Option<crate::RawMark>) -> Option<KernelStamps> {
-        Some(self.raw.as_ref()?.window_stats(mark?).kernel_stamps())
+        Some(self.raw.as_ref()?.window_stats(mark?))
     }
 }
