@@ -33,27 +33,21 @@ impl HttpReader {
     /// `run.json`. `proxy`: the proxy variable set in the environment (`HTTP_PROXY`,
     /// `ALL_PROXY`, in either case), which reqwest honours and the raw reader does not.
     pub fn auto(url: &str, proxy: Option<&str>) -> (HttpReader, String) {
-        let lower = url.trim().to_ascii_lowercase();
-        let rest = match (
-            lower.strip_prefix("http://"),
-            lower.strip_prefix("https://"),
-        ) {
-            (Some(r), _) => r,
-            (None, Some(r)) if cfg!(feature = "tls") => r,
-            _ => {
-                return (
-                    HttpReader::Reqwest,
-                    "neither http:// nor https:// with TLS built in: reqwest, with user-space instants"
-                        .into(),
-                );
-            }
+        use crate::rawhttp::{Unreadable, unreadable};
+        let why = match reqwest::Url::parse(url.trim()) {
+            Err(_) => Some("not a URL the raw reader can parse: reqwest, with user-space instants"),
+            Ok(u) => match unreadable(&u) {
+                Some(Unreadable::Scheme) => Some(
+                    "neither http:// nor https:// with TLS built in: reqwest, with user-space instants",
+                ),
+                Some(Unreadable::Credentials) => {
+                    Some("the URL carries credentials, which only reqwest sends")
+                }
+                None => None,
+            },
         };
-        let authority = rest.split('/').next().unwrap_or("");
-        if authority.contains('@') {
-            return (
-                HttpReader::Reqwest,
-                "the URL carries credentials, which only reqwest sends".into(),
-            );
+        if let Some(why) = why {
+            return (HttpReader::Reqwest, why.into());
         }
         if let Some(var) = proxy {
             return (

@@ -67,7 +67,7 @@ impl std::fmt::Debug for RawTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawTarget")
             .field("url", &self.url)
-            .field("tls", &self.tls_name())
+            .field("tls", &self.uses_tls())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -131,6 +131,28 @@ fn stamps_of(pieces: u64, kernel: u64, sum_ns: u64, max_ns: u64) -> KernelStamps
     }
 }
 
+/// Why the raw reader cannot read a URL as reqwest would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// Neither `http` nor (where the build has TLS) `https`.
+    Scheme,
+    /// The URL carries a user or password, which only reqwest sends.
+    Credentials,
+}
+
+/// The one rule of which URLs the raw reader reads, for [`RawTarget::new`] (which refuses the
+/// others) and `HttpReader::auto` (which gives them to reqwest).
+pub(crate) fn unreadable(u: &reqwest::Url) -> Option<Unreadable> {
+    let tls_built = cfg!(feature = "tls");
+    if u.scheme() != "http" && !(u.scheme() == "https" && tls_built) {
+        return Some(Unreadable::Scheme);
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Some(Unreadable::Credentials);
+    }
+    None
+}
+
 /// An HTTP failure of the raw reader before the response body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RawError {
@@ -162,15 +184,17 @@ impl RawTarget {
         #[cfg_attr(not(feature = "tls"), allow(unused_variables))] extra_roots: Vec<Vec<u8>>,
     ) -> Result<RawTarget, String> {
         let u = reqwest::Url::parse(url).map_err(|e| format!("invalid URL {url}: {e}"))?;
-        let tls_built = cfg!(feature = "tls");
-        if u.scheme() != "http" && !(u.scheme() == "https" && tls_built) {
-            return Err(format!(
-                "--http-reader raw reads http:// and https:// endpoints only ({url} is {}://): use --http-reader reqwest",
-                u.scheme()
-            ));
-        }
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err("--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest".into());
+        match unreadable(&u) {
+            Some(Unreadable::Scheme) => {
+                return Err(format!(
+                    "--http-reader raw reads http:// and https:// endpoints only ({url} is {}://): use --http-reader reqwest",
+                    u.scheme()
+                ));
+            }
+            Some(Unreadable::Credentials) => {
+                return Err("--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest".into());
+            }
+            None => {}
         }
         let host_str = u
             .host_str()
@@ -223,7 +247,7 @@ impl RawTarget {
     }
 
     /// Whether connections run TLS, for `Debug`.
-    fn tls_name(&self) -> bool {
+    fn uses_tls(&self) -> bool {
         #[cfg(feature = "tls")]
         return self.tls.is_some();
         #[cfg(not(feature = "tls"))]
