@@ -65,6 +65,31 @@ impl KernelStamps {
     pub fn covers(&self) -> bool {
         self.pieces > 0 && self.share() >= KERNEL_SHARE
     }
+
+    /// Several windows' stamps as one: the pieces added up, the mean over every kernel-stamped
+    /// piece (each window's mean weighted by its count), the largest correction; `None` for
+    /// no window.
+    pub fn combined<'a>(all: impl IntoIterator<Item = &'a KernelStamps>) -> Option<KernelStamps> {
+        let mut total: Option<KernelStamps> = None;
+        let mut sum_ms = 0.0;
+        for k in all {
+            let t = total.get_or_insert(KernelStamps {
+                pieces: 0,
+                kernel_pieces: 0,
+                mean_correction_ms: 0.0,
+                max_correction_ms: 0.0,
+            });
+            t.pieces += k.pieces;
+            t.kernel_pieces += k.kernel_pieces;
+            t.max_correction_ms = t.max_correction_ms.max(k.max_correction_ms);
+            sum_ms += k.mean_correction_ms * k.kernel_pieces as f64;
+        }
+        let mut t = total?;
+        if t.kernel_pieces > 0 {
+            t.mean_correction_ms = sum_ms / t.kernel_pieces as f64;
+        }
+        Some(t)
+    }
 }
 
 /// The share of the TBT median above which the client's p90 delay is worth a warning: when one
@@ -211,6 +236,29 @@ mod tests {
     /// 85 short waits and 15 of 9 ms: a p90 of 9 ms, a warning against a 24 ms TBT.
     fn late_samples() -> Vec<f64> {
         (0..100).map(|i| if i < 85 { 0.1 } else { 9.0 }).collect()
+    }
+
+    #[test]
+    fn windows_combine_by_their_reads() {
+        assert_eq!(KernelStamps::combined([]), None);
+        let a = KernelStamps {
+            pieces: 100,
+            kernel_pieces: 100,
+            mean_correction_ms: 1.0,
+            max_correction_ms: 4.0,
+        };
+        let b = KernelStamps {
+            pieces: 400,
+            kernel_pieces: 300,
+            mean_correction_ms: 3.0,
+            max_correction_ms: 2.0,
+        };
+        let c = KernelStamps::combined([&a, &b]).expect("two windows");
+        assert_eq!((c.pieces, c.kernel_pieces), (500, 400));
+        // (100 × 1 + 300 × 3) / 400.
+        assert!((c.mean_correction_ms - 2.5).abs() < 1e-12, "{c:?}");
+        assert_eq!(c.max_correction_ms, 4.0);
+        assert!((c.share() - 0.8).abs() < 1e-12);
     }
 
     #[test]

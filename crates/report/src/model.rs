@@ -537,30 +537,9 @@ impl Report {
             .iter()
             .filter_map(|c| c.client_lag.as_ref()?.kernel.as_ref())
             .collect();
-        if stamps.is_empty() {
-            return None;
-        }
-        let reads: u64 = stamps.iter().map(|k| k.pieces).sum();
-        let kernel: u64 = stamps.iter().map(|k| k.kernel_pieces).sum();
-        // Each cell's mean weighted by its kernel-stamped reads: the mean over all of them.
-        let sum_ms: f64 = stamps
-            .iter()
-            .map(|k| k.mean_correction_ms * k.kernel_pieces as f64)
-            .sum();
-        let mean_ms = if kernel == 0 {
-            0.0
-        } else {
-            sum_ms / kernel as f64
-        };
-        let max_ms = stamps
-            .iter()
-            .map(|k| k.max_correction_ms)
-            .fold(0.0, f64::max);
-        let share = if reads == 0 {
-            0.0
-        } else {
-            kernel as f64 / reads as f64 * 100.0
-        };
+        let total = llmib_core::KernelStamps::combined(stamps.iter().copied())?;
+        let (mean_ms, max_ms) = (total.mean_correction_ms, total.max_correction_ms);
+        let share = total.share() * 100.0;
         let mut note = format!(
             "Chunk instants are the kernel's receive times (the raw HTTP reader; {share:.1} % of \
              the body reads of {} decode cell(s)): they corrected the client's read instants by \
