@@ -2,9 +2,9 @@
 //! chunk parser and the metrics parser answer or error on any bytes, however they are split
 //! across reads, and never panic. Each property runs proptest's default 256 cases.
 
-use crate::chunk::parse_event;
-use crate::metrics::Metrics;
-use crate::sse::SseDecoder;
+use crate::server::metrics::Metrics;
+use crate::wire::chunk::parse_event;
+use crate::wire::sse::SseDecoder;
 use proptest::prelude::*;
 
 /// Bytes shaped like an SSE stream of OpenAI chunks, with noise mixed in.

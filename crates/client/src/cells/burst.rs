@@ -1,0 +1,51 @@
+//! Burst / E2E cells, the gathering half: W warm-up requests, then R measured ones, at most N
+//! in flight (slot i always sends stream i's prompt, so the prefix cache serves them as in
+//! sustained decode). Every request runs to its end; nothing is cut. The row is built by
+//! `llmib_core::burst`. The eval crate's long-answer task sends its closed batches through the
+//! same function.
+
+use crate::server::engine::Engine;
+use crate::wire::stream::{Measured, RequestSpec, measure};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A burst slot's task died (a panic or an abort): a fault, never a short burst reported as
+/// whole.
+#[derive(Debug, thiserror::Error)]
+#[error("a burst slot died: {0}")]
+pub struct BurstError(#[source] tokio::task::JoinError);
+
+/// Sends `total` requests over `requests.len()` slots (N in flight), each slot taking the next
+/// request as soon as its last one ends. Records share one clock, started here; they come back
+/// slot by slot. Once `cancel` fires no slot takes another request, so fewer come back (the
+/// caller checks it). An error when a slot's task died (a fault, never a short burst reported
+/// as whole). Also the long-answer task's batch (`llmib-eval`): N copies of one request, N
+/// slots, N in all.
+pub async fn send_burst(
+    engine: &Arc<Engine>,
+    requests: &[RequestSpec],
+    total: u32,
+    cancel: &CancellationToken,
+) -> Result<Vec<Measured>, BurstError> {
+    let origin = Instant::now();
+    let next = Arc::new(AtomicU32::new(0));
+    let mut slots = Vec::with_capacity(requests.len());
+    for (i, spec) in requests.iter().enumerate() {
+        let (engine, spec, next, cancel) =
+            (engine.clone(), spec.clone(), next.clone(), cancel.clone());
+        slots.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total && !cancel.is_cancelled() {
+                out.push(measure(engine.client(), &spec, i as u32, origin, &cancel, None).await);
+            }
+            out
+        }));
+    }
+    let mut all = Vec::with_capacity(total as usize);
+    for s in slots {
+        all.extend(s.await.map_err(BurstError)?);
+    }
+    Ok(all)
+}

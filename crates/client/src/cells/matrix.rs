@@ -1,0 +1,240 @@
+//! The matrix's cells in plan order (prefill scout, then decode cells with N ascending, per
+//! context), each row saved as soon as it is known; a failed cell asks whether the server is
+//! gone. The cells themselves are `crate::cells::driver`'s (prefill, burst) and
+//! `crate::cells::decode_cell`'s. On a shard every measured cell takes its slot of the timetable, in
+//! plan order, so all shards agree on each cell's instants.
+
+use crate::cells::driver::{
+    ContextPrompts, DriverError, MatrixEnd, MatrixRun, RunState, burst_cell, not_run_reason,
+    prefill_cell, save, stop_reason,
+};
+use crate::cells::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns};
+use crate::cells::skip::SKIPPED;
+use crate::progress::events::ProgressEvent;
+use crate::prompts::prompt::PromptBuilder;
+use llmib_core::{
+    CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
+    interrupted_result, now_rfc3339, over_capacity_result,
+};
+use tokio::time::Instant;
+
+/// Runs the matrix's planned cells in order (`crate::cells::run` runs the open-load sections after
+/// them); returns how the matrix ended.
+pub(crate) async fn run_cells(
+    m: &MatrixRun<'_>,
+    st: &mut RunState,
+    started: Instant,
+) -> Result<MatrixEnd, DriverError> {
+    let mut end = MatrixEnd::Completed;
+    let total = m.plan.cells.len();
+    let mut recent: Vec<CellResult> = Vec::new();
+
+    for (index, cell) in m.plan.cells.iter().enumerate() {
+        if m.done.contains(&cell.key) {
+            continue;
+        }
+        // Over capacity is a prediction, true whether or not the run goes on (unless the user
+        // asked to measure such cells anyway).
+        if !m.plan.measures(cell) {
+            let s = &m.plan.settings;
+            let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
+            let k = cell.key;
+            let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
+            m.progress.event(ProgressEvent::Skipped {
+                cell: cell.clone(),
+                reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),
+            });
+            save(m, over_capacity_result(cell, s.max_output, kv))?;
+            continue;
+        }
+        if end == MatrixEnd::Completed {
+            end = stop_reason(m, started);
+        }
+        if end != MatrixEnd::Completed {
+            save(
+                m,
+                bare_result(cell, CellStatus::NotRun, Some(not_run_reason(&end))),
+            )?;
+            continue;
+        }
+        m.progress.event(ProgressEvent::CellStarted {
+            index,
+            total,
+            cell: cell.clone(),
+        });
+        let mut row = measure_cell(m, st, cell).await;
+        if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
+            end = MatrixEnd::Interrupted;
+            row.status_reason = Some(not_run_reason(&end));
+        }
+        let failed = row.status == CellStatus::Failed;
+        recent.push(row.clone());
+        if recent.len() > 4 {
+            recent.remove(0);
+        }
+        save(m, row)?;
+        if failed && let Some(gone) = server_gone(m, &recent).await {
+            end = gone;
+        }
+    }
+    Ok(end)
+}
+
+/// One cell measured, its row stamped with its times and hardware; Not run, "skipped", when
+/// the dashboard's `s` stopped it.
+async fn measure_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
+    let t0 = now_rfc3339();
+    if let Some(hw) = m.hardware {
+        hw.begin_cell();
+    }
+    let cm = m.for_cell();
+    let mut row = run_cell(&cm, st, cell).await;
+    m.skip.disarm();
+    if cm.cancel.is_cancelled() && !m.cancel.is_cancelled() {
+        // Whatever the cell got to, its row measures nothing.
+        m.progress.event(ProgressEvent::Note(format!(
+            "{} {} × {} skipped",
+            cell.key.phase.label(),
+            cell.label,
+            cell.key.concurrency
+        )));
+        row = bare_result(cell, CellStatus::NotRun, Some(SKIPPED.to_string()));
+    }
+    if cell.over_capacity {
+        mark_capacity_limited(m, cell, &mut row);
+    }
+    row.started_at = Some(t0);
+    row.finished_at = Some(now_rfc3339());
+    if let Some(hw) = m.hardware {
+        row.hardware = hw.end_cell();
+    }
+    row
+}
+
+/// A cell predicted Over capacity and measured anyway (`--show-capacity-limited-values`): the
+/// row says so, with the prediction, so no figure of it is read as a fitting cell's.
+fn mark_capacity_limited(m: &MatrixRun<'_>, cell: &PlannedCell, row: &mut CellResult) {
+    let k = cell.key;
+    let s = &m.plan.settings;
+    let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
+    let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
+    let mark = format!(
+        "predicted over KV capacity (needs {needs} tokens, has {kv}), measured anyway (--show-capacity-limited-values)"
+    );
+    row.capacity_limited = true;
+    row.status_reason = Some(match row.status_reason.take() {
+        Some(r) => format!("{mark}; {r}"),
+        None => mark,
+    });
+}
+
+/// After a failed cell: whether the server is gone, so the run ends (every later cell would
+/// fail the same way) — it no longer answers at all, or it accepts requests and never answers
+/// them (`llmib_core::first_token_stall`: two cells in a row without a first token).
+async fn server_gone(m: &MatrixRun<'_>, recent: &[CellResult]) -> Option<MatrixEnd> {
+    if !m.engine.alive().await {
+        return Some(MatrixEnd::ServerGone(format!(
+            "the server at {} stopped answering",
+            m.engine.base_url()
+        )));
+    }
+    llmib_core::first_token_stall(recent).then(|| {
+        MatrixEnd::ServerGone(format!(
+            "the server at {} accepts requests but sent no first token in two cells in a row (raise --first-token-timeout if its prefill is that slow)",
+            m.engine.base_url()
+        ))
+    })
+}
+
+/// Measures one cell: its context's prompt state, then the cell (`crate::cells::warm` ran the
+/// run's one-off warm-ups before the first).
+async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
+    let key = cell.key;
+    if st
+        .ctx
+        .as_ref()
+        .is_none_or(|c| c.context != key.context_tokens)
+    {
+        st.ctx = Some(ContextPrompts::new(key.context_tokens));
+    }
+    let Some(cp) = st.ctx.as_mut() else {
+        return failed_result(cell, "internal", "no prompt state for this context".into());
+    };
+    let slot = match &m.shard {
+        Some(shard) => {
+            let kind = slot_kind(m, key.phase);
+            let Some(slot) = shard.next_slot(kind, m.progress, &m.cancel).await else {
+                return interrupted_result(cell);
+            };
+            Some(slot)
+        }
+        None => None,
+    };
+    match key.phase {
+        Phase::Prefill => match (&m.shard, slot) {
+            (Some(shard), Some(slot)) => {
+                shard_prefill(m, &mut st.builder, cp, cell, shard, slot).await
+            }
+            _ => prefill_cell(m, &mut st.builder, cp, cell).await,
+        },
+        Phase::Decode => {
+            let warm = &mut st.warm_ttft_ms;
+            let mut row =
+                crate::cells::decode_cell::decode_cell(m, &mut st.builder, cp, cell, warm, slot)
+                    .await;
+            // A shard's row always says which shard and slot it is (a failure before the
+            // window, or no streams here, too).
+            if let (Some(shard), Some(slot), None) = (&m.shard, slot, &row.shard) {
+                // Nothing ran here: no origin was taken, none is late.
+                row.shard = Some(shard.cell(&slot, slot.origin_unix_ns, 0));
+            }
+            row
+        }
+        Phase::Burst => burst_cell(m, &mut st.builder, cp, cell).await,
+        // The open-loop section runs after the matrix (`crate::load_driver`), never as a
+        // planned cell.
+        Phase::Rate | Phase::Capacity => failed_result(
+            cell,
+            "internal",
+            "an open-loop cell in the matrix's plan".into(),
+        ),
+    }
+}
+
+/// The timetable's slot of a matrix cell: a prefill is measured inside the preparation; a
+/// decode cell ramps for at most the readiness limit, then runs its window.
+fn slot_kind(m: &MatrixRun<'_>, phase: Phase) -> SlotKind {
+    let s = &m.plan.settings;
+    match phase {
+        Phase::Decode => SlotKind::Decode {
+            ramp_s: s.readiness_timeout_s,
+            window_s: s.duration_s,
+        },
+        _ => SlotKind::Prefill,
+    }
+}
+
+/// A prefill cell on a shard: shard 0 measures it (one cold prefill at a time is what the
+/// cell measures; two machines would measure each other's queue), the others say so.
+async fn shard_prefill(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    cp: &mut ContextPrompts,
+    cell: &PlannedCell,
+    shard: &ShardRun,
+    slot: Slot,
+) -> CellResult {
+    let at = Slot {
+        origin_unix_ns: slot.start_unix_ns,
+        ..slot
+    };
+    let started = unix_now_ns();
+    let (mut row, requests) = if shard.spec.index == 0 {
+        (prefill_cell(m, builder, cp, cell).await, 1)
+    } else {
+        let why = Some(PREFILL_ON_SHARD_0.to_string());
+        (bare_result(cell, CellStatus::NotRun, why), 0)
+    };
+    row.shard = Some(shard.cell(&at, started, requests));
+    row
+}

@@ -1,0 +1,138 @@
+//! A decode window's start and ramp: the wait for an idle server (or, on a shard, for the
+//! slot's origin), the ramp watched until the readiness judge (`llmib_core::readiness`) opens
+//! the window, and a timetabled window's fixed opening instant. Apart from `crate::cells::window` so
+//! that the window keeps to what it measures once open; the rule the judge applies is the
+//! window's settings, made there (`ReadinessRule`), and the ramp only feeds it observations.
+
+use crate::progress::live::LiveWindow;
+use crate::server::engine::Engine;
+use llmib_core::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How often the ramp is observed (gauges and first-token flags).
+const RAMP_POLL: Duration = Duration::from_millis(20);
+
+/// A window whose instants are fixed in advance (a shard's slot): its streams start at
+/// `origin` and it opens at `open`, whatever the readiness judge says (its verdict is kept).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowAt {
+    /// When the streams start.
+    pub origin: Instant,
+    /// When the window opens.
+    pub open: Instant,
+}
+
+/// Waits until the gauges show no running and no waiting request, at most `limit`. Returns the
+/// seconds waited, or `None` when the engine has no gauges (nothing to wait for).
+async fn wait_idle(engine: &Engine, limit: Duration, cancel: &CancellationToken) -> Option<f64> {
+    if engine.info().capabilities.queue_gauge != Some(true) {
+        return None;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < limit && !cancel.is_cancelled() {
+        match engine.gauges().await {
+            Ok(g) if g.running.unwrap_or(0.0) <= 0.0 && g.waiting.unwrap_or(0.0) <= 0.0 => break,
+            Err(_) => break,
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    Some(t0.elapsed().as_secs_f64())
+}
+
+/// What the ramp showed: the decision, and when each condition first held.
+pub(crate) struct Ramp {
+    /// `None`: interrupted before the window opened.
+    pub by: Option<ReadinessBy>,
+    /// When the gauges alone first showed N running and none waiting (ns from the origin).
+    pub gauges_ready_ns: Option<u64>,
+    /// When every stream first had a token (ns from the origin).
+    pub all_tokens_ns: Option<u64>,
+}
+
+/// Observes the ramp every [`RAMP_POLL`] and feeds the readiness judge, under `rule`, until it
+/// opens the window (or the run is cancelled; a timetabled window, `at`, opens at its instant
+/// at the latest). `drain` runs before each observation: the window reports its streams'
+/// failed requests by it, so the log shows an error before the readiness it caused.
+pub(crate) async fn await_readiness(
+    engine: &Engine,
+    rule: ReadinessRule,
+    at: Option<WindowAt>,
+    live: &LiveWindow,
+    origin: Instant,
+    cancel: &CancellationToken,
+    drain: &mut dyn FnMut(),
+) -> Ramp {
+    let use_gauges = engine.info().capabilities.queue_gauge == Some(true);
+    let mut judge = ReadinessJudge::new(rule, use_gauges);
+    let by = loop {
+        drain();
+        if cancel.is_cancelled() {
+            break None;
+        }
+        let gauges = if use_gauges {
+            // A failed gauge read is no observation of the queue: the judge waits for the next
+            // (or for its limit), never opens on it.
+            engine.gauges().await.ok().and_then(|g| {
+                live.set_gauges(g, std::time::Instant::now());
+                g.running.zip(g.waiting)
+            })
+        } else {
+            None
+        };
+        let (ended, errored) = live.ended();
+        let o = RampObservation {
+            t_ns: Instant::now().saturating_duration_since(origin).as_nanos() as u64,
+            streams_with_token: live.streams_with_token(),
+            errored_requests: errored,
+            gauges,
+            finished_requests: ended.saturating_sub(errored),
+        };
+        if let Some(opened) = judge.observe(o) {
+            live.open(opened.by, std::time::Instant::now());
+            break Some(opened.by);
+        }
+        if at.is_some_and(|a| Instant::now() >= a.open) {
+            live.open(ReadinessBy::Timeout, std::time::Instant::now());
+            break Some(ReadinessBy::Timeout);
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = tokio::time::sleep(RAMP_POLL) => {}
+        }
+    };
+    Ramp {
+        by,
+        gauges_ready_ns: judge.gauges_ready_at_ns(),
+        all_tokens_ns: judge.all_tokens_at_ns(),
+    }
+}
+
+/// Waits until the window's streams may start: for an idle server (how long that took, s),
+/// or, timetabled, for its origin (every shard's previous slot ended together).
+pub(crate) async fn wait_for_start(
+    engine: &Engine,
+    at: Option<WindowAt>,
+    cancel: &CancellationToken,
+) -> Option<f64> {
+    let Some(at) = at else {
+        return wait_idle(engine, Duration::from_secs(10), cancel).await;
+    };
+    // Cancelled: the ramp that follows sees it and stops.
+    crate::cells::shard::sleep_until_precise(at.origin, cancel).await;
+    None
+}
+
+/// A timetabled window: waits for its instant when the judge opened it earlier; whether the
+/// judge had said ready (`None` for a window that opens when the judge says).
+pub(crate) async fn open_at_instant(
+    at: Option<WindowAt>,
+    by: Option<ReadinessBy>,
+    cancel: &CancellationToken,
+) -> Option<bool> {
+    let at = at?;
+    // Cancelled: the window's span sees it and ends the cell as interrupted.
+    crate::cells::shard::sleep_until_precise(at.open, cancel).await;
+    Some(by.is_some_and(ReadinessBy::is_ready))
+}

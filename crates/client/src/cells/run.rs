@@ -1,0 +1,39 @@
+//! One run: the matrix's planned cells in order (`crate::cells::driver`), then each context's
+//! open-load section (`crate::cells::load_section`), which comes after the whole matrix so that a
+//! context's capacity row can use its decode cells.
+
+use crate::cells::driver::{self, DriverError, MatrixEnd, MatrixRun, RunState};
+use crate::cells::load_section;
+use crate::cells::warm;
+use tokio::time::Instant;
+
+/// Runs the matrix, then the open-load sections; saves every row as soon as it is known.
+pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
+    let started = Instant::now();
+    let mut st = driver::new_state(&m);
+    if let Some(context) = driver::first_measured_context(&m) {
+        warm::warm_up_once(&m, &mut st, context).await;
+    }
+    let mut end = crate::cells::matrix::run_cells(&m, &mut st, started).await?;
+    open_load(&m, &mut st, &mut end, started).await?;
+    Ok(end)
+}
+
+/// The open-load sections after the matrix (`crate::cells::load_section`). A run of open load alone
+/// gets the hidden warm-up first: the server's one-off costs belong to no rate cell either.
+async fn open_load(
+    m: &MatrixRun<'_>,
+    st: &mut RunState,
+    end: &mut MatrixEnd,
+    started: Instant,
+) -> Result<(), DriverError> {
+    let first_load_context = m.plan.contexts.iter().find(|c| c.decode);
+    if let (Some(_), Some(c)) = (&m.plan.settings.load, first_load_context)
+        && !st.hidden_warmup_done
+        && *end == MatrixEnd::Completed
+    {
+        warm::warm_up_once(m, st, c.tokens).await;
+    }
+    let stop = || driver::stop_reason(m, started);
+    load_section::run_load_sections(m, &mut st.builder, end, stop).await
+}

@@ -1,0 +1,158 @@
+//! A shard's side of a run spread over several client machines (`run --shard I/N`): its
+//! place in the shared timetable (`llmib_core::Timetable`), waits on the wall clock until a
+//! slot's instants, the row's record of the slot ([`llmib_core::ShardCell`]), and the host's
+//! clock discipline. Which requests and streams are this shard's is `llmib_core::ShardSpec`'s.
+//!
+//! Why the wall clock: shards on different machines share no monotonic clock; the timetable's
+//! instants are wall-clock ones, converted once per slot to this process's monotonic clock
+//! (every offset inside a cell is then monotonic, as on one machine). A skew between the
+//! machines' wall clocks shifts a shard's whole cell by the skew; the row records its origin
+//! by its own clock, and the host's own error bound, so the merged run can say so.
+
+use crate::progress::events::{Progress, ProgressEvent};
+use llmib_core::{
+    ClockSync, Plan, ShardCell, ShardSpec, Slot, SlotKind, Timetable, parse_chrony_tracking,
+};
+use std::sync::Mutex;
+use std::time::{Duration, UNIX_EPOCH};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// This process's shard and the slots it has handed out.
+#[derive(Debug)]
+pub struct ShardRun {
+    /// The shard.
+    pub spec: ShardSpec,
+    table: Mutex<Timetable>,
+    /// The host's clock discipline, read once when the run starts.
+    pub clock: Option<ClockSync>,
+}
+
+pub use llmib_core::unix_now_ns;
+
+/// The monotonic instant at which the wall clock reads `unix_ns` (now, when that has passed).
+pub fn instant_at(unix_ns: u64) -> Instant {
+    let (now, wall) = (Instant::now(), unix_now_ns());
+    now + Duration::from_nanos(unix_ns.saturating_sub(wall))
+}
+
+/// Whether this shard, ready now, is too late for `slot` (`llmib_core::slot_lateness`).
+pub fn late_for(slot: &Slot, decode: bool) -> Option<String> {
+    llmib_core::slot_lateness(unix_now_ns(), slot, decode)
+}
+
+/// A shard's row of a cell another shard measures, or one it has no part in.
+pub const NO_STREAMS: &str = "no streams on this shard (stream i runs on shard i mod N)";
+
+/// A prefill cell on a shard other than 0.
+pub const PREFILL_ON_SHARD_0: &str = "measured by shard 0";
+
+/// What a shard says before it waits for a slot (`None`: it starts within a second).
+fn waiting_note(shard: &ShardRun, slot: &Slot) -> Option<String> {
+    let wait_ns = slot.start_unix_ns.saturating_sub(unix_now_ns());
+    (wait_ns > 1_000_000_000).then(|| {
+        let at = UNIX_EPOCH + Duration::from_nanos(slot.start_unix_ns);
+        format!(
+            "shard {}: the next cell's slot starts at {} (in {:.0} s)",
+            shard.spec,
+            llmib_core::rfc3339(at),
+            wait_ns as f64 / 1e9
+        )
+    })
+}
+
+/// How long before a timetable instant the runtime's timer hands over to a spin: the timer
+/// wakes a millisecond or more late, and every shard's window should open on the instant.
+const SPIN_LEAD: Duration = Duration::from_millis(2);
+
+/// Sleeps until `t` on the timer, then yields in a loop for the last [`SPIN_LEAD`], so the
+/// caller resumes within microseconds of `t` rather than at the timer's next tick; `false`
+/// when `cancel` fired first.
+pub async fn sleep_until_precise(t: Instant, cancel: &CancellationToken) -> bool {
+    let spin = async {
+        tokio::time::sleep_until(t - SPIN_LEAD.min(t.saturating_duration_since(Instant::now())))
+            .await;
+        while Instant::now() < t {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        _ = spin => true,
+    }
+}
+
+/// The global indices of `n` (an N-stream cell's streams, or a schedule's requests) this
+/// process runs: all of them, or a shard's share (`llmib_core::ShardSpec::streams`).
+pub fn mine(shard: Option<&ShardRun>, n: u32) -> Vec<u32> {
+    match shard {
+        Some(s) => s.spec.streams(n),
+        None => (0..n).collect(),
+    }
+}
+
+impl ShardRun {
+    /// The shard of `plan`, where it is one (`--shard` and its timetable).
+    pub fn of(plan: &Plan) -> Option<ShardRun> {
+        let spec = plan.settings.shard?;
+        let table = Timetable::new(plan.settings.timetable.as_ref()?);
+        Some(ShardRun {
+            spec,
+            table: Mutex::new(table),
+            clock: read_clock_sync(),
+        })
+    }
+
+    /// The next slot of the timetable, once its preparation starts (a note first, where that
+    /// is more than a second away). Every shard asks in the plan's order, so they agree.
+    /// `None`: `cancel` fired while waiting.
+    pub async fn next_slot(
+        &self,
+        kind: SlotKind,
+        progress: &dyn Progress,
+        cancel: &CancellationToken,
+    ) -> Option<Slot> {
+        let slot = match self.table.lock() {
+            Ok(mut t) => t.slot(kind),
+            Err(poisoned) => poisoned.into_inner().slot(kind),
+        };
+        if let Some(note) = waiting_note(self, &slot) {
+            progress.event(ProgressEvent::Note(note));
+        }
+        sleep_until_precise(instant_at(slot.start_unix_ns), cancel)
+            .await
+            .then_some(slot)
+    }
+
+    /// The row's record of this shard's part of a cell whose origin was taken at
+    /// `origin_unix_ns` by this host's clock.
+    pub fn cell(&self, slot: &Slot, origin_unix_ns: u64, requests: u64) -> Box<ShardCell> {
+        Box::new(ShardCell {
+            index: self.spec.index,
+            count: self.spec.count,
+            origin_due_unix_ns: slot.origin_unix_ns,
+            origin_unix_ns,
+            open_ns: None,
+            close_ns: None,
+            ready_at_open: None,
+            requests,
+            server_generation_tokens: None,
+            clock: self.clock,
+        })
+    }
+}
+
+/// The host's clock discipline from chrony (`chronyc -c tracking`), where chrony runs.
+/// `None` otherwise: the run then says nothing of its clock's error (docs/distributed.md).
+fn read_clock_sync() -> Option<ClockSync> {
+    let out = std::process::Command::new("chronyc")
+        .args(["-c", "tracking"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_chrony_tracking(&String::from_utf8_lossy(&out.stdout))
+}

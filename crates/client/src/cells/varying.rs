@@ -1,0 +1,197 @@
+//! Open-loop cells whose requests vary (issue 20): where `--input-len`, `--output-len` or
+//! `--workload` give each request its own lengths, this module says where they come from
+//! ([`Varying`]), builds every request's prompt (exact by the server's tokenizer, a stream of
+//! its own so no two share a prefix, except the shared blocks of a Mooncake trace) and adds
+//! what was asked and sent to the row (`llmib_core::workload_figures`).
+//!
+//! How contexts combine with it: `--input-len` and `--workload` replace the per-context
+//! open-loop sections with one section, keyed at the mean prompt length of its requests and
+//! labelled by the spec or the file; `--output-len` alone keeps one section per context (the
+//! prompt is the context, the output is drawn).
+
+use crate::cells::driver::MatrixRun;
+use crate::prompts::block_prompt::{BlockPrompts, load_workload};
+use crate::prompts::prompt::PromptBuilder;
+use crate::wire::stream::{RequestSpec, StreamLimits};
+use llmib_core::{
+    CellRequest, LengthSource, LengthSpec, LoadSettings, PlannedContext, RequestRecord,
+    TimeScaleSpec, Workload, WorkloadFigures, WorkloadKind, predicted_cached_tokens,
+    workload_figures,
+};
+
+/// Where a section's request lengths come from.
+pub(crate) struct Varying {
+    /// A workload file, loaded.
+    pub workload: Option<Workload>,
+    /// `--input-len`.
+    pub input: Option<LengthSpec>,
+    /// `--output-len`.
+    pub output: Option<LengthSpec>,
+    /// Prompts that share a trace's blocks.
+    pub blocks: Option<BlockPrompts>,
+}
+
+impl Varying {
+    /// The varying lengths `load` asks for, the workload read (errors name the file and line).
+    /// `None` for fixed lengths.
+    pub(crate) async fn of(
+        m: &MatrixRun<'_>,
+        load: &LoadSettings,
+    ) -> Result<Option<Varying>, String> {
+        if load.input_len.is_none() && load.output_len.is_none() && load.workload.is_none() {
+            return Ok(None);
+        }
+        let workload = match &load.workload {
+            Some(spec) => Some(
+                load_workload(&m.engine, spec)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let shares = workload
+            .as_ref()
+            .is_some_and(|w| w.requests.iter().any(|r| !r.prefix_blocks.is_empty()));
+        Ok(Some(Varying {
+            workload,
+            input: load.input_len,
+            output: load.output_len,
+            blocks: shares
+                .then(|| BlockPrompts::new(m.engine.clone(), m.plan.settings.prompt_seed)),
+        }))
+    }
+
+    /// Whether one section labelled by the lengths replaces the per-context ones.
+    pub(crate) fn replaces_contexts(&self) -> bool {
+        self.input.is_some() || self.workload.is_some()
+    }
+
+    /// Whether the workload is a trace to replay (its own arrivals).
+    pub(crate) fn trace(&self) -> Option<&Workload> {
+        self.workload
+            .as_ref()
+            .filter(|w| w.source.kind != WorkloadKind::ShareGpt)
+    }
+
+    /// The one section's context: keyed at the mean prompt length, labelled by what it is.
+    pub(crate) fn context(&self, fallback: &PlannedContext) -> PlannedContext {
+        let (mean, label) = match (&self.workload, &self.input) {
+            (Some(w), _) => {
+                let n = w.requests.len().max(1) as f64;
+                let sum: f64 = w.requests.iter().map(|r| r.input_tokens as f64).sum();
+                let file = w.source.path.file_name().map_or_else(
+                    || w.source.path.display().to_string(),
+                    |f| f.to_string_lossy().into_owned(),
+                );
+                (sum / n, format!("{}:{file}", w.source.kind.name()))
+            }
+            (None, Some(i)) => (i.mean(), i.to_string()),
+            (None, None) => return fallback.clone(),
+        };
+        PlannedContext {
+            tokens: mean.round().max(1.0) as u64,
+            label,
+            decode: true,
+            spec: fallback.spec,
+        }
+    }
+
+    /// The source of a cell's lengths at a context of `context` tokens.
+    pub(crate) fn source(&self, context: u64, max_output: u32) -> LengthSource<'_> {
+        match &self.workload {
+            Some(w) if w.source.kind == WorkloadKind::ShareGpt => LengthSource::Sample(w),
+            Some(w) => LengthSource::Replay(w),
+            None => LengthSource::Specs {
+                input: self.input.unwrap_or(LengthSpec::Fixed(context)),
+                output: self
+                    .output
+                    .unwrap_or(LengthSpec::Fixed(u64::from(max_output))),
+            },
+        }
+    }
+
+    /// The longest prompt a cell can send (what its first-token limit must allow for).
+    pub(crate) fn max_input(&self, context: u64) -> u64 {
+        match (&self.workload, &self.input) {
+            (Some(w), _) => w.requests.iter().map(|r| r.input_tokens).max().unwrap_or(0),
+            (None, Some(i)) => i.max(),
+            (None, None) => context,
+        }
+    }
+
+    /// The row's account of what a cell asked and sent: `requests` are the cell's, `records`
+    /// the ones it sent (by stream index); `k` the time scale of a replay.
+    pub(crate) fn figures(
+        &self,
+        src: LengthSource<'_>,
+        requests: &[CellRequest],
+        records: &[RequestRecord],
+        k: Option<f64>,
+    ) -> Option<WorkloadFigures> {
+        let sent: Vec<&CellRequest> = records
+            .iter()
+            .filter_map(|r| requests.get(r.stream as usize))
+            .collect();
+        let mut f = workload_figures(src, &sent)?;
+        let cached: Vec<u64> = records
+            .iter()
+            .filter_map(|r| r.cached_tokens_reported)
+            .collect();
+        f.cached_tokens_reported = (!cached.is_empty()).then(|| cached.iter().sum());
+        if let Some(w) = self.trace() {
+            f.time_scale = k;
+            f.trace_rate = w.trace_rate();
+            if w.requests.iter().any(|r| !r.prefix_blocks.is_empty()) {
+                let p = predicted_cached_tokens(&w.requests, llmib_core::MOONCAKE_BLOCK_TOKENS);
+                f.predicted_cached_tokens = Some(p.cached_tokens);
+            }
+        }
+        Some(f)
+    }
+}
+
+/// The time scale of a trace replay when it is a number (`auto` is searched).
+pub(crate) fn fixed_scale(load: &LoadSettings) -> Option<f64> {
+    match load.time_scale {
+        None => Some(1.0),
+        Some(TimeScaleSpec::Factor(k)) => Some(k),
+        Some(TimeScaleSpec::Auto) => None,
+    }
+}
+
+/// Builds each request's prompt and its streamed request, request k with stream index
+/// `streams[k]` (one each, so prompts share no prefix but a trace's blocks). Returns the
+/// requests and each one's built prompt length.
+pub(crate) async fn build_requests(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    blocks: Option<&mut BlockPrompts>,
+    requests: &[CellRequest],
+    streams: &[u32],
+    lim: StreamLimits,
+) -> Result<(Vec<RequestSpec>, Vec<u64>), (&'static str, String)> {
+    let mut out = Vec::with_capacity(requests.len());
+    let mut built = Vec::with_capacity(requests.len());
+    let mut blocks = blocks;
+    for (r, &stream) in requests.iter().zip(streams) {
+        if m.cancel.is_cancelled() {
+            break;
+        }
+        let p = match blocks.as_deref_mut() {
+            Some(b) if !r.prefix_blocks.is_empty() => {
+                b.build(builder, r.input_tokens, &r.prefix_blocks, stream)
+                    .await
+            }
+            _ => builder.build(r.input_tokens, stream).await,
+        }
+        .map_err(|e| (e.kind(), e.to_string()))?;
+        built.push(p.tokens);
+        let max_tokens = u32::try_from(r.output_tokens).unwrap_or(u32::MAX);
+        let spec = m
+            .engine
+            .stream_request(&m.model, p.input, max_tokens, false, lim)
+            .map_err(|e| ("request_body", e.to_string()))?;
+        out.push(spec);
+    }
+    Ok((out, built))
+}

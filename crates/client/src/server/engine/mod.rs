@@ -1,0 +1,740 @@
+//! One interface to every inference engine: SGLang, vLLM, llama.cpp, TGI, TensorRT-LLM,
+//! Ollama, and any other OpenAI-compatible endpoint.
+//!
+//! [`Engine::probe`] checks the server, the key and the model, detects the engine by its own
+//! endpoints, and reads what it can tell (version, context length, KV capacity, launch command).
+//! The resulting [`Engine`] is what the driver talks to: it builds completion bodies in the
+//! engine's dialect, reads the queue gauges and token counters from `/metrics`, and tokenizes
+//! through the engine's own tokenizer. Dispatch is by [`EngineKind`] inside each method: the set
+//! of engines is closed, so an enum beats trait objects here.
+//!
+//! Each engine's specifics live in its module (`sglang.rs`, `vllm.rs`, …): which endpoints it
+//! has, how they are read, its request dialect and metric names. What an engine cannot tell is
+//! left `None` (unknown), never guessed.
+
+mod generic;
+mod llamacpp;
+mod ollama;
+mod probe;
+mod reader;
+mod sglang;
+mod tgi;
+mod trtllm;
+mod util;
+mod vllm;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use crate::server::local_tokenizer::LocalTokenizer;
+use llmib_core::{Api, Targeting};
+use llmib_core::{EngineInfo, EngineKind, ModelInfo};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use thiserror::Error;
+
+use crate::server::metrics::{Metrics, parse_trtllm_json};
+use crate::wire::http::{describe_request_error, describe_status, send_fresh};
+use crate::wire::stream::{Counting, RequestSpec, StreamLimits};
+
+pub use probe::{Probe, ProbeError, ProbeOptions};
+
+/// A prompt as sent in a completion request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptInput {
+    /// Text; the server tokenizes it (adding BOS/special tokens where the model does).
+    Text(String),
+    /// Token ids, used as given.
+    Ids(Vec<u32>),
+}
+
+/// Queue gauges and token counters read from the engine's metrics. `None`: the engine does not
+/// report it (or the read failed for that metric).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gauges {
+    /// Requests running (in the batch).
+    pub running: Option<f64>,
+    /// Requests waiting in the engine's queue.
+    pub waiting: Option<f64>,
+    /// Cumulative generated tokens.
+    pub generation_tokens_total: Option<f64>,
+    /// Cumulative prompt tokens.
+    pub prompt_tokens_total: Option<f64>,
+    /// Cumulative prompt tokens served from the prefix cache.
+    pub cached_prompt_tokens_total: Option<f64>,
+    /// KV cache in use, as a fraction of its capacity (SGLang `token_usage`, vLLM
+    /// `kv_cache_usage_perc`; the mean over ranks).
+    pub kv_usage: Option<f64>,
+    /// Speculative decoding: fraction of draft tokens accepted, as the engine reports it
+    /// (SGLang `spec_accept_rate`).
+    pub spec_accept_rate: Option<f64>,
+    /// Speculative decoding: mean tokens per step (SGLang `spec_accept_length`).
+    pub spec_accept_length: Option<f64>,
+    /// Speculative decoding counters (vLLM): drafts, draft tokens, accepted tokens. A live view
+    /// derives rate and length from their deltas.
+    pub spec_counters: Option<SpecCounters>,
+    /// Cumulative seconds the server spent on prefill (llama.cpp `prompt_seconds_total`, vLLM
+    /// `request_prefill_time_seconds_sum`): with `prompt_tokens_total`, the server's own
+    /// prefill rate over an interval.
+    pub prompt_seconds_total: Option<f64>,
+}
+
+/// vLLM's cumulative speculative-decoding counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpecCounters {
+    /// `spec_decode_num_drafts_total`.
+    pub drafts: f64,
+    /// `spec_decode_num_draft_tokens_total`.
+    pub draft_tokens: f64,
+    /// `spec_decode_num_accepted_tokens_total`.
+    pub accepted_tokens: f64,
+}
+
+impl SpecCounters {
+    /// Acceptance rate and mean tokens per step between two readings (`None` when no draft
+    /// was made in between): rate = accepted / draft tokens, length = 1 + accepted / drafts
+    /// (each step emits the accepted tokens plus the one the target model samples).
+    pub fn since(&self, before: &SpecCounters) -> Option<(f64, f64)> {
+        let drafts = self.drafts - before.drafts;
+        let draft_tokens = self.draft_tokens - before.draft_tokens;
+        let accepted = self.accepted_tokens - before.accepted_tokens;
+        (drafts > 0.0 && draft_tokens > 0.0 && accepted >= 0.0)
+            .then(|| (accepted / draft_tokens, 1.0 + accepted / drafts))
+    }
+}
+
+/// An engine request that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EngineError {
+    /// The request did not get an HTTP answer.
+    #[error("{0}")]
+    Transport(String),
+    /// The server answered with an error status.
+    #[error("{0}")]
+    Status(String),
+    /// The answer was not in the expected shape.
+    #[error("unexpected answer from {url}: {detail}")]
+    Parse {
+        /// The endpoint.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The engine has no such endpoint.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A request body could not be built (never sent as an empty request).
+    #[error("{0}")]
+    Body(String),
+}
+
+/// What one chat request with a sample message tells about the chat template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatCalibration {
+    /// `usage.prompt_tokens` of the whole request, as the server counted it.
+    pub total: u64,
+    /// The tokens the template added around the message: `total` minus the message's own.
+    pub template: u64,
+}
+
+/// How an engine wants completion requests and how it exposes metrics and tokenization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dialect {
+    /// Send `ignore_eos: true`.
+    pub ignore_eos: bool,
+    /// Send `min_tokens = max_tokens` (only where `ignore_eos` is not honoured).
+    pub min_tokens: bool,
+    /// Send `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Send `stream_options.continuous_usage_stats`.
+    pub continuous_usage: bool,
+    /// Where `/metrics` is and in which format.
+    pub metrics: MetricsKind,
+    /// The tokenizer endpoints' shape.
+    pub tokenizer: TokenizerKind,
+}
+
+/// The metrics format of an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsKind {
+    /// Prometheus text at `/metrics`.
+    Prometheus,
+    /// TensorRT-LLM's JSON iteration stats at `/metrics` (drained by each read).
+    TrtLlmJson,
+    /// No metrics.
+    None,
+}
+
+/// The tokenizer endpoints of an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenizerKind {
+    /// vLLM/SGLang: `POST /tokenize {"model","prompt","add_special_tokens"}` → `{"tokens"}`;
+    /// `POST /detokenize {"model","tokens"}` → `{"prompt"}` (vLLM) or `{"text"}` (SGLang).
+    OpenAiStyle,
+    /// llama.cpp: `POST /tokenize {"content","add_special"}` → `{"tokens"}`;
+    /// `POST /detokenize {"tokens"}` → `{"content"}`.
+    LlamaCpp,
+    /// TGI: `POST /tokenize {"inputs","add_special_tokens"}` → `[{"id",…}]`; no detokenize.
+    Tgi,
+    /// No tokenizer endpoint.
+    None,
+}
+
+impl Dialect {
+    fn of(kind: EngineKind) -> Dialect {
+        match kind {
+            EngineKind::Sglang => sglang::DIALECT,
+            EngineKind::Vllm => vllm::DIALECT,
+            EngineKind::LlamaCpp => llamacpp::DIALECT,
+            EngineKind::Tgi => tgi::DIALECT,
+            EngineKind::TrtLlm => trtllm::DIALECT,
+            EngineKind::Ollama => ollama::DIALECT,
+            EngineKind::Generic => generic::DIALECT,
+        }
+    }
+}
+
+/// A probed engine: everything the driver needs to talk to it. Its `Debug` leaves out the API
+/// key (and the raw reader's request head, which carries it).
+#[derive(Clone)]
+pub struct Engine {
+    kind: EngineKind,
+    base_url: String,
+    client: reqwest::Client,
+    info: EngineInfo,
+    model: ModelInfo,
+    launch_command: Option<String>,
+    dialect: Dialect,
+    /// Timeout of the small side requests (gauges, tokenize).
+    side_timeout: Duration,
+    /// The API key the client sends, kept only to redact it from anything written.
+    api_key: Option<String>,
+    /// The endpoint generation requests go to.
+    api: Api,
+    /// How prompts are made C tokens long.
+    targeting: Targeting,
+    /// Let requests end at EOS (no `ignore_eos` / `min_tokens`).
+    respect_eos: bool,
+    /// Sampling and extra keys every generation request carries.
+    request: llmib_core::RequestControls,
+    /// A tokenizer file for counting when the server has no tokenize endpoint.
+    local_tokenizer: Option<Arc<LocalTokenizer>>,
+    /// The raw reader's target when the measured streams read with it (`--http-reader raw`).
+    raw: Option<Arc<crate::wire::rawhttp::RawTarget>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model.served_model)
+            .field("api", &self.api)
+            .field("targeting", &self.targeting)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("raw", &self.raw)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Limit of a non-streamed generation ([`Engine::generate_json`]): as the default
+/// first-token limit of streamed requests.
+const GENERATION_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Timeout of one gauges read: sampled ~4×/s, a slow read is dropped rather than queued.
+const GAUGES_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Engine {
+    /// Probes the server (see [`ProbeOptions`]): fails fast with a one-line [`ProbeError`] when
+    /// the server does not answer, the key is refused or the model is not served.
+    pub async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
+        probe::probe(opts).await
+    }
+
+    /// The engine kind (detected or forced).
+    pub fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    /// The server root (`http://host:port`, without `/v1` or a trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The shared HTTP client (API key and pool configured).
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// The Engine card.
+    pub fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    /// The literal secrets of this connection (the API key, the URL's password), to remove
+    /// from anything the tool writes that came from the server
+    /// (`llmib_core::redact_text`).
+    pub fn secrets(&self) -> Vec<&str> {
+        self.api_key
+            .as_deref()
+            .into_iter()
+            .chain(llmib_core::url_password(&self.base_url))
+            .collect()
+    }
+
+    /// The served model.
+    pub fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    /// The launch command rebuilt from what the engine exposes (SGLang `server_args`, vLLM's
+    /// dev-mode `/server_info`), secrets redacted; `None` when the engine does not expose it.
+    pub fn launch_command(&self) -> Option<&str> {
+        self.launch_command.as_deref()
+    }
+
+    /// `POST` target of completion requests.
+    pub fn completions_url(&self) -> String {
+        format!("{}/v1/completions", self.base_url)
+    }
+
+    /// The local tokenizer file, if one was given.
+    pub fn local_tokenizer(&self) -> Option<&LocalTokenizer> {
+        self.local_tokenizer.as_deref()
+    }
+
+    /// The endpoint generation requests go to (asked for, or chosen by the probe).
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    /// How prompts are made C tokens long (asked for, or chosen by the probe).
+    pub fn targeting(&self) -> Targeting {
+        self.targeting
+    }
+
+    /// Whether requests may end at the model's EOS.
+    pub fn respects_eos(&self) -> bool {
+        self.respect_eos
+    }
+
+    /// `POST` target of generation requests: completions or chat completions.
+    pub fn generate_url(&self) -> String {
+        match self.api {
+            Api::Completions => self.completions_url(),
+            Api::Chat => format!("{}/v1/chat/completions", self.base_url),
+        }
+    }
+
+    /// Whether a prompt may be sent as token ids: the engine takes them and the requests go
+    /// to completions (a chat message is text).
+    pub fn takes_token_ids(&self) -> bool {
+        self.api == Api::Completions && self.info.capabilities.token_id_prompts == Some(true)
+    }
+
+    /// Sends a non-streamed generation `body` (from [`Engine::completion_body`]) to the
+    /// generation endpoint and returns the answer: the probes of estimated prompt lengths and
+    /// the answers of accuracy profiles. Its limit is the first-token default, since a long
+    /// prefill on a hosted API takes minutes.
+    pub async fn generate_json(&self, body: &Value) -> Result<Value, EngineError> {
+        self.post_json_within(&self.generate_url(), body, GENERATION_TIMEOUT)
+            .await
+    }
+
+    /// The server's own count of `text` as a prompt (or as one chat message, template
+    /// included): `usage.prompt_tokens` of a non-streamed request with `max_tokens = 1`. For
+    /// endpoints without a tokenizer.
+    pub async fn prompt_tokens_of(&self, text: &str) -> Result<u64, EngineError> {
+        let body = self.completion_body(
+            &self.model.served_model,
+            PromptInput::Text(text.to_owned()),
+            1,
+            false,
+        );
+        let v = self.generate_json(&body).await?;
+        usage_prompt_tokens(&v, &self.generate_url())
+    }
+
+    /// Tokens the chat template adds around one user message (role markers, BOS, the
+    /// generation prompt): a chat request with `content` and `max_tokens = 1`, its
+    /// `usage.prompt_tokens` minus the message's own tokens. The prompt builder subtracts it
+    /// so that a chat prompt is C tokens by the server's own count; it passes a sample that
+    /// begins as its prompts do, since the template's last token and the message's first may
+    /// merge (llama.cpp's ChatML: `\n[` is one token where `\nReply` is two).
+    pub async fn chat_template_tokens(
+        &self,
+        content: &str,
+    ) -> Result<ChatCalibration, EngineError> {
+        let url = format!("{}/v1/chat/completions", self.base_url);
+        let body = json!({
+            "model": self.model.served_model,
+            "messages": [{"role": "user", "content": content}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let v = self.post_json(&url, &body).await?;
+        let total = usage_prompt_tokens(&v, &url)?;
+        let own = self.tokenize(content, false).await?.len() as u64;
+        let template = total.checked_sub(own).ok_or_else(|| EngineError::Parse {
+            url,
+            detail: format!(
+                "usage.prompt_tokens ({total}) is below the message's own {own} tokens"
+            ),
+        })?;
+        Ok(ChatCalibration { total, template })
+    }
+
+    /// The length of the whole chat prompt of one user message `content`, template included,
+    /// counted by the server's own template and tokenizer without running the model (so no
+    /// prefix cache is warmed): llama.cpp renders it with `/apply-template` and counts the text
+    /// with `/tokenize` (special tokens added and parsed, as its chat endpoint does); vLLM
+    /// counts `messages` in `/tokenize` directly. `Ok(None)` where the engine cannot: SGLang's
+    /// and TGI's tokenize endpoints take text only, and an older llama.cpp has no
+    /// `/apply-template` (an error status). A transport error is returned, not hidden.
+    ///
+    /// Counting the rendered prompt is what makes chat lengths exact: the template's last
+    /// token and the message's first (or the message's last and the template's closing tag)
+    /// may merge differently for each message, so a template overhead measured once on a
+    /// sample can be one token off for some prompts.
+    pub async fn chat_prompt_tokens(&self, content: &str) -> Result<Option<u64>, EngineError> {
+        let messages = json!([{"role": "user", "content": content}]);
+        let counted = match self.dialect.tokenizer {
+            TokenizerKind::LlamaCpp => {
+                let url = format!("{}/apply-template", self.base_url);
+                let Some(v) = self
+                    .post_json_if_served(&url, &json!({ "messages": messages }))
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                let Some(prompt) = v.get("prompt").and_then(Value::as_str) else {
+                    return Ok(None);
+                };
+                let url = format!("{}/tokenize", self.base_url);
+                let body = json!({"content": prompt, "add_special": true, "parse_special": true});
+                let v = self.post_json(&url, &body).await?;
+                parse_tokens(&v).map(|t| t.len() as u64)
+            }
+            TokenizerKind::OpenAiStyle if self.kind == EngineKind::Vllm => {
+                let url = format!("{}/tokenize", self.base_url);
+                let body = json!({
+                    "model": self.model.served_model,
+                    "messages": messages,
+                    "add_generation_prompt": true,
+                });
+                let Some(v) = self.post_json_if_served(&url, &body).await? else {
+                    return Ok(None);
+                };
+                parse_tokens(&v).map(|t| t.len() as u64)
+            }
+            _ => return Ok(None),
+        };
+        counted.map(Some).ok_or_else(|| EngineError::Parse {
+            url: format!("{}/tokenize", self.base_url),
+            detail: "no token list in the answer to a chat prompt".into(),
+        })
+    }
+
+    /// Whether the engine has a tokenize endpoint.
+    pub fn has_tokenizer(&self) -> bool {
+        self.dialect.tokenizer != TokenizerKind::None
+    }
+
+    /// Whether the engine has a detokenize endpoint (TGI has only tokenize).
+    pub fn has_detokenizer(&self) -> bool {
+        matches!(
+            self.dialect.tokenizer,
+            TokenizerKind::OpenAiStyle | TokenizerKind::LlamaCpp
+        )
+    }
+
+    /// Whether a text prompt gets the model's special tokens (BOS) added by the server. Then
+    /// `tokenize(text, true)` is what the prompt costs. This matters for llama.cpp, whose
+    /// `/tokenize` adds no BOS by default while its completion endpoint does.
+    pub fn prompt_adds_bos(&self) -> bool {
+        // A chat message is wrapped by the template, whose tokens (BOS included) are measured
+        // apart (`chat_template_tokens`).
+        self.has_tokenizer() && self.api == Api::Completions
+    }
+
+    /// Builds a completion request body in the engine's dialect: `ignore_eos: true` where
+    /// honoured (else `min_tokens = max_tokens` where that is), and for streams
+    /// `stream_options.include_usage` plus `continuous_usage_stats` where supported.
+    pub fn completion_body(
+        &self,
+        model: &str,
+        prompt: PromptInput,
+        max_tokens: u32,
+        stream: bool,
+    ) -> Value {
+        let prompt = match prompt {
+            PromptInput::Text(t) => Value::String(t),
+            PromptInput::Ids(ids) => json!(ids),
+        };
+        let mut body = match self.api {
+            Api::Completions => json!({
+                "model": model,
+                "prompt": prompt,
+                "max_tokens": max_tokens,
+                "stream": stream,
+            }),
+            // The prompt builder never makes token ids for chat (`takes_token_ids`).
+            Api::Chat => json!({
+                "model": model,
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": max_tokens,
+                "stream": stream,
+            }),
+        };
+        if let Value::Object(m) = &mut body {
+            // The user's controls first: the tool's own keys below are never theirs to set.
+            self.request.apply(m);
+            let d = &self.dialect;
+            if self.respect_eos {
+                // The model decides the length; `max_tokens` only caps it.
+            } else if d.ignore_eos {
+                m.insert("ignore_eos".into(), Value::Bool(true));
+            } else if d.min_tokens {
+                m.insert("min_tokens".into(), json!(max_tokens));
+            }
+            if stream && d.include_usage {
+                let mut so = serde_json::Map::new();
+                so.insert("include_usage".into(), Value::Bool(true));
+                if d.continuous_usage {
+                    so.insert("continuous_usage_stats".into(), Value::Bool(true));
+                }
+                m.insert("stream_options".into(), Value::Object(so));
+            }
+        }
+        body
+    }
+
+    /// How a stream from this engine tells tokens per chunk: cumulative usage on every chunk
+    /// where the server streams it, else counted after the request.
+    pub fn counting(&self) -> Counting {
+        if self.info().capabilities.continuous_usage_stats == Some(true) {
+            Counting::UsagePerChunk
+        } else {
+            Counting::Deferred
+        }
+    }
+
+    /// Builds one streamed completion request, once: the body is serialised here, and a body
+    /// that cannot be serialised is an error (never an empty request). `deferred` forces
+    /// counting after the request (warm-ups and prefill, whose chunks are not figures).
+    pub fn stream_request(
+        &self,
+        model: &str,
+        prompt: PromptInput,
+        max_tokens: u32,
+        deferred: bool,
+        limits: StreamLimits,
+    ) -> Result<RequestSpec, EngineError> {
+        let counting = if deferred {
+            Counting::Deferred
+        } else {
+            self.counting()
+        };
+        let mut spec = RequestSpec::new(
+            self.generate_url(),
+            &self.completion_body(model, prompt, max_tokens, true),
+            counting,
+        )
+        .map_err(|e| EngineError::Body(e.to_string()))?;
+        spec.limits = limits;
+        spec.max_tokens = Some(max_tokens);
+        spec.raw = self.raw.clone();
+        Ok(spec)
+    }
+
+    /// Whether the server still answers (any HTTP status counts; only transport errors fail).
+    /// Used after connection failures to tell "server gone" from "request failed".
+    pub async fn alive(&self) -> bool {
+        let url = format!("{}/v1/models", self.base_url);
+        send_fresh(self.client.get(&url).timeout(self.side_timeout), || {})
+            .await
+            .is_ok()
+    }
+
+    /// Reads the queue gauges and token counters from the engine's metrics (one small GET;
+    /// engines without metrics return all-`None` without a request).
+    ///
+    /// TensorRT-LLM's JSON `/metrics` is drained by each read: gauges come from the last
+    /// iteration since the previous read (none → idle, reported as 0 running / 0 waiting), and
+    /// it has no cumulative token counters. Another client reading it steals iterations.
+    pub async fn gauges(&self) -> Result<Gauges, EngineError> {
+        if self.dialect.metrics == MetricsKind::None {
+            return Ok(Gauges::default());
+        }
+        let url = format!("{}/metrics", self.base_url);
+        let body = self.get_text(&url, GAUGES_TIMEOUT).await?;
+        match self.dialect.metrics {
+            MetricsKind::TrtLlmJson => {
+                let s = parse_trtllm_json(&body).map_err(|e| EngineError::Parse {
+                    url,
+                    detail: e.to_string(),
+                })?;
+                Ok(trtllm::gauges(&s))
+            }
+            MetricsKind::Prometheus => Ok(gauges_from(self.kind, &Metrics::parse(&body))),
+            MetricsKind::None => Ok(Gauges::default()),
+        }
+    }
+
+    /// Tokenizes `text` with the engine's tokenizer; `add_special` adds BOS/special tokens as
+    /// the model's tokenizer does for a prompt.
+    pub async fn tokenize(&self, text: &str, add_special: bool) -> Result<Vec<u32>, EngineError> {
+        let url = format!("{}/tokenize", self.base_url);
+        let body = match self.dialect.tokenizer {
+            TokenizerKind::OpenAiStyle => json!({
+                "model": self.model.served_model,
+                "prompt": text,
+                "add_special_tokens": add_special,
+            }),
+            TokenizerKind::LlamaCpp => json!({"content": text, "add_special": add_special}),
+            TokenizerKind::Tgi => json!({"inputs": text, "add_special_tokens": add_special}),
+            TokenizerKind::None => return Err(self.no_tokenizer()),
+        };
+        let v = self.post_json(&url, &body).await?;
+        parse_tokens(&v).ok_or_else(|| EngineError::Parse {
+            url,
+            detail: "no token list in the answer".into(),
+        })
+    }
+
+    /// Turns token ids back into text with the engine's tokenizer.
+    pub async fn detokenize(&self, ids: &[u32]) -> Result<String, EngineError> {
+        let url = format!("{}/detokenize", self.base_url);
+        let body = match self.dialect.tokenizer {
+            TokenizerKind::OpenAiStyle => json!({"model": self.model.served_model, "tokens": ids}),
+            TokenizerKind::LlamaCpp => json!({"tokens": ids}),
+            TokenizerKind::Tgi => {
+                return Err(EngineError::Unsupported(
+                    "TGI has no detokenize endpoint".into(),
+                ));
+            }
+            TokenizerKind::None => return Err(self.no_tokenizer()),
+        };
+        let v = self.post_json(&url, &body).await?;
+        ["prompt", "text", "content"]
+            .iter()
+            .find_map(|k| v.get(k).and_then(Value::as_str))
+            .map(str::to_owned)
+            .ok_or_else(|| EngineError::Parse {
+                url,
+                detail: "no text in the answer".into(),
+            })
+    }
+
+    fn no_tokenizer(&self) -> EngineError {
+        EngineError::Unsupported(format!("{} exposes no tokenize endpoint", self.kind.name()))
+    }
+
+    async fn get_text(&self, url: &str, timeout: Duration) -> Result<String, EngineError> {
+        self.send_text(self.client.get(url).timeout(timeout), url)
+            .await
+    }
+
+    /// Sends a side request (on a fresh connection if the pooled one was stale) and returns its
+    /// body, or the server's error as one line.
+    async fn send_text(
+        &self,
+        req: reqwest::RequestBuilder,
+        url: &str,
+    ) -> Result<String, EngineError> {
+        let resp = send_fresh(req, || {})
+            .await
+            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| EngineError::Transport(describe_request_error(&e, url)))?;
+        if !status.is_success() {
+            return Err(EngineError::Status(describe_status(status, &text, url)));
+        }
+        Ok(text)
+    }
+
+    async fn post_json<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+    ) -> Result<Value, EngineError> {
+        self.post_json_within(url, body, self.side_timeout).await
+    }
+
+    /// [`Engine::post_json`] to an endpoint the server may not serve or may not take this body
+    /// at: an error answer (status or shape) is `None`, while a transport error is returned,
+    /// since a server that is down must not read as one without the feature.
+    async fn post_json_if_served<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+    ) -> Result<Option<Value>, EngineError> {
+        match self.post_json(url, body).await {
+            Ok(v) => Ok(Some(v)),
+            Err(EngineError::Transport(e)) => Err(EngineError::Transport(e)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// [`Engine::post_json`] with its own limit.
+    async fn post_json_within<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<Value, EngineError> {
+        let req = self.client.post(url).json(body).timeout(timeout);
+        let text = self.send_text(req, url).await?;
+        serde_json::from_str(&text).map_err(|e| EngineError::Parse {
+            url: url.to_owned(),
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// `usage.prompt_tokens` of a non-streamed answer from `url`.
+fn usage_prompt_tokens(v: &Value, url: &str) -> Result<u64, EngineError> {
+    v.pointer("/usage/prompt_tokens")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| EngineError::Parse {
+            url: url.to_owned(),
+            detail: "no usage.prompt_tokens in the answer".into(),
+        })
+}
+
+/// The gauges of a Prometheus page, in the engine's metric names.
+pub(crate) fn gauges_from(kind: EngineKind, m: &Metrics<'_>) -> Gauges {
+    match kind {
+        EngineKind::Sglang => sglang::gauges(m),
+        EngineKind::Vllm => vllm::gauges(m),
+        EngineKind::LlamaCpp => llamacpp::gauges(m),
+        EngineKind::Tgi => tgi::gauges(m),
+        EngineKind::TrtLlm | EngineKind::Ollama | EngineKind::Generic => Gauges::default(),
+    }
+}
+
+/// Token ids from any tokenize answer: `{"tokens": [ids]}`, `{"tokens": [{"id": …}]}`
+/// (llama.cpp with pieces), or TGI's `[{"id": …}]`.
+fn parse_tokens(v: &Value) -> Option<Vec<u32>> {
+    let list = match v {
+        Value::Array(a) => a,
+        Value::Object(o) => o.get("tokens")?.as_array()?,
+        _ => return None,
+    };
+    list.iter()
+        .map(|t| {
+            let n = match t {
+                Value::Number(n) => n.as_u64(),
+                Value::Object(o) => o.get("id").and_then(Value::as_u64),
+                _ => None,
+            }?;
+            u32::try_from(n).ok()
+        })
+        .collect()
+}
