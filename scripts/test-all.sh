@@ -34,7 +34,8 @@ step "llama.cpp llama-server + tiny model (cached after the first build)"
 eval "$(scripts/llama/paths.sh)"
 export LLAMA_SERVER_BIN LLAMA_MODEL
 
-step "module layering (no import cycles between modules)"
+step "module layering (no import cycles between files)"
+python3 scripts/module_cycles_test.py
 python3 scripts/module-cycles.py
 step "cargo fmt --check"
 cargo fmt --all -- --check
