@@ -257,21 +257,6 @@ fn every_stage_is_documented() {
     }
 }
 
-#[test]
-fn error_kind_names_read_back() {
-    let mut kinds: Vec<RequestErrorKind> = RequestErrorKind::NAMED
-        .iter()
-        .map(|(k, _)| k.clone())
-        .collect();
-    kinds.push(RequestErrorKind::HttpStatus(429));
-    kinds.push(RequestErrorKind::Other("http_x".into()));
-    for k in kinds {
-        assert!(!k.name().is_empty());
-        assert_eq!(RequestErrorKind::parse(&k.name()), k);
-    }
-    assert_eq!(RequestErrorKind::HttpStatus(500).to_string(), "http_500");
-}
-
 /// Collects events.
 #[derive(Default)]
 struct Sink(std::sync::Mutex<Vec<ProgressEvent>>);

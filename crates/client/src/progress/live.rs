@@ -8,19 +8,11 @@
 //! [`LiveWindow::tokens_exact`]).
 
 use crate::server::engine::Gauges;
+pub use crate::wire::live::StreamLive;
 use llmib_core::ReadinessBy;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
-
-/// One stream's live state.
-#[derive(Debug, Default)]
-pub struct StreamLive {
-    /// Set by the stream's first content chunk of the measured phase (readiness reads it).
-    pub first_token: AtomicBool,
-    /// Content tokens received so far over all of this stream's requests.
-    pub tokens: AtomicU64,
-}
 
 /// One window's live state, shared by its streams, its sampler and any view.
 #[derive(Debug)]

@@ -8,8 +8,10 @@
 
 pub(crate) mod body;
 pub(crate) mod chunk;
+pub(crate) mod error_kind;
 pub(crate) mod http;
 pub(crate) mod ktime;
+pub(crate) mod live;
 pub(crate) mod rawbody;
 pub(crate) mod rawhttp;
 #[cfg(feature = "tls")]

@@ -7,10 +7,10 @@
 //! before any parsing, so parsing cost never shifts a timestamp. Several events that arrive in
 //! one read share that read's instant: they did arrive together.
 
-use crate::progress::events::RequestErrorKind;
-use crate::progress::live::StreamLive;
 use crate::wire::body::Body;
 use crate::wire::chunk::{StreamItem, error_body_message, parse_event};
+use crate::wire::error_kind::RequestErrorKind;
+use crate::wire::live::StreamLive;
 use crate::wire::sse::SseDecoder;
 use bytes::Bytes;
 use llmib_core::TokenCountSource;
