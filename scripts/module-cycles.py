@@ -26,6 +26,12 @@ What is checked, per crate (crates/<crate>/src):
   design: every file inside a folder named `engine` (at any depth; with an `engine.rs` beside the
   folder) is ONE node, `<path>/engine/*`; edges inside it are ignored, edges in and out kept.
 
+Rooms: a top-level folder of a crate's src whose mod.rs says `//! May import: ...` is a room
+(crates/client: machine/, wire/, server/, prompts/, progress/, cells/). The first sentence after
+`May import:` names, in backticks, the rooms its files may import; an import of any other room
+is reported (`wire/` never imports `cells/`), so the rule each room's comment states is checked,
+not only read. A room that names no room (`llmib-core` only) may import none.
+
 Each strongly connected component of more than one node is reported once, with one actual circle
 through it and the import that makes each step (file:line and the path as written), so a
 developer can see which import to break. Exit 1 if any, else print `no module import cycles`.
@@ -662,6 +668,38 @@ def shortest_cycle(edges, comp, start):
     return [start, start]  # not reached: every node of a component lies on a circle
 
 
+MAY_IMPORT = re.compile(r"May import:(.*?)(?:\.\s|\.$|$)", re.S)
+
+
+def rooms(src):
+    """{room folder: set of rooms it may import}, from each top-level folder's mod.rs comment."""
+    out = {}
+    for name in sorted(os.listdir(src)):
+        mod = os.path.join(src, name, "mod.rs")
+        if not os.path.isfile(mod):
+            continue
+        with open(mod, encoding="utf-8") as f:
+            doc = " ".join(l.strip()[3:].strip() for l in f if l.strip().startswith("//!"))
+        m = MAY_IMPORT.search(doc)
+        if m:
+            out[name] = set(re.findall(r"`([\w-]+)`", m.group(1)))
+    return {r: allowed & set(out) for r, allowed in out.items()}
+
+
+def room_breaches(name, src, edges):
+    """Report lines for every import of a room that its mod.rs does not allow."""
+    allowed, bad = rooms(src), []
+    for a in sorted(edges):
+        for b in sorted(edges[a]):
+            ra, rb = a.split("/")[0], b.split("/")[0]
+            if ra in allowed and rb in allowed and ra != rb and rb not in allowed[ra]:
+                rel, line, label = edges[a][b]
+                may = ", ".join(f"{r}/" for r in sorted(allowed[ra])) or "no other room"
+                bad.append(f"crates/{name}: room {ra}/ imports {rb}/ (it may import {may}): "
+                           f"{a} -> {b} ({label}, at {rel}:{line})")
+    return bad
+
+
 def check(root):
     """The report lines for every crate under root/crates: per component, one circle in the
     heading, the import making each step, and (when the component is bigger) a circle through
@@ -674,6 +712,7 @@ def check(root):
             continue
         crate = Crate(name, src)
         edges = crate.edges()
+        bad.extend(room_breaches(name, src, edges))
         for comp in components(edges):
             cyc = shortest_cycle(edges, comp, comp[0])
             bad.append(f"crates/{name}: files import each other in a circle: {' -> '.join(cyc)}")

@@ -252,6 +252,28 @@ class ModuleCycles(unittest.TestCase):
             "app/src/engine/vllm.rs": "use super::Engine;\npub struct V;\n",
         }, "engine/mod.rs", "engine/vllm.rs")
 
+    def test_a_room_importing_a_room_its_comment_does_not_allow_fails(self):
+        files = {
+            "client/src/lib.rs": "mod low;\nmod high;\nmod free;\nmod undeclared;\n",
+            "client/src/low/mod.rs": "//! The low room.\n//!\n//! May import: `llmib-core` only.\n"
+                                     "//! Never `high`.\npub(crate) mod a;\n",
+            "client/src/low/a.rs": "pub struct A;\n",
+            "client/src/high/mod.rs": "//! May import: `low` and\n//! `free`. Not more.\n"
+                                      "pub(crate) mod b;\n",
+            "client/src/high/b.rs": "use crate::low::a::A;\npub struct B(pub A);\n",
+            "client/src/free/mod.rs": "//! May import: nothing of this crate.\npub(crate) mod c;\n",
+            "client/src/undeclared/mod.rs": "pub(crate) mod d;\n",
+            "client/src/undeclared/d.rs": "pub fn d() -> crate::high::b::B { todo!() }\n",
+            "client/src/free/c.rs": "pub struct C;\n",
+        }
+        self.assert_clean(files)
+        files["client/src/low/a.rs"] = "pub struct A;\npub fn f() -> crate::free::c::C { todo!() }\n"
+        code, out = self.run_on(files)
+        self.assertEqual(code, 1, out)
+        self.assertIn("crates/client: room low/ imports free/ (it may import no other room): "
+                      "low/a.rs -> free/c.rs (crate::free::c::C, at low/a.rs:2)", out)
+        self.assertNotIn("circle", out)
+
     def test_a_layered_tree_passes(self):
         code, out = self.run_on({
             "app/src/lib.rs": "mod a;\nmod b;\nmod c;\npub use a::A;\n#[cfg(test)]\nmod tests;\n",
