@@ -53,7 +53,7 @@ pub use progress::live::{LiveWindow, OpenLoopLive, StreamLive};
 
 // Running cells: the matrix driver, bursts, open load, shards.
 pub use cells::burst::{BurstError, send_burst};
-pub use cells::driver::{CancellationToken, DriverError, MatrixEnd, MatrixRun};
+pub use cells::context::{CancellationToken, DriverError, MatrixEnd, MatrixRun};
 pub use cells::pacer::{Pacer, SPIN};
 pub use cells::run::run_matrix;
 pub use cells::shard::ShardRun;

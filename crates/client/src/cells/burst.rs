@@ -1,11 +1,17 @@
-//! Burst / E2E cells, the gathering half: W warm-up requests, then R measured ones, at most N
+//! Burst / E2E cells: W warm-up requests, then R measured ones, at most N
 //! in flight (slot i always sends stream i's prompt, so the prefix cache serves them as in
 //! sustained decode). Every request runs to its end; nothing is cut. The row is built by
 //! `llmib_core::burst`. The eval crate's long-answer task sends its closed batches through the
 //! same function.
 
+use crate::cells::context::MatrixRun;
+use crate::cells::inputs::CellInputs;
+use crate::cells::outlet::{finished_records, report_errors};
+use crate::cells::window::into_records;
+use crate::progress::events::{ProgressEvent, Stage};
 use crate::server::engine::Engine;
 use crate::wire::stream::{Measured, RequestSpec, measure};
+use llmib_core::{CellResult, PlannedCell, burst_result, failed_result, interrupted_result};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::time::Instant;
@@ -48,4 +54,52 @@ pub async fn send_burst(
         all.extend(s.await.map_err(BurstError)?);
     }
     Ok(all)
+}
+
+/// A Burst / E2E cell, given its prompts warmed and its N requests: W warm-up requests, then R
+/// measured ones with at most N in flight, counted and judged by `llmib_core::burst`.
+pub(crate) async fn burst_cell(
+    m: &MatrixRun<'_>,
+    cell: &PlannedCell,
+    inputs: CellInputs,
+) -> CellResult {
+    let Some(b) = m.plan.settings.burst else {
+        return failed_result(
+            cell,
+            "internal",
+            "a burst cell without burst settings".into(),
+        );
+    };
+    let n = cell.key.concurrency;
+    let (requests, mut warmup_errors) = (inputs.requests, inputs.warmup_errors);
+    let warmups = b.warmup_requests(n);
+    if warmups > 0 {
+        m.progress.event(ProgressEvent::Phase(Stage::BurstWarmUp));
+        match send_burst(&m.engine, &requests, warmups, &m.cancel).await {
+            Ok(w) => warmup_errors.add_records(&into_records(w), "warmup_"),
+            Err(e) => return failed_result(cell, "fault", e.to_string()),
+        }
+    }
+    if m.cancel.is_cancelled() {
+        return interrupted_result(cell);
+    }
+    m.progress.event(ProgressEvent::Phase(Stage::Burst));
+    let mut measured = match send_burst(&m.engine, &requests, b.requests(n), &m.cancel).await {
+        Ok(v) => v,
+        Err(e) => return failed_result(cell, "fault", e.to_string()),
+    };
+    if m.cancel.is_cancelled() {
+        return interrupted_result(cell);
+    }
+    m.progress.event(ProgressEvent::Phase(Stage::Counting));
+    crate::server::counting::count_tokens(&m.engine, &mut measured).await;
+    let records = finished_records(m, cell.key, measured);
+    report_errors(m, Stage::Burst, &records);
+    burst_result(
+        cell,
+        &records,
+        warmup_errors,
+        inputs.prompt_tokens,
+        m.prompt_tolerance(cell),
+    )
 }

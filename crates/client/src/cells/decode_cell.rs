@@ -5,20 +5,17 @@
 //! the window opens at its fixed instant, whatever this shard's readiness judge said by then
 //! (the row records whether it was ready).
 
-use crate::cells::driver::{
-    ContextPrompts, MatrixRun, ensure_prompts, finished_records, prompt_tolerance, requests_for,
-    warm_cold_prompts,
-};
-use crate::cells::shard::{NO_STREAMS, instant_at, late_for, mine};
+use crate::cells::context::MatrixRun;
+use crate::cells::inputs::{CellFailure, CellInputs, Wanted};
+use crate::cells::outlet::finished_records;
+use crate::cells::shard::{instant_at, late_for};
 use crate::cells::window::{WindowAt, WindowRun, WindowSpec, run_window};
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::progress::live::LiveWindow;
-use crate::prompts::prompt::PromptBuilder;
 use crate::wire::stream::{Counting, RequestSpec};
 use llmib_core::{
-    CellKey, CellResult, CellStatus, CountReport, DecodeObservation, ErrorTally, PlannedCell,
-    RequestRecord, Slot, bare_result, decode_result, duration_from_secs, failed_result,
-    interrupted_result,
+    CellKey, CellResult, CellStatus, CountReport, DecodeObservation, PlannedCell, RequestRecord,
+    Slot, bare_result, decode_result, duration_from_secs, interrupted_result,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,12 +84,15 @@ fn cell_window(
     warm_ttft_ms: Option<f64>,
     streams: &[u32],
     slot: Option<&Slot>,
-) -> Result<WindowSpec, String> {
+) -> Result<WindowSpec, CellFailure> {
     let mut spec = window_spec(m, n);
     spec.warm_ttft = warm_ttft_ms.map(|ms| duration_from_secs(ms / 1000.0));
     if let Some(slot) = slot {
         if let Some(late) = late_for(slot, true) {
-            return Err(late);
+            return Err(CellFailure {
+                kind: "shard_late",
+                message: late,
+            });
         }
         spec.stream_ids = Some(streams.to_vec().into());
         spec.at = Some(WindowAt {
@@ -103,61 +103,42 @@ fn cell_window(
     Ok(spec)
 }
 
-/// The streams' prompts built and warmed (cold ones sent once) and their requests; `Err`: the
-/// cell's row, failed or Not run.
-async fn prepare(
-    m: &MatrixRun<'_>,
-    builder: &mut PromptBuilder,
-    cp: &mut ContextPrompts,
-    cell: &PlannedCell,
-    streams: &[u32],
-) -> Result<(Vec<RequestSpec>, ErrorTally), Box<CellResult>> {
-    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    if let Err((kind, e)) = ensure_prompts(builder, cp, streams).await {
-        return Err(Box::new(failed_result(cell, kind, e)));
-    }
-    let warmup_errors = warm_cold_prompts(m, cp, streams)
-        .await
-        .map_err(|e| Box::new(failed_result(cell, "request_body", e)))?;
-    if m.cancel.is_cancelled() {
-        return Err(Box::new(bare_result(cell, CellStatus::NotRun, None)));
-    }
-    let max = m.plan.settings.max_output;
-    match requests_for(m, cp, streams.iter().copied(), max, false) {
-        Ok(v) => Ok((v.into_iter().map(|(_, r)| r).collect(), warmup_errors)),
-        Err(e) => Err(Box::new(failed_result(cell, "request_body", e))),
+/// What a decode cell asks of the matrix: its streams' prompts warmed and their requests
+/// with the run's `--max-output`.
+pub(crate) fn wanted(m: &MatrixRun<'_>, streams: Vec<u32>) -> Wanted {
+    Wanted {
+        streams,
+        max_tokens: m.plan.settings.max_output,
+        deferred: false,
+        warm: true,
+        stage: Stage::Prompts,
     }
 }
 
-/// A decode cell: its prompts built and warmed, its window measured, its row judged by
+/// A decode cell, given its streams' prompts warmed and their requests: its window measured, its row judged by
 /// `llmib_core::verdict` (the N = 1 row gives the context its warm TTFT baseline). On a
 /// shard, `slot` is the cell's place in the timetable.
 pub(crate) async fn decode_cell(
     m: &MatrixRun<'_>,
-    builder: &mut PromptBuilder,
-    cp: &mut ContextPrompts,
     cell: &PlannedCell,
+    inputs: CellInputs,
     warm_ttft_ms: &mut HashMap<u64, f64>,
     slot: Option<Slot>,
 ) -> CellResult {
     let s = &m.plan.settings;
     let k = cell.key;
-    let streams = mine(m.shard.as_deref(), k.concurrency);
-    let Some(&first) = streams.first() else {
-        return bare_result(cell, CellStatus::NotRun, Some(NO_STREAMS.into()));
-    };
-    let (requests, warmup_errors) = match prepare(m, builder, cp, cell, &streams).await {
-        Ok(p) => p,
-        Err(row) => return *row,
-    };
+    if m.cancel.is_cancelled() {
+        return bare_result(cell, CellStatus::NotRun, None);
+    }
+    let streams = &inputs.streams;
     let warm = warm_ttft_ms.get(&k.context_tokens).copied();
     // The window judges the streams this process runs (a shard's share of N).
     let n = streams.len() as u32;
-    let spec = match cell_window(m, n, warm, &streams, slot.as_ref()) {
+    let spec = match cell_window(m, n, warm, streams, slot.as_ref()) {
         Ok(spec) => spec,
-        Err(late) => return failed_result(cell, "shard_late", late),
+        Err(late) => return late.row(cell),
     };
-    let Some((mut w, records, count)) = measure_window(m, k, &requests, spec).await else {
+    let Some((mut w, records, count)) = measure_window(m, k, &inputs.requests, spec).await else {
         return interrupted_result(cell);
     };
     // On a shard the server's counter counts every shard's tokens: the shard row keeps it
@@ -173,12 +154,9 @@ pub(crate) async fn decode_cell(
             queued_samples: w.queued_samples,
             readiness_timeout_s: s.readiness_timeout_s,
             warm_ttft_ms: warm_ttft_ms.get(&k.context_tokens).copied(),
-            warmup_errors,
-            expected_prompt_tokens: cp
-                .prompts
-                .get(&first)
-                .map_or(k.context_tokens, |p| p.tokens),
-            prompt_tolerance: prompt_tolerance(m, cell),
+            warmup_errors: inputs.warmup_errors,
+            expected_prompt_tokens: inputs.prompt_tokens,
+            prompt_tolerance: m.prompt_tolerance(cell),
             count,
             nominal_source: m.engine.counting().nominal_source(),
             server_generation_tokens: server_tokens.filter(|_| slot.is_none()),

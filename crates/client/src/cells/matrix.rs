@@ -1,17 +1,20 @@
 //! The matrix's cells in plan order (prefill scout, then decode cells with N ascending, per
 //! context), each row saved as soon as it is known; a failed cell asks whether the server is
-//! gone. The cells themselves are `crate::cells::driver`'s (prefill, burst) and
-//! `crate::cells::decode_cell`'s. On a shard every measured cell takes its slot of the timetable, in
-//! plan order, so all shards agree on each cell's instants.
+//! gone. Each cell is given its inputs once (`crate::cells::inputs`: its prompts, warmed, and
+//! its requests) and returns its row (`prefill`, `decode_cell`, `burst`), which is saved here
+//! (`outlet`). On a shard every measured cell takes its slot of the timetable, in plan order,
+//! so all shards agree on each cell's instants.
 
-use crate::cells::driver::{
-    ContextPrompts, DriverError, MatrixEnd, MatrixRun, RunState, burst_cell, not_run_reason,
-    prefill_cell, save, stop_reason,
-};
-use crate::cells::shard::{PREFILL_ON_SHARD_0, ShardRun, unix_now_ns};
+use crate::cells::burst::burst_cell;
+use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
+use crate::cells::decode_cell::{decode_cell, wanted};
+use crate::cells::inputs::{Wanted, prepare};
+use crate::cells::outlet::save;
+use crate::cells::prefill::{prefill_cell, prefill_inputs};
+use crate::cells::shard::{NO_STREAMS, PREFILL_ON_SHARD_0, ShardRun, mine, unix_now_ns};
 use crate::cells::skip::SKIPPED;
-use crate::progress::events::ProgressEvent;
-use crate::prompts::prompt::PromptBuilder;
+use crate::cells::state::{AtContext, RunState};
+use crate::progress::events::{ProgressEvent, Stage};
 use llmib_core::{
     CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
     interrupted_result, now_rfc3339, over_capacity_result,
@@ -48,12 +51,12 @@ pub(crate) async fn run_cells(
             continue;
         }
         if end == MatrixEnd::Completed {
-            end = stop_reason(m, started);
+            end = m.stop_reason(started);
         }
         if end != MatrixEnd::Completed {
             save(
                 m,
-                bare_result(cell, CellStatus::NotRun, Some(not_run_reason(&end))),
+                bare_result(cell, CellStatus::NotRun, Some(end.not_run_reason())),
             )?;
             continue;
         }
@@ -65,7 +68,7 @@ pub(crate) async fn run_cells(
         let mut row = measure_cell(m, st, cell).await;
         if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
             end = MatrixEnd::Interrupted;
-            row.status_reason = Some(not_run_reason(&end));
+            row.status_reason = Some(end.not_run_reason());
         }
         let failed = row.status == CellStatus::Failed;
         recent.push(row.clone());
@@ -146,20 +149,11 @@ async fn server_gone(m: &MatrixRun<'_>, recent: &[CellResult]) -> Option<MatrixE
     })
 }
 
-/// Measures one cell: its context's prompt state, then the cell (`crate::cells::warm` ran the
-/// run's one-off warm-ups before the first).
+/// Measures one cell: its context's prompt state, its inputs, then the cell
+/// (`crate::cells::warm` ran the run's one-off warm-ups before the first).
 async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
     let key = cell.key;
-    if st
-        .ctx
-        .as_ref()
-        .is_none_or(|c| c.context != key.context_tokens)
-    {
-        st.ctx = Some(ContextPrompts::new(key.context_tokens));
-    }
-    let Some(cp) = st.ctx.as_mut() else {
-        return failed_result(cell, "internal", "no prompt state for this context".into());
-    };
+    let mut at = st.at_context(key.context_tokens);
     let slot = match &m.shard {
         Some(shard) => {
             let kind = slot_kind(m, key.phase);
@@ -172,16 +166,11 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     };
     match key.phase {
         Phase::Prefill => match (&m.shard, slot) {
-            (Some(shard), Some(slot)) => {
-                shard_prefill(m, &mut st.builder, cp, cell, shard, slot).await
-            }
-            _ => prefill_cell(m, &mut st.builder, cp, cell).await,
+            (Some(shard), Some(slot)) => shard_prefill(m, &mut at, cell, shard, slot).await,
+            _ => prefill(m, &mut at, cell).await,
         },
         Phase::Decode => {
-            let warm = &mut st.warm_ttft_ms;
-            let mut row =
-                crate::cells::decode_cell::decode_cell(m, &mut st.builder, cp, cell, warm, slot)
-                    .await;
+            let mut row = decode(m, &mut at, cell, slot).await;
             // A shard's row always says which shard and slot it is (a failure before the
             // window, or no streams here, too).
             if let (Some(shard), Some(slot), None) = (&m.shard, slot, &row.shard) {
@@ -190,14 +179,54 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
             }
             row
         }
-        Phase::Burst => burst_cell(m, &mut st.builder, cp, cell).await,
-        // The open-loop section runs after the matrix (`crate::load_driver`), never as a
-        // planned cell.
+        Phase::Burst => {
+            let want = Wanted {
+                streams: (0..key.concurrency).collect(),
+                max_tokens: m.plan.settings.max_output,
+                deferred: false,
+                warm: true,
+                stage: Stage::Prompts,
+            };
+            match prepare(m, at.builder, at.prompts, want).await {
+                Ok(inputs) => burst_cell(m, cell, inputs).await,
+                Err(e) => e.row(cell),
+            }
+        }
+        // The open-loop section runs after the matrix (`crate::cells::load_section`), never as
+        // a planned cell.
         Phase::Rate | Phase::Capacity => failed_result(
             cell,
             "internal",
             "an open-loop cell in the matrix's plan".into(),
         ),
+    }
+}
+
+/// A prefill cell given its inputs; stream 0's prompt is then in the server's cache.
+async fn prefill(m: &MatrixRun<'_>, at: &mut AtContext<'_>, cell: &PlannedCell) -> CellResult {
+    match prefill_inputs(m, at, cell).await {
+        Ok(inputs) => {
+            at.prompts.warmed.insert(0);
+            prefill_cell(m, cell, inputs).await
+        }
+        Err(e) => e.row(cell),
+    }
+}
+
+/// A decode cell on this process's streams (a shard's share of N), given its inputs.
+async fn decode(
+    m: &MatrixRun<'_>,
+    at: &mut AtContext<'_>,
+    cell: &PlannedCell,
+    slot: Option<Slot>,
+) -> CellResult {
+    let streams = mine(m.shard.as_deref(), cell.key.concurrency);
+    if streams.is_empty() {
+        return bare_result(cell, CellStatus::NotRun, Some(NO_STREAMS.into()));
+    }
+    match prepare(m, at.builder, at.prompts, wanted(m, streams)).await {
+        Ok(inputs) => decode_cell(m, cell, inputs, at.warm_ttft_ms, slot).await,
+        Err(e) => e.row(cell),
     }
 }
 
@@ -218,23 +247,22 @@ fn slot_kind(m: &MatrixRun<'_>, phase: Phase) -> SlotKind {
 /// cell measures; two machines would measure each other's queue), the others say so.
 async fn shard_prefill(
     m: &MatrixRun<'_>,
-    builder: &mut PromptBuilder,
-    cp: &mut ContextPrompts,
+    at: &mut AtContext<'_>,
     cell: &PlannedCell,
     shard: &ShardRun,
     slot: Slot,
 ) -> CellResult {
-    let at = Slot {
+    let placed = Slot {
         origin_unix_ns: slot.start_unix_ns,
         ..slot
     };
     let started = unix_now_ns();
     let (mut row, requests) = if shard.spec.index == 0 {
-        (prefill_cell(m, builder, cp, cell).await, 1)
+        (prefill(m, at, cell).await, 1)
     } else {
         let why = Some(PREFILL_ON_SHARD_0.to_string());
         (bare_result(cell, CellStatus::NotRun, why), 0)
     };
-    row.shard = Some(shard.cell(&at, started, requests));
+    row.shard = Some(shard.cell(&placed, started, requests));
     row
 }

@@ -1,23 +1,37 @@
-//! Running cells: the matrix (`run`, `matrix`), each kind of cell (prefill and burst in
-//! `driver`, decode in `decode_cell`, open load in `load_section` and `open_loop`), the decode
-//! window with its start and ramp (`window`, `ramp`, `warm`, `lagprobe`), varying lengths,
-//! the pacer, and a shard's timetable. A new cell kind goes here.
+//! Running cells. The path of a run reads down this list and back out:
+//! - `run` (the entry) → `matrix` (the planned cells in order; the run's `context`), which
+//!   gives each cell its `inputs` (prompts built and warmed, requests with their limits);
+//! - the cell kinds, each returning its row: `prefill`, `decode_cell`, `burst`, and open load
+//!   (`load_section` per context, its rate cells in `open_loop` on the `pacer`; `varying`
+//!   lengths and workloads);
+//! - the decode window (`window`, its start and ramp in `ramp`, the run's warm-ups in `warm`,
+//!   the lateness probe `lagprobe`), which measures each request through `wire::stream`;
+//! - `outlet`: records finished and rows saved on the way out; `shard`: a shard's timetable;
+//!   `skip`: the dashboard's skip switch.
+//!
+//! A new cell kind is a file here: a function given its inputs that returns its row.
 //!
 //! May import: every lower room (`wire`, `server`, `prompts`, `progress`, `machine`). Nothing
 //! imports it but the crate's surface.
 
 pub(crate) mod burst;
+pub(crate) mod context;
 pub(crate) mod decode_cell;
-pub(crate) mod driver;
+pub(crate) mod inputs;
 pub(crate) mod lagprobe;
 pub(crate) mod load_section;
 pub(crate) mod matrix;
 pub(crate) mod open_loop;
+pub(crate) mod outlet;
 pub(crate) mod pacer;
+pub(crate) mod prefill;
 pub(crate) mod ramp;
+pub(crate) mod rate_cell;
 pub(crate) mod run;
+pub(crate) mod section;
 pub(crate) mod shard;
 pub(crate) mod skip;
+pub(crate) mod state;
 pub(crate) mod varying;
 pub(crate) mod warm;
 pub(crate) mod window;

@@ -1,17 +1,18 @@
-//! One run: the matrix's planned cells in order (`crate::cells::driver`), then each context's
+//! One run: the matrix's planned cells in order (`crate::cells::matrix`), then each context's
 //! open-load section (`crate::cells::load_section`), which comes after the whole matrix so that a
 //! context's capacity row can use its decode cells.
 
-use crate::cells::driver::{self, DriverError, MatrixEnd, MatrixRun, RunState};
+use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::load_section;
+use crate::cells::state::RunState;
 use crate::cells::warm;
 use tokio::time::Instant;
 
 /// Runs the matrix, then the open-load sections; saves every row as soon as it is known.
 pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     let started = Instant::now();
-    let mut st = driver::new_state(&m);
-    if let Some(context) = driver::first_measured_context(&m) {
+    let mut st = RunState::new(&m);
+    if let Some(context) = m.first_measured_context() {
         warm::warm_up_once(&m, &mut st, context).await;
     }
     let mut end = crate::cells::matrix::run_cells(&m, &mut st, started).await?;
@@ -34,6 +35,6 @@ async fn open_load(
     {
         warm::warm_up_once(m, st, c.tokens).await;
     }
-    let stop = || driver::stop_reason(m, started);
+    let stop = || m.stop_reason(started);
     load_section::run_load_sections(m, &mut st.builder, end, stop).await
 }

@@ -9,13 +9,14 @@
 //! labelled by the spec or the file; `--output-len` alone keeps one section per context (the
 //! prompt is the context, the output is drawn).
 
-use crate::cells::driver::MatrixRun;
+use crate::cells::context::MatrixRun;
+use crate::cells::inputs::CellFailure;
 use crate::prompts::block_prompt::{BlockPrompts, load_workload};
 use crate::prompts::prompt::PromptBuilder;
 use crate::wire::stream::{RequestSpec, StreamLimits};
 use llmib_core::{
     CellRequest, LengthSource, LengthSpec, LoadSettings, PlannedContext, RequestRecord,
-    TimeScaleSpec, Workload, WorkloadFigures, WorkloadKind, predicted_cached_tokens,
+    TimeScaleSpec, Workload, WorkloadError, WorkloadFigures, WorkloadKind, predicted_cached_tokens,
     workload_figures,
 };
 
@@ -37,16 +38,12 @@ impl Varying {
     pub(crate) async fn of(
         m: &MatrixRun<'_>,
         load: &LoadSettings,
-    ) -> Result<Option<Varying>, String> {
+    ) -> Result<Option<Varying>, WorkloadError> {
         if load.input_len.is_none() && load.output_len.is_none() && load.workload.is_none() {
             return Ok(None);
         }
         let workload = match &load.workload {
-            Some(spec) => Some(
-                load_workload(&m.engine, spec)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            ),
+            Some(spec) => Some(load_workload(&m.engine, spec).await?),
             None => None,
         };
         let shares = workload
@@ -169,7 +166,7 @@ pub(crate) async fn build_requests(
     requests: &[CellRequest],
     streams: &[u32],
     lim: StreamLimits,
-) -> Result<(Vec<RequestSpec>, Vec<u64>), (&'static str, String)> {
+) -> Result<(Vec<RequestSpec>, Vec<u64>), CellFailure> {
     let mut out = Vec::with_capacity(requests.len());
     let mut built = Vec::with_capacity(requests.len());
     let mut blocks = blocks;
@@ -184,13 +181,13 @@ pub(crate) async fn build_requests(
             }
             _ => builder.build(r.input_tokens, stream).await,
         }
-        .map_err(|e| (e.kind(), e.to_string()))?;
+        .map_err(|e| CellFailure::from(&e))?;
         built.push(p.tokens);
         let max_tokens = u32::try_from(r.output_tokens).unwrap_or(u32::MAX);
         let spec = m
             .engine
             .stream_request(&m.model, p.input, max_tokens, false, lim)
-            .map_err(|e| ("request_body", e.to_string()))?;
+            .map_err(|e| CellFailure::request_body(e.to_string()))?;
         out.push(spec);
     }
     Ok((out, built))

@@ -6,8 +6,9 @@
 //! tag is salted), and nothing is measured: a failure shows in the first cell, and the decode
 //! warm-up's outcome is one note.
 
+use crate::cells::context::MatrixRun;
 use crate::cells::decode_cell::window_spec;
-use crate::cells::driver::{MatrixRun, RunState, limits};
+use crate::cells::state::RunState;
 use crate::cells::window::{run_window, warm_up};
 use crate::progress::events::{Progress, ProgressEvent, Stage};
 use crate::progress::live::LiveWindow;
@@ -35,7 +36,7 @@ async fn hidden_warm_up(m: &MatrixRun<'_>, builder: &mut PromptBuilder, context:
     m.progress.event(ProgressEvent::Phase(Stage::HiddenWarmUp));
     let p = builder.throwaway(context.min(512), 0);
     let max = m.plan.settings.max_output.min(32);
-    let lim = limits(m, context.min(512), 1);
+    let lim = m.limits(context.min(512), 1);
     m.progress.event(ProgressEvent::Note(format!(
         "hidden warm-up: waiting for the server's first token (at most {:.0} s)",
         lim.first_token.as_secs_f64()
@@ -59,7 +60,7 @@ async fn decode_warm_up(m: &MatrixRun<'_>, builder: &PromptBuilder, key: CellKey
         format_tokens(key.context_tokens),
         s.decode_warmup_s
     )));
-    let lim = limits(m, approx, n);
+    let lim = m.limits(approx, n);
     let requests: Result<Vec<RequestSpec>, _> = (0..n)
         .map(|i| {
             let p = builder.throwaway(approx, i);
