@@ -11,6 +11,7 @@ use llmib_core::ContextSpec;
 use llmib_core::EngineKind;
 use llmib_core::Settings;
 use llmib_core::{ArrivalPattern, LengthSpec, RateSpec, Slo, TimeScaleSpec, WorkloadSpec};
+use llmib_dashboard::DisplayMode;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -451,17 +452,6 @@ impl From<PrefillMetricArg> for llmib_core::PrefillMetric {
             PrefillMetricArg::Auto => PrefillMetric::Auto,
         }
     }
-}
-
-/// `--display`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DisplayMode {
-    /// Full-screen dashboard.
-    Tui,
-    /// A line per event and per finished cell.
-    Plain,
-    /// One JSON object per event.
-    Json,
 }
 
 #[path = "config_parse.rs"]

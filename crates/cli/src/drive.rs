@@ -1,10 +1,6 @@
 //! Running the matrix with a display: the dashboard, lines or JSON events; the hardware
 //! monitor; and Ctrl-C / SIGTERM handling (the run stops, what was measured is saved).
 
-use crate::display::DisplayMode;
-use crate::display::lines::{JsonLines, PlainLines};
-use crate::display::tui::{Tui, release_terminal};
-use crate::display::view::Dashboard;
 use anyhow::Result;
 use llmib_client::Engine;
 use llmib_client::HwMonitor;
@@ -14,6 +10,7 @@ use llmib_core::CellKey;
 use llmib_core::Plan;
 use llmib_core::RunDir;
 use llmib_core::RunInfo;
+use llmib_dashboard::{Dashboard, DisplayMode, JsonLines, PlainLines, Tui, release_terminal};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

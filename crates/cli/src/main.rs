@@ -3,7 +3,6 @@
 
 mod config;
 mod config_load;
-mod display;
 mod drive;
 mod eval_cmd;
 mod merge_cmd;
