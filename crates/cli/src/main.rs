@@ -9,6 +9,7 @@ mod merge_cmd;
 mod report_cmd;
 mod resume;
 mod run_cmd;
+mod settings;
 mod shard_args;
 mod sim_cmd;
 mod workload_check;
