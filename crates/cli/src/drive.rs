@@ -1,10 +1,7 @@
 //! Running the matrix with a display: the dashboard, lines or JSON events; the hardware
 //! monitor; and Ctrl-C / SIGTERM handling (the run stops, what was measured is saved).
 
-use crate::display::DisplayMode;
-use crate::display::lines::{JsonLines, PlainLines};
-use crate::display::tui::{Tui, release_terminal};
-use crate::display::view::Dashboard;
+use crate::settings::Monitor;
 use anyhow::Result;
 use llmib_client::Engine;
 use llmib_client::HwMonitor;
@@ -14,9 +11,10 @@ use llmib_core::CellKey;
 use llmib_core::Plan;
 use llmib_core::RunDir;
 use llmib_core::RunInfo;
+use llmib_dashboard::{Dashboard, DisplayMode, JsonLines, PlainLines, Tui, release_terminal};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Everything a run needs to be driven.
 pub struct Drive<'a> {
@@ -38,20 +36,6 @@ pub struct Drive<'a> {
     pub monitor: Monitor,
     /// Whether the server runs on this machine (only then does a row get a hardware summary).
     pub server_local: bool,
-}
-
-/// The hardware monitor's and the dashboard's pace (`--no-hw-monitor`,
-/// `--hw-monitor-interval`, `--hw-gpu-limit`, `--refresh-rate`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Monitor {
-    /// Read this machine's GPUs and CPU at all.
-    pub on: bool,
-    /// How often.
-    pub interval: Duration,
-    /// Only the first N GPUs.
-    pub gpu_limit: Option<usize>,
-    /// The dashboard's redraw period.
-    pub frame: Duration,
 }
 
 /// A signal that stops the run.

@@ -3,13 +3,13 @@
 
 mod config;
 mod config_load;
-mod display;
 mod drive;
 mod eval_cmd;
 mod merge_cmd;
 mod report_cmd;
 mod resume;
 mod run_cmd;
+mod settings;
 mod shard_args;
 mod sim_cmd;
 mod workload_check;

@@ -16,6 +16,7 @@ use llmib_core::{Plan, Settings};
 use llmib_core::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 use llmib_core::{every_measured_cell_failed, measure_again_on_resume};
 use llmib_core::{redact_command, sanitize_terminal};
+use llmib_dashboard::DisplayMode;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,7 +71,7 @@ pub struct DemoArgs {
     pub format: Option<Formats>,
     /// What the terminal shows (as `run --display`).
     #[arg(long, value_enum)]
-    pub display: Option<crate::config::DisplayMode>,
+    pub display: Option<DisplayMode>,
     /// Do not read this machine's GPUs and CPU.
     #[arg(long)]
     pub no_hw_monitor: bool,
@@ -193,7 +194,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     dir.write_info(&info)?;
     eprintln!("results: {}", dir.path().display());
 
-    let display = crate::display::resolve(args.display);
+    let display = llmib_dashboard::resolve(args.display);
     let reader = Arc::clone(&engine);
     let end = crate::drive::drive(crate::drive::Drive {
         engine,
@@ -225,7 +226,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         MatrixEnd::ServerGone(_) => RunState::Aborted,
     };
     dir.write_info(&info)?;
-    write_reports(&dir, &formats, display != crate::display::DisplayMode::Json);
+    write_reports(&dir, &formats, display != DisplayMode::Json);
     exit_of(end, &dir)
 }
 

@@ -584,7 +584,7 @@ fn a_failed_line_says_why_even_without_a_request_error() {
 #[test]
 fn a_terminal_without_a_size_gets_lines() {
     use super::choose;
-    use crate::config::DisplayMode as M;
+    use crate::DisplayMode as M;
     assert_eq!(choose(None, true, Some((120, 40))), M::Tui);
     assert_eq!(choose(None, true, Some((0, 0))), M::Plain);
     assert_eq!(choose(Some(M::Tui), true, None), M::Plain);

@@ -62,7 +62,8 @@ fn failed_why(r: &CellResult) -> String {
         .unwrap_or_default()
 }
 
-/// `plain`: a line per event ([`event_words`]), a stage's details indented under its cell.
+/// `plain`: a line per event (in the words of the dashboard's event log), a stage's details
+/// indented under its cell.
 pub struct PlainLines;
 
 impl Progress for PlainLines {
@@ -104,6 +105,12 @@ impl JsonLines {
         JsonLines {
             started: Instant::now(),
         }
+    }
+}
+
+impl Default for JsonLines {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

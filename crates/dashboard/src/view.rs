@@ -1,7 +1,7 @@
 //! The dashboard's model: what the run has shown so far (rows, the current cell and its phase,
 //! the event log, the live rate, the last gauges), updated by progress events and by a tick a
 //! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
-//! states (`display/tests.rs`).
+//! states (`tests.rs`).
 
 use llmib_client::{Gauges, SpecCounters};
 use llmib_client::{LiveWindow, OpenLoopLive};

@@ -1,0 +1,143 @@
+//! The `run` flags checked into what the run is given: the matrix's [`Settings`], the request
+//! controls, and the hardware monitor's and the dashboard's pace ([`Monitor`]). Apart from
+//! config.rs, which defines the flags and merges their sources.
+
+use crate::config::RunArgs;
+use anyhow::{Result, bail};
+use llmib_core::{ContextSpec, Settings};
+use std::time::Duration;
+
+/// The hardware monitor's and the dashboard's pace (`--no-hw-monitor`,
+/// `--hw-monitor-interval`, `--hw-gpu-limit`, `--refresh-rate`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Monitor {
+    /// Read this machine's GPUs and CPU at all.
+    pub on: bool,
+    /// How often.
+    pub interval: Duration,
+    /// Only the first N GPUs.
+    pub gpu_limit: Option<usize>,
+    /// The dashboard's redraw period.
+    pub frame: Duration,
+}
+
+impl RunArgs {
+    /// Checks the matrix settings into [`Settings`] (the endpoint and the targeting are the
+    /// probe's to decide; a fresh prompt seed is drawn).
+    pub fn settings(&self) -> Result<Settings> {
+        if self.skip_prefill && self.prefill_only {
+            bail!("--skip-prefill and --prefill-only exclude each other: keep one");
+        }
+        let d = Settings::default();
+        let sharded = self.sharded(&|k| std::env::var(k).ok())?;
+        if let Some(why) = sharded
+            .as_ref()
+            .and_then(|s| s.timetable.missed(llmib_core::unix_now_ns()))
+        {
+            bail!("{why}");
+        }
+        Ok(Settings {
+            contexts: self.contexts.clone().map_or(d.contexts, |c| c.0),
+            concurrency: self.concurrency.clone().map_or(d.concurrency, |c| c.0),
+            duration_s: self.duration.map_or(d.duration_s, |t| t.as_secs_f64()),
+            max_output: self.max_output.unwrap_or(d.max_output),
+            max_time_s: self.max_time.map(|t| t.as_secs_f64()),
+            readiness_timeout_s: secs_or(self.readiness_timeout, d.readiness_timeout_s),
+            first_token_timeout_s: self.first_token_timeout.map(|t| t.as_secs_f64()),
+            idle_timeout_s: secs_or(self.idle_timeout, d.idle_timeout_s),
+            // A merge recomputes every figure from the shards' records.
+            save_requests: self.save_requests || sharded.is_some(),
+            respect_eos: self.respect_eos,
+            serial_server: self.serial_server,
+            skip_prefill: self.skip_prefill,
+            prefill_only: self.prefill_only,
+            tokenizer_file: self.tokenizer.clone(),
+            prefill_metric: self.prefill_metric.unwrap_or_default().into(),
+            prefill_repeats: match self.standalone_prefill {
+                Some(0) => bail!("--standalone-prefill takes at least 1 prefill per context"),
+                Some(k) => k,
+                None => 1,
+            },
+            // The seed tool's sanity point: a prefill at 8K in every run (it merges with an
+            // 8K decode context; one that does not fit the server is listed as dropped).
+            prefill_contexts: self
+                .prefill_contexts
+                .clone()
+                .map_or_else(|| vec![ContextSpec::Tokens(8192)], |c| c.0),
+            burst: self.burst()?,
+            load: self.load()?,
+            request: self.request_controls()?,
+            max_total_tokens: self.max_total_tokens,
+            measure_over_capacity: self.show_capacity_limited_values,
+            decode_warmup_s: self.decode_warmup_s()?,
+            until_stable: self.until_stable,
+            prompt_seed: sharded.as_ref().map_or_else(fresh_seed, |s| s.prompt_seed),
+            shard: sharded.as_ref().map(|s| s.spec),
+            timetable: sharded.map(|s| s.timetable),
+            ..d
+        })
+    }
+
+    /// The hardware monitor's and the dashboard's pace.
+    pub fn monitor(&self) -> Result<Monitor> {
+        let interval = self.hw_monitor_interval.unwrap_or(Duration::from_secs(1));
+        if interval < Duration::from_millis(100) {
+            bail!("--hw-monitor-interval must be at least 100ms");
+        }
+        let hz = self.refresh_rate.unwrap_or(4.0);
+        if !(1.0..=30.0).contains(&hz) {
+            bail!("--refresh-rate takes 1 to 30 redraws per second");
+        }
+        if self.hw_gpu_limit == Some(0) {
+            bail!("--hw-gpu-limit takes at least 1 (use --no-hw-monitor to read none)");
+        }
+        Ok(Monitor {
+            on: !self.no_hw_monitor,
+            interval,
+            gpu_limit: self.hw_gpu_limit,
+            frame: Duration::from_secs_f64(1.0 / hz),
+        })
+    }
+
+    /// What every generation request carries beyond the tool's own keys.
+    pub fn request_controls(&self) -> Result<llmib_core::RequestControls> {
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            bail!("--temperature must be a number of 0 or more");
+        }
+        if let Some(p) = self.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            bail!("--top-p must be above 0 and at most 1");
+        }
+        Ok(llmib_core::RequestControls {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            extra_body: self.extra_body.clone().map(|e| e.0),
+        })
+    }
+
+    /// `--decode-warmup-seconds`, checked: 0 (none) up to the longest duration any setting
+    /// takes.
+    pub fn decode_warmup_s(&self) -> Result<f64> {
+        match self.decode_warmup_seconds {
+            None => Ok(0.0),
+            Some(s) if s.is_finite() && (0.0..=llmib_core::MAX_DURATION_S).contains(&s) => Ok(s),
+            Some(s) => bail!(
+                "--decode-warmup-seconds {s}: give a number of seconds from 0 (none) to 2592000"
+            ),
+        }
+    }
+}
+
+fn secs_or(t: Option<Duration>, default_s: f64) -> f64 {
+    t.map_or(default_s, |t| t.as_secs_f64())
+}
+
+/// A seed that differs between runs, so that no two runs share prompt prefixes (a server's
+/// prefix cache must never serve one run's prompts to the next).
+pub fn fresh_seed() -> u64 {
+    llmib_core::unix_now_ns() ^ (u64::from(std::process::id()) << 32)
+}
