@@ -7,7 +7,6 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use llmib_core::ContextSpec;
 use llmib_core::EngineKind;
 use llmib_core::{ArrivalPattern, LengthSpec, RateSpec, Slo, TimeScaleSpec, WorkloadSpec};
 use llmib_dashboard::DisplayMode;
@@ -50,22 +49,6 @@ impl From<EngineArg> for EngineKind {
         }
     }
 }
-
-/// Contexts as `--contexts` takes them (`8K,16K,max,full`): never empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextList(pub Vec<ContextSpec>);
-
-/// Concurrency levels as `--concurrency` takes them (`1,2,4`): ascending, unique, never empty.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Levels(pub Vec<u32>);
-
-/// Report formats as `--format` takes them (`html,md`; `all`; `none` for no report).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Formats(pub Vec<llmib_report::Format>);
-
-/// `--extra-body` as it is taken: a JSON object without the tool's own keys.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExtraBody(pub serde_json::Map<String, serde_json::Value>);
 
 /// Flags of `run` (and the matrix part of `demo`). Every flag but `--config` is also a key of
 /// the `--config` file, spelled with `_` for `-` (`--max-output` is `max_output`), with the
@@ -455,6 +438,7 @@ impl From<PrefillMetricArg> for llmib_core::PrefillMetric {
 
 #[path = "config_parse.rs"]
 pub mod parse;
+pub use parse::{ContextList, ExtraBody, Formats, Levels};
 
 #[path = "config_de.rs"]
 mod de;

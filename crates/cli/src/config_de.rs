@@ -1,8 +1,9 @@
 //! The file's side of [`crate::config::parse`]: a key's TOML value (a number, a string, or a list
 //! of them, as before) becomes the text a flag would carry, and goes through the flag's parser.
 
-use super::{ArrivalPattern, ContextList, ExtraBody, Formats, Levels, RateSpec, Slo, parse};
+use super::parse::{self, ContextList, ExtraBody, Formats, Levels};
 use clap::ValueEnum;
+use llmib_core::{ArrivalPattern, RateSpec, Slo};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;

@@ -1,9 +1,26 @@
 //! The parsers of the typed values, one per kind: a flag's `value_parser` and the file's
 //! deserializer (`config_de.rs`) both call them, so a key means exactly what its flag means.
+//! The list types they produce live here too, so the parsers import nothing from `config.rs`.
 
-use super::{ArrivalPattern, ContextList, ExtraBody, Formats, Levels, RateSpec, Slo};
+use llmib_core::{ArrivalPattern, ContextSpec, RateSpec, Slo};
 use llmib_core::{parse_context_list, parse_duration, parse_tokens};
 use std::time::Duration;
+
+/// Contexts as `--contexts` takes them (`8K,16K,max,full`): never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextList(pub Vec<ContextSpec>);
+
+/// Concurrency levels as `--concurrency` takes them (`1,2,4`): ascending, unique, never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Levels(pub Vec<u32>);
+
+/// Report formats as `--format` takes them (`html,md`; `all`; `none` for no report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Formats(pub Vec<llmib_report::Format>);
+
+/// `--extra-body` as it is taken: a JSON object without the tool's own keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraBody(pub serde_json::Map<String, serde_json::Value>);
 
 /// `8K,16K,max,full`: at least one context.
 pub fn contexts(s: &str) -> Result<ContextList, String> {
