@@ -16,24 +16,19 @@
 //! re-sends on the connection it just used, as reqwest's pool does. A pooled connection the
 //! server has closed meanwhile (llama-server closes after every stream) is detected before
 //! use where its FIN has arrived, and otherwise retried on a fresh connection when it fails
-//! before any byte of an answer, as `http::send_fresh` does.
+//! before any byte of an answer, as `http::send_fresh` does. One connection's reads, writes
+//! and TLS handshake are in [`crate::wire::rawconn`].
 
-use crate::wire::ktime::{self, ReadBuf, Sock, Stamp};
-use crate::wire::rawbody::{BodyDecoder, Head, parse_head};
-use bytes::{Bytes, BytesMut};
+use crate::wire::ktime::{self, Sock, Stamp};
+use crate::wire::rawbody::{BodyDecoder, Head};
+use crate::wire::rawconn::{Conn, Exchange};
+use bytes::Bytes;
 use llmib_core::KernelStamps;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-/// Size of one read: about three chunks of a typical engine's SSE (250–400 bytes each). A
-/// read's kernel time is that of the last segment it returned, so when the client is behind
-/// and several chunks wait in the socket, every chunk of one read gets the last one's time: a
-/// small read bounds that to a few chunks (each read then costs a system call more than one
-/// large read would; a client that keeps up reads one chunk per read either way).
-const READ_SIZE: usize = 1024;
 
 /// Attempts of one request when pooled connections turn out to be closed (as `http.rs`).
 const STALE_ATTEMPTS: usize = 3;
@@ -351,7 +346,7 @@ impl RawTarget {
     fn pooled(&self) -> Option<Conn> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(c) = pool.pop() {
-            if c.sock.is_idle_open() {
+            if c.is_idle_open() {
                 return Some(c);
             }
         }
@@ -386,18 +381,11 @@ impl RawTarget {
         let (sock, kernel) = Sock::new(sock)
             .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
         #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
-        let mut conn = Conn {
-            sock,
-            buf: BytesMut::new(),
-            read: ReadBuf::new(READ_SIZE),
-            kernel,
-            #[cfg(feature = "tls")]
-            tls: None,
-        };
+        let mut conn = Conn::new(sock, kernel);
         #[cfg(feature = "tls")]
         if let Some(config) = &self.tls {
             let tls = crate::wire::rawtls::Tls::new(config.clone(), &self.host);
-            conn.tls = Some(Box::new(tls.map_err(RawError::Connect)?));
+            conn.set_tls(tls.map_err(RawError::Connect)?);
             // Before the request is sent, so its send instant does not include the handshake.
             match tokio::time::timeout(self.connect_timeout, conn.handshake()).await {
                 Ok(Ok(())) => {}
@@ -433,138 +421,6 @@ fn describe_connect(e: &std::io::Error, url: &str) -> String {
         return format!("cannot resolve the host of {url}: check --url ({text})");
     }
     format!("cannot connect to {url}: is the server running there? ({text})")
-}
-
-/// How an exchange on a connection failed.
-enum Exchange {
-    /// The connection closed or broke before any byte of an answer.
-    NoAnswer(String),
-    /// Something else (a malformed head, a break after part of it).
-    Bad(String),
-}
-
-/// One connection: the socket, the bytes read but not yet consumed, and the read buffers.
-#[derive(Debug)]
-struct Conn {
-    sock: Sock,
-    buf: BytesMut,
-    read: ReadBuf,
-    /// The socket has `SO_TIMESTAMPNS`.
-    kernel: bool,
-    /// An `https://` connection's session: reads go through it, and `buf` holds plaintext.
-    /// (Boxed: a session is about a kilobyte, and connections move in and out of the pool.)
-    #[cfg(feature = "tls")]
-    tls: Option<Box<crate::wire::rawtls::Tls>>,
-}
-
-impl Conn {
-    /// One read appended to `buf`: the byte count (0 at EOF) and its instants. Over TLS, the
-    /// plaintext the read completed (reads that complete none, such as a record's first part
-    /// or a session ticket, are read past).
-    async fn fill(&mut self) -> std::io::Result<(usize, Stamp)> {
-        #[cfg(feature = "tls")]
-        if self.tls.is_some() {
-            return self.fill_tls().await;
-        }
-        let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
-        self.buf.extend_from_slice(self.read.bytes(n));
-        Ok((n, stamp))
-    }
-
-    /// [`Conn::fill`] over TLS.
-    #[cfg(feature = "tls")]
-    async fn fill_tls(&mut self) -> std::io::Result<(usize, Stamp)> {
-        loop {
-            if self.tls.as_ref().is_some_and(|t| t.closed()) {
-                // The session ended: an end of the body, whether or not the socket closes.
-                return Ok((0, ktime::user_stamp()));
-            }
-            let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
-            let Some(tls) = self.tls.as_mut() else {
-                return Ok((0, stamp));
-            };
-            if n == 0 {
-                return Ok((0, stamp));
-            }
-            let fed = tls.feed(self.read.bytes(n), &mut self.buf)?;
-            // What the session has to answer (a key update, an alert) goes out now.
-            self.flush_tls().await?;
-            if fed.plain > 0 || fed.closed {
-                return Ok((fed.plain, stamp));
-            }
-        }
-    }
-
-    /// Sends `bytes` (through the TLS session where there is one).
-    async fn send_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = self.tls.as_mut() {
-            tls.write(bytes)?;
-            return self.flush_tls().await;
-        }
-        self.sock.write_all(bytes).await
-    }
-
-    /// Puts the TLS session's pending bytes on the wire.
-    #[cfg(feature = "tls")]
-    async fn flush_tls(&mut self) -> std::io::Result<()> {
-        let out = match self.tls.as_mut() {
-            Some(tls) => tls.take_out()?,
-            None => return Ok(()),
-        };
-        if out.is_empty() {
-            return Ok(());
-        }
-        self.sock.write_all(&out).await
-    }
-
-    /// Runs the TLS handshake to its end.
-    #[cfg(feature = "tls")]
-    async fn handshake(&mut self) -> std::io::Result<()> {
-        loop {
-            self.flush_tls().await?;
-            if !self.tls.as_ref().is_some_and(|t| t.handshaking()) {
-                return Ok(());
-            }
-            let (n, _) = self.sock.read(&mut self.read, self.kernel).await?;
-            if n == 0 {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            if let Some(tls) = self.tls.as_mut() {
-                tls.feed(self.read.bytes(n), &mut self.buf)?;
-            }
-        }
-    }
-
-    /// Writes `request` and reads the response head.
-    async fn exchange(&mut self, request: &[u8]) -> Result<(Head, Stamp), Exchange> {
-        if let Err(e) = self.send_bytes(request).await {
-            return Err(Exchange::NoAnswer(e.to_string()));
-        }
-        loop {
-            let (n, stamp) = match self.fill().await {
-                Ok(r) => r,
-                Err(e) if self.buf.is_empty() => return Err(Exchange::NoAnswer(e.to_string())),
-                Err(e) => return Err(Exchange::Bad(e.to_string())),
-            };
-            if n == 0 {
-                let why = "the connection closed before the response head".to_string();
-                return Err(if self.buf.is_empty() {
-                    Exchange::NoAnswer(why)
-                } else {
-                    Exchange::Bad(why)
-                });
-            }
-            match parse_head(&mut self.buf) {
-                Ok(Some(head)) => return Ok((head, stamp)),
-                Ok(None) => {}
-                Err(e) => return Err(Exchange::Bad(e)),
-            }
-        }
-    }
 }
 
 /// One piece of a body: the data of one read (de-chunked), and when it arrived.
