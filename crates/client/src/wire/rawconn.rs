@@ -167,7 +167,7 @@ impl Conn {
             match parse_head(&mut self.buf) {
                 Ok(Some(head)) => return Ok((head, stamp)),
                 Ok(None) => {}
-                Err(e) => return Err(Exchange::Bad(e)),
+                Err(e) => return Err(Exchange::Bad(e.to_string())),
             }
         }
     }

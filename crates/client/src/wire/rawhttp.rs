@@ -510,7 +510,7 @@ impl RawResponse {
                     Ok(d) => d,
                     Err(e) => {
                         self.conn = None;
-                        return Some(Err(e));
+                        return Some(Err(e.to_string()));
                     }
                 };
                 if self.dec.is_done() {
@@ -526,7 +526,7 @@ impl RawResponse {
             match conn.fill().await {
                 Ok((0, _)) => {
                     self.conn = None;
-                    return self.dec.at_eof().err().map(Err);
+                    return self.dec.at_eof().err().map(|e| Err(e.to_string()));
                 }
                 Ok((_, stamp)) => self.last = Some(stamp),
                 Err(e) => {
