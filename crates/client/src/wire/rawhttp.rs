@@ -222,7 +222,9 @@ impl RawTarget {
         ktime::keep_enabled();
         #[cfg(feature = "tls")]
         let tls = match u.scheme() {
-            "https" => Some(crate::wire::rawtls::client_config(extra_roots)?),
+            "https" => {
+                Some(crate::wire::rawtls::client_config(extra_roots).map_err(|e| e.to_string())?)
+            }
             _ => None,
         };
         Ok(RawTarget {
@@ -385,7 +387,7 @@ impl RawTarget {
         #[cfg(feature = "tls")]
         if let Some(config) = &self.tls {
             let tls = crate::wire::rawtls::Tls::new(config.clone(), &self.host);
-            conn.set_tls(tls.map_err(RawError::Connect)?);
+            conn.set_tls(tls.map_err(|e| RawError::Connect(e.to_string()))?);
             // Before the request is sent, so its send instant does not include the handshake.
             match tokio::time::timeout(self.connect_timeout, conn.handshake()).await {
                 Ok(Ok(())) => {}
