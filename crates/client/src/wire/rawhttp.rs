@@ -157,6 +157,59 @@ pub enum RawError {
     Http(String),
 }
 
+/// Why the raw reader (`--http-reader raw`) cannot read an endpoint: each message says what to
+/// give instead. Causes are in the text rather than a `source`, so that a chain printed whole
+/// says them once.
+#[derive(Debug, thiserror::Error)]
+pub enum RawReaderError {
+    /// The URL does not parse.
+    #[error("invalid URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The URL is neither `http://` nor (where the build has TLS) `https://`.
+    #[error(
+        "--http-reader raw reads http:// and https:// endpoints only ({url} is {scheme}://): use --http-reader reqwest"
+    )]
+    Scheme {
+        /// The URL as given.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// The URL carries a user or password, which only reqwest sends.
+    #[error(
+        "--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest"
+    )]
+    Credentials,
+    /// The URL has no host.
+    #[error("invalid URL {0}: no host")]
+    NoHost(String),
+    /// The URL has no port, nor a scheme with a known one.
+    #[error("invalid URL {0}: no port")]
+    NoPort(String),
+    /// The API key holds a character no header can carry (CR, LF, NUL).
+    #[error(
+        "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)"
+    )]
+    ApiKey,
+    /// The TLS configuration of an `https://` endpoint could not be made.
+    #[cfg(feature = "tls")]
+    #[error(transparent)]
+    Tls(#[from] crate::wire::rawtls::TlsError),
+}
+
+/// Callers that carry errors as their one-line text (a test's or a benchmark's `Result<_,
+/// String>`) keep using `?` on [`crate::Engine::set_http_reader`].
+impl From<RawReaderError> for String {
+    fn from(e: RawReaderError) -> String {
+        e.to_string()
+    }
+}
+
 impl RawTarget {
     /// The target of `url`: `http://`, and `https://` where the build has TLS (the `tls`
     /// feature: rustls and the platform's roots, as the reqwest client). The headers are those
@@ -166,7 +219,7 @@ impl RawTarget {
         url: &str,
         api_key: Option<&str>,
         connect_timeout: Duration,
-    ) -> Result<RawTarget, String> {
+    ) -> Result<RawTarget, RawReaderError> {
         Self::with_roots(url, api_key, connect_timeout, Vec::new())
     }
 
@@ -177,26 +230,27 @@ impl RawTarget {
         api_key: Option<&str>,
         connect_timeout: Duration,
         #[cfg_attr(not(feature = "tls"), allow(unused_variables))] extra_roots: Vec<Vec<u8>>,
-    ) -> Result<RawTarget, String> {
-        let u = reqwest::Url::parse(url).map_err(|e| format!("invalid URL {url}: {e}"))?;
+    ) -> Result<RawTarget, RawReaderError> {
+        let u = reqwest::Url::parse(url).map_err(|e| RawReaderError::InvalidUrl {
+            url: url.to_string(),
+            reason: e.to_string(),
+        })?;
         match unreadable(&u) {
             Some(Unreadable::Scheme) => {
-                return Err(format!(
-                    "--http-reader raw reads http:// and https:// endpoints only ({url} is {}://): use --http-reader reqwest",
-                    u.scheme()
-                ));
+                return Err(RawReaderError::Scheme {
+                    url: url.to_string(),
+                    scheme: u.scheme().to_string(),
+                });
             }
-            Some(Unreadable::Credentials) => {
-                return Err("--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest".into());
-            }
+            Some(Unreadable::Credentials) => return Err(RawReaderError::Credentials),
             None => {}
         }
         let host_str = u
             .host_str()
-            .ok_or_else(|| format!("invalid URL {url}: no host"))?;
+            .ok_or_else(|| RawReaderError::NoHost(url.to_string()))?;
         let port = u
             .port_or_known_default()
-            .ok_or_else(|| format!("invalid URL {url}: no port"))?;
+            .ok_or_else(|| RawReaderError::NoPort(url.to_string()))?;
         // As reqwest writes it: the port only where it is not the scheme's default.
         let host_header = match u.port() {
             Some(p) => format!("{host_str}:{p}"),
@@ -213,18 +267,15 @@ impl RawTarget {
         );
         if let Some(key) = api_key.filter(|k| !k.is_empty()) {
             // The check reqwest makes: nothing a header cannot carry (no CR, LF or NUL).
-            reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)".to_string()
-            })?;
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| RawReaderError::ApiKey)?;
             head.push_str(&format!("authorization: Bearer {key}\r\n"));
         }
         head.push_str("content-type: application/json\r\naccept: text/event-stream\r\n");
         ktime::keep_enabled();
         #[cfg(feature = "tls")]
         let tls = match u.scheme() {
-            "https" => {
-                Some(crate::wire::rawtls::client_config(extra_roots).map_err(|e| e.to_string())?)
-            }
+            "https" => Some(crate::wire::rawtls::client_config(extra_roots)?),
             _ => None,
         };
         Ok(RawTarget {
