@@ -20,7 +20,7 @@
 //! and TLS handshake are in [`crate::wire::rawconn`].
 
 use crate::wire::ktime::{self, Sock, Stamp};
-use crate::wire::rawbody::{BodyDecoder, Head};
+use crate::wire::rawbody::{BodyDecoder, FramingError, Head};
 use crate::wire::rawconn::{Conn, Exchange};
 use bytes::Bytes;
 use llmib_core::KernelStamps;
@@ -476,6 +476,19 @@ fn describe_connect(e: &std::io::Error, url: &str) -> String {
     format!("cannot connect to {url}: is the server running there? ({text})")
 }
 
+/// Why a body being read broke off: the connection failed or closed inside it, or the server's
+/// framing is malformed. Its text is the cause's own (the I/O error's, or the framing's one-line
+/// reason), as a stream's error message carries it.
+#[derive(Debug, thiserror::Error)]
+pub enum PieceError {
+    /// A read failed: the connection, or its TLS session, broke.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The framing is malformed, or the connection closed before the body's end.
+    #[error(transparent)]
+    Framing(#[from] FramingError),
+}
+
 /// One piece of a body: the data of one read (de-chunked), and when it arrived.
 #[derive(Debug, Clone)]
 pub struct Piece {
@@ -555,7 +568,7 @@ impl RawResponse {
 
     /// The next piece of the body; `None` at its clean end; `Err` (why, one line) when the
     /// connection broke or closed inside the body, or the body's framing is malformed.
-    pub async fn next(&mut self) -> Option<Result<Piece, String>> {
+    pub async fn next(&mut self) -> Option<Result<Piece, PieceError>> {
         loop {
             let conn = self.conn.as_mut()?;
             if !conn.buf.is_empty() || self.dec.is_done() {
@@ -563,7 +576,7 @@ impl RawResponse {
                     Ok(d) => d,
                     Err(e) => {
                         self.conn = None;
-                        return Some(Err(e.to_string()));
+                        return Some(Err(e.into()));
                     }
                 };
                 if self.dec.is_done() {
@@ -579,12 +592,12 @@ impl RawResponse {
             match conn.fill().await {
                 Ok((0, _)) => {
                     self.conn = None;
-                    return self.dec.at_eof().err().map(|e| Err(e.to_string()));
+                    return self.dec.at_eof().err().map(|e| Err(e.into()));
                 }
                 Ok((_, stamp)) => self.last = Some(stamp),
                 Err(e) => {
                     self.conn = None;
-                    return Some(Err(e.to_string()));
+                    return Some(Err(e.into()));
                 }
             }
         }

@@ -99,7 +99,7 @@ fn target(url: &str, key: Option<&str>) -> Arc<RawTarget> {
 }
 
 /// The whole body and every piece's stamps, or the error that ended it.
-async fn body_of(resp: &mut RawResponse) -> Result<(Vec<u8>, Vec<Piece>), String> {
+async fn body_of(resp: &mut RawResponse) -> Result<(Vec<u8>, Vec<Piece>), PieceError> {
     let mut out = Vec::new();
     let mut pieces = Vec::new();
     while let Some(p) = resp.next().await {
@@ -189,7 +189,7 @@ async fn a_connection_closed_mid_body_is_an_error_not_an_end() {
     let t = target(&f.url, None);
     for _ in 0..2 {
         let (mut resp, _) = t.send(b"{}", || {}).await.expect("answered");
-        let e = body_of(&mut resp).await.expect_err("cut short");
+        let e = body_of(&mut resp).await.expect_err("cut short").to_string();
         assert!(e.contains("connection closed"), "{e}");
     }
     let (mut resp, _) = t.send(b"{}", || {}).await.expect("answered");
