@@ -13,7 +13,7 @@ impl Engine {
     /// Reads the measured streams with `reader` from now on, and records it in the engine
     /// info (`extra.http_reader`: the reader and its timestamps, `kernel` or `user space`).
     /// `Raw` reads `http://` and `https://` endpoints (https where the build has TLS) without
-    /// URL credentials: any other is an error with what to do.
+    /// URL credentials: any other is an error with what to do ([`RawReaderError`]).
     /// `connect_timeout`: the limit for each of its connections.
     pub fn set_http_reader(
         &mut self,
