@@ -27,7 +27,9 @@ mod wire;
 pub use wire::body::{HttpReader, http_proxy_var};
 pub use wire::chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use wire::http::{HttpError, HttpOptions, build_client, describe_request_error};
-pub use wire::rawhttp::RawMark;
+pub use wire::rawhttp::{RawMark, RawReaderError};
+#[cfg(feature = "tls")]
+pub use wire::rawtls::TlsError;
 pub use wire::sse::{OwnedSseEvent, SseDecoder, SseError, SseEvent};
 pub use wire::stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits, measure};
 

@@ -1,7 +1,9 @@
-//! Prompts of an exact token count: built with the server's tokenizer and template (`prompt`),
-//! and a workload's block-structured prompts (`block_prompt`).
+//! Prompts of an exact token count: built with the server's tokenizer and template (`prompt`)
+//! from a tagged filler text (`filler`), and a workload's block-structured prompts
+//! (`block_prompt`).
 //!
 //! May import: `server` (the tokenizer) and `wire`. Never `progress` or `cells`.
 
 pub(crate) mod block_prompt;
+pub(crate) mod filler;
 pub(crate) mod prompt;

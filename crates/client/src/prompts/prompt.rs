@@ -13,6 +13,7 @@
 //! Cost: one tokenize of ~C tokens, one detokenize, one or two verifying tokenizes. For a
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
+use crate::prompts::filler;
 use crate::server::engine::{Engine, EngineError, PromptInput};
 use llmib_core::{Api, Targeting, estimate_tolerance};
 use std::collections::HashMap;
@@ -93,125 +94,6 @@ impl PromptError {
     }
 }
 
-/// Common English words: varied enough that tokenizers behave as on real text, and each a
-/// stable token or two in every BPE/SentencePiece vocabulary.
-const WORDS: &[&str] = &[
-    "the",
-    "of",
-    "and",
-    "to",
-    "in",
-    "is",
-    "was",
-    "that",
-    "for",
-    "on",
-    "with",
-    "as",
-    "by",
-    "at",
-    "from",
-    "his",
-    "her",
-    "an",
-    "which",
-    "or",
-    "were",
-    "are",
-    "this",
-    "be",
-    "also",
-    "had",
-    "first",
-    "one",
-    "their",
-    "its",
-    "new",
-    "after",
-    "who",
-    "they",
-    "two",
-    "has",
-    "been",
-    "other",
-    "when",
-    "there",
-    "all",
-    "during",
-    "into",
-    "school",
-    "time",
-    "may",
-    "years",
-    "more",
-    "most",
-    "only",
-    "over",
-    "city",
-    "some",
-    "world",
-    "would",
-    "where",
-    "later",
-    "up",
-    "such",
-    "used",
-    "many",
-    "can",
-    "state",
-    "about",
-    "national",
-    "out",
-    "known",
-    "university",
-    "united",
-    "then",
-    "made",
-    "river",
-    "water",
-    "music",
-    "house",
-    "north",
-    "south",
-    "between",
-    "under",
-    "while",
-    "team",
-    "season",
-    "history",
-    "early",
-    "number",
-    "system",
-    "public",
-    "series",
-    "film",
-    "life",
-    "family",
-    "group",
-    "company",
-    "century",
-    "general",
-    "several",
-    "government",
-    "including",
-    "because",
-    "however",
-    "since",
-    "church",
-    "county",
-    "began",
-    "became",
-    "through",
-    "second",
-    "game",
-    "played",
-    "area",
-    "album",
-    "station",
-    "war",
-    "built",
-];
-
 /// Builds exact prompts for one run.
 pub struct PromptBuilder {
     engine: Arc<Engine>,
@@ -271,19 +153,6 @@ const CHAT_END: &str = " end.";
 /// before it can merge with.
 fn chat_message(text: &str) -> String {
     format!("{}{CHAT_END}", text.trim())
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64: deterministic, fast, good enough to vary filler words.
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 impl PromptBuilder {
@@ -433,24 +302,15 @@ impl PromptBuilder {
         })
     }
 
+    /// This run's tag of a (context, stream) prompt ([`filler::tag`]).
     fn tag(&self, context: u64, stream: u32, salt: &str) -> String {
-        // Unique per (run, context, stream): the prompt's very first tokens differ.
-        format!("[{salt}{:016x} C{context} S{stream}] ", self.seed)
+        filler::tag(self.seed, context, stream, salt)
     }
 
+    /// Appends this run's `words` filler words of a (context, stream) prompt to `out`
+    /// ([`filler::words`]).
     fn filler(&self, context: u64, stream: u32, words: usize, out: &mut String) {
-        let mut rng = Rng(self.seed ^ context.rotate_left(17) ^ u64::from(stream).rotate_left(41));
-        out.reserve(words * 7);
-        for i in 0..words {
-            let w = WORDS[(rng.next() % WORDS.len() as u64) as usize];
-            out.push_str(w);
-            // Sentence breaks every dozen words or so, as real text has.
-            if i % 13 == 12 {
-                out.push_str(". ");
-            } else {
-                out.push(' ');
-            }
-        }
+        filler::words(self.seed, context, stream, words, out);
     }
 
     async fn tokenize(&self, context: u64, text: &str) -> Result<Vec<u32>, PromptError> {

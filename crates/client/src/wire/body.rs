@@ -2,7 +2,7 @@
 //! raw reader ([`crate::wire::rawhttp`], `--http-reader raw`): one interface for `stream::drive`, so
 //! that SSE decoding, limits, cancellation and accounting are the same code for both.
 
-use crate::wire::rawhttp::RawResponse;
+use crate::wire::rawhttp::{PieceError, RawResponse};
 use bytes::Bytes;
 use tokio::time::Instant;
 
@@ -70,6 +70,18 @@ impl HttpReader {
     }
 }
 
+/// Why a measured stream's body broke off, in the words of the reader that read it (the
+/// stream's error message quotes them after how many chunks came).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyReadError {
+    /// reqwest's error, as its stream said it before this module existed.
+    #[error(transparent)]
+    Reqwest(#[from] reqwest::Error),
+    /// The raw reader's.
+    #[error(transparent)]
+    Raw(#[from] PieceError),
+}
+
 /// A response body being read.
 #[derive(Debug)]
 pub(crate) enum Body {
@@ -82,16 +94,19 @@ pub(crate) enum Body {
 impl Body {
     /// The next bytes of the body, with the instant the reader gave them (the raw reader's:
     /// the kernel's receive time, else its read's); `None` at the body's clean end; `Err` with
-    /// the reason, on one line, when the stream broke.
-    pub async fn next(&mut self) -> Option<Result<(Bytes, Option<Instant>), String>> {
+    /// the reason, on one line, when the stream broke. One call per chunk: nothing is allocated
+    /// on the way to a piece.
+    pub async fn next(&mut self) -> Option<Result<(Bytes, Option<Instant>), BodyReadError>> {
         match self {
             Body::Reqwest(r) => match r.chunk().await {
                 Ok(Some(b)) => Some(Ok((b, None))),
                 Ok(None) => None,
-                // As reqwest's stream said it before this module existed.
-                Err(e) => Some(Err(e.to_string())),
+                Err(e) => Some(Err(e.into())),
             },
-            Body::Raw(r) => r.next().await.map(|p| p.map(|p| (p.data, Some(p.at)))),
+            Body::Raw(r) => r
+                .next()
+                .await
+                .map(|p| p.map(|p| (p.data, Some(p.at))).map_err(Into::into)),
         }
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod http;
 pub(crate) mod ktime;
 pub(crate) mod live;
 pub(crate) mod rawbody;
+pub(crate) mod rawconn;
 pub(crate) mod rawhttp;
 #[cfg(feature = "tls")]
 pub(crate) mod rawtls;

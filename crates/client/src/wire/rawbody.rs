@@ -4,7 +4,8 @@
 //! tested without a socket.
 //!
 //! The decoder never panics on what a server sends: a malformed size line, a missing CRLF after
-//! a chunk or an oversized head are errors with a one-line reason, never a guess.
+//! a chunk or an oversized head are errors with a one-line reason ([`FramingError`]), never a
+//! guess.
 
 use bytes::{Buf, Bytes, BytesMut};
 use std::time::Duration;
@@ -15,6 +16,41 @@ const MAX_HEAD: usize = 64 * 1024;
 
 /// Longest chunk-size or trailer line accepted.
 const MAX_LINE: usize = 4096;
+
+/// A response whose framing (head or body) is malformed or cut short. Its text is the one-line
+/// reason a request's error message carries. The decoder runs once per read, so the variants
+/// hold no more than the reason needs: most are fixed words, and only the two that quote what
+/// the server sent own a string (made when the error is, never on the way there).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FramingError {
+    /// The head is longer than [`MAX_HEAD`].
+    #[error("the response head is longer than {} KiB", MAX_HEAD / 1024)]
+    HeadTooLong,
+    /// The head does not parse as HTTP/1.x.
+    #[error("malformed response head: {0}")]
+    MalformedHead(httparse::Error),
+    /// A `Content-Length` that is not a number (the value as sent, trimmed).
+    #[error("malformed Content-Length {0:?}")]
+    ContentLength(String),
+    /// Two `Content-Length` headers that disagree.
+    #[error("conflicting Content-Length headers")]
+    ConflictingLengths,
+    /// The connection closed this many bytes before the end of a `Content-Length` body.
+    #[error("the connection closed {0} bytes before the end of the body (Content-Length)")]
+    ShortLength(u64),
+    /// The connection closed before a chunked body's last chunk.
+    #[error("the connection closed inside the chunked body (no last chunk)")]
+    ShortChunked,
+    /// A chunk's data is not followed by its CRLF.
+    #[error("malformed chunked body: no CRLF after a chunk's data")]
+    NoChunkEnd,
+    /// A chunk-size line that is not a hexadecimal size (the line as sent, on one line).
+    #[error("malformed chunked body: bad chunk size {0:?}")]
+    ChunkSize(String),
+    /// A chunk-size or trailer line longer than [`MAX_LINE`].
+    #[error("malformed chunked body: a size or trailer line is too long")]
+    LongLine,
+}
 
 /// A response head, as far as the measurement needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,20 +81,17 @@ pub(crate) enum Framing {
 
 /// Parses a complete head at the start of `buf`, consuming it. `Ok(None)`: more bytes are
 /// needed. Informational (1xx) heads are skipped, as a client must.
-pub(crate) fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, String> {
+pub(crate) fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, FramingError> {
     loop {
         let mut headers = [httparse::EMPTY_HEADER; 96];
         let mut resp = httparse::Response::new(&mut headers);
         let n = match resp.parse(buf) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
-                return Err(format!(
-                    "the response head is longer than {} KiB",
-                    MAX_HEAD / 1024
-                ));
+                return Err(FramingError::HeadTooLong);
             }
             Ok(httparse::Status::Partial) => return Ok(None),
-            Err(e) => return Err(format!("malformed response head: {e}")),
+            Err(e) => return Err(FramingError::MalformedHead(e)),
         };
         let status = resp.code.unwrap_or(0);
         let head = head_of(status, resp.version == Some(0), resp.headers)?;
@@ -71,7 +104,11 @@ pub(crate) fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, String> {
 }
 
 /// The fields of a parsed head.
-fn head_of(status: u16, http10: bool, headers: &[httparse::Header<'_>]) -> Result<Head, String> {
+fn head_of(
+    status: u16,
+    http10: bool,
+    headers: &[httparse::Header<'_>],
+) -> Result<Head, FramingError> {
     let mut chunked = false;
     let mut length: Option<u64> = None;
     let mut close = http10;
@@ -88,9 +125,9 @@ fn head_of(status: u16, http10: bool, headers: &[httparse::Header<'_>]) -> Resul
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let n: u64 = v
                 .parse()
-                .map_err(|_| format!("malformed Content-Length {v:?}"))?;
+                .map_err(|_| FramingError::ContentLength(v.to_string()))?;
             if length.is_some_and(|l| l != n) {
-                return Err("conflicting Content-Length headers".into());
+                return Err(FramingError::ConflictingLengths);
             }
             length = Some(n);
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -181,7 +218,7 @@ impl BodyDecoder {
 
     /// Takes all the body data complete in `buf` (consuming its framing), as one piece; empty
     /// when `buf` held only framing or nothing.
-    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Bytes, String> {
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Bytes, FramingError> {
         let mut out: Option<BytesMut> = None;
         loop {
             let taken = match self.step(buf)? {
@@ -198,18 +235,16 @@ impl BodyDecoder {
     }
 
     /// Whether EOF now is the clean end of the body (`Ok`) or a body cut short (`Err`, why).
-    pub fn at_eof(&self) -> Result<(), String> {
+    pub fn at_eof(&self) -> Result<(), FramingError> {
         match self.state {
             State::Done | State::UntilClose => Ok(()),
-            State::Length(n) => Err(format!(
-                "the connection closed {n} bytes before the end of the body (Content-Length)"
-            )),
-            _ => Err("the connection closed inside the chunked body (no last chunk)".into()),
+            State::Length(n) => Err(FramingError::ShortLength(n)),
+            _ => Err(FramingError::ShortChunked),
         }
     }
 
     /// One step of the state machine over `buf`.
-    fn step(&mut self, buf: &mut BytesMut) -> Result<Step, String> {
+    fn step(&mut self, buf: &mut BytesMut) -> Result<Step, FramingError> {
         match self.state {
             State::Done => Ok(Step::NeedMore),
             State::UntilClose if buf.is_empty() => Ok(Step::NeedMore),
@@ -240,7 +275,7 @@ impl BodyDecoder {
     }
 
     /// The CRLF that ends a chunk's data.
-    fn data_end(&mut self, buf: &mut BytesMut) -> Result<Step, String> {
+    fn data_end(&mut self, buf: &mut BytesMut) -> Result<Step, FramingError> {
         match &buf[..buf.len().min(2)] {
             [] | [b'\r'] => Ok(Step::NeedMore),
             [b'\r', b'\n', ..] => {
@@ -254,12 +289,12 @@ impl BodyDecoder {
                 self.state = State::Size;
                 Ok(Step::Progress)
             }
-            _ => Err("malformed chunked body: no CRLF after a chunk's data".into()),
+            _ => Err(FramingError::NoChunkEnd),
         }
     }
 
     /// A chunk-size line (`1a;ext=v\r\n`).
-    fn size_line(&mut self, buf: &mut BytesMut) -> Result<Step, String> {
+    fn size_line(&mut self, buf: &mut BytesMut) -> Result<Step, FramingError> {
         let Some(line) = take_line(buf)? else {
             return Ok(Step::NeedMore);
         };
@@ -269,10 +304,9 @@ impl BodyDecoder {
             .ok()
             .filter(|_| !hex.is_empty() && hex.len() <= 16)
             .ok_or_else(|| {
-                format!(
-                    "malformed chunked body: bad chunk size {:?}",
-                    crate::wire::chunk::one_line(&String::from_utf8_lossy(&line))
-                )
+                FramingError::ChunkSize(crate::wire::chunk::one_line(&String::from_utf8_lossy(
+                    &line,
+                )))
             })?;
         self.state = if n == 0 {
             State::Trailer
@@ -283,7 +317,7 @@ impl BodyDecoder {
     }
 
     /// A trailer line; the empty one ends the body.
-    fn trailer_line(&mut self, buf: &mut BytesMut) -> Result<Step, String> {
+    fn trailer_line(&mut self, buf: &mut BytesMut) -> Result<Step, FramingError> {
         let Some(line) = take_line(buf)? else {
             return Ok(Step::NeedMore);
         };
@@ -306,7 +340,7 @@ enum Step {
 
 /// Takes one line (without its CRLF or LF) from the front of `buf`; `None` until it is
 /// complete. A line longer than [`MAX_LINE`] is an error.
-fn take_line(buf: &mut BytesMut) -> Result<Option<BytesMut>, String> {
+fn take_line(buf: &mut BytesMut) -> Result<Option<BytesMut>, FramingError> {
     match memchr::memchr(b'\n', buf) {
         Some(i) => {
             let mut line = buf.split_to(i + 1);
@@ -316,9 +350,7 @@ fn take_line(buf: &mut BytesMut) -> Result<Option<BytesMut>, String> {
             }
             Ok(Some(line))
         }
-        None if buf.len() > MAX_LINE => {
-            Err("malformed chunked body: a size or trailer line is too long".into())
-        }
+        None if buf.len() > MAX_LINE => Err(FramingError::LongLine),
         None => Ok(None),
     }
 }
@@ -371,7 +403,7 @@ mod tests {
         let mut d = BodyDecoder::new(Framing::Chunked);
         let mut buf = BytesMut::from(&b"5\r\nhel"[..]);
         assert_eq!(&d.decode(&mut buf).expect("ok")[..], b"hel");
-        assert!(d.at_eof().expect_err("cut").contains("chunked"));
+        assert!(d.at_eof().expect_err("cut").to_string().contains("chunked"));
         for bad in [&b"zz\r\n"[..], b"5\r\nhelloXX", b"-1\r\n"] {
             let mut d = BodyDecoder::new(Framing::Chunked);
             let mut buf = BytesMut::from(bad);
@@ -427,6 +459,60 @@ mod tests {
             let _ = d.at_eof();
             let _ = parse_head(&mut BytesMut::from(&wire[..]));
         }
+    }
+
+    /// The words of every framing error, as requests' error messages carried them before the
+    /// errors had a type.
+    #[test]
+    fn framing_errors_keep_their_words() {
+        let head = |s: &[u8]| {
+            parse_head(&mut BytesMut::from(s))
+                .expect_err("bad head")
+                .to_string()
+        };
+        let mut long = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        long.resize(MAX_HEAD + 1, b'a');
+        assert_eq!(head(&long), "the response head is longer than 64 KiB");
+        assert_eq!(
+            head(b"garbage\r\n\r\n"),
+            "malformed response head: invalid HTTP version"
+        );
+        assert_eq!(
+            head(b"HTTP/1.1 200 OK\r\nContent-Length:  1x \r\n\r\n"),
+            r#"malformed Content-Length "1x""#
+        );
+        assert_eq!(
+            head(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"),
+            "conflicting Content-Length headers"
+        );
+        let body = |framing, s: &[u8]| {
+            let mut d = BodyDecoder::new(framing);
+            let mut buf = BytesMut::from(s);
+            match d.decode(&mut buf) {
+                Ok(_) => d.at_eof().expect_err("cut short").to_string(),
+                Err(e) => e.to_string(),
+            }
+        };
+        assert_eq!(
+            body(Framing::Length(5), b"hel"),
+            "the connection closed 2 bytes before the end of the body (Content-Length)"
+        );
+        assert_eq!(
+            body(Framing::Chunked, b"5\r\nhel"),
+            "the connection closed inside the chunked body (no last chunk)"
+        );
+        assert_eq!(
+            body(Framing::Chunked, b"5\r\nhelloXX"),
+            "malformed chunked body: no CRLF after a chunk's data"
+        );
+        assert_eq!(
+            body(Framing::Chunked, b"zz;x\r\n"),
+            r#"malformed chunked body: bad chunk size "zz;x""#
+        );
+        assert_eq!(
+            body(Framing::Chunked, &[b'1'; MAX_LINE + 1]),
+            "malformed chunked body: a size or trailer line is too long"
+        );
     }
 
     #[test]

@@ -16,24 +16,19 @@
 //! re-sends on the connection it just used, as reqwest's pool does. A pooled connection the
 //! server has closed meanwhile (llama-server closes after every stream) is detected before
 //! use where its FIN has arrived, and otherwise retried on a fresh connection when it fails
-//! before any byte of an answer, as `http::send_fresh` does.
+//! before any byte of an answer, as `http::send_fresh` does. One connection's reads, writes
+//! and TLS handshake are in [`crate::wire::rawconn`].
 
-use crate::wire::ktime::{self, ReadBuf, Sock, Stamp};
-use crate::wire::rawbody::{BodyDecoder, Head, parse_head};
-use bytes::{Bytes, BytesMut};
+use crate::wire::ktime::{self, Sock, Stamp};
+use crate::wire::rawbody::{BodyDecoder, FramingError, Head};
+use crate::wire::rawconn::{Conn, Exchange};
+use bytes::Bytes;
 use llmib_core::KernelStamps;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-/// Size of one read: about three chunks of a typical engine's SSE (250–400 bytes each). A
-/// read's kernel time is that of the last segment it returned, so when the client is behind
-/// and several chunks wait in the socket, every chunk of one read gets the last one's time: a
-/// small read bounds that to a few chunks (each read then costs a system call more than one
-/// large read would; a client that keeps up reads one chunk per read either way).
-const READ_SIZE: usize = 1024;
 
 /// Attempts of one request when pooled connections turn out to be closed (as `http.rs`).
 const STALE_ATTEMPTS: usize = 3;
@@ -162,6 +157,59 @@ pub enum RawError {
     Http(String),
 }
 
+/// Why the raw reader (`--http-reader raw`) cannot read an endpoint: each message says what to
+/// give instead. Causes are in the text rather than a `source`, so that a chain printed whole
+/// says them once.
+#[derive(Debug, thiserror::Error)]
+pub enum RawReaderError {
+    /// The URL does not parse.
+    #[error("invalid URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The URL is neither `http://` nor (where the build has TLS) `https://`.
+    #[error(
+        "--http-reader raw reads http:// and https:// endpoints only ({url} is {scheme}://): use --http-reader reqwest"
+    )]
+    Scheme {
+        /// The URL as given.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// The URL carries a user or password, which only reqwest sends.
+    #[error(
+        "--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest"
+    )]
+    Credentials,
+    /// The URL has no host.
+    #[error("invalid URL {0}: no host")]
+    NoHost(String),
+    /// The URL has no port, nor a scheme with a known one.
+    #[error("invalid URL {0}: no port")]
+    NoPort(String),
+    /// The API key holds a character no header can carry (CR, LF, NUL).
+    #[error(
+        "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)"
+    )]
+    ApiKey,
+    /// The TLS configuration of an `https://` endpoint could not be made.
+    #[cfg(feature = "tls")]
+    #[error(transparent)]
+    Tls(#[from] crate::wire::rawtls::TlsError),
+}
+
+/// Callers that carry errors as their one-line text (a test's or a benchmark's `Result<_,
+/// String>`) keep using `?` on [`crate::Engine::set_http_reader`].
+impl From<RawReaderError> for String {
+    fn from(e: RawReaderError) -> String {
+        e.to_string()
+    }
+}
+
 impl RawTarget {
     /// The target of `url`: `http://`, and `https://` where the build has TLS (the `tls`
     /// feature: rustls and the platform's roots, as the reqwest client). The headers are those
@@ -171,7 +219,7 @@ impl RawTarget {
         url: &str,
         api_key: Option<&str>,
         connect_timeout: Duration,
-    ) -> Result<RawTarget, String> {
+    ) -> Result<RawTarget, RawReaderError> {
         Self::with_roots(url, api_key, connect_timeout, Vec::new())
     }
 
@@ -182,26 +230,27 @@ impl RawTarget {
         api_key: Option<&str>,
         connect_timeout: Duration,
         #[cfg_attr(not(feature = "tls"), allow(unused_variables))] extra_roots: Vec<Vec<u8>>,
-    ) -> Result<RawTarget, String> {
-        let u = reqwest::Url::parse(url).map_err(|e| format!("invalid URL {url}: {e}"))?;
+    ) -> Result<RawTarget, RawReaderError> {
+        let u = reqwest::Url::parse(url).map_err(|e| RawReaderError::InvalidUrl {
+            url: url.to_string(),
+            reason: e.to_string(),
+        })?;
         match unreadable(&u) {
             Some(Unreadable::Scheme) => {
-                return Err(format!(
-                    "--http-reader raw reads http:// and https:// endpoints only ({url} is {}://): use --http-reader reqwest",
-                    u.scheme()
-                ));
+                return Err(RawReaderError::Scheme {
+                    url: url.to_string(),
+                    scheme: u.scheme().to_string(),
+                });
             }
-            Some(Unreadable::Credentials) => {
-                return Err("--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest".into());
-            }
+            Some(Unreadable::Credentials) => return Err(RawReaderError::Credentials),
             None => {}
         }
         let host_str = u
             .host_str()
-            .ok_or_else(|| format!("invalid URL {url}: no host"))?;
+            .ok_or_else(|| RawReaderError::NoHost(url.to_string()))?;
         let port = u
             .port_or_known_default()
-            .ok_or_else(|| format!("invalid URL {url}: no port"))?;
+            .ok_or_else(|| RawReaderError::NoPort(url.to_string()))?;
         // As reqwest writes it: the port only where it is not the scheme's default.
         let host_header = match u.port() {
             Some(p) => format!("{host_str}:{p}"),
@@ -218,9 +267,8 @@ impl RawTarget {
         );
         if let Some(key) = api_key.filter(|k| !k.is_empty()) {
             // The check reqwest makes: nothing a header cannot carry (no CR, LF or NUL).
-            reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)".to_string()
-            })?;
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| RawReaderError::ApiKey)?;
             head.push_str(&format!("authorization: Bearer {key}\r\n"));
         }
         head.push_str("content-type: application/json\r\naccept: text/event-stream\r\n");
@@ -351,7 +399,7 @@ impl RawTarget {
     fn pooled(&self) -> Option<Conn> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(c) = pool.pop() {
-            if c.sock.is_idle_open() {
+            if c.is_idle_open() {
                 return Some(c);
             }
         }
@@ -386,18 +434,11 @@ impl RawTarget {
         let (sock, kernel) = Sock::new(sock)
             .map_err(|e| RawError::Connect(format!("cannot connect to {url}: {e}")))?;
         #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
-        let mut conn = Conn {
-            sock,
-            buf: BytesMut::new(),
-            read: ReadBuf::new(READ_SIZE),
-            kernel,
-            #[cfg(feature = "tls")]
-            tls: None,
-        };
+        let mut conn = Conn::new(sock, kernel);
         #[cfg(feature = "tls")]
         if let Some(config) = &self.tls {
             let tls = crate::wire::rawtls::Tls::new(config.clone(), &self.host);
-            conn.tls = Some(Box::new(tls.map_err(RawError::Connect)?));
+            conn.set_tls(tls.map_err(|e| RawError::Connect(e.to_string()))?);
             // Before the request is sent, so its send instant does not include the handshake.
             match tokio::time::timeout(self.connect_timeout, conn.handshake()).await {
                 Ok(Ok(())) => {}
@@ -435,136 +476,17 @@ fn describe_connect(e: &std::io::Error, url: &str) -> String {
     format!("cannot connect to {url}: is the server running there? ({text})")
 }
 
-/// How an exchange on a connection failed.
-enum Exchange {
-    /// The connection closed or broke before any byte of an answer.
-    NoAnswer(String),
-    /// Something else (a malformed head, a break after part of it).
-    Bad(String),
-}
-
-/// One connection: the socket, the bytes read but not yet consumed, and the read buffers.
-#[derive(Debug)]
-struct Conn {
-    sock: Sock,
-    buf: BytesMut,
-    read: ReadBuf,
-    /// The socket has `SO_TIMESTAMPNS`.
-    kernel: bool,
-    /// An `https://` connection's session: reads go through it, and `buf` holds plaintext.
-    /// (Boxed: a session is about a kilobyte, and connections move in and out of the pool.)
-    #[cfg(feature = "tls")]
-    tls: Option<Box<crate::wire::rawtls::Tls>>,
-}
-
-impl Conn {
-    /// One read appended to `buf`: the byte count (0 at EOF) and its instants. Over TLS, the
-    /// plaintext the read completed (reads that complete none, such as a record's first part
-    /// or a session ticket, are read past).
-    async fn fill(&mut self) -> std::io::Result<(usize, Stamp)> {
-        #[cfg(feature = "tls")]
-        if self.tls.is_some() {
-            return self.fill_tls().await;
-        }
-        let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
-        self.buf.extend_from_slice(self.read.bytes(n));
-        Ok((n, stamp))
-    }
-
-    /// [`Conn::fill`] over TLS.
-    #[cfg(feature = "tls")]
-    async fn fill_tls(&mut self) -> std::io::Result<(usize, Stamp)> {
-        loop {
-            if self.tls.as_ref().is_some_and(|t| t.closed()) {
-                // The session ended: an end of the body, whether or not the socket closes.
-                return Ok((0, ktime::user_stamp()));
-            }
-            let (n, stamp) = self.sock.read(&mut self.read, self.kernel).await?;
-            let Some(tls) = self.tls.as_mut() else {
-                return Ok((0, stamp));
-            };
-            if n == 0 {
-                return Ok((0, stamp));
-            }
-            let fed = tls.feed(self.read.bytes(n), &mut self.buf)?;
-            // What the session has to answer (a key update, an alert) goes out now.
-            self.flush_tls().await?;
-            if fed.plain > 0 || fed.closed {
-                return Ok((fed.plain, stamp));
-            }
-        }
-    }
-
-    /// Sends `bytes` (through the TLS session where there is one).
-    async fn send_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = self.tls.as_mut() {
-            tls.write(bytes)?;
-            return self.flush_tls().await;
-        }
-        self.sock.write_all(bytes).await
-    }
-
-    /// Puts the TLS session's pending bytes on the wire.
-    #[cfg(feature = "tls")]
-    async fn flush_tls(&mut self) -> std::io::Result<()> {
-        let out = match self.tls.as_mut() {
-            Some(tls) => tls.take_out()?,
-            None => return Ok(()),
-        };
-        if out.is_empty() {
-            return Ok(());
-        }
-        self.sock.write_all(&out).await
-    }
-
-    /// Runs the TLS handshake to its end.
-    #[cfg(feature = "tls")]
-    async fn handshake(&mut self) -> std::io::Result<()> {
-        loop {
-            self.flush_tls().await?;
-            if !self.tls.as_ref().is_some_and(|t| t.handshaking()) {
-                return Ok(());
-            }
-            let (n, _) = self.sock.read(&mut self.read, self.kernel).await?;
-            if n == 0 {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            if let Some(tls) = self.tls.as_mut() {
-                tls.feed(self.read.bytes(n), &mut self.buf)?;
-            }
-        }
-    }
-
-    /// Writes `request` and reads the response head.
-    async fn exchange(&mut self, request: &[u8]) -> Result<(Head, Stamp), Exchange> {
-        if let Err(e) = self.send_bytes(request).await {
-            return Err(Exchange::NoAnswer(e.to_string()));
-        }
-        loop {
-            let (n, stamp) = match self.fill().await {
-                Ok(r) => r,
-                Err(e) if self.buf.is_empty() => return Err(Exchange::NoAnswer(e.to_string())),
-                Err(e) => return Err(Exchange::Bad(e.to_string())),
-            };
-            if n == 0 {
-                let why = "the connection closed before the response head".to_string();
-                return Err(if self.buf.is_empty() {
-                    Exchange::NoAnswer(why)
-                } else {
-                    Exchange::Bad(why)
-                });
-            }
-            match parse_head(&mut self.buf) {
-                Ok(Some(head)) => return Ok((head, stamp)),
-                Ok(None) => {}
-                Err(e) => return Err(Exchange::Bad(e)),
-            }
-        }
-    }
+/// Why a body being read broke off: the connection failed or closed inside it, or the server's
+/// framing is malformed. Its text is the cause's own (the I/O error's, or the framing's one-line
+/// reason), as a stream's error message carries it.
+#[derive(Debug, thiserror::Error)]
+pub enum PieceError {
+    /// A read failed: the connection, or its TLS session, broke.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// The framing is malformed, or the connection closed before the body's end.
+    #[error(transparent)]
+    Framing(#[from] FramingError),
 }
 
 /// One piece of a body: the data of one read (de-chunked), and when it arrived.
@@ -646,7 +568,7 @@ impl RawResponse {
 
     /// The next piece of the body; `None` at its clean end; `Err` (why, one line) when the
     /// connection broke or closed inside the body, or the body's framing is malformed.
-    pub async fn next(&mut self) -> Option<Result<Piece, String>> {
+    pub async fn next(&mut self) -> Option<Result<Piece, PieceError>> {
         loop {
             let conn = self.conn.as_mut()?;
             if !conn.buf.is_empty() || self.dec.is_done() {
@@ -654,7 +576,7 @@ impl RawResponse {
                     Ok(d) => d,
                     Err(e) => {
                         self.conn = None;
-                        return Some(Err(e));
+                        return Some(Err(e.into()));
                     }
                 };
                 if self.dec.is_done() {
@@ -670,12 +592,12 @@ impl RawResponse {
             match conn.fill().await {
                 Ok((0, _)) => {
                     self.conn = None;
-                    return self.dec.at_eof().err().map(Err);
+                    return self.dec.at_eof().err().map(|e| Err(e.into()));
                 }
                 Ok((_, stamp)) => self.last = Some(stamp),
                 Err(e) => {
                     self.conn = None;
-                    return Some(Err(e.to_string()));
+                    return Some(Err(e.into()));
                 }
             }
         }

@@ -99,7 +99,7 @@ fn target(url: &str, key: Option<&str>) -> Arc<RawTarget> {
 }
 
 /// The whole body and every piece's stamps, or the error that ended it.
-async fn body_of(resp: &mut RawResponse) -> Result<(Vec<u8>, Vec<Piece>), String> {
+async fn body_of(resp: &mut RawResponse) -> Result<(Vec<u8>, Vec<Piece>), PieceError> {
     let mut out = Vec::new();
     let mut pieces = Vec::new();
     while let Some(p) = resp.next().await {
@@ -189,7 +189,7 @@ async fn a_connection_closed_mid_body_is_an_error_not_an_end() {
     let t = target(&f.url, None);
     for _ in 0..2 {
         let (mut resp, _) = t.send(b"{}", || {}).await.expect("answered");
-        let e = body_of(&mut resp).await.expect_err("cut short");
+        let e = body_of(&mut resp).await.expect_err("cut short").to_string();
         assert!(e.contains("connection closed"), "{e}");
     }
     let (mut resp, _) = t.send(b"{}", || {}).await.expect("answered");
@@ -222,12 +222,16 @@ async fn refusals_and_https_say_what_to_do() {
         Err(RawError::Connect(m)) => assert!(m.contains("is the server running"), "{m}"),
         other => panic!("{other:?}"),
     }
-    let e = RawTarget::new("ftp://h/v1", None, Duration::from_secs(1)).expect_err("ftp");
+    let e = RawTarget::new("ftp://h/v1", None, Duration::from_secs(1))
+        .expect_err("ftp")
+        .to_string();
     assert!(e.contains("http:// and https:// endpoints only"), "{e}");
     let https = RawTarget::new("https://h/v1", None, Duration::from_secs(1));
     assert_eq!(https.is_ok(), cfg!(feature = "tls"));
     assert!(RawTarget::new("http://h/v1", Some("a\nb"), Duration::from_secs(1)).is_err());
-    let e = RawTarget::new("http://u:p@h/v1", None, Duration::from_secs(1)).expect_err("creds");
+    let e = RawTarget::new("http://u:p@h/v1", None, Duration::from_secs(1))
+        .expect_err("creds")
+        .to_string();
     assert!(e.contains("--api-key"), "{e}");
     // The key rides in the request head, which `Debug` leaves out.
     let keyed =
@@ -343,5 +347,32 @@ async fn a_redirect_gives_its_status_and_printable_target() {
     assert_eq!(
         resp.location(),
         Some("https://api.example.com/v1/completions")
+    );
+}
+
+/// What the raw reader says of an endpoint it refuses, word for word: these messages end a run
+/// before it starts, and each says what to do.
+#[test]
+fn a_refused_endpoint_keeps_its_words() {
+    let refuse = |url: &str, key: Option<&str>| {
+        RawTarget::new(url, key, Duration::from_secs(1))
+            .expect_err("refused")
+            .to_string()
+    };
+    assert_eq!(
+        refuse("ftp://h/v1", None),
+        "--http-reader raw reads http:// and https:// endpoints only (ftp://h/v1 is ftp://): use --http-reader reqwest"
+    );
+    assert_eq!(
+        refuse("http://u:p@h/v1", None),
+        "--http-reader raw does not send a URL's user:password: give --api-key, or use --http-reader reqwest"
+    );
+    assert_eq!(
+        refuse("http://h/v1", Some("a\nb")),
+        "the API key contains characters that cannot be sent in an HTTP header; check the key (`--api-key` or `OPENAI_API_KEY`)"
+    );
+    assert_eq!(
+        refuse("http://h:99999/v1", None),
+        "invalid URL http://h:99999/v1: invalid port number"
     );
 }

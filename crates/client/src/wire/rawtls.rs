@@ -8,15 +8,44 @@
 //! plaintext and produce no piece.
 
 use bytes::BytesMut;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, InvalidDnsNameError, ServerName};
 use std::io::{self, Read, Write};
 use std::sync::Arc;
+
+/// Why the raw reader's TLS could not be set up: its configuration (for a target) or one
+/// connection's session. The text names what failed and keeps rustls's own words; the cause is
+/// in the text rather than a `source`, so that a chain printed whole says it once.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// This machine's root certificates could not be loaded.
+    #[error("cannot load this machine's TLS root certificates: {0}")]
+    Roots(rustls::Error),
+    /// rustls refused the configuration.
+    #[error("TLS setup failed: {0}")]
+    Setup(rustls::Error),
+    /// The host is neither a DNS name nor an IP address.
+    #[error("{host} is not a valid TLS server name: {error}")]
+    ServerName {
+        /// The host, as the URL gave it (an IPv6 literal without brackets).
+        host: String,
+        /// rustls's reason.
+        error: InvalidDnsNameError,
+    },
+    /// rustls refused to start a session with the host.
+    #[error("TLS setup for {host} failed: {error}")]
+    Session {
+        /// The host, as the URL gave it (an IPv6 literal without brackets).
+        host: String,
+        /// rustls's reason.
+        error: rustls::Error,
+    },
+}
 
 /// The client configuration: the platform's roots plus `extra_roots` (DER certificates: tests
 /// give their own authority), HTTP/1.1 by ALPN.
 pub(crate) fn client_config(
     extra_roots: Vec<Vec<u8>>,
-) -> Result<Arc<rustls::ClientConfig>, String> {
+) -> Result<Arc<rustls::ClientConfig>, TlsError> {
     let extra_roots: Vec<CertificateDer<'static>> =
         extra_roots.into_iter().map(CertificateDer::from).collect();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -25,10 +54,10 @@ pub(crate) fn client_config(
     } else {
         rustls_platform_verifier::Verifier::new_with_extra_roots(extra_roots, provider.clone())
     }
-    .map_err(|e| format!("cannot load this machine's TLS root certificates: {e}"))?;
+    .map_err(TlsError::Roots)?;
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?
+        .map_err(TlsError::Setup)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
@@ -55,11 +84,17 @@ pub(crate) struct Fed {
 
 impl Tls {
     /// A session with `host` (a name or an IP literal without brackets).
-    pub fn new(config: Arc<rustls::ClientConfig>, host: &str) -> Result<Tls, String> {
-        let name = ServerName::try_from(host.to_string())
-            .map_err(|e| format!("{host} is not a valid TLS server name: {e}"))?;
-        let session = rustls::ClientConnection::new(config, name)
-            .map_err(|e| format!("TLS setup for {host} failed: {e}"))?;
+    pub fn new(config: Arc<rustls::ClientConfig>, host: &str) -> Result<Tls, TlsError> {
+        let name =
+            ServerName::try_from(host.to_string()).map_err(|error| TlsError::ServerName {
+                host: host.to_string(),
+                error,
+            })?;
+        let session =
+            rustls::ClientConnection::new(config, name).map_err(|error| TlsError::Session {
+                host: host.to_string(),
+                error,
+            })?;
         Ok(Tls {
             session,
             closed: false,

@@ -245,3 +245,14 @@ async fn a_certificate_nobody_vouches_for_is_a_one_line_connect_error() {
         other => panic!("expected a connect error, got {:?}", other.map(|_| ())),
     }
 }
+
+/// A host that TLS cannot name is refused with the words the message always had.
+#[test]
+fn a_host_tls_cannot_name_keeps_its_message() {
+    let config = super::client_config(vec![CA.to_vec()]).expect("config");
+    let e = super::Tls::new(config, "bad host").expect_err("not a name");
+    assert_eq!(
+        e.to_string(),
+        "bad host is not a valid TLS server name: invalid dns name"
+    );
+}

@@ -260,3 +260,52 @@ async fn both_readers_measure_the_simulator_alike_and_cancel() {
     assert_eq!(m.record.outcome, Outcome::Cancelled);
     sim.shutdown().await;
 }
+
+/// A body cut inside its chunked framing is a broken stream, after the chunks that came; the
+/// raw reader says why in the framing's words.
+#[tokio::test]
+async fn a_body_cut_inside_its_framing_is_a_broken_stream_with_the_reason() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!(
+        "http://{}/v1/completions",
+        listener.local_addr().expect("addr")
+    );
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 64 * 1024];
+            let _ = s.read(&mut buf).await;
+            let event = format!("data: {}\n\n", chunk_json("a", 1, None));
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                event.len()
+            );
+            // The last chunk never comes: the connection closes inside the body.
+            let _ = s.write_all(answer.as_bytes()).await;
+        }
+    });
+    let client = crate::wire::http::build_client(&crate::wire::http::HttpOptions::default())
+        .expect("client");
+    let spec = RequestSpec::new(url, &serde_json::json!({}), Counting::Deferred).expect("spec");
+    let cancel = CancellationToken::new();
+    let [reqwest, raw] = both(spec);
+    for (spec, raw) in [(reqwest, false), (raw, true)] {
+        let m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
+        let Outcome::Error { kind, message } = &m.record.outcome else {
+            panic!("{:?}", m.record.outcome);
+        };
+        assert_eq!(kind, "stream_broken", "{message}");
+        assert!(
+            message.starts_with("the stream broke after 1 chunks: "),
+            "{message}"
+        );
+        if raw {
+            assert_eq!(
+                message,
+                "the stream broke after 1 chunks: the connection closed inside the chunked body (no last chunk)"
+            );
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! probe and request building in `mod.rs`, as a second `impl` block.
 
 use super::Engine;
+use crate::wire::rawhttp::RawReaderError;
 use llmib_core::KernelStamps;
 use serde_json::json;
 use std::sync::Arc;
@@ -12,13 +13,13 @@ impl Engine {
     /// Reads the measured streams with `reader` from now on, and records it in the engine
     /// info (`extra.http_reader`: the reader and its timestamps, `kernel` or `user space`).
     /// `Raw` reads `http://` and `https://` endpoints (https where the build has TLS) without
-    /// URL credentials: any other is an error with what to do.
+    /// URL credentials: any other is an error with what to do ([`RawReaderError`]).
     /// `connect_timeout`: the limit for each of its connections.
     pub fn set_http_reader(
         &mut self,
         reader: crate::wire::body::HttpReader,
         connect_timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), RawReaderError> {
         self.raw = match reader {
             crate::wire::body::HttpReader::Reqwest => None,
             crate::wire::body::HttpReader::Raw => {
@@ -47,7 +48,7 @@ impl Engine {
         &mut self,
         connect_timeout: Duration,
         proxy: Option<&str>,
-    ) -> Result<crate::wire::body::HttpReader, String> {
+    ) -> Result<crate::wire::body::HttpReader, RawReaderError> {
         let (reader, why) = crate::wire::body::HttpReader::auto(&self.generate_url(), proxy);
         self.set_http_reader(reader, connect_timeout)?;
         if let Some(v) = self.info.extra.get_mut("http_reader")
