@@ -120,9 +120,17 @@ async fn judge(
     // As `run`: the reader `--http-reader auto` picks, unless `LLMIB_IT_HTTP_READER` names one.
     let limit = Duration::from_secs(5);
     match std::env::var("LLMIB_IT_HTTP_READER").as_deref() {
-        Ok("raw") => engine.set_http_reader(llmib_client::HttpReader::Raw, limit)?,
-        Ok("reqwest") => engine.set_http_reader(llmib_client::HttpReader::Reqwest, limit)?,
-        _ => drop(engine.set_http_reader_auto(limit, llmib_client::http_proxy_var())?),
+        Ok("raw") => engine
+            .set_http_reader(llmib_client::HttpReader::Raw, limit)
+            .map_err(|e| e.to_string())?,
+        Ok("reqwest") => engine
+            .set_http_reader(llmib_client::HttpReader::Reqwest, limit)
+            .map_err(|e| e.to_string())?,
+        _ => drop(
+            engine
+                .set_http_reader_auto(limit, llmib_client::http_proxy_var())
+                .map_err(|e| e.to_string())?,
+        ),
     }
     let _hog = Hog::from_env();
     let plan = Plan::build(settings, Some(context_length), Some(kv));

@@ -325,7 +325,9 @@ async fn run_client(
         .map_err(|e| e.to_string())?;
     let mut engine = probe.engine;
     if case.reader == "rawhttp" {
-        engine.set_http_reader(HttpReader::Raw, Duration::from_secs(5))?;
+        engine
+            .set_http_reader(HttpReader::Raw, Duration::from_secs(5))
+            .map_err(|e| e.to_string())?;
     }
     let engine = Arc::new(engine);
     let model = engine.model().served_model.clone();

@@ -202,14 +202,6 @@ pub enum RawReaderError {
     Tls(#[from] crate::wire::rawtls::TlsError),
 }
 
-/// Callers that carry errors as their one-line text (a test's or a benchmark's `Result<_,
-/// String>`) keep using `?` on [`crate::Engine::set_http_reader`].
-impl From<RawReaderError> for String {
-    fn from(e: RawReaderError) -> String {
-        e.to_string()
-    }
-}
-
 impl RawTarget {
     /// The target of `url`: `http://`, and `https://` where the build has TLS (the `tls`
     /// feature: rustls and the platform's roots, as the reqwest client). The headers are those
