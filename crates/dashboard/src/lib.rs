@@ -12,6 +12,8 @@
 
 mod draw;
 mod lines;
+mod style;
+mod tables;
 mod tui;
 mod view;
 
