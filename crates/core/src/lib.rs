@@ -130,8 +130,8 @@ pub use workload::{
 pub use cell::{ClockSync, MergedShard, MergedShards, ShardCell};
 pub use diag::{
     BoundedText, DiagInputs, Diagnostics, DriverSetting, ENV_PREFIXES, EnvVar, MAX_ENV_VALUE_BYTES,
-    MAX_ENV_VARS, MAX_TOPOLOGY_BYTES, P2pOverride, Probed, RawText, SmiHeader, Uname, bounded_text,
-    diagnostic_env, looks_like_secret, p2p_from_registry_dwords, parse_nvidia_params,
+    MAX_ENV_VARS, MAX_TOPOLOGY_BYTES, P2pOverride, ProbeError, Probed, RawText, SmiHeader, Uname,
+    bounded_text, diagnostic_env, looks_like_secret, p2p_from_registry_dwords, parse_nvidia_params,
     parse_proc_driver_version, parse_smi_header, parse_uname, redact_env_value,
     source as diag_source,
 };
