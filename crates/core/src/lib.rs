@@ -69,7 +69,7 @@ pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
 pub use stats::Summary;
 
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.
-pub use counting::{CountReport, Tokenized, count_request, needs_tokenizer};
+pub use counting::{CountReport, TokenizeError, Tokenized, count_request, needs_tokenizer};
 pub use lag::{
     ClientLag, KERNEL_SHARE, KernelStamps, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag,
 };
