@@ -30,6 +30,7 @@ mod plan;
 mod readiness;
 mod record;
 mod redact;
+mod request_controls;
 mod rng;
 mod run;
 mod shard;
@@ -50,10 +51,11 @@ mod workload;
 pub use capacity::kv_tokens_needed;
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX,
-    MINIMAL_PROMPT_SPREAD, OWN_BODY_KEYS, Plan, PlannedCell, PlannedContext, PrefillMetric,
-    RequestControls, SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
+    MINIMAL_PROMPT_SPREAD, Plan, PlannedCell, PlannedContext, PrefillMetric,
+    SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
     first_token_default_s, prompt_tolerance,
 };
+pub use request_controls::{OWN_BODY_KEYS, RequestControls};
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
     parse_duration, parse_tokens,

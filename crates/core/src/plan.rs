@@ -3,6 +3,7 @@
 //! are known, before anything is sent.
 
 use crate::cell::{CellKey, Phase};
+use crate::request_controls::RequestControls;
 use crate::size::{ContextSpec, format_tokens};
 use serde::{Deserialize, Serialize};
 
@@ -235,81 +236,6 @@ impl Api {
         match self {
             Api::Completions => "completions",
             Api::Chat => "chat completions",
-        }
-    }
-}
-
-/// What every generation request carries beyond the tool's own keys: sampling, a server-side
-/// seed, and engine-specific knobs (reasoning effort, chat template kwargs, …).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RequestControls {
-    /// `temperature`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// `top_p`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// `seed` (the server's sampling seed, not the prompts').
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// Keys merged into every request body, as given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-/// The body keys the tool owns: `--extra-body` may not set them, since each one changes what
-/// is measured (the prompt, its length, the output length, streaming, usage, the EOS rule).
-pub const OWN_BODY_KEYS: [&str; 10] = [
-    "model",
-    "prompt",
-    "messages",
-    "max_tokens",
-    "max_completion_tokens",
-    "stream",
-    "stream_options",
-    "ignore_eos",
-    "min_tokens",
-    "n",
-];
-
-impl RequestControls {
-    /// Nothing beyond the tool's own keys.
-    pub fn is_empty(&self) -> bool {
-        *self == RequestControls::default()
-    }
-
-    /// Reads `--extra-body`: a JSON object whose keys are not the tool's own.
-    pub fn parse_extra_body(
-        text: &str,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| format!("--extra-body is not JSON ({e}): give an object, e.g. '{{\"reasoning_effort\":\"low\"}}'"))?;
-        let serde_json::Value::Object(map) = v else {
-            return Err("--extra-body must be a JSON object, e.g. '{\"top_k\":20}'".into());
-        };
-        if let Some(k) = map.keys().find(|k| OWN_BODY_KEYS.contains(&k.as_str())) {
-            return Err(format!(
-                "--extra-body may not set `{k}`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
-            ));
-        }
-        Ok(map)
-    }
-
-    /// Puts the controls into a request body (an object).
-    pub fn apply(&self, body: &mut serde_json::Map<String, serde_json::Value>) {
-        if let Some(t) = self.temperature {
-            body.insert("temperature".into(), serde_json::json!(t));
-        }
-        if let Some(p) = self.top_p {
-            body.insert("top_p".into(), serde_json::json!(p));
-        }
-        if let Some(s) = self.seed {
-            body.insert("seed".into(), serde_json::json!(s));
-        }
-        for (k, v) in self.extra_body.iter().flatten() {
-            if !OWN_BODY_KEYS.contains(&k.as_str()) {
-                body.insert(k.clone(), v.clone());
-            }
         }
     }
 }
