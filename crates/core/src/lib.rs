@@ -55,7 +55,7 @@ pub use plan::{
     SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
     first_token_default_s, prompt_tolerance,
 };
-pub use request_controls::{OWN_BODY_KEYS, RequestControls};
+pub use request_controls::{ExtraBodyError, OWN_BODY_KEYS, RequestControls};
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
     parse_duration, parse_tokens,

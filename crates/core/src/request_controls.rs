@@ -38,6 +38,24 @@ pub const OWN_BODY_KEYS: [&str; 10] = [
     "n",
 ];
 
+/// Why `--extra-body` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtraBodyError {
+    /// The text is not JSON (serde's words say where).
+    #[error(
+        "--extra-body is not JSON ({0}): give an object, e.g. '{{\"reasoning_effort\":\"low\"}}'"
+    )]
+    NotJson(serde_json::Error),
+    /// JSON, but not an object.
+    #[error("--extra-body must be a JSON object, e.g. '{{\"top_k\":20}}'")]
+    NotObject,
+    /// The object sets one of the [`OWN_BODY_KEYS`].
+    #[error(
+        "--extra-body may not set `{0}`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
+    )]
+    OwnKey(String),
+}
+
 impl RequestControls {
     /// Nothing beyond the tool's own keys.
     pub fn is_empty(&self) -> bool {
@@ -47,16 +65,13 @@ impl RequestControls {
     /// Reads `--extra-body`: a JSON object whose keys are not the tool's own.
     pub fn parse_extra_body(
         text: &str,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| format!("--extra-body is not JSON ({e}): give an object, e.g. '{{\"reasoning_effort\":\"low\"}}'"))?;
+    ) -> Result<serde_json::Map<String, serde_json::Value>, ExtraBodyError> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(ExtraBodyError::NotJson)?;
         let serde_json::Value::Object(map) = v else {
-            return Err("--extra-body must be a JSON object, e.g. '{\"top_k\":20}'".into());
+            return Err(ExtraBodyError::NotObject);
         };
         if let Some(k) = map.keys().find(|k| OWN_BODY_KEYS.contains(&k.as_str())) {
-            return Err(format!(
-                "--extra-body may not set `{k}`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
-            ));
+            return Err(ExtraBodyError::OwnKey(k.clone()));
         }
         Ok(map)
     }
@@ -77,5 +92,36 @@ impl RequestControls {
                 body.insert(k.clone(), v.clone());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flag's refusals keep the words they had as strings.
+    #[test]
+    fn extra_body_refusals_say_why() {
+        let e = |t: &str| {
+            RequestControls::parse_extra_body(t)
+                .expect_err(t)
+                .to_string()
+        };
+        assert!(
+            e("{").starts_with("--extra-body is not JSON ("),
+            "{}",
+            e("{")
+        );
+        assert!(e("{").ends_with("): give an object, e.g. '{\"reasoning_effort\":\"low\"}'"));
+        assert_eq!(
+            e("[1]"),
+            "--extra-body must be a JSON object, e.g. '{\"top_k\":20}'"
+        );
+        assert_eq!(
+            e(r#"{"n":2}"#),
+            "--extra-body may not set `n`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
+        );
+        let ok = RequestControls::parse_extra_body(r#"{"top_k":20}"#).expect("an object");
+        assert_eq!(ok["top_k"], 20);
     }
 }
