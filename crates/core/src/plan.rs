@@ -362,16 +362,55 @@ pub fn resolve_contexts(
                     out.push(p);
                 }
             }
-            Err(reason) => dropped.push(DroppedContext { spec, reason }),
+            Err(why) => dropped.push(DroppedContext {
+                spec,
+                reason: why.to_string(),
+            }),
         }
     }
     out.sort_by_key(|p| p.tokens);
     (out, dropped)
 }
 
+/// Why a requested context does not run (the rules of [`resolve_contexts`]); its words are the
+/// [`DroppedContext::reason`] that `plan.json` keeps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DropReason {
+    /// An explicit context at or past the server's context length.
+    #[error(
+        "{} tokens does not fit the server's context length of {}",
+        format_tokens(*.tokens),
+        format_tokens(*.limit)
+    )]
+    TooLong {
+        /// The context asked for.
+        tokens: u64,
+        /// The server's context length.
+        limit: u64,
+    },
+    /// `max` or `full` without a known context length.
+    #[error("the server's context length is unknown; pass explicit sizes")]
+    UnknownLimit,
+    /// `max` where the output alone fills the context.
+    #[error("max output {max_output} leaves no room in a context of {limit}")]
+    NoRoom {
+        /// Max output tokens.
+        max_output: u64,
+        /// The server's context length.
+        limit: u64,
+    },
+    /// `full` in a context too small to send a prompt.
+    #[error("context length too small")]
+    TooSmall,
+}
+
 /// One context against the server's limit `limit` with max output `m` (the rules of
 /// [`resolve_contexts`]); the error is the reason it is dropped.
-fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedContext, String> {
+fn resolve_one(
+    spec: ContextSpec,
+    limit: Option<u64>,
+    m: u64,
+) -> Result<PlannedContext, DropReason> {
     let planned = |tokens: u64, label: u64, decode: bool| PlannedContext {
         tokens,
         label: format_tokens(label),
@@ -382,14 +421,11 @@ fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedC
         (ContextSpec::Tokens(c), None) => Ok(planned(c, c, true)),
         (ContextSpec::Tokens(c), Some(l)) if c + m < l => Ok(planned(c, c, true)),
         (ContextSpec::Tokens(c), Some(l)) if c < l => Ok(planned(c, c, false)),
-        (ContextSpec::Tokens(c), Some(l)) => Err(format!(
-            "{} tokens does not fit the server's context length of {}",
-            format_tokens(c),
-            format_tokens(l)
-        )),
-        (ContextSpec::Max | ContextSpec::Full, None) => {
-            Err("the server's context length is unknown; pass explicit sizes".to_string())
-        }
+        (ContextSpec::Tokens(c), Some(l)) => Err(DropReason::TooLong {
+            tokens: c,
+            limit: l,
+        }),
+        (ContextSpec::Max | ContextSpec::Full, None) => Err(DropReason::UnknownLimit),
         (ContextSpec::Max, Some(l)) => {
             let room = l.saturating_sub(m + 1);
             let c = if room >= 1024 {
@@ -398,12 +434,15 @@ fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedC
                 room
             };
             if c == 0 {
-                Err(format!("max output {m} leaves no room in a context of {l}"))
+                Err(DropReason::NoRoom {
+                    max_output: m,
+                    limit: l,
+                })
             } else {
                 Ok(planned(c, c, true))
             }
         }
-        (ContextSpec::Full, Some(l)) if l < 3 => Err("context length too small".to_string()),
+        (ContextSpec::Full, Some(l)) if l < 3 => Err(DropReason::TooSmall),
         // Labelled by the context length, as the seed does; sends limit − 2 tokens.
         (ContextSpec::Full, Some(l)) => Ok(planned(l - 2, l, false)),
     }
