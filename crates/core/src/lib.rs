@@ -101,9 +101,9 @@ pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_st
 pub use cell::rate_mrps;
 pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow, SpecFigures};
 pub use load::{
-    CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation, auto_rates,
-    capacity_cell, capacity_concurrency, capacity_result, cell_schedule, closed_batch_rate,
-    closed_loop_slo, rate_cell, rate_result, round_rate,
+    CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation,
+    ScheduleError, auto_rates, capacity_cell, capacity_concurrency, capacity_result, cell_schedule,
+    closed_batch_rate, closed_loop_slo, rate_cell, rate_result, round_rate,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};

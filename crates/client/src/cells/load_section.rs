@@ -416,7 +416,8 @@ fn cell_plan(
     let base = st.request.seed.unwrap_or(st.prompt_seed);
     let seed = base ^ s.ctx.tokens.rotate_left(20) ^ cell.key.rate_mrps;
     let Some(v) = s.varying.as_deref() else {
-        let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)?;
+        let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)
+            .map_err(|e| e.to_string())?;
         return Ok(CellPlan {
             due,
             requests: None,
@@ -444,7 +445,8 @@ fn cell_plan(
             scale: Some(k),
         });
     }
-    let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)?;
+    let due = cell_schedule(s.load.arrival, rate, st.duration_s, seed, s.ctx.tokens)
+        .map_err(|e| e.to_string())?;
     let requests = cell_requests(v.source(s.ctx.tokens, st.max_output), due.len(), seed);
     Ok(CellPlan {
         due,
