@@ -32,6 +32,9 @@ use crate::record::RequestRecord;
 use crate::shard::ShardSpec;
 use crate::timetable::ShardSchedule;
 use crate::verdict::{DecodeObservation, ErrorTally, bare_result, decode_result};
+use fault::CellMergeError;
+
+mod fault;
 
 /// One shard's part of a cell: its row, its records of the cell (on its own clock) and, for a
 /// rate cell, its line of `schedules.jsonl`.
@@ -250,7 +253,7 @@ fn apply_findings(mut row: CellResult, f: &Findings) -> CellResult {
 
 /// The decode window every shard's row gives (`open_ns`, `close_ns` of its [`ShardCell`]):
 /// an error when none gives one or two disagree.
-fn decode_window(parts: &[ShardPart<'_>]) -> Result<Window, String> {
+fn decode_window(parts: &[ShardPart<'_>]) -> Result<Window, CellMergeError> {
     let mut seen: Option<(u32, Window)> = None;
     for p in parts {
         let Some(sc) = p.row.shard.as_deref() else {
@@ -262,17 +265,18 @@ fn decode_window(parts: &[ShardPart<'_>]) -> Result<Window, String> {
         let w = Window { start_ns, end_ns };
         match seen {
             Some((i, s)) if s != w => {
-                return Err(format!(
-                    "the shards' windows disagree: shard {i} [{}, {}] ns, shard {} [{}, {}] ns",
-                    s.start_ns, s.end_ns, p.index, w.start_ns, w.end_ns
-                ));
+                return Err(CellMergeError::WindowsDisagree {
+                    first: i,
+                    first_window: s,
+                    shard: p.index,
+                    window: w,
+                });
             }
             Some(_) => {}
             None => seen = Some((p.index, w)),
         }
     }
-    seen.map(|(_, w)| w)
-        .ok_or_else(|| "no shard recorded the decode window".to_string())
+    seen.map(|(_, w)| w).ok_or(CellMergeError::NoWindow)
 }
 
 /// Warm-up errors of every shard's row (the `warmup_` kinds), each shard's first error as
@@ -361,8 +365,8 @@ pub fn merge_decode_cell(
     let window = decode_window(parts);
     let fault = (!f.failed.is_empty())
         .then(|| f.failed.join("; "))
-        .or(window.as_ref().err().cloned())
-        .or(foreign_stream(parts, n, count));
+        .or(window.as_ref().err().map(ToString::to_string))
+        .or(foreign_stream(parts, n, count).map(|e| e.to_string()));
     if fault.is_none() && !f.missing.is_empty() {
         return (missing_row(cell, parts, &f), records);
     }
@@ -418,16 +422,16 @@ pub fn merge_decode_cell(
 
 /// A decode record that is not one of its shard's streams (i ≡ index mod count, i < N): two
 /// shards would then have run one stream, and the union would not be the cell's N.
-fn foreign_stream(parts: &[ShardPart<'_>], n: u64, count: u32) -> Option<String> {
+fn foreign_stream(parts: &[ShardPart<'_>], n: u64, count: u32) -> Option<CellMergeError> {
     parts.iter().find_map(|p| {
         let r = p.records.iter().find(|r| {
             let s = u64::from(r.stream);
             s >= n || s % u64::from(count.max(1)) != u64::from(p.index)
         })?;
-        Some(format!(
-            "shard {} holds a record of stream {}, which is not one of its streams",
-            p.index, r.stream
-        ))
+        Some(CellMergeError::ForeignStream {
+            shard: p.index,
+            stream: r.stream,
+        })
     })
 }
 
@@ -458,13 +462,15 @@ fn worst_lag(parts: &[ShardPart<'_>]) -> Option<crate::lag::ClientLag> {
 /// instants, no request is claimed by two shards, and each shard's records are its own
 /// requests. Returns the due instants and, where prompt lengths vary, the built length of
 /// every request (index = request).
-fn common_schedule(parts: &[ShardPart<'_>]) -> Result<(Vec<u64>, Option<Vec<u64>>), String> {
+fn common_schedule(
+    parts: &[ShardPart<'_>],
+) -> Result<(Vec<u64>, Option<Vec<u64>>), CellMergeError> {
     let with: Vec<(u32, &ShardSchedule)> = parts
         .iter()
         .filter_map(|p| Some((p.index, p.schedule?)))
         .collect();
     let Some((i0, s0)) = with.first() else {
-        return Err("no shard wrote the cell's schedule (schedules.jsonl)".into());
+        return Err(CellMergeError::NoSchedule);
     };
     let due = &s0.due_ns;
     let mut owner: Vec<Option<u32>> = vec![None; due.len()];
@@ -472,21 +478,27 @@ fn common_schedule(parts: &[ShardPart<'_>]) -> Result<(Vec<u64>, Option<Vec<u64>
     let mut built = varies.then(|| vec![0u64; due.len()]);
     for (i, s) in &with {
         if s.due_ns != *due {
-            return Err(format!(
-                "the shards' schedules disagree: shard {i0} has {} requests due, shard {i} {} (or other instants)",
-                due.len(),
-                s.due_ns.len()
-            ));
+            return Err(CellMergeError::SchedulesDisagree {
+                first: *i0,
+                first_due: due.len(),
+                shard: *i,
+                due: s.due_ns.len(),
+            });
         }
         for (j, m) in s.mine.iter().enumerate() {
-            let slot = owner.get_mut(*m as usize).ok_or_else(|| {
-                format!(
-                    "shard {i} claims request {m} of a schedule of {}",
-                    due.len()
-                )
-            })?;
+            let slot = owner
+                .get_mut(*m as usize)
+                .ok_or(CellMergeError::PastSchedule {
+                    shard: *i,
+                    request: *m,
+                    len: due.len(),
+                })?;
             if let Some(other) = slot.replace(*i) {
-                return Err(format!("shards {other} and {i} both claim request {m}"));
+                return Err(CellMergeError::Claimed {
+                    other,
+                    shard: *i,
+                    request: *m,
+                });
             }
             let tokens = s.prompt_tokens.as_ref().and_then(|t| t.get(j));
             if let (Some(b), Some(t)) = (built.as_mut(), tokens) {
@@ -500,10 +512,10 @@ fn common_schedule(parts: &[ShardPart<'_>]) -> Result<(Vec<u64>, Option<Vec<u64>
             .iter()
             .find(|r| owner.get(r.stream as usize).copied().flatten() != Some(p.index))
         {
-            return Err(format!(
-                "shard {} holds a record of request {}, which its schedule does not give it",
-                p.index, r.stream
-            ));
+            return Err(CellMergeError::ForeignRequest {
+                shard: p.index,
+                request: r.stream,
+            });
         }
     }
     Ok((due.clone(), built))
@@ -529,7 +541,7 @@ pub fn merge_rate_cell(
     });
     let fault = (!f.failed.is_empty())
         .then(|| f.failed.join("; "))
-        .or(schedule.as_ref().err().cloned());
+        .or(schedule.as_ref().err().map(ToString::to_string));
     if fault.is_none() && !f.missing.is_empty() {
         return (missing_row(cell, parts, &f), records);
     }
