@@ -30,6 +30,7 @@ mod load;
 mod load_chart;
 mod markdown;
 mod model;
+mod notes;
 pub mod number;
 mod pareto;
 mod shards;
