@@ -24,9 +24,11 @@ mod http;
 mod info;
 mod metrics;
 mod profiles;
+mod reply;
 mod request;
 mod rng;
 mod stamps;
+mod state;
 mod tokenizer;
 mod wire;
 
@@ -84,12 +86,12 @@ async fn serve_with(
     let addr = listener.local_addr()?;
     let cfg = Arc::new(config);
     let engine = engine::Engine::start(Arc::clone(&cfg), Arc::clone(&stamps))?;
-    let state = Arc::new(http::AppState {
+    let state = Arc::new(state::AppState {
         rng: Mutex::new(rng::Rng::new(cfg.seed)),
         cfg,
         engine,
         addr,
-        started: http::unix_now(),
+        started: state::unix_now(),
         stamps,
         generate_requests: Default::default(),
     });
