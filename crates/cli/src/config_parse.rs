@@ -79,7 +79,9 @@ pub fn request_rate(s: &str) -> Result<RateSpec, String> {
 
 /// A JSON object without the tool's own keys.
 pub fn extra_body(s: &str) -> Result<ExtraBody, String> {
-    llmib_core::RequestControls::parse_extra_body(s).map(ExtraBody)
+    llmib_core::RequestControls::parse_extra_body(s)
+        .map(ExtraBody)
+        .map_err(|e| e.to_string())
 }
 
 /// `poisson`, `constant` or `gamma:SHAPE`.

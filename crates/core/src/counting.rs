@@ -21,7 +21,19 @@ use crate::record::RequestRecord;
 use std::collections::HashMap;
 
 /// The tokenizer's answer for one chunk text: its token count, or why it could not be had.
-pub type Tokenized = HashMap<String, Result<u32, String>>;
+pub type Tokenized = HashMap<String, Result<u32, TokenizeError>>;
+
+/// Why a chunk text has no token count: which tokenizer failed on it, and its error in its own
+/// words (the row's note quotes them as they are).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenizeError {
+    /// The server's tokenize endpoint failed (after its retry).
+    #[error("{0}")]
+    Server(String),
+    /// The local tokenizer file (`--tokenizer`) failed.
+    #[error("{0}")]
+    Local(String),
+}
 
 /// How a cell's tokens were counted, folded over its requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +145,7 @@ pub fn count_request(
             Some(Err(e)) => {
                 failed = true;
                 report.tokenize_failures += 1;
-                report.first_failure.get_or_insert_with(|| e.clone());
+                report.first_failure.get_or_insert_with(|| e.to_string());
                 counts.push(1);
             }
             None => {
@@ -249,7 +261,10 @@ mod tests {
         let tok: Tokenized = [
             ("a".to_string(), Ok(1)),
             ("bcd".to_string(), Ok(3)),
-            ("bad".to_string(), Err("HTTP 500: boom".to_string())),
+            (
+                "bad".to_string(),
+                Err(TokenizeError::Server("HTTP 500: boom".to_string())),
+            ),
         ]
         .into_iter()
         .collect();

@@ -145,8 +145,30 @@ pub struct Diagnostics {
     pub p2p_override: Probed<P2pOverride>,
 }
 
-/// What one source gave: its output, or why there is none (in words).
-pub type RawText = Result<String, String>;
+/// What one source gave: its output, or why there is none.
+pub type RawText = Result<String, ProbeError>;
+
+/// Why a source of the diagnostics (a command, a file) gave no text. Its words go into the
+/// record after the source's name (`uname -srm: timed out after 5.0 s`), so they never repeat
+/// the source: an I/O error is named by its kind where it has a common one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// The command or the file does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The command or the file may not be read.
+    #[error("permission denied")]
+    PermissionDenied,
+    /// The command ran past its timeout and was killed.
+    #[error("timed out after {:.1} s", .0.as_secs_f64())]
+    TimedOut(std::time::Duration),
+    /// The command exited without success.
+    #[error("exited with {0}")]
+    Exited(std::process::ExitStatus),
+    /// Any other failure, in the system's words.
+    #[error("{0}")]
+    Other(String),
+}
 
 /// The raw texts the client gathered; [`Diagnostics::from_inputs`] reads them.
 #[derive(Debug, Clone, PartialEq)]
@@ -218,7 +240,7 @@ impl Diagnostics {
 }
 
 /// Why `nvidia-smi`'s header gave no `what` version.
-fn smi_reason(smi: &Result<SmiHeader, &String>, what: &str) -> String {
+fn smi_reason(smi: &Result<SmiHeader, &ProbeError>, what: &str) -> String {
     match smi {
         Ok(_) => format!("no {what} version in `{}` output", source::NVIDIA_SMI),
         Err(e) => format!("{}: {e}", source::NVIDIA_SMI),

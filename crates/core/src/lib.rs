@@ -30,6 +30,7 @@ mod plan;
 mod readiness;
 mod record;
 mod redact;
+mod request_controls;
 mod rng;
 mod run;
 mod shard;
@@ -50,10 +51,11 @@ mod workload;
 pub use capacity::kv_tokens_needed;
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX,
-    MINIMAL_PROMPT_SPREAD, OWN_BODY_KEYS, Plan, PlannedCell, PlannedContext, PrefillMetric,
-    RequestControls, SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
+    MINIMAL_PROMPT_SPREAD, Plan, PlannedCell, PlannedContext, PrefillMetric,
+    SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
     first_token_default_s, prompt_tolerance,
 };
+pub use request_controls::{ExtraBodyError, OWN_BODY_KEYS, RequestControls};
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
     parse_duration, parse_tokens,
@@ -69,7 +71,7 @@ pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
 pub use stats::Summary;
 
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.
-pub use counting::{CountReport, Tokenized, count_request, needs_tokenizer};
+pub use counting::{CountReport, TokenizeError, Tokenized, count_request, needs_tokenizer};
 pub use lag::{
     ClientLag, KERNEL_SHARE, KernelStamps, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag,
 };
@@ -99,9 +101,9 @@ pub use capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep, next_st
 pub use cell::rate_mrps;
 pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow, SpecFigures};
 pub use load::{
-    CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation, auto_rates,
-    capacity_cell, capacity_concurrency, capacity_result, cell_schedule, closed_batch_rate,
-    closed_loop_slo, rate_cell, rate_result, round_rate,
+    CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation,
+    ScheduleError, auto_rates, capacity_cell, capacity_concurrency, capacity_result, cell_schedule,
+    closed_batch_rate, closed_loop_slo, rate_cell, rate_result, round_rate,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
@@ -130,8 +132,8 @@ pub use workload::{
 pub use cell::{ClockSync, MergedShard, MergedShards, ShardCell};
 pub use diag::{
     BoundedText, DiagInputs, Diagnostics, DriverSetting, ENV_PREFIXES, EnvVar, MAX_ENV_VALUE_BYTES,
-    MAX_ENV_VARS, MAX_TOPOLOGY_BYTES, P2pOverride, Probed, RawText, SmiHeader, Uname, bounded_text,
-    diagnostic_env, looks_like_secret, p2p_from_registry_dwords, parse_nvidia_params,
+    MAX_ENV_VARS, MAX_TOPOLOGY_BYTES, P2pOverride, ProbeError, Probed, RawText, SmiHeader, Uname,
+    bounded_text, diagnostic_env, looks_like_secret, p2p_from_registry_dwords, parse_nvidia_params,
     parse_proc_driver_version, parse_smi_header, parse_uname, redact_env_value,
     source as diag_source,
 };

@@ -91,8 +91,51 @@ pub const MAX_REQUESTS_PER_CELL: usize = 50_000;
 /// the schedule starts): about half a gigabyte of text.
 pub const MAX_PROMPT_TOKENS_PER_CELL: u64 = 128 << 20;
 
-/// A rate cell's due instants (`crate::schedule`), or why the cell cannot run, in words: no
-/// request falls in the window, more requests than [`MAX_REQUESTS_PER_CELL`], or prompts of
+/// Why a rate cell's schedule cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    /// The arrival schedule cannot be drawn (a rate or duration that is not positive).
+    #[error(transparent)]
+    Arrival(#[from] crate::arrival::ArrivalError),
+    /// No request falls in the window.
+    #[error("no request falls in a {duration_s} s window at {rate}/s: lengthen --duration")]
+    Empty {
+        /// Requests per second.
+        rate: f64,
+        /// The window, seconds.
+        duration_s: f64,
+    },
+    /// More requests than [`MAX_REQUESTS_PER_CELL`].
+    #[error(
+        "{n} requests at {rate}/s over {duration_s} s is more than {MAX_REQUESTS_PER_CELL} per cell: shorten --duration"
+    )]
+    TooMany {
+        /// Requests scheduled.
+        n: usize,
+        /// Requests per second.
+        rate: f64,
+        /// The window, seconds.
+        duration_s: f64,
+    },
+    /// Prompts that would hold more than [`MAX_PROMPT_TOKENS_PER_CELL`] in memory.
+    #[error(
+        "{n} prompts of {context_tokens} tokens at {rate}/s over {duration_s} s would hold more than {} M prompt tokens in memory: lower the rate or shorten --duration",
+        MAX_PROMPT_TOKENS_PER_CELL >> 20
+    )]
+    TooMuchMemory {
+        /// Requests scheduled.
+        n: usize,
+        /// Prompt tokens of each.
+        context_tokens: u64,
+        /// Requests per second.
+        rate: f64,
+        /// The window, seconds.
+        duration_s: f64,
+    },
+}
+
+/// A rate cell's due instants (`crate::schedule`), or why the cell cannot run: no request
+/// falls in the window, more requests than [`MAX_REQUESTS_PER_CELL`], or prompts of
 /// `context_tokens` that would hold more than [`MAX_PROMPT_TOKENS_PER_CELL`] in memory.
 pub fn cell_schedule(
     arrival: crate::arrival::ArrivalPattern,
@@ -100,25 +143,26 @@ pub fn cell_schedule(
     duration_s: f64,
     seed: u64,
     context_tokens: u64,
-) -> Result<Vec<u64>, String> {
-    let due =
-        crate::arrival::schedule(arrival, rate, duration_s, seed).map_err(|e| e.to_string())?;
+) -> Result<Vec<u64>, ScheduleError> {
+    let due = crate::arrival::schedule(arrival, rate, duration_s, seed)?;
     let n = due.len();
     if n == 0 {
-        return Err(format!(
-            "no request falls in a {duration_s} s window at {rate}/s: lengthen --duration"
-        ));
+        return Err(ScheduleError::Empty { rate, duration_s });
     }
     if n > MAX_REQUESTS_PER_CELL {
-        return Err(format!(
-            "{n} requests at {rate}/s over {duration_s} s is more than {MAX_REQUESTS_PER_CELL} per cell: shorten --duration"
-        ));
+        return Err(ScheduleError::TooMany {
+            n,
+            rate,
+            duration_s,
+        });
     }
     if (n as u64).saturating_mul(context_tokens) > MAX_PROMPT_TOKENS_PER_CELL {
-        return Err(format!(
-            "{n} prompts of {context_tokens} tokens at {rate}/s over {duration_s} s would hold more than {} M prompt tokens in memory: lower the rate or shorten --duration",
-            MAX_PROMPT_TOKENS_PER_CELL >> 20
-        ));
+        return Err(ScheduleError::TooMuchMemory {
+            n,
+            context_tokens,
+            rate,
+            duration_s,
+        });
     }
     Ok(due)
 }

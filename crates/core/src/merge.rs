@@ -20,20 +20,21 @@
 //!    is Requests queued (the reason names the shards);
 //! 5. the union's own status.
 
-use crate::cell::{CellKey, CellResult, CellStatus, Phase, QueueObservation};
+use crate::cell::{CellResult, CellStatus, Phase, QueueObservation};
 use crate::cell::{MergedShard, MergedShards, ShardCell};
 use crate::counting::CountReport;
 use crate::figures::Window;
 use crate::load::{RateObservation, closed_loop_slo, rate_result};
 use crate::meta::TokenCountSource;
-use crate::plan::{Plan, PlannedCell, plan_hash, prompt_tolerance};
+use crate::plan::{Plan, PlannedCell, prompt_tolerance};
 use crate::readiness::ReadinessBy;
 use crate::record::RequestRecord;
-use crate::run::{RunInfo, RunState};
-use crate::shard::{MergeError, ShardIdentity, ShardSpec, check_shards};
+use crate::shard::ShardSpec;
 use crate::timetable::ShardSchedule;
 use crate::verdict::{DecodeObservation, ErrorTally, bare_result, decode_result};
-use std::collections::BTreeMap;
+use fault::CellMergeError;
+
+mod fault;
 
 /// One shard's part of a cell: its row, its records of the cell (on its own clock) and, for a
 /// rate cell, its line of `schedules.jsonl`.
@@ -252,7 +253,7 @@ fn apply_findings(mut row: CellResult, f: &Findings) -> CellResult {
 
 /// The decode window every shard's row gives (`open_ns`, `close_ns` of its [`ShardCell`]):
 /// an error when none gives one or two disagree.
-fn decode_window(parts: &[ShardPart<'_>]) -> Result<Window, String> {
+fn decode_window(parts: &[ShardPart<'_>]) -> Result<Window, CellMergeError> {
     let mut seen: Option<(u32, Window)> = None;
     for p in parts {
         let Some(sc) = p.row.shard.as_deref() else {
@@ -264,17 +265,18 @@ fn decode_window(parts: &[ShardPart<'_>]) -> Result<Window, String> {
         let w = Window { start_ns, end_ns };
         match seen {
             Some((i, s)) if s != w => {
-                return Err(format!(
-                    "the shards' windows disagree: shard {i} [{}, {}] ns, shard {} [{}, {}] ns",
-                    s.start_ns, s.end_ns, p.index, w.start_ns, w.end_ns
-                ));
+                return Err(CellMergeError::WindowsDisagree {
+                    first: i,
+                    first_window: s,
+                    shard: p.index,
+                    window: w,
+                });
             }
             Some(_) => {}
             None => seen = Some((p.index, w)),
         }
     }
-    seen.map(|(_, w)| w)
-        .ok_or_else(|| "no shard recorded the decode window".to_string())
+    seen.map(|(_, w)| w).ok_or(CellMergeError::NoWindow)
 }
 
 /// Warm-up errors of every shard's row (the `warmup_` kinds), each shard's first error as
@@ -363,8 +365,8 @@ pub fn merge_decode_cell(
     let window = decode_window(parts);
     let fault = (!f.failed.is_empty())
         .then(|| f.failed.join("; "))
-        .or(window.as_ref().err().cloned())
-        .or(foreign_stream(parts, n, count));
+        .or(window.as_ref().err().map(ToString::to_string))
+        .or(foreign_stream(parts, n, count).map(|e| e.to_string()));
     if fault.is_none() && !f.missing.is_empty() {
         return (missing_row(cell, parts, &f), records);
     }
@@ -420,16 +422,16 @@ pub fn merge_decode_cell(
 
 /// A decode record that is not one of its shard's streams (i ≡ index mod count, i < N): two
 /// shards would then have run one stream, and the union would not be the cell's N.
-fn foreign_stream(parts: &[ShardPart<'_>], n: u64, count: u32) -> Option<String> {
+fn foreign_stream(parts: &[ShardPart<'_>], n: u64, count: u32) -> Option<CellMergeError> {
     parts.iter().find_map(|p| {
         let r = p.records.iter().find(|r| {
             let s = u64::from(r.stream);
             s >= n || s % u64::from(count.max(1)) != u64::from(p.index)
         })?;
-        Some(format!(
-            "shard {} holds a record of stream {}, which is not one of its streams",
-            p.index, r.stream
-        ))
+        Some(CellMergeError::ForeignStream {
+            shard: p.index,
+            stream: r.stream,
+        })
     })
 }
 
@@ -460,13 +462,15 @@ fn worst_lag(parts: &[ShardPart<'_>]) -> Option<crate::lag::ClientLag> {
 /// instants, no request is claimed by two shards, and each shard's records are its own
 /// requests. Returns the due instants and, where prompt lengths vary, the built length of
 /// every request (index = request).
-fn common_schedule(parts: &[ShardPart<'_>]) -> Result<(Vec<u64>, Option<Vec<u64>>), String> {
+fn common_schedule(
+    parts: &[ShardPart<'_>],
+) -> Result<(Vec<u64>, Option<Vec<u64>>), CellMergeError> {
     let with: Vec<(u32, &ShardSchedule)> = parts
         .iter()
         .filter_map(|p| Some((p.index, p.schedule?)))
         .collect();
     let Some((i0, s0)) = with.first() else {
-        return Err("no shard wrote the cell's schedule (schedules.jsonl)".into());
+        return Err(CellMergeError::NoSchedule);
     };
     let due = &s0.due_ns;
     let mut owner: Vec<Option<u32>> = vec![None; due.len()];
@@ -474,21 +478,27 @@ fn common_schedule(parts: &[ShardPart<'_>]) -> Result<(Vec<u64>, Option<Vec<u64>
     let mut built = varies.then(|| vec![0u64; due.len()]);
     for (i, s) in &with {
         if s.due_ns != *due {
-            return Err(format!(
-                "the shards' schedules disagree: shard {i0} has {} requests due, shard {i} {} (or other instants)",
-                due.len(),
-                s.due_ns.len()
-            ));
+            return Err(CellMergeError::SchedulesDisagree {
+                first: *i0,
+                first_due: due.len(),
+                shard: *i,
+                due: s.due_ns.len(),
+            });
         }
         for (j, m) in s.mine.iter().enumerate() {
-            let slot = owner.get_mut(*m as usize).ok_or_else(|| {
-                format!(
-                    "shard {i} claims request {m} of a schedule of {}",
-                    due.len()
-                )
-            })?;
+            let slot = owner
+                .get_mut(*m as usize)
+                .ok_or(CellMergeError::PastSchedule {
+                    shard: *i,
+                    request: *m,
+                    len: due.len(),
+                })?;
             if let Some(other) = slot.replace(*i) {
-                return Err(format!("shards {other} and {i} both claim request {m}"));
+                return Err(CellMergeError::Claimed {
+                    other,
+                    shard: *i,
+                    request: *m,
+                });
             }
             let tokens = s.prompt_tokens.as_ref().and_then(|t| t.get(j));
             if let (Some(b), Some(t)) = (built.as_mut(), tokens) {
@@ -502,10 +512,10 @@ fn common_schedule(parts: &[ShardPart<'_>]) -> Result<(Vec<u64>, Option<Vec<u64>
             .iter()
             .find(|r| owner.get(r.stream as usize).copied().flatten() != Some(p.index))
         {
-            return Err(format!(
-                "shard {} holds a record of request {}, which its schedule does not give it",
-                p.index, r.stream
-            ));
+            return Err(CellMergeError::ForeignRequest {
+                shard: p.index,
+                request: r.stream,
+            });
         }
     }
     Ok((due.clone(), built))
@@ -531,7 +541,7 @@ pub fn merge_rate_cell(
     });
     let fault = (!f.failed.is_empty())
         .then(|| f.failed.join("; "))
-        .or(schedule.as_ref().err().cloned());
+        .or(schedule.as_ref().err().map(ToString::to_string));
     if fault.is_none() && !f.missing.is_empty() {
         return (missing_row(cell, parts, &f), records);
     }
@@ -612,151 +622,9 @@ pub fn merge_cell(
     }
 }
 
-/// One shard's results, as read from its directory.
-#[derive(Debug, Clone)]
-pub struct ShardResults {
-    /// The directory (named in messages).
-    pub dir: String,
-    /// Its `run.json`.
-    pub info: RunInfo,
-    /// Its rows (`cells.jsonl`).
-    pub cells: Vec<CellResult>,
-    /// Its records by cell (`requests.jsonl`), on its own clock.
-    pub requests: BTreeMap<CellKey, Vec<RequestRecord>>,
-    /// Its rate cells' schedules (`schedules.jsonl`).
-    pub schedules: Vec<ShardSchedule>,
-}
-
-impl ShardResults {
-    /// What [`crate::check_shards`] knows of it: directory, shard and plan identity.
-    pub fn identity(&self) -> ShardIdentity {
-        ShardIdentity {
-            dir: self.dir.clone(),
-            shard: self.info.plan.settings.shard,
-            plan_hash: plan_hash(&self.info.plan),
-        }
-    }
-
-    fn index(&self) -> u32 {
-        self.info.plan.settings.shard.map_or(0, |s| s.index)
-    }
-}
-
-/// One merged row with the records it was computed from (common clock, global indices).
-#[derive(Debug, Clone)]
-pub struct MergedCell {
-    /// The row.
-    pub row: CellResult,
-    /// Its records.
-    pub records: Vec<RequestRecord>,
-}
-
-/// A merged run: its `run.json` and its rows in the plan's order.
-#[derive(Debug, Clone)]
-pub struct MergedRun {
-    /// Shard 0's `run.json`, unsharded, its timetable kept, with a note of the merge.
-    pub info: RunInfo,
-    /// Every row: the plan's cells in order, then the rate cells as shard 0's rows list them.
-    pub cells: Vec<MergedCell>,
-}
-
-/// The cells of a merged run in order: the plan's (prefill and decode), then every other row
-/// of shard 0 (the rate cells, which the plan does not list) in the order it wrote them.
-fn merge_order(plan: &Plan, rows: &[CellResult]) -> Vec<PlannedCell> {
-    let mut cells = plan.cells.clone();
-    for r in rows {
-        if !cells.iter().any(|c| c.key == r.key()) {
-            cells.push(PlannedCell {
-                key: r.key(),
-                label: r.context_label.clone(),
-                over_capacity: r.status == CellStatus::OverCapacity,
-            });
-        }
-    }
-    cells
-}
-
-/// Shard 0's `run.json` for the merged run: not a shard any more, the timetable kept, the
-/// merge noted; finished only when every shard finished, over the shards' whole span.
-fn merged_info(ordered: &[&ShardResults]) -> Option<RunInfo> {
-    let mut info = ordered.first()?.info.clone();
-    info.plan.settings.shard = None;
-    info.notes
-        .push(format!("merged from {} shards", ordered.len()));
-    info.state = ordered
-        .iter()
-        .map(|s| s.info.state)
-        .find(|s| *s != RunState::Completed)
-        .unwrap_or(RunState::Completed);
-    info.started_at = ordered
-        .iter()
-        .map(|s| s.info.started_at.clone())
-        .min()
-        .unwrap_or(info.started_at);
-    info.finished_at = ordered
-        .iter()
-        .map(|s| s.info.finished_at.clone())
-        .collect::<Option<Vec<_>>>()
-        .and_then(|v| v.into_iter().max());
-    Some(info)
-}
-
-/// Merges every shard's results into one run: [`crate::check_shards`] first (every shard of
-/// one plan, each once), then every cell by [`merge_cell`]. A shard that wrote no row for a
-/// cell counts as Not run there.
-pub fn merge_shards(shards: &[ShardResults]) -> Result<MergedRun, MergeError> {
-    let ids: Vec<ShardIdentity> = shards.iter().map(ShardResults::identity).collect();
-    check_shards(&ids)?;
-    let mut ordered: Vec<&ShardResults> = shards.iter().collect();
-    ordered.sort_by_key(|s| s.index());
-    let info = merged_info(&ordered).ok_or(MergeError::Empty)?;
-    let zero = ordered[0];
-    let plan = &zero.info.plan;
-    let mut warm: BTreeMap<u64, f64> = BTreeMap::new();
-    let mut cells = Vec::new();
-    for cell in merge_order(plan, &zero.cells) {
-        let rows: Vec<CellResult> = ordered
-            .iter()
-            .map(|s| {
-                s.cells
-                    .iter()
-                    .rev()
-                    .find(|r| r.key() == cell.key)
-                    .cloned()
-                    .unwrap_or_else(|| {
-                        let why = format!("shard {} wrote no row for this cell", s.index());
-                        bare_result(&cell, CellStatus::NotRun, Some(why))
-                    })
-            })
-            .collect();
-        let parts: Vec<ShardPart<'_>> = ordered
-            .iter()
-            .zip(&rows)
-            .map(|(s, row)| ShardPart {
-                index: s.index(),
-                row,
-                records: s.requests.get(&cell.key).map_or(&[], Vec::as_slice),
-                schedule: s.schedules.iter().rev().find(|x| x.cell == cell.key),
-            })
-            .collect();
-        let inputs = DecodeMergeInputs {
-            plan,
-            warm_ttft_ms: warm.get(&cell.key.context_tokens).copied(),
-        };
-        let (row, records) = merge_cell(&cell, inputs, &parts);
-        // As a one-machine run does: a context's N = 1 median TTFT is its warm TTFT.
-        if cell.key.phase == Phase::Decode
-            && cell.key.concurrency == 1
-            && row.status == CellStatus::Valid
-            && let Some(t) = &row.ttft_ms
-        {
-            warm.entry(cell.key.context_tokens).or_insert(t.p50);
-        }
-        cells.push(MergedCell { row, records });
-    }
-    Ok(MergedRun { info, cells })
-}
-
 #[cfg(test)]
 #[path = "tests/merge.rs"]
 mod tests;
+
+mod run;
+pub use run::{MergedCell, MergedRun, ShardResults, merge_shards};

@@ -3,6 +3,7 @@
 //! are known, before anything is sent.
 
 use crate::cell::{CellKey, Phase};
+use crate::request_controls::RequestControls;
 use crate::size::{ContextSpec, format_tokens};
 use serde::{Deserialize, Serialize};
 
@@ -239,81 +240,6 @@ impl Api {
     }
 }
 
-/// What every generation request carries beyond the tool's own keys: sampling, a server-side
-/// seed, and engine-specific knobs (reasoning effort, chat template kwargs, …).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RequestControls {
-    /// `temperature`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// `top_p`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// `seed` (the server's sampling seed, not the prompts').
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// Keys merged into every request body, as given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-/// The body keys the tool owns: `--extra-body` may not set them, since each one changes what
-/// is measured (the prompt, its length, the output length, streaming, usage, the EOS rule).
-pub const OWN_BODY_KEYS: [&str; 10] = [
-    "model",
-    "prompt",
-    "messages",
-    "max_tokens",
-    "max_completion_tokens",
-    "stream",
-    "stream_options",
-    "ignore_eos",
-    "min_tokens",
-    "n",
-];
-
-impl RequestControls {
-    /// Nothing beyond the tool's own keys.
-    pub fn is_empty(&self) -> bool {
-        *self == RequestControls::default()
-    }
-
-    /// Reads `--extra-body`: a JSON object whose keys are not the tool's own.
-    pub fn parse_extra_body(
-        text: &str,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| format!("--extra-body is not JSON ({e}): give an object, e.g. '{{\"reasoning_effort\":\"low\"}}'"))?;
-        let serde_json::Value::Object(map) = v else {
-            return Err("--extra-body must be a JSON object, e.g. '{\"top_k\":20}'".into());
-        };
-        if let Some(k) = map.keys().find(|k| OWN_BODY_KEYS.contains(&k.as_str())) {
-            return Err(format!(
-                "--extra-body may not set `{k}`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
-            ));
-        }
-        Ok(map)
-    }
-
-    /// Puts the controls into a request body (an object).
-    pub fn apply(&self, body: &mut serde_json::Map<String, serde_json::Value>) {
-        if let Some(t) = self.temperature {
-            body.insert("temperature".into(), serde_json::json!(t));
-        }
-        if let Some(p) = self.top_p {
-            body.insert("top_p".into(), serde_json::json!(p));
-        }
-        if let Some(s) = self.seed {
-            body.insert("seed".into(), serde_json::json!(s));
-        }
-        for (k, v) in self.extra_body.iter().flatten() {
-            if !OWN_BODY_KEYS.contains(&k.as_str()) {
-                body.insert(k.clone(), v.clone());
-            }
-        }
-    }
-}
-
 /// The KV capacity the plan predicts with: the server's, capped by the user's budget
 /// (`--max-total-tokens`); the budget alone where the server reports none.
 pub fn budgeted_kv(reported: Option<u64>, budget: Option<u64>) -> Option<u64> {
@@ -436,16 +362,55 @@ pub fn resolve_contexts(
                     out.push(p);
                 }
             }
-            Err(reason) => dropped.push(DroppedContext { spec, reason }),
+            Err(why) => dropped.push(DroppedContext {
+                spec,
+                reason: why.to_string(),
+            }),
         }
     }
     out.sort_by_key(|p| p.tokens);
     (out, dropped)
 }
 
+/// Why a requested context does not run (the rules of [`resolve_contexts`]); its words are the
+/// [`DroppedContext::reason`] that `plan.json` keeps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DropReason {
+    /// An explicit context at or past the server's context length.
+    #[error(
+        "{} tokens does not fit the server's context length of {}",
+        format_tokens(*.tokens),
+        format_tokens(*.limit)
+    )]
+    TooLong {
+        /// The context asked for.
+        tokens: u64,
+        /// The server's context length.
+        limit: u64,
+    },
+    /// `max` or `full` without a known context length.
+    #[error("the server's context length is unknown; pass explicit sizes")]
+    UnknownLimit,
+    /// `max` where the output alone fills the context.
+    #[error("max output {max_output} leaves no room in a context of {limit}")]
+    NoRoom {
+        /// Max output tokens.
+        max_output: u64,
+        /// The server's context length.
+        limit: u64,
+    },
+    /// `full` in a context too small to send a prompt.
+    #[error("context length too small")]
+    TooSmall,
+}
+
 /// One context against the server's limit `limit` with max output `m` (the rules of
 /// [`resolve_contexts`]); the error is the reason it is dropped.
-fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedContext, String> {
+fn resolve_one(
+    spec: ContextSpec,
+    limit: Option<u64>,
+    m: u64,
+) -> Result<PlannedContext, DropReason> {
     let planned = |tokens: u64, label: u64, decode: bool| PlannedContext {
         tokens,
         label: format_tokens(label),
@@ -456,14 +421,11 @@ fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedC
         (ContextSpec::Tokens(c), None) => Ok(planned(c, c, true)),
         (ContextSpec::Tokens(c), Some(l)) if c + m < l => Ok(planned(c, c, true)),
         (ContextSpec::Tokens(c), Some(l)) if c < l => Ok(planned(c, c, false)),
-        (ContextSpec::Tokens(c), Some(l)) => Err(format!(
-            "{} tokens does not fit the server's context length of {}",
-            format_tokens(c),
-            format_tokens(l)
-        )),
-        (ContextSpec::Max | ContextSpec::Full, None) => {
-            Err("the server's context length is unknown; pass explicit sizes".to_string())
-        }
+        (ContextSpec::Tokens(c), Some(l)) => Err(DropReason::TooLong {
+            tokens: c,
+            limit: l,
+        }),
+        (ContextSpec::Max | ContextSpec::Full, None) => Err(DropReason::UnknownLimit),
         (ContextSpec::Max, Some(l)) => {
             let room = l.saturating_sub(m + 1);
             let c = if room >= 1024 {
@@ -472,12 +434,15 @@ fn resolve_one(spec: ContextSpec, limit: Option<u64>, m: u64) -> Result<PlannedC
                 room
             };
             if c == 0 {
-                Err(format!("max output {m} leaves no room in a context of {l}"))
+                Err(DropReason::NoRoom {
+                    max_output: m,
+                    limit: l,
+                })
             } else {
                 Ok(planned(c, c, true))
             }
         }
-        (ContextSpec::Full, Some(l)) if l < 3 => Err("context length too small".to_string()),
+        (ContextSpec::Full, Some(l)) if l < 3 => Err(DropReason::TooSmall),
         // Labelled by the context length, as the seed does; sends limit − 2 tokens.
         (ContextSpec::Full, Some(l)) => Ok(planned(l - 2, l, false)),
     }

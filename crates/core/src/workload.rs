@@ -26,10 +26,14 @@
 //! Nothing here panics on any input: a bad row is an error naming it.
 
 mod azure;
+mod error;
 mod mooncake;
+mod request;
 mod sharegpt;
 mod trace;
 
+pub use error::WorkloadError;
+pub use request::WorkloadRequest;
 pub use trace::{PrefixPrediction, TimeScaleSpec, predicted_cached_tokens, trace_offsets};
 
 use std::fmt;
@@ -98,21 +102,6 @@ impl fmt::Display for WorkloadSpec {
     }
 }
 
-/// One request of a workload.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkloadRequest {
-    /// The row's line in its file (1-based).
-    pub line: usize,
-    /// When the trace sent it, seconds after the first row (`None`: the format has no time).
-    pub arrival_s: Option<f64>,
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Output tokens to ask for.
-    pub output_tokens: u64,
-    /// The prompt's blocks, in order (Mooncake `hash_ids`; empty for other formats).
-    pub prefix_blocks: Vec<u64>,
-}
-
 /// A workload file, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
@@ -123,79 +112,6 @@ pub struct Workload {
     /// Entries left out (ShareGPT conversations without a human→model pair or with an empty
     /// side); 0 for traces, where a bad row is an error instead.
     pub skipped: usize,
-}
-
-/// Why a workload could not be used. Each names the file (and the line, where there is one)
-/// in a single line of text.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum WorkloadError {
-    /// Not `kind:PATH` with a known kind.
-    #[error(
-        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE or azure:FILE (formats: sharegpt, mooncake, azure)"
-    )]
-    UnknownKind(String),
-    /// The file could not be read.
-    #[error("{file}: cannot read the workload: {error}")]
-    Read {
-        /// The file.
-        file: String,
-        /// The system's reason.
-        error: String,
-    },
-    /// A row that is not of the format.
-    #[error("{file}:{line}: {what}")]
-    BadRow {
-        /// The file.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong, in words.
-        what: String,
-    },
-    /// A timestamp before the previous row's.
-    #[error(
-        "{file}:{line}: timestamp {at_s:.3} s is before the previous row's {prev_s:.3} s: a trace must be in send order; sort it by timestamp first"
-    )]
-    Backwards {
-        /// The file.
-        file: String,
-        /// 1-based line of the earlier timestamp.
-        line: usize,
-        /// Its instant, seconds from the first row.
-        at_s: f64,
-        /// The previous row's, seconds from the first row.
-        prev_s: f64,
-    },
-    /// No request in the file.
-    #[error("{file}: holds no request ({skipped} entries skipped): check the file and its format")]
-    Empty {
-        /// The file.
-        file: String,
-        /// Entries skipped (ShareGPT conversations without a usable pair).
-        skipped: usize,
-    },
-    /// A request longer than the server's context.
-    #[error(
-        "{file}:{line}: {input} input + {output} output tokens exceed the server's context of {context} tokens: drop such rows or use a server with a longer context"
-    )]
-    TooLong {
-        /// The file.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// Input tokens.
-        input: u64,
-        /// Output tokens.
-        output: u64,
-        /// The server's context length.
-        context: u64,
-    },
-    /// A workload without timestamps asked to be replayed as a trace.
-    #[error("{0}: has no timestamps to replay: send it at a --request-rate instead")]
-    NoTimestamps(String),
-    /// A time scale that is not a positive number, or a replay longer than any run.
-    #[error("{0}")]
-    BadTimeScale(String),
 }
 
 impl Workload {
@@ -253,38 +169,6 @@ impl Workload {
             context: context_tokens,
         })
     }
-}
-
-/// A bad-row error of `file` at `line`.
-fn bad_row(file: &str, line: usize, what: impl Into<String>) -> WorkloadError {
-    WorkloadError::BadRow {
-        file: file.to_string(),
-        line,
-        what: what.into(),
-    }
-}
-
-/// `at_s` − `first_s`: seconds from the first row, or the error naming `line` when that is
-/// before the previous row's `prev_s`.
-fn relative_s(
-    file: &str,
-    line: usize,
-    at_s: f64,
-    first_s: f64,
-    prev_s: Option<f64>,
-) -> Result<f64, WorkloadError> {
-    let rel = at_s - first_s;
-    if let Some(prev) = prev_s
-        && rel < prev
-    {
-        return Err(WorkloadError::Backwards {
-            file: file.to_string(),
-            line,
-            at_s: rel,
-            prev_s: prev,
-        });
-    }
-    Ok(rel)
 }
 
 #[cfg(test)]

@@ -6,72 +6,28 @@
 //! drops the stream, the guard tells the engine, and the request's KV is freed.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::config::{Flavor, SimConfig};
-use crate::engine::{AbortGuard, Engine, NewRequest, TokenEvent};
+use crate::engine::{AbortGuard, NewRequest, TokenEvent};
 use crate::faults::{self, FaultPlan};
+use crate::reply::{json_response, reject};
 use crate::request::{self, GenRequest, Reject};
-use crate::rng::{Rng, hash_tokens};
+use crate::rng::hash_tokens;
 use crate::stamps::{ArrivalStamp, ChunkStamp, StampLog};
+use crate::state::{AppState, unix_now};
 use crate::wire::{self, Kind, Writer};
 use crate::{info, metrics};
-
-/// What every handler shares.
-pub(crate) struct AppState {
-    /// The configuration the server runs with.
-    pub cfg: Arc<SimConfig>,
-    /// The scheduler.
-    pub engine: Engine,
-    /// Ids and fault decisions, drawn in arrival order.
-    pub rng: Mutex<Rng>,
-    /// The address the server listens on.
-    pub addr: SocketAddr,
-    /// Unix seconds at start (`created` of model cards, `_created` metric samples).
-    pub started: u64,
-    /// Chunk stamps, recorded when `cfg.stamp_chunks` is on.
-    pub stamps: Arc<StampLog>,
-    /// Generation requests received so far (`faults.refuse_after_requests`).
-    pub generate_requests: AtomicU64,
-}
-
-/// Seconds since the Unix epoch.
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-/// A JSON response with the given status.
-pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
-    let mut r = (status, body).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-/// An error response in the engine's shape.
-pub(crate) fn reject(cfg: &SimConfig, r: &Reject) -> Response {
-    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
-    json_response(
-        status,
-        wire::error_json(cfg.flavor, &r.message, r.err_type, r.status),
-    )
-}
 
 /// A rejection for load (queue full, quota spent) with `faults.queue_full_status` and, when
 /// `faults.retry_after_s` is set, the `Retry-After` a client should honour.

@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::config::Flavor;
-use crate::http::{AppState, json_response, reject};
+use crate::reply::{json_response, reject};
 use crate::request::{Reject, parse_messages};
+use crate::state::AppState;
 use crate::tokenizer;
 
 /// A JSON object that keeps its keys in insertion order.

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::config::Flavor;
 use crate::engine::Stats;
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// Formats a float like Python's `repr` for the values we emit.
 fn py_float(v: f64) -> String {

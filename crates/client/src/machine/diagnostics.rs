@@ -8,7 +8,7 @@
 //! async runtime never waits on a process. A missing tool or file is a reason in the record,
 //! never an error: diagnostics must not stop a run.
 
-use llmib_core::{DiagInputs, Diagnostics, RawText, diag_source};
+use llmib_core::{DiagInputs, Diagnostics, ProbeError, RawText, diag_source};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -45,7 +45,7 @@ fn gather_inputs() -> DiagInputs {
 
 /// Inputs where every source failed for `reason`.
 fn unavailable(reason: &str) -> DiagInputs {
-    let r = || Err(reason.to_owned());
+    let r = || Err(ProbeError::Other(reason.to_owned()));
     DiagInputs {
         env: Vec::new(),
         uname: r(),
@@ -68,11 +68,11 @@ fn read_file(path: &str) -> RawText {
 }
 
 /// `not found`, `permission denied`, … (the error's kind: its text may repeat the path).
-fn describe_io(e: &std::io::Error) -> String {
+fn describe_io(e: &std::io::Error) -> ProbeError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => "not found".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => e.to_string(),
+        std::io::ErrorKind::NotFound => ProbeError::NotFound,
+        std::io::ErrorKind::PermissionDenied => ProbeError::PermissionDenied,
+        _ => ProbeError::Other(e.to_string()),
     }
 }
 
@@ -104,9 +104,9 @@ fn run_command(program: &str, args: &[&str], timeout: Duration) -> RawText {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("timed out after {:.1} s", timeout.as_secs_f64()));
+                return Err(ProbeError::TimedOut(timeout));
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(ProbeError::Other(e.to_string())),
         }
     };
     let out = reader
@@ -116,7 +116,7 @@ fn run_command(program: &str, args: &[&str], timeout: Duration) -> RawText {
     if status.success() {
         Ok(out)
     } else {
-        Err(format!("exited with {status}"))
+        Err(ProbeError::Exited(status))
     }
 }
 
@@ -128,15 +128,14 @@ mod tests {
     fn commands_report_output_failure_and_absence() {
         let t = COMMAND_TIMEOUT;
         assert_eq!(run_command("echo", &["GPU0"], t).as_deref(), Ok("GPU0\n"));
-        assert!(run_command("false", &[], t).is_err_and(|e| e.starts_with("exited with")));
+        assert!(
+            run_command("false", &[], t).is_err_and(|e| e.to_string().starts_with("exited with"))
+        );
         assert_eq!(
             run_command("llmib-no-such-tool", &[], t),
-            Err("not found".to_owned())
+            Err(ProbeError::NotFound)
         );
-        assert_eq!(
-            read_file("/llmib/no/such/file"),
-            Err("not found".to_owned())
-        );
+        assert_eq!(read_file("/llmib/no/such/file"), Err(ProbeError::NotFound));
     }
 
     #[test]
@@ -144,7 +143,7 @@ mod tests {
         let start = Instant::now();
         let t = Duration::from_millis(200);
         assert_eq!(
-            run_command("sleep", &["30"], t),
+            run_command("sleep", &["30"], t).map_err(|e| e.to_string()),
             Err("timed out after 0.2 s".to_owned())
         );
         assert!(start.elapsed() < Duration::from_secs(5));

@@ -8,7 +8,7 @@
 
 use crate::server::engine::Engine;
 use crate::wire::stream::Measured;
-use llmib_core::{CountReport, Tokenized, count_request, needs_tokenizer};
+use llmib_core::{CountReport, TokenizeError, Tokenized, count_request, needs_tokenizer};
 use std::collections::HashSet;
 
 /// Asks the tokenizer for `text`'s length, once more if the first call fails (a tokenize call
@@ -50,8 +50,8 @@ async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> (Tokenized, b
             continue;
         }
         let n = match local {
-            Some(l) => l.count(t).map_err(|e| e.to_string()),
-            None => tokenize_len(engine, t).await,
+            Some(l) => l.count(t).map_err(|e| TokenizeError::Local(e.to_string())),
+            None => tokenize_len(engine, t).await.map_err(TokenizeError::Server),
         };
         out.insert(t.to_string(), n);
     }

@@ -215,7 +215,7 @@ fn everything_read_from_the_machine() {
 
 #[test]
 fn a_machine_without_nvidia_gives_reasons_not_errors() {
-    let gone = |what: &str| Err(format!("{what} not found"));
+    let gone = |what: &str| Err(ProbeError::Other(format!("{what} not found")));
     let d = Diagnostics::from_inputs(DiagInputs {
         env: vec![],
         uname: Ok("Darwin 24.1.0 arm64".into()),
@@ -248,7 +248,7 @@ fn a_machine_without_nvidia_gives_reasons_not_errors() {
         proc_params: gone("file"),
         sys_registry_dwords: Ok("ForceP2P=0x11\n".into()),
         topology: Ok("  \n".into()),
-        uname: Err("timed out after 5 s".into()),
+        uname: Err(ProbeError::Other("timed out after 5 s".into())),
         ..inputs()
     });
     assert_eq!(
@@ -266,4 +266,18 @@ fn a_machine_without_nvidia_gives_reasons_not_errors() {
         d.uname.reason.as_deref(),
         Some("uname -srm: timed out after 5 s")
     );
+}
+
+/// The words of a failed source are the ones the client wrote before they were a type: the
+/// record's reasons (`uname -srm: timed out after 5.0 s`) read the same.
+#[test]
+fn probe_errors_keep_their_words() {
+    let t = ProbeError::TimedOut(std::time::Duration::from_secs(5));
+    assert_eq!(t.to_string(), "timed out after 5.0 s");
+    assert_eq!(ProbeError::NotFound.to_string(), "not found");
+    assert_eq!(
+        ProbeError::PermissionDenied.to_string(),
+        "permission denied"
+    );
+    assert_eq!(ProbeError::Other("gone".into()).to_string(), "gone");
 }

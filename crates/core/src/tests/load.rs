@@ -440,12 +440,18 @@ fn a_cells_schedule_is_refused_with_the_reason_past_its_bounds() {
     // 2/s over 3 s: due at 0.5, 1.0, 1.5, 2.0, 2.5 s.
     let due = cell_schedule(c, 2.0, 3.0, 1, 1024).expect("fits");
     assert_eq!(due.len(), 5);
-    let none = cell_schedule(c, 0.1, 3.0, 1, 1024).expect_err("none in the window");
+    let none = cell_schedule(c, 0.1, 3.0, 1, 1024)
+        .expect_err("none in the window")
+        .to_string();
     assert!(none.contains("lengthen --duration"), "{none}");
-    let many = cell_schedule(c, 20_000.0, 3.0, 1, 1).expect_err("too many");
+    let many = cell_schedule(c, 20_000.0, 3.0, 1, 1)
+        .expect_err("too many")
+        .to_string();
     assert!(many.contains("more than 50000 per cell"), "{many}");
     // 1,000 prompts of 256K tokens = 256 M tokens > 128 M.
-    let big = cell_schedule(c, 100.0, 10.0, 1, 262_144).expect_err("too much memory");
+    let big = cell_schedule(c, 100.0, 10.0, 1, 262_144)
+        .expect_err("too much memory")
+        .to_string();
     assert!(big.contains("128 M prompt tokens"), "{big}");
     assert!(cell_schedule(c, -1.0, 3.0, 1, 1).is_err());
 }

@@ -487,3 +487,70 @@ fn a_record_of_another_shards_stream_fails_the_cell() {
         row.status_reason
     );
 }
+
+/// A merged cell's faults keep the words they had as strings: they are its reason.
+#[test]
+fn cell_merge_faults_keep_their_words() {
+    let w = |start_ns, end_ns| Window { start_ns, end_ns };
+    let cases = [
+        (
+            CellMergeError::WindowsDisagree {
+                first: 0,
+                first_window: w(1, 2),
+                shard: 1,
+                window: w(3, 4),
+            },
+            "the shards' windows disagree: shard 0 [1, 2] ns, shard 1 [3, 4] ns",
+        ),
+        (
+            CellMergeError::NoWindow,
+            "no shard recorded the decode window",
+        ),
+        (
+            CellMergeError::NoSchedule,
+            "no shard wrote the cell's schedule (schedules.jsonl)",
+        ),
+        (
+            CellMergeError::SchedulesDisagree {
+                first: 0,
+                first_due: 5,
+                shard: 2,
+                due: 6,
+            },
+            "the shards' schedules disagree: shard 0 has 5 requests due, shard 2 6 (or other instants)",
+        ),
+        (
+            CellMergeError::PastSchedule {
+                shard: 1,
+                request: 9,
+                len: 5,
+            },
+            "shard 1 claims request 9 of a schedule of 5",
+        ),
+        (
+            CellMergeError::Claimed {
+                other: 0,
+                shard: 1,
+                request: 3,
+            },
+            "shards 0 and 1 both claim request 3",
+        ),
+        (
+            CellMergeError::ForeignRequest {
+                shard: 1,
+                request: 4,
+            },
+            "shard 1 holds a record of request 4, which its schedule does not give it",
+        ),
+        (
+            CellMergeError::ForeignStream {
+                shard: 1,
+                stream: 2,
+            },
+            "shard 1 holds a record of stream 2, which is not one of its streams",
+        ),
+    ];
+    for (e, words) in cases {
+        assert_eq!(e.to_string(), words);
+    }
+}

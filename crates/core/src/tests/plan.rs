@@ -129,3 +129,28 @@ fn seed_staircase_from_kv_capacity() {
     // 9 prefills + 8 decode rows × 8.
     assert_eq!(cells.len(), 9 + 8 * 8);
 }
+
+/// The reasons a dropped context gives are the words `plan.json` has always kept.
+#[test]
+fn dropped_contexts_keep_their_reasons() {
+    let reason = |spec: ContextSpec, limit: Option<u64>, m: u32| {
+        let (_, dropped) = resolve_contexts(&[spec], limit, m);
+        dropped.into_iter().map(|d| d.reason).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        reason(ContextSpec::Tokens(64 * K), Some(32 * K), 4096),
+        ["64K tokens does not fit the server's context length of 32K"]
+    );
+    assert_eq!(
+        reason(ContextSpec::Max, None, 4096),
+        ["the server's context length is unknown; pass explicit sizes"]
+    );
+    assert_eq!(
+        reason(ContextSpec::Max, Some(100), 4096),
+        ["max output 4096 leaves no room in a context of 100"]
+    );
+    assert_eq!(
+        reason(ContextSpec::Full, Some(2), 1),
+        ["context length too small"]
+    );
+}

@@ -1,7 +1,8 @@
 //! Azure's LLM inference trace: CSV with `TIMESTAMP,ContextTokens,GeneratedTokens`, the
 //! timestamp a UTC `YYYY-MM-DD HH:MM:SS[.fraction]`, read here without a date crate.
 
-use super::{WorkloadError, WorkloadRequest, bad_row, relative_s};
+use super::error::{WorkloadError, bad_row, relative_s};
+use super::request::WorkloadRequest;
 
 const HEADER: &str = "TIMESTAMP,ContextTokens,GeneratedTokens";
 

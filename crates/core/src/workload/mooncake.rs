@@ -1,7 +1,8 @@
 //! Mooncake's JSONL trace: one request a line, `timestamp` in ms, lengths in tokens, the
 //! prompt's prefix blocks as `hash_ids`.
 
-use super::{WorkloadError, WorkloadRequest, bad_row, relative_s};
+use super::error::{WorkloadError, bad_row, relative_s};
+use super::request::WorkloadRequest;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

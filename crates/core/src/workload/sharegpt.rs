@@ -1,7 +1,8 @@
 //! ShareGPT JSON: an array of conversations, each request the first human turn and the model's
 //! reply right after it, lengths counted by the caller's tokenizer.
 
-use super::{WorkloadError, WorkloadRequest, bad_row};
+use super::error::{WorkloadError, bad_row};
+use super::request::WorkloadRequest;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

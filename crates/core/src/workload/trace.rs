@@ -17,7 +17,9 @@
 //! real server serves at most this many tokens from cache (fewer when it evicts, or caches by
 //! another block size).
 
-use super::{Workload, WorkloadError, WorkloadRequest};
+use super::Workload;
+use super::error::WorkloadError;
+use super::request::WorkloadRequest;
 use crate::size::MAX_DURATION_S;
 use std::collections::HashMap;
 use std::fmt;

@@ -3,7 +3,7 @@
 //! core crate's recorded outputs, as the runner builds it.
 
 use crate::{Format, Report};
-use llmib_core::{DiagInputs, Diagnostics};
+use llmib_core::{DiagInputs, Diagnostics, ProbeError};
 use std::path::Path;
 
 const FIXTURES: &str = "../core/src/tests/fixtures";
@@ -35,7 +35,7 @@ fn diagnostics() -> Diagnostics {
         proc_version: Ok(fixture("nvidia-version.txt")),
         topology: Ok(fixture("nvidia-smi-topo-rtxpro6000x4.txt")),
         proc_params: Ok(fixture("nvidia-params-p2p.txt")),
-        sys_registry_dwords: Err("not found".into()),
+        sys_registry_dwords: Err(ProbeError::NotFound),
     })
 }
 

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::messages::{Cmd, Finish, NewRequest, Stats, TokenEvent};
 use super::prefix_cache::PrefixCache;
-use super::{Cmd, Finish, NewRequest, Stats, TokenEvent};
 use crate::config::SimConfig;
 use crate::rng::Rng;
 use crate::stamps::{PassStamp, StampLog};

@@ -1,0 +1,127 @@
+//! What every generation request carries beyond the tool's own keys (`--temperature`,
+//! `--top-p`, `--seed`, `--extra-body`), and the keys the tool keeps for itself because each
+//! one changes what is measured. Part of the plan's settings; the client puts them into every
+//! body.
+
+use serde::{Deserialize, Serialize};
+
+/// What every generation request carries beyond the tool's own keys: sampling, a server-side
+/// seed, and engine-specific knobs (reasoning effort, chat template kwargs, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestControls {
+    /// `temperature`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// `seed` (the server's sampling seed, not the prompts').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Keys merged into every request body, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The body keys the tool owns: `--extra-body` may not set them, since each one changes what
+/// is measured (the prompt, its length, the output length, streaming, usage, the EOS rule).
+pub const OWN_BODY_KEYS: [&str; 10] = [
+    "model",
+    "prompt",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "ignore_eos",
+    "min_tokens",
+    "n",
+];
+
+/// Why `--extra-body` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtraBodyError {
+    /// The text is not JSON (serde's words say where).
+    #[error(
+        "--extra-body is not JSON ({0}): give an object, e.g. '{{\"reasoning_effort\":\"low\"}}'"
+    )]
+    NotJson(serde_json::Error),
+    /// JSON, but not an object.
+    #[error("--extra-body must be a JSON object, e.g. '{{\"top_k\":20}}'")]
+    NotObject,
+    /// The object sets one of the [`OWN_BODY_KEYS`].
+    #[error(
+        "--extra-body may not set `{0}`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
+    )]
+    OwnKey(String),
+}
+
+impl RequestControls {
+    /// Nothing beyond the tool's own keys.
+    pub fn is_empty(&self) -> bool {
+        *self == RequestControls::default()
+    }
+
+    /// Reads `--extra-body`: a JSON object whose keys are not the tool's own.
+    pub fn parse_extra_body(
+        text: &str,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, ExtraBodyError> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(ExtraBodyError::NotJson)?;
+        let serde_json::Value::Object(map) = v else {
+            return Err(ExtraBodyError::NotObject);
+        };
+        if let Some(k) = map.keys().find(|k| OWN_BODY_KEYS.contains(&k.as_str())) {
+            return Err(ExtraBodyError::OwnKey(k.clone()));
+        }
+        Ok(map)
+    }
+
+    /// Puts the controls into a request body (an object).
+    pub fn apply(&self, body: &mut serde_json::Map<String, serde_json::Value>) {
+        if let Some(t) = self.temperature {
+            body.insert("temperature".into(), serde_json::json!(t));
+        }
+        if let Some(p) = self.top_p {
+            body.insert("top_p".into(), serde_json::json!(p));
+        }
+        if let Some(s) = self.seed {
+            body.insert("seed".into(), serde_json::json!(s));
+        }
+        for (k, v) in self.extra_body.iter().flatten() {
+            if !OWN_BODY_KEYS.contains(&k.as_str()) {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flag's refusals keep the words they had as strings.
+    #[test]
+    fn extra_body_refusals_say_why() {
+        let e = |t: &str| {
+            RequestControls::parse_extra_body(t)
+                .expect_err(t)
+                .to_string()
+        };
+        assert!(
+            e("{").starts_with("--extra-body is not JSON ("),
+            "{}",
+            e("{")
+        );
+        assert!(e("{").ends_with("): give an object, e.g. '{\"reasoning_effort\":\"low\"}'"));
+        assert_eq!(
+            e("[1]"),
+            "--extra-body must be a JSON object, e.g. '{\"top_k\":20}'"
+        );
+        assert_eq!(
+            e(r#"{"n":2}"#),
+            "--extra-body may not set `n`: the tool sets it to measure (use --max-output, --api or --respect-eos)"
+        );
+        let ok = RequestControls::parse_extra_body(r#"{"top_k":20}"#).expect("an object");
+        assert_eq!(ok["top_k"], 20);
+    }
+}
