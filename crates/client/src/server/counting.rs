@@ -13,14 +13,14 @@ use std::collections::HashSet;
 
 /// Asks the tokenizer for `text`'s length, once more if the first call fails (a tokenize call
 /// that meets a server still freeing the window's requests can time out once).
-async fn tokenize_len(engine: &Engine, text: &str) -> Result<u32, String> {
+async fn tokenize_len(engine: &Engine, text: &str) -> Result<u32, TokenizeError> {
     match engine.tokenize(text, false).await {
         Ok(v) => Ok(v.len() as u32),
         Err(_) => engine
             .tokenize(text, false)
             .await
             .map(|v| v.len() as u32)
-            .map_err(|e| e.to_string()),
+            .map_err(|e| TokenizeError::Server(e.to_string())),
     }
 }
 
@@ -51,7 +51,7 @@ async fn tokenize_needed(engine: &Engine, records: &[Measured]) -> (Tokenized, b
         }
         let n = match local {
             Some(l) => l.count(t).map_err(|e| TokenizeError::Local(e.to_string())),
-            None => tokenize_len(engine, t).await.map_err(TokenizeError::Server),
+            None => tokenize_len(engine, t).await,
         };
         out.insert(t.to_string(), n);
     }
