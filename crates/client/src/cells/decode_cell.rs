@@ -6,7 +6,7 @@
 //! (the row records whether it was ready).
 
 use crate::cells::context::MatrixRun;
-use crate::cells::inputs::{CellFailure, CellInputs, Wanted};
+use crate::cells::inputs::{CellFailure, CellInputs};
 use crate::cells::outlet::finished_records;
 use crate::cells::shard::{instant_at, late_for};
 use crate::cells::window::{WindowAt, WindowRun, WindowSpec, run_window};
@@ -101,18 +101,6 @@ fn cell_window(
         });
     }
     Ok(spec)
-}
-
-/// What a decode cell asks of the matrix: its streams' prompts warmed and their requests
-/// with the run's `--max-output`.
-pub(crate) fn wanted(m: &MatrixRun<'_>, streams: Vec<u32>) -> Wanted {
-    Wanted {
-        streams,
-        max_tokens: m.plan.settings.max_output,
-        deferred: false,
-        warm: true,
-        stage: Stage::Prompts,
-    }
 }
 
 /// A decode cell, given its streams' prompts warmed and their requests: its window measured, its row judged by

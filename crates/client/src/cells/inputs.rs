@@ -177,6 +177,20 @@ pub(crate) struct Wanted {
     pub(crate) stage: Stage,
 }
 
+impl Wanted {
+    /// What a closed-loop cell (decode, burst) asks for: `streams`' prompts warmed and their
+    /// requests with the run's `--max-output`.
+    pub(crate) fn warmed(m: &MatrixRun<'_>, streams: Vec<u32>) -> Wanted {
+        Wanted {
+            streams,
+            max_tokens: m.plan.settings.max_output,
+            deferred: false,
+            warm: true,
+            stage: Stage::Prompts,
+        }
+    }
+}
+
 /// A cell's inputs (see the module comment).
 pub(crate) struct CellInputs {
     /// The streams, in order; `requests[k]` is stream `streams[k]`'s.

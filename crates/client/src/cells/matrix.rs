@@ -7,14 +7,14 @@
 
 use crate::cells::burst::burst_cell;
 use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
-use crate::cells::decode_cell::{decode_cell, wanted};
+use crate::cells::decode_cell::decode_cell;
 use crate::cells::inputs::{Wanted, prepare};
 use crate::cells::outlet::save;
 use crate::cells::prefill::{prefill_cell, prefill_inputs};
 use crate::cells::shard::{NO_STREAMS, PREFILL_ON_SHARD_0, ShardRun, mine, unix_now_ns};
 use crate::cells::skip::SKIPPED;
 use crate::cells::state::{AtContext, RunState};
-use crate::progress::events::{ProgressEvent, Stage};
+use crate::progress::events::ProgressEvent;
 use llmib_core::{
     CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
     interrupted_result, now_rfc3339, over_capacity_result,
@@ -180,13 +180,7 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
             row
         }
         Phase::Burst => {
-            let want = Wanted {
-                streams: (0..key.concurrency).collect(),
-                max_tokens: m.plan.settings.max_output,
-                deferred: false,
-                warm: true,
-                stage: Stage::Prompts,
-            };
+            let want = Wanted::warmed(m, (0..key.concurrency).collect());
             match prepare(m, at.builder, at.prompts, want).await {
                 Ok(inputs) => burst_cell(m, cell, inputs).await,
                 Err(e) => e.row(cell),
@@ -224,7 +218,7 @@ async fn decode(
     if streams.is_empty() {
         return bare_result(cell, CellStatus::NotRun, Some(NO_STREAMS.into()));
     }
-    match prepare(m, at.builder, at.prompts, wanted(m, streams)).await {
+    match prepare(m, at.builder, at.prompts, Wanted::warmed(m, streams)).await {
         Ok(inputs) => decode_cell(m, cell, inputs, at.warm_ttft_ms, slot).await,
         Err(e) => e.row(cell),
     }
