@@ -26,6 +26,8 @@ pub enum Phase {
     Rate,
     /// A context's capacity under the SLO: the largest rate and concurrency that hold it.
     Capacity,
+    /// Sessions: S concurrent conversations from a history of C tokens, turn by turn.
+    Session,
 }
 
 impl Phase {
@@ -37,6 +39,7 @@ impl Phase {
             Phase::Burst => "Burst / E2E",
             Phase::Rate => "Open-loop rate",
             Phase::Capacity => "Capacity",
+            Phase::Session => "Sessions",
         }
     }
 }
@@ -311,6 +314,10 @@ pub struct CellResult {
     /// A merged row (`merge`): what each shard's part was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Box<MergedShards>>,
+    /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
+    /// at the row's top level; absent on other rows.
+    #[serde(flatten)]
+    pub session: crate::session::SessionColumns,
 }
 
 impl CellResult {
@@ -370,6 +377,7 @@ impl CellResult {
             slo: None,
             shard: None,
             merged: None,
+            session: crate::session::SessionColumns::default(),
             capacity_limited: false,
             speculative: None,
             tokens_per_chunk: None,

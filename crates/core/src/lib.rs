@@ -33,6 +33,7 @@ mod redact;
 mod request_controls;
 mod rng;
 mod run;
+mod session;
 mod shard;
 mod size;
 mod slo;
@@ -118,6 +119,11 @@ pub use varying::{
 pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
 pub use length::{LengthError, LengthSpec};
 pub use rng::SplitMix64;
+pub use session::{
+    CACHE_SHORTFALL, PerTurn, SessionColumns, SessionFigures, SessionObservation, SessionSettings,
+    ThinkTime, ThinkTimeError, TtftSplit, TurnRecord, cache_note, predicted_cached_prefix,
+    session_kv_needed, session_result, ttft_split, turn_shared_prefix,
+};
 pub use stable::{
     BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSample,
     StableSeries, StableTarget, StableTargetError, StableVerdict, StopReason, batch_means,

@@ -106,6 +106,10 @@ pub fn eta_s(remaining: &[PlannedCell], warmed: &HashMap<u64, u32>, inp: &EtaInp
             }
             // A rate cell is its window plus the drain; a capacity row measures nothing.
             Phase::Rate => total += inp.window_s + overhead,
+            // A session cell prefills every session's history cold, then runs its window.
+            Phase::Session => {
+                total += f64::from(c.key.concurrency) * ctx / rate + inp.window_s + overhead;
+            }
             Phase::Capacity => {}
         }
     }

@@ -284,6 +284,10 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     if k.phase == crate::cell::Phase::Rate {
         r.request_rate = k.request_rate();
     }
+    // A session row writes its columns as null where it has no figures.
+    if k.phase == crate::cell::Phase::Session {
+        r.session = crate::session::SessionColumns::bare();
+    }
     r
 }
 

@@ -1,0 +1,282 @@
+//! Known-answer tests of the session decisions: a conversation's predicted cached tokens, the
+//! TTFT split, the KV need, the cache notes, and a session cell's row and status.
+
+use super::*;
+use crate::cell::{CellKey, CellResult, CellStatus, Phase};
+use crate::counting::CountReport;
+use crate::meta::TokenCountSource;
+use crate::plan::PlannedCell;
+use crate::record::{Chunk, Outcome, RequestRecord};
+
+#[test]
+fn a_conversations_predicted_cache_is_the_previous_prompt_and_answer_in_blocks() {
+    // History 8,000 tokens, warm-up answer 256: turn 1 = 8,000 + 256 + 1,030 (template and
+    // message) = 9,286 tokens, of which 8,256 are shared; at vLLM's 16-token blocks 8,256
+    // is whole (516 blocks), at 128-token blocks 64 full blocks = 8,192.
+    let shared = turn_shared_prefix(8_000, 256);
+    assert_eq!(shared, 8_256);
+    assert_eq!(predicted_cached_prefix(shared, 9_286, 16), 8_256);
+    assert_eq!(predicted_cached_prefix(shared, 9_286, 128), 8_192);
+    // Token granularity (llama.cpp): the whole shared prefix.
+    assert_eq!(predicted_cached_prefix(8_257, 9_286, 1), 8_257);
+    assert_eq!(predicted_cached_prefix(8_257, 9_286, 0), 8_257);
+    // A prompt sent again whole: at most prompt − 1, in whole blocks.
+    assert_eq!(predicted_cached_prefix(4_096, 4_096, 1), 4_095);
+    assert_eq!(predicted_cached_prefix(4_096, 4_096, 16), 4_080);
+    // Nothing shared, nothing served.
+    assert_eq!(predicted_cached_prefix(0, 100, 16), 0);
+}
+
+#[test]
+fn ttft_splits_into_prefill_of_uncached_tokens_and_waiting() {
+    // 1,030 uncached tokens at 10,300 tok/s take 100 ms; a 250 ms TTFT waited 150 ms.
+    let s = ttft_split(250.0, 1_030, Some(10_300.0)).unwrap();
+    assert!((s.prefill_ms - 100.0).abs() < 1e-9);
+    assert!((s.wait_ms - 150.0).abs() < 1e-9);
+    // A TTFT shorter than the prediction: all of it prefill, no negative wait.
+    let s = ttft_split(60.0, 1_030, Some(10_300.0)).unwrap();
+    assert_eq!((s.prefill_ms, s.wait_ms), (60.0, 0.0));
+    assert!(ttft_split(60.0, 10, None).is_none());
+    assert!(ttft_split(60.0, 10, Some(0.0)).is_none());
+}
+
+#[test]
+fn kv_need_counts_every_sessions_history_and_first_turn() {
+    // 8 sessions × (32K + 1K + 2 × 256).
+    assert_eq!(
+        session_kv_needed(8, 32_768, 1_024, 256),
+        8 * (32_768 + 1_024 + 512)
+    );
+    assert_eq!(session_kv_needed(0, 32_768, 1_024, 256), 0);
+}
+
+#[test]
+fn cache_notes_say_off_evicted_or_nothing() {
+    // Served as predicted: nothing to say.
+    assert_eq!(
+        cache_note(10_000, Some(8_900), 9_000, 50_000, Some(100_000), false),
+        None
+    );
+    // Nothing served where 90 % should have been: caching is off.
+    let off = cache_note(10_000, Some(0), 9_000, 50_000, Some(100_000), false).unwrap();
+    assert!(off.starts_with("prefix caching looks off"), "{off}");
+    // Far below the prediction with a working set above KV: evicted, with the figures.
+    let ev = cache_note(10_000, Some(3_000), 9_000, 200_000, Some(100_000), false).unwrap();
+    assert!(ev.contains("evicted sessions' prefixes"), "{ev}");
+    assert!(ev.contains("200000") && ev.contains("100000"), "{ev}");
+    // Below, KV unknown but falling turn by turn.
+    let fall = cache_note(10_000, Some(3_000), 9_000, 200_000, None, true).unwrap();
+    assert!(fall.contains("falling turn by turn"), "{fall}");
+    // Not reported at all.
+    let none = cache_note(10_000, None, 9_000, 1, None, false).unwrap();
+    assert!(none.contains("does not report cached tokens"), "{none}");
+    // A low prediction and nothing served is not "off".
+    assert_eq!(cache_note(10_000, Some(0), 500, 1, None, false), None);
+}
+
+#[test]
+fn think_time_reads_fixed_and_exponential() {
+    assert_eq!("0".parse::<ThinkTime>().unwrap(), ThinkTime::Fixed(0.0));
+    assert_eq!("2s".parse::<ThinkTime>().unwrap(), ThinkTime::Fixed(2.0));
+    assert_eq!(
+        "exp:500ms".parse::<ThinkTime>().unwrap(),
+        ThinkTime::Exponential(0.5)
+    );
+    assert!("exp:0".parse::<ThinkTime>().is_err());
+    assert!("soon".parse::<ThinkTime>().is_err());
+    assert_eq!(ThinkTime::Exponential(0.5).to_string(), "exp:500ms");
+    // The inverse CDF: the median of an exponential of mean m is m ln 2.
+    let m = ThinkTime::Exponential(2.0).draw(0.5);
+    assert!((m - 2.0 * std::f64::consts::LN_2).abs() < 1e-12);
+    assert_eq!(ThinkTime::Fixed(1.5).draw(0.9), 1.5);
+    assert!(ThinkTime::Exponential(1.0).draw(1.0).is_finite());
+}
+
+fn cell(s: u32) -> PlannedCell {
+    PlannedCell {
+        key: CellKey {
+            phase: Phase::Session,
+            context_tokens: 8_192,
+            concurrency: s,
+            rate_mrps: 0,
+        },
+        label: "8K".into(),
+        over_capacity: false,
+    }
+}
+
+/// A finished turn: sent at `at` ms, first token 50 ms later, `tokens` tokens 10 ms apart.
+fn turn(
+    session: u32,
+    k: u32,
+    prompt: u64,
+    predicted: u64,
+    cached: Option<u64>,
+    at: u64,
+) -> TurnRecord {
+    let ms = 1_000_000u64;
+    let tokens = 4u64;
+    let chunks: Vec<Chunk> = (0..tokens)
+        .map(|i| Chunk {
+            t_ns: (at + 50 + 10 * i) * ms,
+            tokens: 1,
+        })
+        .collect();
+    TurnRecord {
+        session,
+        turn: k,
+        prompt_tokens: prompt,
+        predicted_cached_tokens: predicted,
+        record: RequestRecord {
+            stream: session,
+            sent_ns: at * ms,
+            headers_ns: None,
+            end_ns: (at + 50 + 10 * (tokens - 1)) * ms,
+            chunks,
+            outcome: Outcome::Finished {
+                reason: "length".into(),
+            },
+            prompt_tokens_reported: Some(prompt),
+            completion_tokens_reported: Some(tokens),
+            cached_tokens_reported: cached,
+        },
+    }
+}
+
+fn observe(turns: &[TurnRecord]) -> SessionObservation<'_> {
+    SessionObservation {
+        turns,
+        sessions: 2,
+        max_waiting: Some(0.0),
+        prefill_tok_per_s: Some(10_000.0),
+        cache_block_tokens: 16,
+        kv_capacity: Some(1_000_000),
+        cache_flushed: Some(true),
+        server_cached_tokens: None,
+        slo: None,
+        count: CountReport::new(),
+        nominal_source: TokenCountSource::ServerUsagePerChunk,
+        prompt_tolerance: 0,
+        fault: None,
+    }
+}
+
+/// Two sessions: a warm-up of 8,192 then two measured turns each.
+fn two_sessions(cached: impl Fn(u64) -> Option<u64>) -> Vec<TurnRecord> {
+    let mut v = Vec::new();
+    for s in 0..2 {
+        v.push(turn(s, 0, 8_192, 0, Some(0), 0));
+        v.push(turn(s, 1, 9_300, 8_192, cached(8_192), 200));
+        v.push(turn(s, 2, 10_400, 9_296, cached(9_296), 400));
+    }
+    v
+}
+
+#[test]
+fn a_session_rows_columns_come_from_its_measured_turns() {
+    let turns = two_sessions(Some);
+    let row = session_result(&cell(2), observe(&turns));
+    assert_eq!(row.status, CellStatus::Valid, "{:?}", row.status_reason);
+    let c = &row.session;
+    assert_eq!(c.turns_completed, Some(Some(4)));
+    assert_eq!(c.prompt_tokens, Some(Some(2 * (9_300 + 10_400))));
+    assert_eq!(c.cached_tokens, Some(Some(2 * (8_192 + 9_296))));
+    assert_eq!(c.predicted_cached_tokens, c.cached_tokens);
+    let hit = c.cache_hit_rate.flatten().unwrap();
+    assert!((hit - 17_488.0 / 19_700.0).abs() < 1e-12);
+    assert_eq!(c.session_rate, Some(None));
+    let per = c.per_turn.clone().flatten().unwrap();
+    assert_eq!(per.len(), 3);
+    assert!(!per[0].measured && per[1].measured);
+    assert_eq!(per[1].requests, 2);
+    assert_eq!(per[2].cached_tokens, Some(2 * 9_296));
+    assert_eq!(per[1].ttft_ms_p50, Some(50.0));
+    // Turn 1: 9,300 − 8,192 = 1,108 uncached tokens at 10,000 tok/s = 110.8 ms > 50 ms TTFT.
+    assert_eq!(per[1].ttft_prefill_ms_p50, Some(50.0));
+    // The warm-up prefilled 8,192 cold tokens (819 ms) in its 50 ms: no wait either.
+    assert_eq!(per[0].ttft_wait_ms_p50, Some(0.0));
+    assert_eq!(row.completed_requests, Some(4));
+    assert_eq!(row.output_tokens, Some(16));
+    assert_eq!(row.ttft_ms_p50, Some(50.0));
+    // Four tokens 10 ms apart: TPOT 10 ms, 100 tok/s per request.
+    assert_eq!(c.tpot_ms.clone().flatten().map(|s| s.p50), Some(10.0));
+    assert_eq!(row.per_request_tok_per_s, Some(100.0));
+    assert_eq!(
+        c.session.as_ref().unwrap().working_set_tokens,
+        2 * (10_400 + 4)
+    );
+}
+
+#[test]
+fn a_server_that_caches_nothing_says_caching_looks_off() {
+    let turns = two_sessions(|_| Some(0));
+    let row = session_result(&cell(2), observe(&turns));
+    assert_eq!(row.session.cache_hit_rate, Some(Some(0.0)));
+    let why = row.status_reason.unwrap_or_default();
+    assert!(why.contains("prefix caching looks off"), "{why}");
+}
+
+#[test]
+fn an_evicting_server_says_so_with_its_working_set() {
+    let turns = two_sessions(|p| Some(p / 4));
+    let mut o = observe(&turns);
+    o.kv_capacity = Some(10_000);
+    let row = session_result(&cell(2), o);
+    let why = row.status_reason.unwrap_or_default();
+    assert!(why.contains("evicted sessions' prefixes"), "{why}");
+    assert_eq!(row.status, CellStatus::Valid);
+}
+
+#[test]
+fn session_status_follows_the_decode_rules() {
+    let turns = two_sessions(Some);
+    let mut o = observe(&turns);
+    o.max_waiting = Some(3.0);
+    let row = session_result(&cell(2), o);
+    assert_eq!(row.status, CellStatus::RequestsQueued);
+    // A turn whose prompt the server counted differently fails the cell.
+    let mut bad = two_sessions(Some);
+    bad[1].record.prompt_tokens_reported = Some(9_301);
+    let row = session_result(&cell(2), observe(&bad));
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(row.errors.get("prompt_mismatch"), Some(&1));
+    // No measured turn finished.
+    let mut none = two_sessions(Some);
+    for t in none.iter_mut().filter(|t| t.turn > 0) {
+        t.record.outcome = Outcome::Error {
+            kind: "http_500".into(),
+            message: "boom".into(),
+        };
+    }
+    let row = session_result(&cell(2), observe(&none));
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(row.first_error.as_deref(), Some("boom"));
+}
+
+#[test]
+fn session_rows_round_trip_and_other_rows_carry_no_session_columns() {
+    let turns = two_sessions(Some);
+    let row = session_result(&cell(2), observe(&turns));
+    let text = serde_json::to_string(&row).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["phase"], "session");
+    assert!(v["per_turn"].is_array() && v["cache_hit_rate"].is_number());
+    let back: CellResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, row);
+    // A bare session row writes its columns as null.
+    let bare = crate::verdict::bare_result(&cell(2), CellStatus::NotRun, None);
+    let v = serde_json::to_value(&bare).unwrap();
+    assert!(
+        v.get("cached_tokens")
+            .is_some_and(serde_json::Value::is_null)
+    );
+    let back: CellResult = serde_json::from_value(v).unwrap();
+    assert_eq!(back, bare);
+    // A decode row has none of them.
+    let mut c = cell(2);
+    c.key.phase = Phase::Decode;
+    let d = crate::verdict::bare_result(&c, CellStatus::NotRun, None);
+    let v = serde_json::to_value(&d).unwrap();
+    assert!(v.get("cached_tokens").is_none() && v.get("per_turn").is_none());
+    assert_eq!(serde_json::from_value::<CellResult>(v).unwrap(), d);
+}
