@@ -104,6 +104,9 @@ pub struct Settings {
     /// The open-loop section of each context (`--request-rate`, `--find-capacity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<crate::load_settings::LoadSettings>,
+    /// The session section of each context (`--sessions`, `--turns`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::session::SessionSettings>,
     /// A hidden decode cell of this many seconds before the first measured cell
     /// (`--decode-warmup-seconds`; 0: none), at [`crate::decode_warmup_cell`].
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -302,6 +305,7 @@ impl Default for Settings {
             measure_over_capacity: false,
             request: RequestControls::default(),
             load: None,
+            sessions: None,
             decode_warmup_s: 0.0,
             shard: None,
             timetable: None,
@@ -629,7 +633,9 @@ impl Plan {
         }
         // `--skip-decode`: the contexts keep `decode` (their open-loop sections run), the
         // closed-loop cells go.
-        if skip_decode {
+        // Sessions without --concurrency: the session cells replace the decode matrix.
+        let sessions_only = settings.sessions.as_ref().is_some_and(|s| !s.with_decode);
+        if skip_decode || sessions_only {
             cells.retain(|c| !matches!(c.key.phase, Phase::Decode | Phase::Burst));
         }
         Plan {

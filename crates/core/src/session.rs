@@ -122,6 +122,10 @@ pub struct SessionSettings {
     /// The server's cache block size in tokens, where the user knows it better than the
     /// engine says (`None`: the engine's, else 1).
     pub cache_block_tokens: Option<u64>,
+    /// The closed-loop decode matrix runs too (`--concurrency` given); else only prefill
+    /// cells (the TTFT split's rate) run before the sessions.
+    #[serde(default)]
+    pub with_decode: bool,
 }
 
 mod length_text {
@@ -152,6 +156,7 @@ impl SessionSettings {
             think_time: ThinkTime::Fixed(0.0),
             flush_cache: false,
             cache_block_tokens: None,
+            with_decode: false,
         }
     }
 

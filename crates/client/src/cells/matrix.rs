@@ -186,9 +186,9 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
                 Err(e) => e.row(cell),
             }
         }
-        // The open-loop section runs after the matrix (`crate::cells::load_section`), never as
-        // a planned cell.
-        Phase::Rate | Phase::Capacity => failed_result(
+        // The open-loop and session sections run after the matrix (`crate::cells::load_section`,
+        // `crate::cells::session_section`), never as planned cells.
+        Phase::Rate | Phase::Capacity | Phase::Session => failed_result(
             cell,
             "internal",
             "an open-loop cell in the matrix's plan".into(),

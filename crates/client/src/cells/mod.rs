@@ -29,6 +29,8 @@ pub(crate) mod ramp;
 pub(crate) mod rate_cell;
 pub(crate) mod run;
 pub(crate) mod section;
+pub(crate) mod session_cell;
+pub(crate) mod session_section;
 pub(crate) mod shard;
 pub(crate) mod skip;
 pub(crate) mod state;

@@ -106,6 +106,7 @@ async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedS
                         texts: None,
                         saw_usage_per_chunk: false,
                         retry_after: None,
+                        answer: None,
                     };
                     s.live.ended.fetch_add(1, Ordering::Relaxed);
                     s.live.errors.fetch_add(1, Ordering::Relaxed);

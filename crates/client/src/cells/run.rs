@@ -1,9 +1,11 @@
 //! One run: the matrix's planned cells in order (`crate::cells::matrix`), then each context's
 //! open-load section (`crate::cells::load_section`), which comes after the whole matrix so that a
-//! context's capacity row can use its decode cells.
+//! context's capacity row can use its decode cells, then each context's session section
+//! (`crate::cells::session_section`), whose TTFT split uses the context's prefill row.
 
 use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::load_section;
+use crate::cells::session_section;
 use crate::cells::state::RunState;
 use crate::cells::warm;
 use tokio::time::Instant;
@@ -17,6 +19,16 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     }
     let mut end = crate::cells::matrix::run_cells(&m, &mut st, started).await?;
     open_load(&m, &mut st, &mut end, started).await?;
+    if m.plan.settings.sessions.is_some() {
+        if !st.hidden_warmup_done
+            && end == MatrixEnd::Completed
+            && let Some(c) = m.plan.contexts.iter().find(|c| c.decode)
+        {
+            warm::warm_up_once(&m, &mut st, c.tokens).await;
+        }
+        let stop = || m.stop_reason(started);
+        session_section::run_session_sections(&m, &mut st.builder, &mut end, stop).await?;
+    }
     Ok(end)
 }
 

@@ -5,5 +5,6 @@
 //! May import: `server` (the tokenizer) and `wire`. Never `progress` or `cells`.
 
 pub(crate) mod block_prompt;
+pub(crate) mod conversation;
 pub(crate) mod filler;
 pub(crate) mod prompt;

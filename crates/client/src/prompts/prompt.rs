@@ -569,6 +569,18 @@ impl PromptBuilder {
         }
     }
 
+    /// What makes tagged texts of about a length without the server: this run's seed and the
+    /// tokens per filler word measured so far (a session's new messages).
+    pub(crate) fn text_maker(&self) -> TextMaker {
+        TextMaker {
+            seed: self.seed,
+            per_word: self
+                .tokens_per_word
+                .or(self.estimated_per_word)
+                .unwrap_or(1.3),
+        }
+    }
+
     /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured
     /// prompt, nor with another throwaway of another `index`: for the hidden warm-ups before
     /// the first measured cell.
@@ -585,5 +597,23 @@ impl PromptBuilder {
             &mut text,
         );
         PromptInput::Text(text)
+    }
+}
+
+/// Tagged filler texts of about a length, made without the server ([`PromptBuilder::text_maker`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TextMaker {
+    seed: u64,
+    per_word: f64,
+}
+
+impl TextMaker {
+    /// A text of about `approx_tokens` tokens whose tag (`salt`, `key`, `index`) no other text
+    /// of the run shares, so it shares no prefix with any other.
+    pub(crate) fn text(&self, approx_tokens: u64, key: u64, index: u32, salt: &str) -> String {
+        let mut text = filler::tag(self.seed, key, index, salt);
+        let words = (approx_tokens as f64 / self.per_word).round().max(1.0) as usize;
+        filler::words(self.seed, key, index, words, &mut text);
+        text
     }
 }

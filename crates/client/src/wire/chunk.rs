@@ -58,6 +58,8 @@ pub struct Chunk<'a> {
     pub finish_reason: Option<Cow<'a, str>>,
     /// `usage`, where this chunk carries it.
     pub usage: Option<Usage>,
+    /// llama.cpp's `timings.cache_n`: prompt tokens its slot's cache served.
+    pub cache_n: Option<u64>,
 }
 
 impl Chunk<'_> {
@@ -144,6 +146,7 @@ pub fn parse_data(data: &str) -> Result<StreamItem<'_>, ChunkError> {
     let mut chunk = Chunk {
         choices,
         usage: raw.usage,
+        cache_n: raw.timings.and_then(|t| t.cache_n),
         ..Chunk::default()
     };
     if let Some(c) = first {
@@ -271,6 +274,15 @@ struct RawChunk<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(default)]
     code: Option<serde_json::Value>,
+    #[serde(default)]
+    timings: Option<RawTimings>,
+}
+
+/// llama.cpp's `timings` (only `cache_n` is read).
+#[derive(Deserialize)]
+struct RawTimings {
+    #[serde(default)]
+    cache_n: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -368,6 +380,7 @@ mod tests {
                 reasoning: c.reasoning.map(|x| Cow::Owned(x.into_owned())),
                 finish_reason: c.finish_reason.map(|x| Cow::Owned(x.into_owned())),
                 usage: c.usage,
+                cache_n: c.cache_n,
             }),
         }
     }
@@ -472,6 +485,8 @@ mod tests {
             let u = fin.usage.expect("usage on the finish chunk");
             assert_eq!((u.completion_tokens, u.prompt_tokens), (Some(8), Some(6)));
             assert!(u.cached_tokens.is_some());
+            // The slot's cache served the first token of the 6 (`timings.cache_n`).
+            assert_eq!(fin.cache_n, Some(1));
             assert_eq!(it[9], StreamItem::Done);
         }
         // Prompt + max_tokens over the slot: cut with "length", usage says 14 tokens.

@@ -76,6 +76,8 @@ pub struct RequestSpec {
     /// The raw reader's target where the engine reads with it (`--http-reader raw`); `None`:
     /// the reqwest client.
     pub(crate) raw: Option<std::sync::Arc<crate::wire::rawhttp::RawTarget>>,
+    /// Keep the answer's text ([`Measured::answer`]): a session's next turn sends it back.
+    pub keep_answer: bool,
 }
 
 impl RequestSpec {
@@ -94,6 +96,7 @@ impl RequestSpec {
             limits: StreamLimits::default(),
             max_tokens: None,
             raw: None,
+            keep_answer: false,
         })
     }
 }
@@ -115,6 +118,9 @@ pub struct Measured {
     /// The server's `Retry-After` on a refused request (429, 503), capped at 60 s: how long a
     /// closed loop should wait before sending again.
     pub retry_after: Option<Duration>,
+    /// The answer's content text, where the spec asked to keep it (reasoning text is left
+    /// out: a chat history carries the answer as the API returned it).
+    pub answer: Option<String>,
 }
 
 fn ns(origin: Instant, t: Instant) -> u64 {
@@ -165,6 +171,7 @@ pub async fn measure(
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
         retry_after: None,
+        answer: spec.keep_answer.then(String::new),
     };
     let (end_ns, outcome) = drive(client, spec, origin, cancel, live, &mut m).await;
     m.record.end_ns = end_ns;
@@ -497,6 +504,13 @@ fn account(
         if let Some(ct) = u.completion_tokens {
             rec.completion_tokens_reported = Some(ct);
         }
+    }
+    // llama.cpp says what its slot's cache served in the final chunk's `timings.cache_n`.
+    if c.cache_n.is_some() {
+        rec.cached_tokens_reported = c.cache_n;
+    }
+    if let (Some(a), Some(text)) = (m.answer.as_mut(), c.content.as_deref()) {
+        a.push_str(text);
     }
     match counting {
         Counting::UsagePerChunk => {

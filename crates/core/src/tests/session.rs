@@ -30,11 +30,11 @@ fn a_conversations_predicted_cache_is_the_previous_prompt_and_answer_in_blocks()
 #[test]
 fn ttft_splits_into_prefill_of_uncached_tokens_and_waiting() {
     // 1,030 uncached tokens at 10,300 tok/s take 100 ms; a 250 ms TTFT waited 150 ms.
-    let s = ttft_split(250.0, 1_030, Some(10_300.0)).unwrap();
+    let s = ttft_split(250.0, 1_030, Some(10_300.0)).expect("a value");
     assert!((s.prefill_ms - 100.0).abs() < 1e-9);
     assert!((s.wait_ms - 150.0).abs() < 1e-9);
     // A TTFT shorter than the prediction: all of it prefill, no negative wait.
-    let s = ttft_split(60.0, 1_030, Some(10_300.0)).unwrap();
+    let s = ttft_split(60.0, 1_030, Some(10_300.0)).expect("a value");
     assert_eq!((s.prefill_ms, s.wait_ms), (60.0, 0.0));
     assert!(ttft_split(60.0, 10, None).is_none());
     assert!(ttft_split(60.0, 10, Some(0.0)).is_none());
@@ -58,17 +58,18 @@ fn cache_notes_say_off_evicted_or_nothing() {
         None
     );
     // Nothing served where 90 % should have been: caching is off.
-    let off = cache_note(10_000, Some(0), 9_000, 50_000, Some(100_000), false).unwrap();
+    let off = cache_note(10_000, Some(0), 9_000, 50_000, Some(100_000), false).expect("a value");
     assert!(off.starts_with("prefix caching looks off"), "{off}");
     // Far below the prediction with a working set above KV: evicted, with the figures.
-    let ev = cache_note(10_000, Some(3_000), 9_000, 200_000, Some(100_000), false).unwrap();
+    let ev =
+        cache_note(10_000, Some(3_000), 9_000, 200_000, Some(100_000), false).expect("a value");
     assert!(ev.contains("evicted sessions' prefixes"), "{ev}");
     assert!(ev.contains("200000") && ev.contains("100000"), "{ev}");
     // Below, KV unknown but falling turn by turn.
-    let fall = cache_note(10_000, Some(3_000), 9_000, 200_000, None, true).unwrap();
+    let fall = cache_note(10_000, Some(3_000), 9_000, 200_000, None, true).expect("a value");
     assert!(fall.contains("falling turn by turn"), "{fall}");
     // Not reported at all.
-    let none = cache_note(10_000, None, 9_000, 1, None, false).unwrap();
+    let none = cache_note(10_000, None, 9_000, 1, None, false).expect("a value");
     assert!(none.contains("does not report cached tokens"), "{none}");
     // A low prediction and nothing served is not "off".
     assert_eq!(cache_note(10_000, Some(0), 500, 1, None, false), None);
@@ -76,10 +77,16 @@ fn cache_notes_say_off_evicted_or_nothing() {
 
 #[test]
 fn think_time_reads_fixed_and_exponential() {
-    assert_eq!("0".parse::<ThinkTime>().unwrap(), ThinkTime::Fixed(0.0));
-    assert_eq!("2s".parse::<ThinkTime>().unwrap(), ThinkTime::Fixed(2.0));
     assert_eq!(
-        "exp:500ms".parse::<ThinkTime>().unwrap(),
+        "0".parse::<ThinkTime>().expect("a value"),
+        ThinkTime::Fixed(0.0)
+    );
+    assert_eq!(
+        "2s".parse::<ThinkTime>().expect("a value"),
+        ThinkTime::Fixed(2.0)
+    );
+    assert_eq!(
+        "exp:500ms".parse::<ThinkTime>().expect("a value"),
         ThinkTime::Exponential(0.5)
     );
     assert!("exp:0".parse::<ThinkTime>().is_err());
@@ -182,10 +189,10 @@ fn a_session_rows_columns_come_from_its_measured_turns() {
     assert_eq!(c.prompt_tokens, Some(Some(2 * (9_300 + 10_400))));
     assert_eq!(c.cached_tokens, Some(Some(2 * (8_192 + 9_296))));
     assert_eq!(c.predicted_cached_tokens, c.cached_tokens);
-    let hit = c.cache_hit_rate.flatten().unwrap();
+    let hit = c.cache_hit_rate.flatten().expect("a value");
     assert!((hit - 17_488.0 / 19_700.0).abs() < 1e-12);
     assert_eq!(c.session_rate, Some(None));
-    let per = c.per_turn.clone().flatten().unwrap();
+    let per = c.per_turn.clone().flatten().expect("a value");
     assert_eq!(per.len(), 3);
     assert!(!per[0].measured && per[1].measured);
     assert_eq!(per[1].requests, 2);
@@ -202,7 +209,7 @@ fn a_session_rows_columns_come_from_its_measured_turns() {
     assert_eq!(c.tpot_ms.clone().flatten().map(|s| s.p50), Some(10.0));
     assert_eq!(row.per_request_tok_per_s, Some(100.0));
     assert_eq!(
-        c.session.as_ref().unwrap().working_set_tokens,
+        c.session.as_ref().expect("a value").working_set_tokens,
         2 * (10_400 + 4)
     );
 }
@@ -257,26 +264,26 @@ fn session_status_follows_the_decode_rules() {
 fn session_rows_round_trip_and_other_rows_carry_no_session_columns() {
     let turns = two_sessions(Some);
     let row = session_result(&cell(2), observe(&turns));
-    let text = serde_json::to_string(&row).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let text = serde_json::to_string(&row).expect("a value");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("a value");
     assert_eq!(v["phase"], "session");
     assert!(v["per_turn"].is_array() && v["cache_hit_rate"].is_number());
-    let back: CellResult = serde_json::from_str(&text).unwrap();
+    let back: CellResult = serde_json::from_str(&text).expect("a value");
     assert_eq!(back, row);
     // A bare session row writes its columns as null.
     let bare = crate::verdict::bare_result(&cell(2), CellStatus::NotRun, None);
-    let v = serde_json::to_value(&bare).unwrap();
+    let v = serde_json::to_value(&bare).expect("a value");
     assert!(
         v.get("cached_tokens")
             .is_some_and(serde_json::Value::is_null)
     );
-    let back: CellResult = serde_json::from_value(v).unwrap();
+    let back: CellResult = serde_json::from_value(v).expect("a value");
     assert_eq!(back, bare);
     // A decode row has none of them.
     let mut c = cell(2);
     c.key.phase = Phase::Decode;
     let d = crate::verdict::bare_result(&c, CellStatus::NotRun, None);
-    let v = serde_json::to_value(&d).unwrap();
+    let v = serde_json::to_value(&d).expect("a value");
     assert!(v.get("cached_tokens").is_none() && v.get("per_turn").is_none());
-    assert_eq!(serde_json::from_value::<CellResult>(v).unwrap(), d);
+    assert_eq!(serde_json::from_value::<CellResult>(v).expect("a value"), d);
 }

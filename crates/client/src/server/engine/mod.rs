@@ -12,6 +12,7 @@
 //! has, how they are read, its request dialect and metric names. What an engine cannot tell is
 //! left `None` (unknown), never guessed.
 
+mod cache;
 mod generic;
 mod llamacpp;
 mod ollama;
@@ -50,6 +51,9 @@ pub enum PromptInput {
     Text(String),
     /// Token ids, used as given.
     Ids(Vec<u32>),
+    /// A chat's whole `messages` array (a session's history), sent as given to a chat
+    /// endpoint. The session builder makes it only where the engine's API is chat.
+    Messages(Value),
 }
 
 /// Queue gauges and token counters read from the engine's metrics. `None`: the engine does not
@@ -358,8 +362,23 @@ impl Engine {
         let prompt = match prompt {
             PromptInput::Text(t) => Value::String(t),
             PromptInput::Ids(ids) => json!(ids),
+            PromptInput::Messages(m) if self.api == Api::Chat => {
+                return self.finish_body(
+                    json!({
+                        "model": model,
+                        "messages": m,
+                        "max_tokens": max_tokens,
+                        "stream": stream,
+                    }),
+                    max_tokens,
+                    stream,
+                );
+            }
+            // Never built for a completions endpoint; its texts in order are the nearest
+            // prompt, rather than a body the server would refuse.
+            PromptInput::Messages(m) => Value::String(messages_text(&m)),
         };
-        let mut body = match self.api {
+        let body = match self.api {
             Api::Completions => json!({
                 "model": model,
                 "prompt": prompt,
@@ -374,8 +393,13 @@ impl Engine {
                 "stream": stream,
             }),
         };
+        self.finish_body(body, max_tokens, stream)
+    }
+
+    /// The dialect's keys on a body: the user's controls, then the tool's own (EOS handling,
+    /// usage in the stream), which are never theirs to set.
+    fn finish_body(&self, mut body: Value, max_tokens: u32, stream: bool) -> Value {
         if let Value::Object(m) = &mut body {
-            // The user's controls first: the tool's own keys below are never theirs to set.
             self.request.apply(m);
             let d = &self.dialect;
             if self.respect_eos {
@@ -543,4 +567,17 @@ pub(crate) fn gauges_from(kind: EngineKind, m: &Metrics<'_>) -> Gauges {
         EngineKind::Tgi => tgi::gauges(m),
         EngineKind::TrtLlm | EngineKind::Ollama | EngineKind::Generic => Gauges::default(),
     }
+}
+
+/// The contents of a `messages` array in order, one blank line apart.
+fn messages_text(m: &Value) -> String {
+    let parts: Vec<&str> = m
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.get("content")?.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    parts.join("\n\n")
 }

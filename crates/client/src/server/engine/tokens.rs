@@ -65,6 +65,14 @@ impl Engine {
     /// sample can be one token off for some prompts.
     pub async fn chat_prompt_tokens(&self, content: &str) -> Result<Option<u64>, EngineError> {
         let messages = json!([{"role": "user", "content": content}]);
+        self.count_messages(&messages).await
+    }
+
+    /// The length of a whole chat prompt of `messages` (a session's history and its new
+    /// message), template and generation prompt included, counted as
+    /// [`Engine::chat_prompt_tokens`] counts one message: without running the model.
+    /// `Ok(None)` where the engine cannot count a chat.
+    pub async fn count_messages(&self, messages: &Value) -> Result<Option<u64>, EngineError> {
         let counted = match self.dialect.tokenizer {
             TokenizerKind::LlamaCpp => {
                 let url = format!("{}/apply-template", self.base_url);

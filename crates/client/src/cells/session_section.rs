@@ -1,0 +1,147 @@
+//! The session section of each context, run after the matrix and open load (METHOD.md,
+//! "Sessions"): one session cell per `--sessions` S, each a row saved as soon as it is known.
+//! A cell whose sessions' histories and first turns cannot fit in the server's KV cache at
+//! once is predicted Over capacity and sends nothing (`llmib_core::session_kv_needed`); a run
+//! that stops writes the rest as Not run; `--resume` skips the rows it keeps.
+
+use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
+use crate::cells::outlet::save;
+use crate::cells::session_cell::{SESSION_STREAMS, SessionContext, session_cell};
+use crate::progress::events::ProgressEvent;
+use crate::prompts::prompt::PromptBuilder;
+use llmib_core::{
+    CellKey, CellResult, CellStatus, Phase, PlannedCell, PlannedContext, SessionSettings,
+    bare_result, now_rfc3339, session_kv_needed,
+};
+
+/// The planned session cell of (C, S).
+pub(crate) fn session_planned(ctx: &PlannedContext, sessions: u32) -> PlannedCell {
+    PlannedCell {
+        key: CellKey {
+            phase: Phase::Session,
+            context_tokens: ctx.tokens,
+            concurrency: sessions,
+            rate_mrps: 0,
+        },
+        label: ctx.label.clone(),
+        over_capacity: false,
+    }
+}
+
+/// The KV a cell needs against the server's capacity: `Some(reason)` when it cannot fit.
+fn over_capacity(st: &SessionSettings, cell: &PlannedCell, kv: Option<u64>) -> Option<String> {
+    let kv = kv?;
+    let k = cell.key;
+    let needs = session_kv_needed(
+        k.concurrency,
+        k.context_tokens,
+        st.turn_input.max(),
+        st.turn_output,
+    );
+    (needs > kv).then(|| {
+        format!(
+            "{} sessions × (history {} + turn {} + 2 × {} output) = {needs} KV tokens > capacity {kv}",
+            k.concurrency,
+            k.context_tokens,
+            st.turn_input.max(),
+            st.turn_output
+        )
+    })
+}
+
+/// The system prompt of each group, made once per run so that groups share them across cells
+/// too, as an agent's system prompt stays cached between its sessions.
+fn system_prompts(builder: &PromptBuilder, st: &SessionSettings) -> Vec<String> {
+    let groups = match st.system_prompt_groups {
+        0 => st.sessions.iter().copied().max().unwrap_or(1),
+        g => g,
+    };
+    let text = builder.text_maker();
+    (0..groups)
+        .map(|g| {
+            text.text(
+                st.system_prompt_tokens,
+                u64::from(g),
+                SESSION_STREAMS - 1 - g,
+                "system-",
+            )
+        })
+        .collect()
+}
+
+/// The context's measured prefill rate (its prefill row), for the TTFT split.
+fn prefill_rate(rows: &[CellResult], context: u64) -> Option<f64> {
+    rows.iter()
+        .filter(|r| r.phase == Phase::Prefill && r.status.has_figures())
+        .filter(|r| r.context_tokens == context)
+        .find_map(|r| r.prompt_tok_per_s)
+}
+
+/// Runs the session section of every context that has decode cells, in context order. `end`
+/// is how the run so far ended: a stopped run writes the rest as Not run.
+pub(crate) async fn run_session_sections(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    end: &mut MatrixEnd,
+    stop: impl Fn() -> MatrixEnd,
+) -> Result<(), DriverError> {
+    let Some(st) = m.plan.settings.sessions.as_ref() else {
+        return Ok(());
+    };
+    let (prior, _) = m.store.load_cells()?;
+    builder.learn_word_rate().await;
+    let systems = system_prompts(builder, st);
+    let block = st
+        .cache_block_tokens
+        .or_else(|| m.engine.cache_block_tokens())
+        .unwrap_or(1);
+    let contexts: Vec<&PlannedContext> = m.plan.contexts.iter().filter(|c| c.decode).collect();
+    let total = contexts.len() * st.sessions.len();
+    let mut index = 0;
+    for ctx in contexts {
+        let sx = SessionContext {
+            settings: st,
+            systems: &systems,
+            block,
+            prefill_tok_per_s: prefill_rate(&prior, ctx.tokens),
+        };
+        for &s in &st.sessions {
+            let cell = session_planned(ctx, s);
+            index += 1;
+            if m.done.contains(&cell.key) {
+                continue;
+            }
+            if let Some(why) = over_capacity(st, &cell, m.plan.kv_capacity_tokens)
+                && !m.plan.settings.measure_over_capacity
+            {
+                save(m, bare_result(&cell, CellStatus::OverCapacity, Some(why)))?;
+                continue;
+            }
+            if *end == MatrixEnd::Completed {
+                *end = stop();
+            }
+            if *end != MatrixEnd::Completed {
+                save(
+                    m,
+                    bare_result(&cell, CellStatus::NotRun, Some(end.not_run_reason())),
+                )?;
+                continue;
+            }
+            m.progress.event(ProgressEvent::CellStarted {
+                index: index - 1,
+                total,
+                cell: cell.clone(),
+            });
+            let started = now_rfc3339();
+            let mut row = session_cell(m, builder, &sx, &cell).await;
+            if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
+                *end = MatrixEnd::Interrupted;
+                row.status_reason = Some(end.not_run_reason());
+            }
+            row.started_at = Some(started);
+            row.finished_at = Some(now_rfc3339());
+            save(m, row)?;
+        }
+    }
+    Ok(())
+}
