@@ -85,6 +85,12 @@ pub fn length<'de, D: Deserializer<'de>>(d: D) -> Result<Option<llmib_core::Leng
     with(d, parse::length)
 }
 
+pub fn think_time<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<llmib_core::ThinkTime>, D::Error> {
+    with(d, parse::think_time)
+}
+
 pub fn workload<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<llmib_core::WorkloadSpec>, D::Error> {

@@ -96,6 +96,12 @@ pub fn length(s: &str) -> Result<llmib_core::LengthSpec, String> {
         .map_err(|e: llmib_core::LengthError| e.to_string())
 }
 
+/// A think time: `0`, `2s`, `exp:2s`.
+pub fn think_time(s: &str) -> Result<llmib_core::ThinkTime, String> {
+    s.parse()
+        .map_err(|e: llmib_core::ThinkTimeError| e.to_string())
+}
+
 /// `sharegpt:FILE`, `mooncake:FILE` or `azure:FILE`.
 pub fn workload(s: &str) -> Result<llmib_core::WorkloadSpec, String> {
     s.parse()

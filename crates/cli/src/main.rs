@@ -3,6 +3,7 @@
 
 mod config;
 mod config_load;
+mod config_sessions;
 mod drive;
 mod eval_cmd;
 mod merge_cmd;

@@ -119,6 +119,15 @@ fn classified(args: &RunArgs) {
         output_len: _,
         workload: _,
         time_scale: _,
+        sessions: _,
+        turns: _,
+        turn_input_len: _,
+        turn_output_len: _,
+        system_prompt_len: _,
+        system_prompt_groups: _,
+        think_time: _,
+        flush_cache: _,
+        cache_block_tokens: _,
         temperature: _,
         top_p: _,
         seed: _,
@@ -269,6 +278,16 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         "request-rate / --find-capacity / --slo / --workload / --input-len / --output-len / --time-scale",
         load,
         s.load.clone(),
+    )?;
+    let sessions = a
+        .sessions
+        .is_some()
+        .then(|| a.session_settings())
+        .transpose()?;
+    fixed(
+        "sessions / --turns / --turn-input-len / --turn-output-len / --system-prompt-len / --think-time / --flush-cache",
+        sessions,
+        s.sessions.clone(),
     )?;
     Ok(())
 }

@@ -66,6 +66,7 @@ impl RunArgs {
                 .map_or_else(|| vec![ContextSpec::Tokens(8192)], |c| c.0),
             burst: self.burst()?,
             load: self.load()?,
+            sessions: self.session_settings()?,
             request: self.request_controls()?,
             max_total_tokens: self.max_total_tokens,
             measure_over_capacity: self.show_capacity_limited_values,

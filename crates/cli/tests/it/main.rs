@@ -17,6 +17,7 @@ mod rawreader;
 mod readiness;
 mod report;
 mod run;
+mod sessions;
 mod shard;
 mod sim;
 mod stable;

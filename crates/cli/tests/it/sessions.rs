@@ -1,0 +1,147 @@
+//! Sessions end to end (issue 31): the real binary's `--sessions` against the simulator's
+//! chat template and block prefix cache, judged by what the simulator itself served
+//! (`llmib_sim::served_requests`: each request's prompt and cached tokens).
+
+use crate::common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A vLLM-flavoured tiny simulator (chat prompts counted by `/tokenize`), its KV and cache
+/// `cache` tokens, with chunk stamps on for its oracle.
+fn sim(cache: u64, kv: u64) -> Sim {
+    let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");
+    cfg.context_length = 8192;
+    cfg.kv_capacity_tokens = kv;
+    cfg.prefix_cache_tokens = cache;
+    cfg.stamp_chunks = true;
+    Sim::start(cfg)
+}
+
+/// Runs 8 sessions × 6 turns from a 1K history with a shared system prompt; the session row.
+fn run_sessions(sim: &Sim, name: &str) -> (Value, std::path::PathBuf) {
+    let dir = out_dir(name);
+    let d = dir.to_str().unwrap_or_default();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--sessions",
+        "8",
+        "--turns",
+        "6",
+        "--turn-input-len",
+        "64",
+        "--turn-output-len",
+        "16",
+        "--system-prompt-len",
+        "256",
+        "--duration",
+        "60s",
+        "--max-output",
+        "16",
+        "--save-requests",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let row = rows
+        .iter()
+        .find(|r| r["phase"] == "session")
+        .cloned()
+        .unwrap_or_else(|| panic!("no session row in {rows:?}"));
+    (row, dir)
+}
+
+/// The simulator's own cached tokens by prompt length, over every request it served.
+fn served_cached(sim: &Sim) -> BTreeMap<u64, Vec<u64>> {
+    let h = sim.handle();
+    let mut by: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for r in llmib_sim::served_requests(&h.take_arrival_stamps(), &h.take_chunk_stamps()) {
+        by.entry(r.prompt_tokens).or_default().push(r.cached_tokens);
+    }
+    by
+}
+
+fn per_turn(row: &Value) -> Vec<Value> {
+    row["per_turn"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn eight_sessions_six_turns_report_what_the_simulator_cached() {
+    let sim = sim(200_000, 200_000);
+    let (row, dir) = run_sessions(&sim, "sessions-8x6");
+    assert_eq!(row["status"], "valid", "{row}");
+    assert_eq!(row["concurrency"], 8);
+    assert_eq!(row["turns_completed"], 48, "{row}");
+    let turns = per_turn(&row);
+    assert_eq!(
+        turns.len(),
+        7,
+        "turn 0 (the warm-up) and six measured turns: {row}"
+    );
+    for t in &turns[1..] {
+        assert_eq!(t["requests"], 8);
+        let (cached, predicted) = (num(t, "cached_tokens"), num(t, "predicted_cached_tokens"));
+        // The simulator caches by blocks of 16: the prediction at its block size is exact.
+        assert_eq!(cached, predicted, "turn {}: {t}", t["turn"]);
+        assert!(cached > 0.8 * num(t, "prompt_tokens"), "{t}");
+    }
+    // Every turn's prompt was exact: the server counted what the tool built.
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row}");
+    // The cached tokens each request reported are the simulator's own, request by request.
+    let served = served_cached(&sim);
+    let reqs = requests(&dir);
+    let mut seen = 0;
+    for recs in reqs.values() {
+        for r in recs {
+            let (Some(p), Some(c)) = (
+                r["prompt_tokens_reported"].as_u64(),
+                r["cached_tokens_reported"].as_u64(),
+            ) else {
+                continue;
+            };
+            let theirs = served.get(&p).cloned().unwrap_or_default();
+            assert!(
+                theirs.contains(&c),
+                "prompt {p}: reported {c}, served {theirs:?}"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 56, "8 warm-ups and 48 turns checked, got {seen}");
+    let hit = num(&row, "cache_hit_rate");
+    let predicted = num(&row, "predicted_cache_hit_rate");
+    assert!((hit - predicted).abs() < 1e-9, "{hit} vs {predicted}");
+    assert!(row["status_reason"].is_null(), "{row}");
+}
+
+#[test]
+fn a_cache_smaller_than_the_sessions_says_it_evicted() {
+    // 8 sessions of about 1.5K tokens each want 12K cached; 3K of cache must evict.
+    let sim = sim(3_072, 200_000);
+    let (row, _) = run_sessions(&sim, "sessions-evict");
+    let hit = num(&row, "cache_hit_rate");
+    let predicted = num(&row, "predicted_cache_hit_rate");
+    assert!(
+        hit + 0.1 < predicted,
+        "hit {hit} vs predicted {predicted}: {row}"
+    );
+    let why = row["status_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("evicted"), "{why}");
+}
+
+#[test]
+fn a_server_without_prefix_caching_is_told() {
+    let sim = sim(0, 200_000);
+    let (row, _) = run_sessions(&sim, "sessions-off");
+    assert_eq!(num(&row, "cached_tokens"), 0.0, "{row}");
+    let why = row["status_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("prefix caching looks off"), "{why}");
+}
