@@ -11,8 +11,8 @@
 //!   k tokens counting as k gaps of gap/k; the median over tokens.
 //!
 //! Under open load the oracle is per request instead ([`served_requests`]): when each request
-//! reached the engine, its first and last chunk, its tokens and whether it finished, from which
-//! a test recomputes TTFT, TPOT, end to end and an SLO's attainment and goodput itself.
+//! reached the engine, its first and last chunk, its tokens, whether it finished and the prompt
+//! tokens the engine served it from its prefix cache, from which a test recomputes TTFT, TPOT, end to end and an SLO's attainment and goodput itself.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -37,6 +37,9 @@ pub struct ServedRequest {
     pub tokens: u32,
     /// Its last chunk ended it normally (a `finish_reason`); false for a stream that was cut.
     pub finished: bool,
+    /// Prompt tokens the engine served it from the prefix cache (whole blocks cached when it
+    /// was admitted), as its chunks reported them; 0 when it emitted no stamped chunk.
+    pub cached_tokens: u64,
 }
 
 impl ServedRequest {
@@ -74,6 +77,7 @@ pub fn served_requests(arrivals: &[ArrivalStamp], chunks: &[ChunkStamp]) -> Vec<
                 last_chunk: None,
                 tokens: 0,
                 finished: false,
+                cached_tokens: 0,
             };
             (a.request, r)
         })
@@ -87,6 +91,7 @@ pub fn served_requests(arrivals: &[ArrivalStamp], chunks: &[ChunkStamp]) -> Vec<
         r.last_chunk = Some(r.last_chunk.map_or(c.at, |l| l.max(c.at)));
         r.tokens = r.tokens.max(c.completion_tokens);
         r.finished |= c.finished;
+        r.cached_tokens = r.cached_tokens.max(c.cached_tokens);
     }
     let mut out: Vec<ServedRequest> = by_id.into_values().collect();
     out.sort_by_key(|r| (r.arrival, r.request));
@@ -188,6 +193,7 @@ mod tests {
         ChunkStamp {
             request,
             prompt_tokens: 8,
+            cached_tokens: 0,
             completion_tokens,
             at,
             finished: false,
@@ -251,12 +257,17 @@ mod tests {
         // request 2 emits 1 token and is cut; request 3 arrives but emits nothing; request 9
         // has chunks but no arrival (drained earlier).
         let arrivals = [arrival(2, ms(0)), arrival(1, ms(5)), arrival(3, ms(7))];
-        let mut last = stamp(1, 4, ms(50));
+        // Request 1 was served 32 prompt tokens from cache (every chunk of it says so).
+        let cached = |mut s: ChunkStamp| {
+            s.cached_tokens = 32;
+            s
+        };
+        let mut last = cached(stamp(1, 4, ms(50)));
         last.finished = true;
         let chunks = [
-            stamp(1, 1, ms(20)),
+            cached(stamp(1, 1, ms(20))),
             stamp(2, 1, ms(22)),
-            stamp(1, 3, ms(30)),
+            cached(stamp(1, 3, ms(30))),
             stamp(9, 1, ms(31)),
             last,
         ];
@@ -264,7 +275,7 @@ mod tests {
         let ids: Vec<u64> = served.iter().map(|r| r.request).collect();
         assert_eq!(ids, vec![2, 1, 3], "arrival order, request 9 left out");
         let one = served[1];
-        assert_eq!((one.tokens, one.finished), (4, true));
+        assert_eq!((one.tokens, one.finished, one.cached_tokens), (4, true, 32));
         assert_eq!(one.ttft(), Some(Duration::from_millis(15)));
         assert_eq!(one.e2e(), Some(Duration::from_millis(45)));
         assert_eq!(
@@ -273,7 +284,7 @@ mod tests {
             "30 ms over 3 tokens"
         );
         let two = served[0];
-        assert_eq!((two.tokens, two.finished), (1, false));
+        assert_eq!((two.tokens, two.finished, two.cached_tokens), (1, false, 0));
         assert_eq!(two.ttft(), Some(Duration::from_millis(22)));
         assert_eq!(two.tpot(), None, "one token has no TPOT");
         let three = served[2];

@@ -168,6 +168,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         model: req.model.clone(),
         prompt_tokens: (req.prompt.len() as i64 + cfg.faults.usage_prompt_tokens_offset).max(0)
             as u64,
+        cached_tokens: 0,
         reasoning_tokens: cfg.reasoning_tokens,
     };
     let script = cfg
@@ -177,6 +178,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         prompt_len: req.prompt.len() as u64,
         prompt_hash: hash_tokens(&req.prompt),
         blocks: crate::engine::prompt_blocks(&req.prompt),
+        prompt_tail: crate::engine::prompt_tail(&req.prompt),
         max_tokens: req.max_tokens,
         min_tokens: req.min_tokens,
         ignore_eos: req.ignore_eos,
@@ -252,7 +254,7 @@ fn injected_server_error(cfg: &SimConfig) -> Reject {
 /// Waits for the whole output, then answers one JSON body.
 async fn full_response(
     cfg: &SimConfig,
-    writer: Writer,
+    mut writer: Writer,
     plan: FaultPlan,
     mut rx: UnboundedReceiver<TokenEvent>,
     mut guard: AbortGuard,
@@ -260,6 +262,7 @@ async fn full_response(
     let mut text = String::new();
     while let Some(ev) = rx.recv().await {
         text.push_str(&ev.text);
+        writer.cached_tokens = ev.cached_tokens;
         let broken = [plan.stream_error_after, plan.disconnect_after]
             .iter()
             .flatten()
@@ -320,6 +323,8 @@ struct Sse {
 impl Sse {
     /// Turns one engine step into SSE events (plus the faults that fire at this point).
     fn push_event(&mut self, ev: TokenEvent) {
+        // Known since the engine admitted the request; every usage object reports it.
+        self.writer.cached_tokens = ev.cached_tokens;
         let n = ev.completion_tokens;
         let prev = n - ev.n;
         let crosses = |at: Option<u32>| at.is_some_and(|a| prev < a && n >= a);
@@ -364,6 +369,7 @@ impl Sse {
                 log.push(ChunkStamp {
                     request: self.guard.id(),
                     prompt_tokens: self.writer.prompt_tokens,
+                    cached_tokens: self.writer.cached_tokens,
                     completion_tokens: n,
                     at: std::time::Instant::now(),
                     finished: ev.finish.is_some(),

@@ -22,6 +22,9 @@ pub struct ChunkStamp {
     pub request: u64,
     /// The request's `usage.prompt_tokens`, as reported (offset fault included).
     pub prompt_tokens: u64,
+    /// Prompt tokens the engine served this request from its prefix cache (what its
+    /// `usage.prompt_tokens_details.cached_tokens` says), the same on each of its chunks.
+    pub cached_tokens: u64,
     /// `usage.completion_tokens` after this chunk (cumulative).
     pub completion_tokens: u32,
     /// Taken once the chunk's bytes are built, immediately before the response stream yields

@@ -50,19 +50,17 @@ pub(crate) struct Usage {
     prompt_tokens: u64,
     total_tokens: u64,
     completion_tokens: u64,
-    #[serde(skip_serializing_if = "Field::is_absent")]
-    prompt_tokens_details: Field<()>,
+    prompt_tokens_details: PromptTokensDetails,
     #[serde(skip_serializing_if = "Field::is_absent")]
     reasoning_tokens: Field<u64>,
 }
 
-/// How a usage object is dumped: every field, or with unset / `None` fields dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UsageDump {
-    /// pydantic `model_dump_json()`: `prompt_tokens_details: null` included.
-    Full,
-    /// `exclude_unset=True` or `exclude_none=True`: the `None` details dropped.
-    Lean,
+/// `usage.prompt_tokens_details`: the prompt tokens the prefix cache served, as vLLM (with
+/// `--enable-prompt-tokens-details`) and SGLang (with `--enable-cache-report`) report them.
+/// The simulator always reports it, 0 included, so a client's per-turn figure can be checked.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct PromptTokensDetails {
+    cached_tokens: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -165,6 +163,9 @@ pub(crate) struct Writer {
     pub model: String,
     /// Prompt tokens (for usage).
     pub prompt_tokens: u64,
+    /// Prompt tokens served from the prefix cache (for usage); known once the engine has
+    /// admitted the request, so the handler sets it from the first token event.
+    pub cached_tokens: u64,
     /// Chat: the first this-many output tokens are reasoning (`reasoning_content`).
     pub reasoning_tokens: u32,
 }
@@ -182,16 +183,14 @@ fn to_json<T: Serialize>(v: &T) -> String {
 pub(crate) const DONE: &str = "data: [DONE]\n\n";
 
 impl Writer {
-    fn usage(&self, completion: u64, dump: UsageDump) -> Usage {
+    fn usage(&self, completion: u64) -> Usage {
         let sglang = self.flavor == Flavor::Sglang;
         Usage {
             prompt_tokens: self.prompt_tokens,
             total_tokens: self.prompt_tokens + completion,
             completion_tokens: completion,
-            prompt_tokens_details: if dump == UsageDump::Full {
-                Field::Null
-            } else {
-                Field::Absent
+            prompt_tokens_details: PromptTokensDetails {
+                cached_tokens: self.cached_tokens,
             },
             reasoning_tokens: if sglang { Field::Val(0) } else { Field::Absent },
         }
@@ -257,12 +256,12 @@ impl Writer {
             Flavor::Sglang => {
                 c.matched_stop = Field::Null;
                 if continuous_usage {
-                    Field::Val(self.usage(0, UsageDump::Full))
+                    Field::Val(self.usage(0))
                 } else {
                     Field::Null
                 }
             }
-            Flavor::Vllm if continuous_usage => Field::Val(self.usage(0, UsageDump::Lean)),
+            Flavor::Vllm if continuous_usage => Field::Val(self.usage(0)),
             Flavor::Vllm => Field::Absent,
         };
         sse(&to_json(&self.body(vec![c], usage, true)))
@@ -302,11 +301,10 @@ impl Writer {
         &self,
         continuous_usage: bool,
         completion: u64,
-        dump: UsageDump,
         off: Field<Usage>,
     ) -> Field<Usage> {
         if continuous_usage {
-            Field::Val(self.usage(completion, dump))
+            Field::Val(self.usage(completion))
         } else {
             off
         }
@@ -325,7 +323,7 @@ impl Writer {
             Flavor::Vllm => c.stop_reason = Field::Null,
             Flavor::Sglang => c.matched_stop = Field::Null,
         }
-        let usage = self.step_usage(continuous_usage, completion, UsageDump::Full, Field::Null);
+        let usage = self.step_usage(continuous_usage, completion, Field::Null);
         sse(&to_json(&self.body(vec![c], usage, true)))
     }
 
@@ -354,7 +352,7 @@ impl Writer {
         if finish.is_some() {
             c.stop_reason = Field::Null;
         }
-        let usage = self.step_usage(continuous_usage, completion, UsageDump::Lean, Field::Absent);
+        let usage = self.step_usage(continuous_usage, completion, Field::Absent);
         sse(&to_json(&self.body(vec![c], usage, true)))
     }
 
@@ -380,7 +378,7 @@ impl Writer {
         };
         let mut c = self.choice(None, Some(delta), None);
         c.matched_stop = Field::Null;
-        let usage = self.step_usage(continuous_usage, completion, UsageDump::Full, Field::Null);
+        let usage = self.step_usage(continuous_usage, completion, Field::Null);
         sse(&to_json(&self.body(vec![c], usage, true)))
     }
 
@@ -401,7 +399,7 @@ impl Writer {
     pub(crate) fn usage_chunk(&self, completion: u64) -> String {
         sse(&to_json(&self.body(
             Vec::new(),
-            Field::Val(self.usage(completion, UsageDump::Lean)),
+            Field::Val(self.usage(completion)),
             true,
         )))
     }
@@ -435,11 +433,7 @@ impl Writer {
         } else {
             c.matched_stop = Field::Null;
         }
-        let mut b = self.body(
-            vec![c],
-            Field::Val(self.usage(completion, UsageDump::Full)),
-            false,
-        );
+        let mut b = self.body(vec![c], Field::Val(self.usage(completion)), false);
         if vllm {
             b.service_tier = Field::Null;
             b.system_fingerprint = Field::Null;
@@ -589,6 +583,7 @@ mod tests {
             created: 7,
             model: "m".into(),
             prompt_tokens: 5,
+            cached_tokens: 0,
             reasoning_tokens: 0,
         }
     }
@@ -601,7 +596,7 @@ mod tests {
             "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":7,\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" a\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}],\"usage\":null}\n\n"
         );
         let u = w(Flavor::Vllm, Kind::Completion).usage_chunk(3);
-        assert!(u.contains("\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"total_tokens\":8,\"completion_tokens\":3}}"), "{u}");
+        assert!(u.contains("\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"total_tokens\":8,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":0}}}"), "{u}");
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub(crate) struct TokenEvent {
     pub completion_tokens: u32,
     /// Set on the request's last event.
     pub finish: Option<Finish>,
+    /// Prompt tokens the prefix cache served this request at its admission (whole blocks
+    /// cached then; 0 with the cache off): what its usage reports as cached.
+    pub cached_tokens: u64,
 }
 
 /// A request as the engine sees it.
@@ -48,6 +51,9 @@ pub(crate) struct NewRequest {
     pub prompt_hash: u64,
     /// The prompt's prefix-cache blocks (`prefix_cache::prompt_blocks`).
     pub blocks: Vec<prefix_cache::Block>,
+    /// The ids of the prompt's last, partial block (`prefix_cache::prompt_tail`): with
+    /// `blocks`, what caching prompt ++ answer at the end needs, without the whole prompt.
+    pub prompt_tail: Vec<u32>,
     /// Output tokens to generate at most.
     pub max_tokens: u32,
     /// No natural EOS before this many tokens.

@@ -9,7 +9,7 @@
 
 mod messages;
 mod prefix_cache;
-pub(crate) use prefix_cache::prompt_blocks;
+pub(crate) use prefix_cache::{prompt_blocks, prompt_tail};
 mod scheduler;
 
 use messages::Cmd;

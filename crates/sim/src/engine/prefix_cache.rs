@@ -12,6 +12,12 @@
 //! request are pinned and never evicted; their tokens are already counted in that request's
 //! KV reservation.
 //!
+//! When a request finishes, the blocks of its prompt followed by its answer are cached too
+//! ([`PrefixCache::insert_unpinned`]), as real engines keep the KV of generated tokens: the
+//! next turn of a conversation (prompt, answer, new message) is served prompt and answer, in
+//! whole blocks. The last, partial block of prompt + answer is a key of its own, so a longer
+//! prompt is served `floor((P + A) / 16) * 16` tokens.
+//!
 //! A request's blocks are cached from its admission, while it still prefills them: a request
 //! admitted after it shares them at once, as SGLang's in-batch prefix sharing lets requests of
 //! one batch share a prefix computed once (without SGLang's wait for it). So what the cache
@@ -34,9 +40,35 @@ pub(crate) struct Block {
     pub tokens: u64,
 }
 
+/// The chain's key before a sequence's first block.
+const CHAIN_START: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// The blocks of a prompt's token ids, in order.
 pub(crate) fn prompt_blocks(tokens: &[u32]) -> Vec<Block> {
-    let mut prev: u64 = 0x9E37_79B9_7F4A_7C15;
+    chain_blocks(CHAIN_START, tokens)
+}
+
+/// The ids of a prompt's last, partial block (empty when it ends on a block boundary): with
+/// the prompt's blocks, all [`answer_blocks`] needs to continue the chain.
+pub(crate) fn prompt_tail(tokens: &[u32]) -> Vec<u32> {
+    tokens[tokens.len() / CACHE_BLOCK_TOKENS * CACHE_BLOCK_TOKENS..].to_vec()
+}
+
+/// The blocks of prompt ++ output that the prompt's own blocks lack: those from the prompt's
+/// last partial block on (its tail, `prompt_tail`, then the output ids), chained on after its
+/// last whole block. With the prompt's whole blocks they are `prompt_blocks(prompt ++ output)`.
+pub(crate) fn answer_blocks(prompt: &[Block], tail: &[u32], output: &[u32]) -> Vec<Block> {
+    let prev = prompt
+        .iter()
+        .take_while(|b| b.tokens == CACHE_BLOCK_TOKENS as u64)
+        .last()
+        .map_or(CHAIN_START, |b| b.key);
+    let seq: Vec<u32> = tail.iter().chain(output).copied().collect();
+    chain_blocks(prev, &seq)
+}
+
+/// The blocks of `tokens`, chained on after the block whose key is `prev`.
+fn chain_blocks(mut prev: u64, tokens: &[u32]) -> Vec<Block> {
     tokens
         .chunks(CACHE_BLOCK_TOKENS)
         .map(|c| {
@@ -155,6 +187,43 @@ impl PrefixCache {
         pinned
     }
 
+    /// Stores the blocks of a finished request's prompt and answer (its whole KV), unpinned:
+    /// the next turn of a conversation starts with them. The blocks are stamped last block
+    /// first, so that eviction takes the tail of a sequence before its head, and a block
+    /// cached already is only made recent. Then the cache is brought back under its capacity.
+    pub(crate) fn insert_unpinned(&mut self, blocks: &[Block]) {
+        if !self.enabled() {
+            return;
+        }
+        for b in blocks.iter().rev() {
+            self.tick += 1;
+            match self.entries.get_mut(&b.key) {
+                // Pinned: a running request holds it; it becomes recent when released.
+                Some(e) if e.pins > 0 => {}
+                Some(e) => {
+                    self.lru.remove(&(e.last_used, b.key));
+                    e.last_used = self.tick;
+                    self.lru.insert((self.tick, b.key));
+                }
+                None => {
+                    self.entries.insert(
+                        b.key,
+                        Entry {
+                            tokens: b.tokens,
+                            pins: 0,
+                            last_used: self.tick,
+                        },
+                    );
+                    self.lru.insert((self.tick, b.key));
+                    self.total += b.tokens;
+                    self.unpinned += b.tokens;
+                }
+            }
+        }
+        let over = self.total.saturating_sub(self.capacity);
+        self.evict_until(self.unpinned.saturating_sub(over));
+    }
+
     /// Releases a request's pin on a block it was still computing: the block goes where no
     /// other request holds it (it was never computed), else it is unpinned.
     pub(crate) fn forget(&mut self, key: u64) {
@@ -229,6 +298,45 @@ mod tests {
         c.insert_pinned(&d);
         assert_eq!(c.total_tokens(), 96);
         assert_eq!(c.lookup_and_pin(&b), 1);
+    }
+
+    #[test]
+    fn answer_blocks_continue_the_prompt_chain() {
+        for p in [0usize, 5, 16, 40] {
+            let prompt: Vec<u32> = (0..p as u32).collect();
+            let output: Vec<u32> = (900..937).collect();
+            let pb = prompt_blocks(&prompt);
+            let whole: Vec<Block> = pb.iter().copied().filter(|b| b.tokens == 16).collect();
+            let mut joined = whole;
+            joined.extend(answer_blocks(&pb, &prompt_tail(&prompt), &output));
+            let all: Vec<u32> = prompt.iter().chain(&output).copied().collect();
+            assert_eq!(joined, prompt_blocks(&all), "prompt of {p}");
+        }
+    }
+
+    #[test]
+    fn unpinned_blocks_are_served_and_evicted_oldest_first() {
+        let mut c = PrefixCache::new(100);
+        // 40 tokens: blocks of 16, 16 and 8, stored unpinned; a longer prompt that starts
+        // with them is served the two whole blocks.
+        let first: Vec<u32> = (0..40).collect();
+        c.insert_unpinned(&prompt_blocks(&first));
+        assert_eq!((c.total_tokens(), c.unpinned_tokens()), (40, 40));
+        let longer: Vec<u32> = (0..70).collect();
+        let hit = c.lookup_and_pin(&prompt_blocks(&longer));
+        assert_eq!(hit, 2);
+        // 80 tokens more overflow the 100 by 20: the oldest unpinned blocks go (`first`'s
+        // 8-token tail, then the new sequence's last block, stamped before its head); the
+        // pinned head stays.
+        c.insert_unpinned(&blocks(5000, 80));
+        assert_eq!(c.total_tokens(), 32 + 80 - 16);
+        assert_eq!(
+            PrefixCache::new(0).lookup_and_pin(&prompt_blocks(&first)),
+            0
+        );
+        let mut off = PrefixCache::new(0);
+        off.insert_unpinned(&prompt_blocks(&first));
+        assert_eq!(off.total_tokens(), 0, "a disabled cache stores nothing");
     }
 
     #[test]

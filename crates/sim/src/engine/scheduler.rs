@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::messages::{Cmd, Finish, NewRequest, Stats, TokenEvent};
-use super::prefix_cache::PrefixCache;
+use super::prefix_cache::{PrefixCache, answer_blocks};
 use crate::config::SimConfig;
 use crate::rng::Rng;
 use crate::stamps::{PassStamp, StampLog};
@@ -49,6 +49,11 @@ struct Req {
     pinned: Vec<u64>,
     /// How many of `pinned` were cached when it was admitted (the rest are its own).
     hit_blocks: usize,
+    /// Prompt tokens served from cache at admission (reported in its usage).
+    cached_tokens: u64,
+    /// The ids its output text re-tokenizes to (kept with the cache on only): cached with
+    /// the prompt when it finishes, for the conversation's next turn.
+    output_ids: Vec<u32>,
 }
 
 enum Work {
@@ -168,6 +173,8 @@ impl Scheduler<'_> {
                         prefill_left: 0,
                         pinned: Vec::new(),
                         hit_blocks: 0,
+                        cached_tokens: 0,
+                        output_ids: Vec::new(),
                     },
                 );
                 self.queue.push_back(id);
@@ -224,6 +231,7 @@ impl Scheduler<'_> {
                 r.prefill_left = prompt_len.saturating_sub(cached).max(1);
                 r.pinned = pinned;
                 r.hit_blocks = hit;
+                r.cached_tokens = cached;
             }
             self.stats.reserved += need;
             self.stats.used += prompt_len;
@@ -379,17 +387,24 @@ impl Scheduler<'_> {
                 break;
             }
         }
+        if self.cache.enabled() {
+            // What the client gets back re-tokenizes to these ids (each word is one token
+            // after its space), so a next turn that quotes the answer meets them in cache.
+            r.output_ids.extend(tokenizer::encode(&text, false));
+        }
         let ev = TokenEvent {
             text,
             n,
             completion_tokens: r.generated,
             finish,
+            cached_tokens: r.cached_tokens,
         };
         let gone = r.events.send(ev).is_err();
         self.stats.generation_tokens_total += u64::from(n);
         self.stats.used += u64::from(n);
         if finish.is_some() {
             self.stats.finished_requests += 1;
+            self.cache_answer(id);
             self.release(id);
         } else if gone {
             // The handler is gone without its guard reporting yet: free the KV now.
@@ -397,6 +412,18 @@ impl Scheduler<'_> {
             self.release(id);
         }
         n
+    }
+
+    /// Caches the blocks of a finished request's prompt ++ output beyond its prompt's whole
+    /// blocks (those it pins already), unpinned, before `release` unpins the prompt's: so the
+    /// prompt's head ends most recent and eviction takes the answer's tail first.
+    fn cache_answer(&mut self, id: u64) {
+        let Some(r) = self.reqs.get(&id) else { return };
+        if !self.cache.enabled() {
+            return;
+        }
+        let blocks = answer_blocks(&r.spec.blocks, &r.spec.prompt_tail, &r.output_ids);
+        self.cache.insert_unpinned(&blocks);
     }
 
     /// Frees a request's KV reservation and cache pin.
