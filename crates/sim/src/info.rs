@@ -128,6 +128,7 @@ fn server_arg_defaults() -> Vec<(&'static str, Value)> {
         ("speculative_draft_model_path", Value::Null),
         ("speculative_num_draft_tokens", Value::Null),
         ("enable_metrics", json!(false)),
+        ("enable_cache_report", json!(false)),
     ]
 }
 
@@ -150,6 +151,9 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
             cfg.max_running_requests.map_or(Value::Null, |m| json!(m)),
         ),
         ("chunked_prefill_size", json!(cfg.chunked_prefill_tokens)),
+        // Every usage object carries `prompt_tokens_details.cached_tokens`, as SGLang's does
+        // with this flag on.
+        ("enable_cache_report", json!(true)),
     ];
     let mut fields: Vec<(String, Value)> = Vec::new();
     let mut set = |k: &str, v: Value| match fields.iter_mut().find(|(n, _)| n == k) {

@@ -38,6 +38,9 @@ mod wire;
 #[cfg(test)]
 #[path = "tests/open_load.rs"]
 mod open_load_tests;
+#[cfg(test)]
+#[path = "tests/sessions.rs"]
+mod sessions_tests;
 
 pub use config::{FaultConfig, Flavor, SimConfig};
 pub use emitted::{EmittedFigures, ServedRequest, served_requests};

@@ -171,6 +171,33 @@ mod tests {
         assert_eq!(decode(&[VOCAB_SIZE + 5], true), "");
     }
 
+    /// The next turn of a chat quotes the answer after `<|assistant|>\n`: its prompt starts
+    /// with the previous prompt's ids and then the answer's ids as generated, which is what
+    /// lets the prefix cache serve a conversation's history.
+    #[test]
+    fn a_quoted_answer_re_tokenizes_to_its_generated_ids() {
+        let msg = |role: &str, content: &str| ChatMessage {
+            role: role.into(),
+            content: content.into(),
+        };
+        let mut history = vec![msg("system", "Be brief."), msg("user", "Why, 2 times?")];
+        let prompt = encode_chat(&history, true);
+        let mut r = crate::rng::Rng::new(11);
+        let (mut answer, mut ids) = (String::new(), Vec::new());
+        for _ in 0..40 {
+            let (id, w) = output_token(&mut r);
+            answer.push(' ');
+            answer.push_str(w);
+            ids.push(id);
+        }
+        history.push(msg("assistant", &answer));
+        history.push(msg("user", "More."));
+        let next = encode_chat(&history, true);
+        let expected: Vec<u32> = prompt.iter().chain(&ids).copied().collect();
+        assert_eq!(next[..expected.len()], expected[..]);
+        assert!(next.len() > expected.len());
+    }
+
     #[test]
     fn output_words_are_single_tokens() {
         let mut r = crate::rng::Rng::new(3);
