@@ -15,6 +15,9 @@
 //!   pass apart.
 //! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk) after
 //!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`.
+//! - **End**: a request that finishes (not one aborted) leaves the blocks of its prompt and
+//!   answer in the prefix cache, unpinned, so a conversation's next turn is served both; each
+//!   token event carries the prompt tokens the cache served the request at admission.
 //! - When both kinds of work wait, passes alternate, so a long prompt delays running streams
 //!   by one chunk at a time (SGLang's chunked prefill) instead of stalling them completely.
 //!
