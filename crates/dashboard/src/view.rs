@@ -333,7 +333,7 @@ impl Dashboard {
                     self.overheads.push((wall - window).max(0.0));
                 }
             }
-            Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity => {}
+            Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity | Phase::Session => {}
         }
     }
 
@@ -472,6 +472,7 @@ pub fn what(key: CellKey, label: &str, width: usize) -> String {
             key.request_rate().unwrap_or(0.0)
         ),
         Phase::Capacity => format!("capacity {label:>width$}"),
+        Phase::Session => format!("sessions {label:>width$} × {n}"),
     }
 }
 

@@ -394,7 +394,7 @@ impl Report {
         match c.phase {
             Phase::Rate => format!("{} at {}", Self::context_label(c), requested(c)),
             Phase::Prefill | Phase::Capacity => Self::context_label(c),
-            Phase::Decode | Phase::Burst => {
+            Phase::Decode | Phase::Burst | Phase::Session => {
                 format!("{} × {}", Self::context_label(c), c.concurrency)
             }
         }
