@@ -299,45 +299,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", value_parser = parse::stable_target)]
     #[serde(deserialize_with = "de::stable_target")]
     pub until_stable: Option<llmib_core::StableTarget>,
-    /// Sessions: concurrent conversations per session cell, comma-separated (1,8,32): each
-    /// context is a history depth, and S sessions send turn after turn of one growing
-    /// conversation (docs/sessions.md). Without --concurrency the decode matrix is skipped.
-    #[arg(long, value_name = "S,…", value_parser = parse::levels)]
-    #[serde(deserialize_with = "de::levels")]
-    pub sessions: Option<Levels>,
-    /// Sessions: measured turns per session (default 4; 0: turns until the window closes).
-    #[arg(long, value_name = "N")]
-    pub turns: Option<u32>,
-    /// Sessions: tokens of each turn's new user message: `1K` (the default), `512..2K` or
-    /// `1K:normal:256`.
-    #[arg(long, value_name = "LENGTH", value_parser = parse::length)]
-    #[serde(deserialize_with = "de::length")]
-    pub turn_input_len: Option<LengthSpec>,
-    /// Sessions: output tokens each turn asks for (EOS ignored; default 256).
-    #[arg(long, value_name = "TOKENS", value_parser = parse::max_output)]
-    #[serde(deserialize_with = "de::max_output")]
-    pub turn_output_len: Option<u32>,
-    /// Sessions: tokens of the system prompt every history starts with (default 2K).
-    #[arg(long, value_name = "TOKENS", value_parser = parse::tokens)]
-    #[serde(deserialize_with = "de::tokens")]
-    pub system_prompt_len: Option<u64>,
-    /// Sessions: how many groups of sessions share a system prompt (1, the default: all of
-    /// them, as one agent's; 0: none).
-    #[arg(long, value_name = "G")]
-    pub system_prompt_groups: Option<u32>,
-    /// Sessions: the pause between a turn's end and the session's next turn: `0` (the
-    /// default), `2s`, or `exp:2s` (exponential with that mean).
-    #[arg(long, value_name = "TIME", value_parser = parse::think_time)]
-    #[serde(deserialize_with = "de::think_time")]
-    pub think_time: Option<llmib_core::ThinkTime>,
-    /// Sessions: flush the server's prefix cache before each session cell (SGLang
-    /// /flush_cache, vLLM /reset_prefix_cache); the row records it.
-    #[arg(long)]
-    pub flush_cache: bool,
-    /// Sessions: the server's prefix-cache block size in tokens, where the engine does not say
-    /// (the prediction of cached tokens counts whole blocks).
-    #[arg(long, value_name = "TOKENS")]
-    pub cache_block_tokens: Option<u64>,
+    /// The session flags (`--sessions`, `--turns`, …: `config_sessions.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub session: session_args::SessionArgs,
     /// Run shard I of N of this plan from one of several client machines (`0/4`), or `auto`:
     /// from a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, with --shards) or a Slurm array
     /// (`SLURM_ARRAY_TASK_ID`/`_COUNT`). Every shard gets the same flags and --start-at;
@@ -482,6 +447,9 @@ pub use parse::{ContextList, ExtraBody, Formats, Levels};
 #[path = "config_de.rs"]
 mod de;
 
+#[path = "config_session_args.rs"]
+pub mod session_args;
+
 impl RunArgs {
     /// Fills every flag that was not given from the `--config` file (flags win; clap has
     /// already applied the environment, which therefore also wins over the file).
@@ -524,14 +492,13 @@ impl RunArgs {
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 input_len, output_len, workload, time_scale, until_stable,
-                sessions, turns, turn_input_len, turn_output_len, system_prompt_len,
-                system_prompt_groups, think_time, cache_block_tokens,
+                session,
                 shard, shards, start_at, shard_prep_seconds,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
-                find_capacity, skip_decode, show_capacity_limited_values, flush_cache,
+                find_capacity, skip_decode, show_capacity_limited_values,
                 serial_server, respect_eos, no_hw_monitor
         )
     }

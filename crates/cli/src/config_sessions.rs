@@ -9,19 +9,17 @@ impl RunArgs {
     /// The session settings, when `--sessions` asks for them; a session flag without it is
     /// refused, as it would measure nothing.
     pub fn session_settings(&self) -> Result<Option<SessionSettings>> {
-        let Some(levels) = &self.sessions else {
+        let a = &self.session;
+        let Some(levels) = &a.sessions else {
             let stray = [
-                ("--turns", self.turns.is_some()),
-                ("--turn-input-len", self.turn_input_len.is_some()),
-                ("--turn-output-len", self.turn_output_len.is_some()),
-                ("--system-prompt-len", self.system_prompt_len.is_some()),
-                (
-                    "--system-prompt-groups",
-                    self.system_prompt_groups.is_some(),
-                ),
-                ("--think-time", self.think_time.is_some()),
-                ("--flush-cache", self.flush_cache),
-                ("--cache-block-tokens", self.cache_block_tokens.is_some()),
+                ("--turns", a.turns.is_some()),
+                ("--turn-input-len", a.turn_input_len.is_some()),
+                ("--turn-output-len", a.turn_output_len.is_some()),
+                ("--system-prompt-len", a.system_prompt_len.is_some()),
+                ("--system-prompt-groups", a.system_prompt_groups.is_some()),
+                ("--think-time", a.think_time.is_some()),
+                ("--flush-cache", a.flush_cache),
+                ("--cache-block-tokens", a.cache_block_tokens.is_some()),
             ];
             if let Some((flag, _)) = stray.iter().find(|(_, given)| *given) {
                 bail!("{flag} applies to sessions: add --sessions S,… (e.g. --sessions 1,8)");
@@ -32,24 +30,24 @@ impl RunArgs {
             bail!("--sessions needs at least one number of concurrent sessions, e.g. 1,8,32");
         }
         let mut st = SessionSettings::new(levels.0.clone());
-        st.turns = match self.turns {
+        st.turns = match a.turns {
             Some(0) => None,
             Some(t) => Some(t),
             None => st.turns,
         };
-        st.turn_input = self.turn_input_len.unwrap_or(st.turn_input);
+        st.turn_input = a.turn_input_len.unwrap_or(st.turn_input);
         if st.turn_input == LengthSpec::Fixed(0) {
             bail!("--turn-input-len must be at least 1 token");
         }
-        st.turn_output = self.turn_output_len.unwrap_or(st.turn_output);
-        st.system_prompt_tokens = self.system_prompt_len.unwrap_or(st.system_prompt_tokens);
-        st.system_prompt_groups = self.system_prompt_groups.unwrap_or(st.system_prompt_groups);
-        st.think_time = self.think_time.unwrap_or(ThinkTime::Fixed(0.0));
-        st.flush_cache = self.flush_cache;
-        if self.cache_block_tokens == Some(0) {
+        st.turn_output = a.turn_output_len.unwrap_or(st.turn_output);
+        st.system_prompt_tokens = a.system_prompt_len.unwrap_or(st.system_prompt_tokens);
+        st.system_prompt_groups = a.system_prompt_groups.unwrap_or(st.system_prompt_groups);
+        st.think_time = a.think_time.unwrap_or(ThinkTime::Fixed(0.0));
+        st.flush_cache = a.flush_cache;
+        if a.cache_block_tokens == Some(0) {
             bail!("--cache-block-tokens must be at least 1");
         }
-        st.cache_block_tokens = self.cache_block_tokens;
+        st.cache_block_tokens = a.cache_block_tokens;
         // The decode matrix runs beside the sessions only where --concurrency asks for it.
         st.with_decode = self.concurrency.is_some();
         Ok(Some(st))

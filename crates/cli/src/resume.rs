@@ -119,15 +119,7 @@ fn classified(args: &RunArgs) {
         output_len: _,
         workload: _,
         time_scale: _,
-        sessions: _,
-        turns: _,
-        turn_input_len: _,
-        turn_output_len: _,
-        system_prompt_len: _,
-        system_prompt_groups: _,
-        think_time: _,
-        flush_cache: _,
-        cache_block_tokens: _,
+        session: _,
         temperature: _,
         top_p: _,
         seed: _,
@@ -280,6 +272,7 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         s.load.clone(),
     )?;
     let sessions = a
+        .session
         .sessions
         .is_some()
         .then(|| a.session_settings())

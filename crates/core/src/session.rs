@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+mod columns;
 mod row;
-pub use row::{
-    PerTurn, SessionColumns, SessionFigures, SessionObservation, TurnRecord, session_result,
-};
+pub use columns::{PerTurn, SessionColumns, SessionFigures};
+pub use row::{SessionObservation, TurnRecord, session_result};
 
 /// The pause between a turn's end and the next turn's send (`--think-time`).
 #[derive(Debug, Clone, Copy, PartialEq)]

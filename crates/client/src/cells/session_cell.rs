@@ -236,6 +236,57 @@ async fn histories(
     Ok(out)
 }
 
+/// Every history sent once together (turn 0), from `origin`.
+async fn warm_ups(
+    m: &MatrixRun<'_>,
+    output: u32,
+    convs: &[Conversation],
+    origin: Instant,
+) -> Vec<Result<Measured, CellFailure>> {
+    let limits = m.limits(convs.first().map_or(0, |c| c.tokens), convs.len() as u32);
+    m.progress.event(ProgressEvent::Phase(Stage::WarmUp));
+    futures_util::future::join_all(convs.iter().enumerate().map(|(i, c)| {
+        let at = Clock {
+            origin,
+            cancel: &m.cancel,
+            limits,
+        };
+        send_turn(&m.engine, &m.model, c, output, i as u32, at)
+    }))
+    .await
+}
+
+/// Runs the sessions' tasks until they end or the drain limit after `window_end` cuts them;
+/// with the highest queue gauge read meanwhile.
+async fn run_window(
+    m: &MatrixRun<'_>,
+    jobs: Vec<SessionJob>,
+    window_end: Instant,
+    cut: &CancellationToken,
+) -> (Vec<Sent>, Option<f64>) {
+    m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
+    let stop = CancellationToken::new();
+    let every = Duration::from_millis(m.plan.settings.gauge_interval_ms.max(50));
+    let sampler = sample_queue(m.engine.clone(), every, stop.clone());
+    let tasks: Vec<_> = jobs
+        .into_iter()
+        .map(|j| tokio::spawn(run_session(j)))
+        .collect();
+    // A turn in flight at the window's close runs to its end, within this limit.
+    let drain = Duration::from_secs_f64(m.plan.settings.duration_s.max(30.0));
+    let limit = tokio::time::sleep_until(window_end + drain);
+    tokio::pin!(limit);
+    let all = futures_util::future::join_all(tasks);
+    tokio::pin!(all);
+    let done = tokio::select! {
+        d = &mut all => d,
+        () = &mut limit => { cut.cancel(); all.await }
+    };
+    stop.cancel();
+    let max_waiting = sampler.await.ok().flatten();
+    (done.into_iter().flatten().flatten().collect(), max_waiting)
+}
+
 /// The turns of every session: the warm-ups together, then the window.
 async fn send_all(
     m: &MatrixRun<'_>,
@@ -246,24 +297,11 @@ async fn send_all(
     let st = sx.settings;
     let origin = Instant::now();
     let s = convs.len() as u32;
-    let warm_limits = m.limits(convs.first().map_or(0, |c| c.tokens), s);
-    m.progress.event(ProgressEvent::Phase(Stage::WarmUp));
-    let warm = futures_util::future::join_all(convs.iter().enumerate().map(|(i, c)| {
-        let at = Clock {
-            origin,
-            cancel: &m.cancel,
-            limits: warm_limits,
-        };
-        send_turn(&m.engine, &m.model, c, st.turn_output, i as u32, at)
-    }))
-    .await;
+    let warm = warm_ups(m, st.turn_output, &convs, origin).await;
     let mut sent = Vec::new();
     let mut jobs = Vec::new();
-    let d = m.plan.settings.duration_s;
-    let window_end = Instant::now() + Duration::from_secs_f64(d);
-    // A turn in flight at the window's close runs to its end, within this limit.
+    let window_end = Instant::now() + Duration::from_secs_f64(m.plan.settings.duration_s);
     let cut = m.cancel.child_token();
-    let drain = Duration::from_secs_f64(d.max(30.0));
     let seed = m
         .plan
         .settings
@@ -274,6 +312,10 @@ async fn send_all(
     let user_tokens: Vec<u64> = (0..64)
         .map(|_| st.turn_input.sample(&mut rng).max(1))
         .collect();
+    let max_prompt = m
+        .plan
+        .context_length
+        .map(|l| l.saturating_sub(u64::from(st.turn_output)));
     for (i, (conv, w)) in convs.into_iter().zip(warm).enumerate() {
         let Ok(w) = w else { continue };
         let ok = matches!(w.record.outcome, Outcome::Finished { .. });
@@ -294,10 +336,7 @@ async fn send_all(
             cancel: cut.clone(),
             limits: m.limits(conv.tokens, s),
             seed,
-            max_prompt: m
-                .plan
-                .context_length
-                .map(|l| l.saturating_sub(u64::from(st.turn_output))),
+            max_prompt,
             conv,
         };
         sent.push(Sent {
@@ -311,27 +350,8 @@ async fn send_all(
             jobs.push(job);
         }
     }
-    m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
-    let stop = CancellationToken::new();
-    let every = Duration::from_millis(m.plan.settings.gauge_interval_ms.max(50));
-    let sampler = sample_queue(m.engine.clone(), every, stop.clone());
-    let tasks: Vec<_> = jobs
-        .into_iter()
-        .map(|j| tokio::spawn(run_session(j)))
-        .collect();
-    let limit = tokio::time::sleep_until(window_end + drain);
-    tokio::pin!(limit);
-    let all = futures_util::future::join_all(tasks);
-    tokio::pin!(all);
-    let done = tokio::select! {
-        d = &mut all => d,
-        () = &mut limit => { cut.cancel(); all.await }
-    };
-    stop.cancel();
-    let max_waiting = sampler.await.ok().flatten();
-    for d in done.into_iter().flatten() {
-        sent.extend(d);
-    }
+    let (turns, max_waiting) = run_window(m, jobs, window_end, &cut).await;
+    sent.extend(turns);
     (sent, max_waiting)
 }
 

@@ -2,6 +2,7 @@
 //! columns (`turns_completed`, `cached_tokens`, `cache_hit_rate`, `per_turn`, …), the
 //! figures beside them (TTFT split, cache notes), its status and its SLO verdict.
 
+use super::columns::{PerTurn, SessionColumns, SessionFigures};
 use super::{cache_note, ttft_split};
 use crate::cell::{CellResult, CellStatus, PromptCheck, SloRow};
 use crate::counting::CountReport;
@@ -33,158 +34,6 @@ impl TurnRecord {
     pub fn measured(&self) -> bool {
         self.turn > 0
     }
-}
-
-/// One turn index of a cell, over its sessions (METHOD.md's `per_turn`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PerTurn {
-    /// Turn index within the session (0: the warm-up of the history, cold where flushed).
-    pub turn: u32,
-    /// Whether the turn is measured (turn 0 is not: it is here so a cold prefill of the
-    /// history can be told from the warm turns after it).
-    pub measured: bool,
-    /// Requests of this turn index.
-    pub requests: u64,
-    /// Their prompt tokens, summed.
-    pub prompt_tokens: u64,
-    /// Cached tokens the server reported, summed (null: it reported none).
-    pub cached_tokens: Option<u64>,
-    /// Predicted cached tokens, summed.
-    pub predicted_cached_tokens: u64,
-    /// Median TTFT, ms.
-    pub ttft_ms_p50: Option<f64>,
-    /// Median of the TTFT's prefill part (uncached tokens ÷ prefill rate), ms.
-    pub ttft_prefill_ms_p50: Option<f64>,
-    /// Median of the TTFT's rest (waiting), ms.
-    pub ttft_wait_ms_p50: Option<f64>,
-}
-
-/// A session row's columns of the results contract, flattened into the row. Absent on other
-/// rows; on a session row every one is written, null where it does not apply.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SessionColumns {
-    /// Measured turns that finished.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub turns_completed: Option<Option<u64>>,
-    /// Prompt tokens of the measured turns.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub prompt_tokens: Option<Option<u64>>,
-    /// Of them, tokens the server reported served from its cache (null: it does not say).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub cached_tokens: Option<Option<u64>>,
-    /// Of them, tokens a perfect prefix cache would have served.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub predicted_cached_tokens: Option<Option<u64>>,
-    /// `cached_tokens / prompt_tokens`.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub cache_hit_rate: Option<Option<f64>>,
-    /// `predicted_cached_tokens / prompt_tokens`.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub predicted_cache_hit_rate: Option<Option<f64>>,
-    /// Per-turn TPOT distribution, ms.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tpot_ms: Option<Option<Summary>>,
-    /// By turn index.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub per_turn: Option<Option<Vec<PerTurn>>>,
-    /// An open loop's session arrival rate, sessions per second (null: a closed loop of S).
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub session_rate: Option<Option<f64>>,
-    /// The cell's own session figures beyond the contract.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<Box<SessionFigures>>,
-}
-
-impl SessionColumns {
-    /// A session row with no figures: every column written as null.
-    pub fn bare() -> SessionColumns {
-        SessionColumns {
-            turns_completed: Some(None),
-            prompt_tokens: Some(None),
-            cached_tokens: Some(None),
-            predicted_cached_tokens: Some(None),
-            cache_hit_rate: Some(None),
-            predicted_cache_hit_rate: Some(None),
-            tpot_ms: Some(None),
-            per_turn: Some(None),
-            session_rate: Some(None),
-            session: None,
-        }
-    }
-}
-
-/// Absent (`None`), null (`Some(None)`) or a value, as the open-loop columns are read.
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
-/// A session cell's figures beside the contract's columns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionFigures {
-    /// Sessions that ran.
-    pub sessions: u32,
-    /// Measured turns sent.
-    pub turns_sent: u64,
-    /// Per-turn E2E distribution, ms.
-    pub e2e_ms: Option<Summary>,
-    /// The TTFT's prefill part, ms (uncached tokens ÷ `prefill_tok_per_s`).
-    pub ttft_prefill_ms: Option<Summary>,
-    /// The TTFT's rest, ms (waiting for the batch, scheduling).
-    pub ttft_wait_ms: Option<Summary>,
-    /// The prefill rate the split used, tok/s (the context's prefill row).
-    pub prefill_tok_per_s: Option<f64>,
-    /// The cache's block size the prediction used, tokens.
-    pub cache_block_tokens: u64,
-    /// Whether the server's prefix cache was flushed before the cell (null: not asked).
-    pub cache_flushed: Option<bool>,
-    /// The server's prefix-cache counters over the cell (hit tokens Δ), where it exposes them.
-    pub server_cached_tokens: Option<f64>,
-    /// What the cache figures say (caching off, evictions), in words.
-    pub cache_note: Option<String>,
-    /// KV tokens every session's history and turns held at the end.
-    pub working_set_tokens: u64,
-    /// Output tokens of the measured turns.
-    pub output_tokens: u64,
 }
 
 /// Everything gathered for one session cell.
@@ -379,19 +228,12 @@ fn fill_figures(
     let ws = working_set(o.turns);
     let summary = |v: Vec<f64>| Summary::of_vec(&mut { v });
     let ok = samples.iter().filter(|s| s.ok);
-    let ttft = summary(
-        samples
-            .iter()
-            .filter_map(|s| s.ttft_s)
-            .map(|t| t * 1e3)
-            .collect(),
-    );
-    let tpot = summary(
-        ok.clone()
-            .filter_map(|s| s.tpot_s)
-            .map(|t| t * 1e3)
-            .collect(),
-    );
+    let ms_of = |f: fn(&RequestSample) -> Option<f64>,
+                 v: &mut dyn Iterator<Item = &RequestSample>| {
+        summary(v.filter_map(f).map(|t| t * 1e3).collect())
+    };
+    let ttft = ms_of(|s| s.ttft_s, &mut samples.iter());
+    let tpot = ms_of(|s| s.tpot_s, &mut ok.clone());
     let sp = splits(measured, o.prefill_tok_per_s);
     row.requests_sent = Some(measured.len() as u64);
     row.completed_requests = Some(completed);
@@ -411,13 +253,7 @@ fn fill_figures(
     row.per_request_tok_per_s_summary = per_user;
     row.token_count_source = Some(o.count.source_or(o.nominal_source));
     row.token_count_note = o.count.note();
-    if let Some(slo) = o.slo {
-        let v = slo.judge(&samples, span_s.unwrap_or(0.0));
-        row.slo_attainment = Some(v.attainment);
-        row.goodput_rps = Some(v.goodput_rps);
-        row.goodput_tok_per_s = Some(v.goodput_tok_per_s);
-        row.slo = Some(SloRow::of(slo, &v));
-    }
+    judge(row, o.slo, &samples, span_s);
     let note = cache_note(prompt, cached, predicted, ws, o.kv_capacity, falling(&per));
     if let Some(n) = &note {
         row.status_reason = Some(match row.status_reason.take() {
@@ -450,6 +286,17 @@ fn fill_figures(
             output_tokens: output,
         })),
     };
+}
+
+/// The row judged against the SLO on its measured turns, where there is one.
+fn judge(row: &mut CellResult, slo: Option<&Slo>, samples: &[RequestSample], span_s: Option<f64>) {
+    if let Some(slo) = slo {
+        let v = slo.judge(samples, span_s.unwrap_or(0.0));
+        row.slo_attainment = Some(v.attainment);
+        row.goodput_rps = Some(v.goodput_rps);
+        row.goodput_tok_per_s = Some(v.goodput_tok_per_s);
+        row.slo = Some(SloRow::of(slo, &v));
+    }
 }
 
 /// Last end − first send of the measured turns, seconds.
