@@ -4,8 +4,10 @@
 //! after the seed's carry the rest of the report: token-count source, the server's reported
 //! prompt lengths and prefill rate, the Burst / E2E figures, and the open-loop figures (rate
 //! cells and capacity rows: rates, failures, SLO attainment, goodput, capacity, and the rate
-//! cells' latency, queue and pacing percentiles), then speculative decoding per decode cell
-//! (acceptance rate, tokens per step, and the client's own tokens per chunk).
+//! cells' latency, queue and pacing percentiles), speculative decoding per decode cell
+//! (acceptance rate, tokens per step, and the client's own tokens per chunk), then the session
+//! cells' own columns (turns completed, prompt, cached and predicted cached tokens, hit rates
+//! measured and predicted, TPOT p50), empty on other rows.
 
 use crate::model::Report;
 use crate::table::{Column, Raw};
@@ -216,6 +218,33 @@ const EXTRA: &[Extra] = &[
         Raw::num(c.speculative.as_ref().and_then(|s| s.accept_length))
     }),
     ("Tokens per chunk", |c| Raw::num(c.tokens_per_chunk)),
+    ("Session turns completed", |c| {
+        Raw::int(c.session.turns_completed.flatten())
+    }),
+    ("Session prompt tokens", |c| {
+        Raw::int(c.session.prompt_tokens.flatten())
+    }),
+    ("Session cached tokens", |c| {
+        Raw::int(c.session.cached_tokens.flatten())
+    }),
+    ("Session predicted cached tokens", |c| {
+        Raw::int(c.session.predicted_cached_tokens.flatten())
+    }),
+    ("Session cache hit rate", |c| {
+        Raw::num(c.session.cache_hit_rate.flatten())
+    }),
+    ("Session predicted cache hit rate", |c| {
+        Raw::num(c.session.predicted_cache_hit_rate.flatten())
+    }),
+    ("Session TPOT p50 (ms)", |c| {
+        Raw::num(
+            c.session
+                .tpot_ms
+                .as_ref()
+                .and_then(Option::as_ref)
+                .map(|s| s.p50),
+        )
+    }),
 ];
 
 /// A rate row's workload figures, where its requests varied.

@@ -19,6 +19,8 @@ const REPORT_TEMPLATE: &str = include_str!("../templates/report.html");
 const COMPARE_TEMPLATE: &str = include_str!("../templates/compare.html");
 const ACCURACY_TEMPLATE: &str = include_str!("../templates/accuracy.html");
 const LOAD_TEMPLATE: &str = include_str!("../templates/load.html");
+const SESSIONS_TEMPLATE: &str = include_str!("../templates/sessions.html");
+const CHART_TEMPLATE: &str = include_str!("../templates/chart.html");
 
 /// The HTML exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,6 +44,10 @@ pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
         .map_err(err("accuracy.html"))?;
     env.add_template("load.html", LOAD_TEMPLATE)
         .map_err(err("load.html"))?;
+    env.add_template("sessions.html", SESSIONS_TEMPLATE)
+        .map_err(err("sessions.html"))?;
+    env.add_template("chart.html", CHART_TEMPLATE)
+        .map_err(err("chart.html"))?;
     Ok(env)
 }
 
@@ -310,6 +316,7 @@ impl Exporter for HtmlExporter {
             speculative => ser(Table::speculative(report)),
             bursts => ser(Table::bursts(report)),
             load => ser(crate::load_chart::view(report)),
+            sessions => ser(crate::sessions_chart::view(report)),
             shards => ser(crate::shards::view(report)),
             diagnostics => ser(crate::diagnostics::view(report)),
             diagnostics_caption => ser(crate::diagnostics::CAPTION),

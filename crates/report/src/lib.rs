@@ -37,6 +37,8 @@ mod model;
 mod notes;
 pub mod number;
 mod pareto;
+mod sessions;
+mod sessions_chart;
 mod shards;
 mod table;
 mod workload_view;

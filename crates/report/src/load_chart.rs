@@ -30,7 +30,7 @@ pub(crate) struct Point {
 /// One line of a chart.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Series {
-    pub name: &'static str,
+    pub name: String,
     /// CSS class (`s1` … `s3`), for its colour.
     pub class: &'static str,
     /// The polyline, `x,y x,y …`.
@@ -189,13 +189,9 @@ fn chart(
                 })
                 .collect();
             Series {
-                name,
+                name: name.to_string(),
                 class,
-                line: points
-                    .iter()
-                    .map(|p| format!("{},{}", p.x, p.y))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                line: polyline(&points),
                 points,
             }
         })
@@ -210,6 +206,15 @@ fn chart(
         series,
         marks,
     })
+}
+
+/// A polyline through `points`: `x,y x,y …`.
+pub(crate) fn polyline(points: &[Point]) -> String {
+    points
+        .iter()
+        .map(|p| format!("{},{}", p.x, p.y))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The achieved rate of every off-pace row, marked on the x axis from its requested rate.

@@ -98,6 +98,7 @@ impl Exporter for MarkdownExporter {
         decode_section(&mut out, report);
         measurements_section(&mut out, report);
         load_section(&mut out, report);
+        sessions_section(&mut out, report);
         extra_sections(&mut out, report);
         shards_section(&mut out, report);
         diagnostics_section(&mut out, report);
@@ -152,32 +153,7 @@ fn decode_section(out: &mut String, report: &Report) {
             out,
             "Total tok/s · rows are context length, columns are simultaneous requests.\n"
         );
-        let mut header = vec!["Context".to_string()];
-        header.extend(m.concurrency.iter().map(u32::to_string));
-        let mut numeric = vec![false];
-        numeric.extend(m.concurrency.iter().map(|_| true));
-        let rows: Vec<Vec<String>> = m
-            .contexts
-            .iter()
-            .zip(&m.cells)
-            .map(|((_, label), row)| {
-                let mut r = vec![escape(label)];
-                r.extend(row.iter().map(|c| {
-                    match c {
-                        // `<br>` is the one HTML we emit: GitHub renders it as a line break in a
-                        // table cell, and the values around it are escaped.
-                        Some(c) => table::matrix_cell_lines(c)
-                            .iter()
-                            .map(|l| escape(l))
-                            .collect::<Vec<_>>()
-                            .join("<br>"),
-                        None => crate::number::NULL.to_string(),
-                    }
-                }));
-                r
-            })
-            .collect();
-        pipe_table(out, &header, &numeric, &rows);
+        matrix_table(out, &m, "Context", "", table::matrix_cell_lines);
         out.push('\n');
         for line in report.legend() {
             let _ = writeln!(out, "- {}", escape(&line));
@@ -187,6 +163,79 @@ fn decode_section(out: &mut String, report: &Report) {
             "\nTTFT is measured after the benchmark warms the server's prompt cache, so it \
              mostly excludes prefill.\n"
         );
+    }
+}
+
+/// A context × concurrency matrix as a pipe table: `corner` heads the row labels, `suffix`
+/// follows each column's number, and each cell is its `lines`.
+fn matrix_table(
+    out: &mut String,
+    m: &crate::model::Matrix<'_>,
+    corner: &str,
+    suffix: &str,
+    lines: fn(&llmib_core::CellResult) -> Vec<String>,
+) {
+    let mut header = vec![corner.to_string()];
+    header.extend(m.concurrency.iter().map(|n| format!("{n}{suffix}")));
+    let mut numeric = vec![false];
+    numeric.extend(m.concurrency.iter().map(|_| true));
+    let rows: Vec<Vec<String>> = m
+        .contexts
+        .iter()
+        .zip(&m.cells)
+        .map(|((_, label), row)| {
+            let mut r = vec![escape(label)];
+            r.extend(row.iter().map(|c| {
+                match c {
+                    // `<br>` is the one HTML we emit: GitHub renders it as a line break in a
+                    // table cell, and the values around it are escaped.
+                    Some(c) => lines(c)
+                        .iter()
+                        .map(|l| escape(l))
+                        .collect::<Vec<_>>()
+                        .join("<br>"),
+                    None => crate::number::NULL.to_string(),
+                }
+            }));
+            r
+        })
+        .collect();
+    pipe_table(out, &header, &numeric, &rows);
+}
+
+/// The Sessions section, where the run has session cells: the matrix (rows history depth,
+/// columns concurrent sessions), the notes beside its cells and the per-turn table.
+fn sessions_section(out: &mut String, report: &Report) {
+    if !report.has_sessions() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n## Sessions\n\n{}\n",
+        crate::sessions::SESSIONS_CAPTION
+    );
+    let texts = |c: &llmib_core::CellResult| {
+        crate::sessions::cell_lines(c)
+            .into_iter()
+            .map(|l| l.text)
+            .collect()
+    };
+    matrix_table(out, &report.session_matrix(), "History", " sessions", texts);
+    let notes = crate::sessions::notes(report);
+    if !notes.is_empty() {
+        out.push('\n');
+        for n in notes {
+            let _ = writeln!(out, "- {}", escape(&n));
+        }
+    }
+    if let Some(t) = Table::session_turns(report) {
+        let _ = writeln!(
+            out,
+            "\n### Turns\n\nPer cell and turn, over its sessions; turn 0 is the history's \
+             warm-up, not measured. TTFT p50 splits into its prefill part (uncached tokens ÷ the \
+             context's prefill rate) and the wait.\n"
+        );
+        table(out, &t);
     }
 }
 

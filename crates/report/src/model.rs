@@ -114,6 +114,10 @@ impl Report {
                 c.status_reason = Some(MISSING_ROW_REASON.to_string());
                 // An open-loop cell: its rate is part of its identity.
                 c.request_rate = planned.key.request_rate();
+                // A session row writes its columns, null without figures, as the run does.
+                if planned.key.phase == Phase::Session {
+                    c.session = llmib_core::SessionColumns::bare();
+                }
                 cells.push(c);
             }
         }
@@ -204,9 +208,16 @@ impl Report {
 
     /// The decode matrix.
     pub(crate) fn matrix(&self) -> Matrix<'_> {
+        self.phase_matrix(Phase::Decode)
+    }
+
+    /// The context × concurrency matrix of one phase's rows (decode: N requests at once;
+    /// sessions: S concurrent sessions).
+    pub(crate) fn phase_matrix(&self, phase: Phase) -> Matrix<'_> {
+        let rows = || self.cells.iter().filter(move |c| c.phase == phase);
         let mut contexts: Vec<(u64, String)> = Vec::new();
         let mut conc = BTreeSet::new();
-        for c in self.decode() {
+        for c in rows() {
             if !contexts.iter().any(|(t, _)| *t == c.context_tokens) {
                 contexts.push((c.context_tokens, Self::context_label(c)));
             }
@@ -219,10 +230,7 @@ impl Report {
             .map(|(t, _)| {
                 concurrency
                     .iter()
-                    .map(|n| {
-                        self.decode()
-                            .find(|c| c.context_tokens == *t && c.concurrency == *n)
-                    })
+                    .map(|n| rows().find(|c| c.context_tokens == *t && c.concurrency == *n))
                     .collect()
             })
             .collect();
