@@ -14,7 +14,14 @@ impl RunArgs {
             .workload
             .as_ref()
             .is_some_and(|w| w.kind != llmib_core::WorkloadKind::ShareGpt);
-        let asked = self.request_rate.is_some() || self.find_capacity || trace;
+        // With --sessions, --find-capacity searches sessions (`config_sessions.rs`).
+        let sessions = self.session.sessions.is_some();
+        if sessions && self.find_capacity && (self.request_rate.is_some() || trace) {
+            bail!(
+                "--find-capacity searches either request rates or sessions: run the open load and the sessions as two runs"
+            );
+        }
+        let asked = self.request_rate.is_some() || (self.find_capacity && !sessions) || trace;
         if !asked {
             let stray = [
                 ("--workload sharegpt:FILE", self.workload.is_some()),
@@ -24,7 +31,10 @@ impl RunArgs {
                 ("--arrival", self.arrival.is_some()),
                 ("--max-concurrency", self.max_concurrency.is_some()),
                 ("--drain-timeout", self.drain_timeout.is_some()),
-                ("--capacity-precision", self.capacity_precision.is_some()),
+                (
+                    "--capacity-precision",
+                    self.capacity_precision.is_some() && !sessions,
+                ),
                 ("--skip-decode", self.skip_decode),
             ];
             if let Some((flag, _)) = stray.iter().find(|(_, given)| *given) {

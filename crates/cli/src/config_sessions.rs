@@ -50,6 +50,14 @@ impl RunArgs {
         st.cache_block_tokens = a.cache_block_tokens;
         // The decode matrix runs beside the sessions only where --concurrency asks for it.
         st.with_decode = self.concurrency.is_some();
+        st.slo = self.slo.clone();
+        st.find_capacity = self.find_capacity && self.request_rate.is_none();
+        if st.find_capacity && st.slo.is_none() {
+            bail!(
+                "--find-capacity needs an SLO to search for: add --slo, e.g. --slo ttft_p99=2s,tpot_p50=50ms"
+            );
+        }
+        st.precision = self.capacity_precision.unwrap_or(st.precision);
         Ok(Some(st))
     }
 }

@@ -120,8 +120,9 @@ pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
 pub use length::{LengthError, LengthSpec};
 pub use rng::SplitMix64;
 pub use session::{
-    CACHE_SHORTFALL, PerTurn, SessionColumns, SessionFigures, SessionObservation, SessionSettings,
-    ThinkTime, ThinkTimeError, TtftSplit, TurnRecord, cache_note, predicted_cached_prefix,
+    CACHE_SHORTFALL, PerTurn, SESSIONS_CEILING, SessionColumns, SessionFigures, SessionObservation,
+    SessionSettings, ThinkTime, ThinkTimeError, TtftSplit, TurnRecord, cache_note,
+    next_session_step, predicted_cached_prefix, session_capacity_result, session_holds,
     session_kv_needed, session_result, ttft_split, turn_shared_prefix,
 };
 pub use stable::{

@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+mod capacity;
 mod columns;
 mod row;
+pub use capacity::{SESSIONS_CEILING, next_session_step, session_capacity_result, session_holds};
 pub use columns::{PerTurn, SessionColumns, SessionFigures};
 pub use row::{SessionObservation, TurnRecord, session_result};
 
@@ -126,6 +128,21 @@ pub struct SessionSettings {
     /// cells (the TTFT split's rate) run before the sessions.
     #[serde(default)]
     pub with_decode: bool,
+    /// The SLO each session cell is judged against, on its measured turns (`--slo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<crate::slo::Slo>,
+    /// Search each context for the most concurrent sessions whose cell holds the SLO
+    /// (`--find-capacity`).
+    #[serde(default)]
+    pub find_capacity: bool,
+    /// The search stops when (failing − holding) / holding is at most this, or the two are
+    /// neighbours.
+    #[serde(default = "default_precision")]
+    pub precision: f64,
+}
+
+fn default_precision() -> f64 {
+    0.05
 }
 
 mod length_text {
@@ -157,6 +174,9 @@ impl SessionSettings {
             flush_cache: false,
             cache_block_tokens: None,
             with_decode: false,
+            slo: None,
+            find_capacity: false,
+            precision: default_precision(),
         }
     }
 

@@ -148,3 +148,62 @@ fn a_server_without_prefix_caching_is_told() {
     let why = row["status_reason"].as_str().unwrap_or_default();
     assert!(why.contains("prefix caching looks off"), "{why}");
 }
+
+#[test]
+fn the_session_search_finds_how_many_agents_the_simulator_holds() {
+    // Four requests run at once, each turn takes 16 steps of 4 ms: up to four sessions never
+    // wait for a slot (TTFT a few ms), a fifth always waits for a turn to end (tens of ms).
+    let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");
+    cfg.context_length = 8192;
+    cfg.kv_capacity_tokens = 200_000;
+    cfg.prefix_cache_tokens = 200_000;
+    cfg.max_running_requests = Some(4);
+    cfg.decode_step_ms = vec![(1, 4.0), (512, 4.0)];
+    let sim = Sim::start(cfg);
+    let dir = out_dir("sessions-capacity");
+    let d = dir.to_str().unwrap_or_default();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--sessions",
+        "1",
+        "--turns",
+        "3",
+        "--turn-input-len",
+        "64",
+        "--turn-output-len",
+        "16",
+        "--system-prompt-len",
+        "256",
+        "--duration",
+        "60s",
+        "--max-output",
+        "16",
+        "--slo",
+        "ttft_p99=30ms",
+        "--find-capacity",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let cap = rows
+        .iter()
+        .find(|r| r["phase"] == "capacity")
+        .unwrap_or_else(|| panic!("no capacity row: {rows:?}"));
+    assert_eq!(cap["capacity_sessions"], 4, "{cap}");
+    assert_eq!(cap["capacity"]["over"], "sessions");
+    let measured: Vec<u64> = rows
+        .iter()
+        .filter(|r| r["phase"] == "session")
+        .filter_map(|r| r["concurrency"].as_u64())
+        .collect();
+    assert_eq!(measured, vec![1, 2, 4, 8, 6, 5], "{rows:?}");
+}

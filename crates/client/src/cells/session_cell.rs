@@ -410,7 +410,7 @@ pub(crate) async fn session_cell(
             kv_capacity: m.plan.kv_capacity_tokens,
             cache_flushed: flushed,
             server_cached_tokens: before.zip(after).map(|(b, a)| a - b),
-            slo: m.plan.settings.load.as_ref().and_then(|l| l.slo.as_ref()),
+            slo: sx.settings.slo.as_ref(),
             count,
             nominal_source: m.engine.counting().nominal_source(),
             prompt_tolerance: 0,

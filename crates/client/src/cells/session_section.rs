@@ -10,9 +10,13 @@ use crate::cells::session_cell::{SESSION_STREAMS, SessionContext, session_cell};
 use crate::progress::events::ProgressEvent;
 use crate::prompts::prompt::PromptBuilder;
 use llmib_core::{
-    CellKey, CellResult, CellStatus, Phase, PlannedCell, PlannedContext, SessionSettings,
-    bare_result, now_rfc3339, session_kv_needed,
+    Capacity, CellKey, CellResult, CellStatus, Phase, PlannedCell, PlannedContext, RatePoint,
+    SESSIONS_CEILING, SearchStep, SessionSettings, Slo, bare_result, capacity_cell,
+    next_session_step, now_rfc3339, session_capacity_result, session_holds, session_kv_needed,
 };
+
+/// The capacity search never measures more cells than this per context.
+const MAX_SEARCH_STEPS: usize = 24;
 
 /// The planned session cell of (C, S).
 pub(crate) fn session_planned(ctx: &PlannedContext, sessions: u32) -> PlannedCell {
@@ -77,8 +81,117 @@ fn prefill_rate(rows: &[CellResult], context: u64) -> Option<f64> {
         .find_map(|r| r.prompt_tok_per_s)
 }
 
-/// Runs the session section of every context that has decode cells, in context order. `end`
-/// is how the run so far ended: a stopped run writes the rest as Not run.
+/// What a context's session cells share while they run.
+struct Section<'a, 'b> {
+    m: &'a MatrixRun<'b>,
+    sx: SessionContext<'a>,
+    ctx: &'a PlannedContext,
+    /// Rows of this context, saved before (resume) or now.
+    rows: Vec<CellResult>,
+    index: usize,
+    total: usize,
+}
+
+/// The row of (C, S): kept from before, predicted Over capacity, Not run (the run stopped), or
+/// measured now; saved and kept in the section's rows. `Ok(false)`: the run stopped.
+async fn cell_row(
+    sec: &mut Section<'_, '_>,
+    builder: &mut PromptBuilder,
+    end: &mut MatrixEnd,
+    stop: &impl Fn() -> MatrixEnd,
+    s: u32,
+) -> Result<bool, DriverError> {
+    let m = sec.m;
+    let cell = session_planned(sec.ctx, s);
+    sec.index += 1;
+    if sec.rows.iter().any(|r| r.key() == cell.key) {
+        return Ok(true);
+    }
+    if let Some(why) = over_capacity(sec.sx.settings, &cell, m.plan.kv_capacity_tokens)
+        && !m.plan.settings.measure_over_capacity
+    {
+        let row = bare_result(&cell, CellStatus::OverCapacity, Some(why));
+        save(m, row.clone())?;
+        sec.rows.push(row);
+        return Ok(true);
+    }
+    if *end == MatrixEnd::Completed {
+        *end = stop();
+    }
+    if *end != MatrixEnd::Completed {
+        save(
+            m,
+            bare_result(&cell, CellStatus::NotRun, Some(end.not_run_reason())),
+        )?;
+        return Ok(false);
+    }
+    m.progress.event(ProgressEvent::CellStarted {
+        index: sec.index - 1,
+        total: sec.total.max(sec.index),
+        cell: cell.clone(),
+    });
+    let started = now_rfc3339();
+    let mut row = session_cell(m, builder, &sec.sx, &cell).await;
+    if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
+        *end = MatrixEnd::Interrupted;
+        row.status_reason = Some(end.not_run_reason());
+    }
+    row.started_at = Some(started);
+    row.finished_at = Some(now_rfc3339());
+    save(m, row.clone())?;
+    if *end != MatrixEnd::Completed {
+        return Ok(false);
+    }
+    sec.rows.push(row);
+    Ok(true)
+}
+
+/// The capacity search over sessions (`llmib_core::next_session_step`), every point a session
+/// row; then the context's capacity row (unless the run stopped first).
+async fn search(
+    sec: &mut Section<'_, '_>,
+    builder: &mut PromptBuilder,
+    end: &mut MatrixEnd,
+    stop: &impl Fn() -> MatrixEnd,
+    slo: &Slo,
+) -> Result<(), DriverError> {
+    let st = sec.sx.settings;
+    let cell = capacity_cell(sec.ctx.tokens, &sec.ctx.label);
+    if sec.m.done.contains(&cell.key) {
+        return Ok(());
+    }
+    let start = st.sessions.first().copied().unwrap_or(1);
+    let mut answer = Capacity::None;
+    for _ in 0..MAX_SEARCH_STEPS {
+        let points: Vec<RatePoint> = sec
+            .rows
+            .iter()
+            .filter(|r| r.phase == Phase::Session)
+            .map(|r| RatePoint {
+                rate: f64::from(r.concurrency),
+                holds: session_holds(r),
+            })
+            .collect();
+        match next_session_step(&points, start, SESSIONS_CEILING, st.precision) {
+            SearchStep::Done(c) => {
+                answer = c;
+                break;
+            }
+            SearchStep::Measure(s) => {
+                if !cell_row(sec, builder, end, stop, s as u32).await? {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    let mut row = session_capacity_result(&cell, slo, st.precision, answer, &sec.rows);
+    row.finished_at = Some(now_rfc3339());
+    save(sec.m, row)
+}
+
+/// Runs the session section of every context that has decode cells, in context order: the
+/// cells of `--sessions`, then with `--find-capacity` the search. `end` is how the run so far
+/// ended: a stopped run writes the rest as Not run.
 pub(crate) async fn run_session_sections(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
@@ -99,49 +212,34 @@ pub(crate) async fn run_session_sections(
     let total = contexts.len() * st.sessions.len();
     let mut index = 0;
     for ctx in contexts {
-        let sx = SessionContext {
-            settings: st,
-            systems: &systems,
-            block,
-            prefill_tok_per_s: prefill_rate(&prior, ctx.tokens),
+        let mut sec = Section {
+            m,
+            sx: SessionContext {
+                settings: st,
+                systems: &systems,
+                block,
+                prefill_tok_per_s: prefill_rate(&prior, ctx.tokens),
+            },
+            ctx,
+            rows: prior
+                .iter()
+                .filter(|r| r.phase == Phase::Session && r.context_tokens == ctx.tokens)
+                .filter(|r| m.done.contains(&r.key()))
+                .cloned()
+                .collect(),
+            index,
+            total,
         };
+        let mut stopped = false;
         for &s in &st.sessions {
-            let cell = session_planned(ctx, s);
-            index += 1;
-            if m.done.contains(&cell.key) {
-                continue;
+            if !cell_row(&mut sec, builder, end, &stop, s).await? {
+                stopped = true;
             }
-            if let Some(why) = over_capacity(st, &cell, m.plan.kv_capacity_tokens)
-                && !m.plan.settings.measure_over_capacity
-            {
-                save(m, bare_result(&cell, CellStatus::OverCapacity, Some(why)))?;
-                continue;
-            }
-            if *end == MatrixEnd::Completed {
-                *end = stop();
-            }
-            if *end != MatrixEnd::Completed {
-                save(
-                    m,
-                    bare_result(&cell, CellStatus::NotRun, Some(end.not_run_reason())),
-                )?;
-                continue;
-            }
-            m.progress.event(ProgressEvent::CellStarted {
-                index: index - 1,
-                total,
-                cell: cell.clone(),
-            });
-            let started = now_rfc3339();
-            let mut row = session_cell(m, builder, &sx, &cell).await;
-            if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
-                *end = MatrixEnd::Interrupted;
-                row.status_reason = Some(end.not_run_reason());
-            }
-            row.started_at = Some(started);
-            row.finished_at = Some(now_rfc3339());
-            save(m, row)?;
         }
+        if let (false, true, Some(slo)) = (stopped, st.find_capacity, st.slo.as_ref()) {
+            search(&mut sec, builder, end, &stop, slo).await?;
+        }
+        index = sec.index;
     }
     Ok(())
 }

@@ -134,6 +134,10 @@ pub struct CapacityFigures {
     /// at the capacity (the capacity rate over the trace's own rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_scale: Option<f64>,
+    /// What the search ran over where it was not request rates: `sessions` (each point's
+    /// `rate` is then its number of concurrent sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
 }
 
 /// One measured rate of a capacity search.

@@ -411,6 +411,7 @@ pub fn capacity_result(cell: &PlannedCell, c: CapacityInputs<'_>) -> CellResult 
             (secs > 0.0).then(|| s.met as f64 / secs)
         }),
         time_scale: None,
+        over: None,
     }));
     row
 }

@@ -73,6 +73,14 @@ pub struct SessionColumns {
         skip_serializing_if = "Option::is_none"
     )]
     pub session_rate: Option<Option<f64>>,
+    /// A capacity row of a session search: the most concurrent sessions whose cell holds the
+    /// SLO (null: none does).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub capacity_sessions: Option<Option<u32>>,
     /// The cell's own session figures beyond the contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Box<SessionFigures>>,
@@ -91,6 +99,7 @@ impl SessionColumns {
             tpot_ms: Some(None),
             per_turn: Some(None),
             session_rate: Some(None),
+            capacity_sessions: None,
             session: None,
         }
     }

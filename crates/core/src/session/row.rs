@@ -271,6 +271,7 @@ fn fill_figures(
         tpot_ms: Some(tpot),
         per_turn: Some(Some(per)),
         session_rate: Some(None),
+        capacity_sessions: None,
         session: Some(Box::new(SessionFigures {
             sessions: o.sessions,
             turns_sent: measured.len() as u64,

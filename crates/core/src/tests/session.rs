@@ -2,11 +2,13 @@
 //! TTFT split, the KV need, the cache notes, and a session cell's row and status.
 
 use super::*;
+use crate::capacity_search::{Capacity, RatePoint, SearchStep};
 use crate::cell::{CellKey, CellResult, CellStatus, Phase};
 use crate::counting::CountReport;
 use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::record::{Chunk, Outcome, RequestRecord};
+use crate::slo::Slo;
 
 #[test]
 fn a_conversations_predicted_cache_is_the_previous_prompt_and_answer_in_blocks() {
@@ -286,4 +288,90 @@ fn session_rows_round_trip_and_other_rows_carry_no_session_columns() {
     let v = serde_json::to_value(&d).expect("a value");
     assert!(v.get("cached_tokens").is_none() && v.get("per_turn").is_none());
     assert_eq!(serde_json::from_value::<CellResult>(v).expect("a value"), d);
+}
+
+/// Runs the session search against a server whose cells hold iff `holds(S)`.
+fn search_sessions(holds: impl Fn(u32) -> bool, start: u32, ceiling: u32) -> (Capacity, Vec<u32>) {
+    let mut points = Vec::new();
+    for _ in 0..64 {
+        match next_session_step(&points, start, ceiling, 0.05) {
+            SearchStep::Measure(s) => {
+                assert_eq!(s.fract(), 0.0, "a whole number of sessions: {s}");
+                points.push(RatePoint {
+                    rate: s,
+                    holds: holds(s as u32),
+                });
+            }
+            SearchStep::Done(c) => return (c, points.iter().map(|p| p.rate as u32).collect()),
+        }
+    }
+    panic!("the search did not end: {points:?}");
+}
+
+#[test]
+fn the_session_search_finds_the_largest_count_that_holds() {
+    // A server that holds 4 agents: 1, 2, 4, 8 (fails), 6 (fails), 5 (fails) → 4.
+    let (c, measured) = search_sessions(|s| s <= 4, 1, 4096);
+    assert_eq!(
+        c,
+        Capacity::Found {
+            rate: 4.0,
+            failed_at: 5.0
+        }
+    );
+    assert_eq!(measured, vec![1, 2, 4, 8, 6, 5]);
+    // 37 agents from a start of 8: to the neighbour of the first failure.
+    let (c, _) = search_sessions(|s| s <= 37, 8, 4096);
+    assert_eq!(
+        c,
+        Capacity::Found {
+            rate: 37.0,
+            failed_at: 38.0
+        }
+    );
+    // Everything holds up to the ceiling; nothing holds even one session.
+    assert_eq!(
+        search_sessions(|_| true, 1, 16).0,
+        Capacity::AtLeast { rate: 16.0 }
+    );
+    assert_eq!(search_sessions(|_| false, 8, 4096).0, Capacity::None);
+    // Never an answer above a count that failed, even on a noisy server.
+    let (c, _) = search_sessions(|s| s <= 3 || s == 6, 1, 4096);
+    let Capacity::Found { rate, failed_at } = c else {
+        panic!("{c:?}")
+    };
+    assert!(rate < failed_at && rate <= 3.0, "{c:?}");
+}
+
+#[test]
+fn a_session_capacity_row_names_the_count_and_keeps_every_point() {
+    let turns = two_sessions(Some);
+    let slo: Slo = "ttft_p99=1s".parse().expect("an SLO");
+    let mut o = observe(&turns);
+    o.slo = Some(&slo);
+    let held = session_result(&cell(2), o);
+    assert_eq!(held.slo.as_ref().map(|s| s.holds), Some(true));
+    let mut failed = held.clone();
+    failed.concurrency = 4;
+    if let Some(s) = failed.slo.as_mut() {
+        s.holds = false;
+    }
+    let mut cap = cell(0);
+    cap.key.phase = Phase::Capacity;
+    let answer = Capacity::Found {
+        rate: 2.0,
+        failed_at: 4.0,
+    };
+    let row = session_capacity_result(&cap, &slo, 0.05, answer, &[held, failed]);
+    assert_eq!(row.session.capacity_sessions, Some(Some(2)));
+    let f = row.capacity.expect("capacity figures");
+    assert_eq!(f.over.as_deref(), Some("sessions"));
+    let pts: Vec<(f64, bool)> = f.points.iter().map(|p| (p.rate, p.holds)).collect();
+    assert_eq!(pts, vec![(2.0, true), (4.0, false)]);
+    let none = session_capacity_result(&cap, &slo, 0.05, Capacity::None, &[]);
+    assert_eq!(none.session.capacity_sessions, Some(None));
+    assert_eq!(
+        none.status_reason.as_deref(),
+        Some("no number of sessions meets the SLO")
+    );
 }

@@ -1,0 +1,113 @@
+//! How many agents a server holds (METHOD.md, "Sessions": capacity in sessions): the largest
+//! number of concurrent sessions whose cell holds the SLO on its per-turn figures. The search
+//! is the rate search's (`crate::capacity_search`) over whole numbers: double from the start
+//! while cells hold, halve while they fail, then bisect until the failing and holding counts are
+//! neighbours or within the precision. Every measured cell stays a row; the answer is never a
+//! count above one that failed.
+
+use crate::capacity_search::{Capacity, RatePoint, SearchStep};
+use crate::cell::{CapacityFigures, CapacityPoint, CellResult, CellStatus, Phase};
+use crate::plan::PlannedCell;
+use crate::verdict::bare_result;
+
+/// The search never measures more sessions than this.
+pub const SESSIONS_CEILING: u32 = 4096;
+
+/// The next step over the session counts measured so far (`rate` = S in each point):
+/// `Measure(S)` with S a whole number from 1 to `ceiling`, or the answer.
+pub fn next_session_step(
+    points: &[RatePoint],
+    start: u32,
+    ceiling: u32,
+    precision: f64,
+) -> SearchStep {
+    let failed = points
+        .iter()
+        .filter(|p| !p.holds)
+        .map(|p| p.rate as u32)
+        .min();
+    let held = points
+        .iter()
+        .filter(|p| p.holds && failed.is_none_or(|f| (p.rate as u32) < f))
+        .map(|p| p.rate as u32)
+        .max();
+    let found = |h: u32, f: u32| {
+        SearchStep::Done(Capacity::Found {
+            rate: f64::from(h),
+            failed_at: f64::from(f),
+        })
+    };
+    match (held, failed) {
+        (Some(h), None) if h >= ceiling => {
+            SearchStep::Done(Capacity::AtLeast { rate: f64::from(h) })
+        }
+        (Some(h), None) => SearchStep::Measure(f64::from(h.saturating_mul(2).min(ceiling))),
+        (None, Some(f)) if f <= 1 => SearchStep::Done(Capacity::None),
+        (None, Some(f)) => SearchStep::Measure(f64::from((f / 2).max(1))),
+        (Some(h), Some(f)) if f - h <= 1 || f64::from(f - h) / f64::from(h) <= precision => {
+            found(h, f)
+        }
+        (Some(h), Some(f)) => SearchStep::Measure(f64::from(h + (f - h) / 2)),
+        (None, None) => SearchStep::Measure(f64::from(start.clamp(1, ceiling.max(1)))),
+    }
+}
+
+/// Whether a session row held its SLO (a row the search could not run, Over capacity or
+/// Failed, did not).
+pub fn session_holds(r: &CellResult) -> bool {
+    r.status.has_figures() && r.slo.as_ref().is_some_and(|s| s.holds)
+}
+
+/// A context's capacity row for sessions: the largest S whose cell holds the SLO
+/// (`capacity_sessions`, null when none does) and every measured point (`capacity.points`,
+/// each point's `rate` being its S; `capacity.over` says `sessions`).
+pub fn session_capacity_result(
+    cell: &PlannedCell,
+    slo: &crate::slo::Slo,
+    precision: f64,
+    answer: Capacity,
+    rows: &[CellResult],
+) -> CellResult {
+    let (outcome, s, failed_at) = match answer {
+        Capacity::Found { rate, failed_at } => ("found", Some(rate as u32), Some(failed_at)),
+        Capacity::AtLeast { rate } => ("at_least", Some(rate as u32), None),
+        Capacity::None => ("none", None, None),
+    };
+    let points: Vec<CapacityPoint> = rows
+        .iter()
+        .filter(|r| r.phase == Phase::Session && r.context_tokens == cell.key.context_tokens)
+        .map(|r| CapacityPoint {
+            rate: f64::from(r.concurrency),
+            holds: session_holds(r),
+            attainment: r.slo_attainment.flatten(),
+            goodput_rps: r.goodput_rps.flatten(),
+            goodput_tok_per_s: r.goodput_tok_per_s.flatten(),
+        })
+        .collect();
+    let reason = match answer {
+        Capacity::Found { .. } => None,
+        Capacity::AtLeast { rate } => Some(format!(
+            "every session count up to {rate} held the SLO: capacity is at least that"
+        )),
+        Capacity::None => Some("no number of sessions meets the SLO".to_string()),
+    };
+    let mut row = bare_result(cell, CellStatus::Valid, reason);
+    row.session.capacity_sessions = Some(s);
+    let at = |n: u32| points.iter().find(|p| p.rate as u32 == n);
+    row.slo_attainment = Some(s.and_then(at).and_then(|p| p.attainment));
+    row.goodput_rps = Some(s.and_then(at).and_then(|p| p.goodput_rps));
+    row.goodput_tok_per_s = Some(s.and_then(at).and_then(|p| p.goodput_tok_per_s));
+    row.capacity = Some(Box::new(CapacityFigures {
+        slo: slo.to_string(),
+        precision,
+        outcome: outcome.to_string(),
+        failed_at,
+        points,
+        synchronous_rate: None,
+        saturation_rate: None,
+        concurrency_goodput_rps: None,
+        time_scale: None,
+        over: Some("sessions".to_string()),
+    }));
+    row
+}
