@@ -6,6 +6,7 @@
 
 use crate::ReportError;
 use crate::compare_load;
+use crate::compare_sessions;
 use crate::html::{self, render_template, ser};
 use crate::model::Report;
 use crate::number;
@@ -226,7 +227,8 @@ impl Comparison {
         v: &Verdict,
     ) -> String {
         let value = |c: &CellResult| {
-            if let Some(text) = compare_load::entry_value(c, base) {
+            let own = compare_sessions::entry_value(c, base);
+            if let Some(text) = own.or_else(|| compare_load::entry_value(c, base)) {
                 text
             } else if c.status.has_figures() {
                 let rate = number::or_null(table::total(c), number::rate);
@@ -242,7 +244,10 @@ impl Comparison {
         match (cell, v) {
             (None, Verdict::NotComparable { reason }) => format!("— (not comparable: {reason})"),
             (None, _) => number::NULL.to_string(),
-            (Some(c), Verdict::Comparable { ratio: Some(r) }) if !crate::model::is_load(c) => {
+            // Open-loop and session rows print their own ratios.
+            (Some(c), Verdict::Comparable { ratio: Some(r) })
+                if !crate::model::is_load(c) && c.phase != Phase::Session =>
+            {
                 format!("{} {}", value(c), number::ratio(*r))
             }
             (Some(c), Verdict::NotComparable { reason }) => {
@@ -307,12 +312,15 @@ impl Comparison {
 
     /// The HTML page.
     pub fn to_html(&self) -> Result<String, ReportError> {
-        let (concurrency, matrix) = self.decode_matrix();
+        let (concurrency, matrix) = self.phase_matrix(Phase::Decode);
+        let (sessions, session_matrix) = self.phase_matrix(Phase::Session);
         let ctx = minijinja::context! {
             baseline => ser(self.baseline()),
             runs => ser(self.run_views()),
             concurrency => ser(concurrency),
             matrix => ser(matrix),
+            sessions => ser(sessions),
+            session_matrix => ser(session_matrix),
             rows => ser(self.row_views()),
             generator => ser(html::generator()),
             css => Value::from_safe_string(html::CSS.to_string()),
@@ -349,14 +357,11 @@ impl Comparison {
             .collect()
     }
 
-    /// The decode matrix: its concurrency columns (ascending) and one row per context (in
-    /// table order), each cell every run's entry (empty where no run measured it).
-    fn decode_matrix(&self) -> (Vec<u32>, Vec<MatrixRow>) {
-        let decode: Vec<&CompareRow> = self
-            .rows
-            .iter()
-            .filter(|r| r.phase == Phase::Decode)
-            .collect();
+    /// The matrix of one phase (decode: N at once; sessions: S concurrent sessions): its
+    /// concurrency columns (ascending) and one row per context (in table order), each cell
+    /// every run's entry (empty where no run measured it).
+    fn phase_matrix(&self, phase: Phase) -> (Vec<u32>, Vec<MatrixRow>) {
+        let decode: Vec<&CompareRow> = self.rows.iter().filter(|r| r.phase == phase).collect();
         let mut contexts: Vec<(u64, String)> = Vec::new();
         let mut conc: BTreeSet<u32> = BTreeSet::new();
         for r in &decode {

@@ -22,6 +22,7 @@ mod accuracy;
 mod chart_frame;
 mod compare;
 mod compare_load;
+mod compare_sessions;
 mod csv;
 mod diagnostics;
 mod error;

@@ -48,6 +48,8 @@ pub(crate) struct SessionsView {
     caption: &'static str,
     matrix: SessionMatrix,
     charts: Vec<LineChart>,
+    /// The non-Valid statuses of session cells, explained.
+    legend: Vec<crate::html::LegendEntry>,
     turns: Option<Table>,
     /// Per row of `turns`: whether it is a cell's warm-up turn 0.
     warmup: Vec<bool>,
@@ -222,6 +224,12 @@ pub(crate) fn view(report: &Report) -> Option<SessionsView> {
         caption: sessions::SESSIONS_CAPTION,
         matrix: matrix(report),
         charts: charts(report),
+        legend: crate::html::legend(
+            &crate::model::LEGEND_ORDER
+                .into_iter()
+                .filter(|s| report.sessions().any(|c| c.status == *s))
+                .collect::<Vec<_>>(),
+        ),
         turns: Table::session_turns(report),
         warmup: turns.iter().map(|(_, t)| !t.measured).collect(),
     })

@@ -6,5 +6,6 @@ mod diagnostics;
 mod golden;
 pub(crate) mod load;
 pub(crate) mod schema;
+mod sessions;
 mod shards;
 mod workload;
