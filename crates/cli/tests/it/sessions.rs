@@ -207,3 +207,68 @@ fn the_session_search_finds_how_many_agents_the_simulator_holds() {
         .collect();
     assert_eq!(measured, vec![1, 2, 4, 8, 6, 5], "{rows:?}");
 }
+
+#[test]
+fn llamacpp_reports_each_turns_cache_and_a_warm_turn_beats_a_cold_one() {
+    let Some(paths) = crate::llamacpp::llama() else {
+        return;
+    };
+    let _serial = timing_lock();
+    let server = crate::llamacpp::LlamaServer::start(paths, "sessions", 1, 4096, None);
+    let dir = out_dir("llamacpp-sessions");
+    let d = dir.to_str().unwrap_or_default();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &server.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "3K",
+        "--sessions",
+        "1",
+        "--turns",
+        "3",
+        "--turn-input-len",
+        "64",
+        "--turn-output-len",
+        "16",
+        "--system-prompt-len",
+        "128",
+        "--duration",
+        "60s",
+        "--max-output",
+        "16",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let row = rows
+        .iter()
+        .find(|r| r["phase"] == "session")
+        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    assert_eq!(row["status"], "valid", "{row}");
+    assert_eq!(
+        row["prompt_check"]["mismatched"], 0,
+        "every turn exact: {row}"
+    );
+    let turns = per_turn(row);
+    assert_eq!(turns.len(), 4, "{row}");
+    for t in &turns[1..] {
+        // llama.cpp's slot keeps the prompt and the answer (`timings.cache_n`), token by token.
+        // It served the whole previous prompt and the part of the answer whose text
+        // re-tokenizes to the ids generated: the tiny random model's answers are random ids,
+        // whose text does not round-trip (a real model's mostly does), so the cache may serve
+        // up to the answer's 16 tokens less than predicted, never more.
+        let (cached, predicted) = (num(t, "cached_tokens"), num(t, "predicted_cached_tokens"));
+        assert!(cached <= predicted && cached >= predicted - 16.0, "{t}");
+    }
+    // The warm turn (a longer prompt, mostly cached) is far faster than the cold history.
+    let cold = num(&turns[0], "ttft_ms_p50");
+    let warm = num(&turns[3], "ttft_ms_p50");
+    assert!(num(&turns[3], "prompt_tokens") > num(&turns[0], "prompt_tokens"));
+    assert!(warm < 0.5 * cold, "warm {warm} ms vs cold {cold} ms");
+}
