@@ -36,6 +36,7 @@ pub fn describe(r: &CellResult) -> String {
                 .map_or("–".into(), |a| format!("{:.1} %", a * 100.0)),
             failed_why(r),
         ),
+        (Phase::Session, s) if s != CellStatus::NotRun => session_figures(r),
         (Phase::Capacity, CellStatus::Valid) => format!(
             "max rate {}  max concurrency {}  {}",
             r.capacity_request_rate
@@ -51,6 +52,30 @@ pub fn describe(r: &CellResult) -> String {
     };
     // Labels and errors come from the server: no control character reaches the terminal.
     sanitize_terminal(&format!("{what}  {:<15} {figs}", r.status.label()))
+}
+
+/// A session row's figures: total tok/s, TTFT p50, the cache hit rate measured / predicted,
+/// turns completed, then why it is not Valid (its reason carries the cache note: caching
+/// looks off, evictions) or its first error.
+pub(crate) fn session_figures(r: &CellResult) -> String {
+    let pct = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} %", x * 100.0));
+    let s = &r.session;
+    let mut t = format!(
+        "{:>10} tok/s  TTFT {} ms  hit {} / {}  turns {}",
+        r.total_tok_per_s.map_or("–".into(), |x| format!("{x:.1}")),
+        r.ttft_ms_p50.map_or("–".into(), |x| format!("{x:.0}")),
+        pct(s.cache_hit_rate.flatten()),
+        pct(s.predicted_cache_hit_rate.flatten()),
+        s.turns_completed
+            .flatten()
+            .map_or("–".into(), |n| n.to_string()),
+    );
+    let why = failed_why(r);
+    if !why.is_empty() {
+        t.push_str("  ");
+        t.push_str(&why);
+    }
+    t
 }
 
 /// Why a row failed, or why some of its requests did: its first error, else its reason (a

@@ -591,3 +591,39 @@ fn a_terminal_without_a_size_gets_lines() {
     assert_eq!(choose(None, false, Some((120, 40))), M::Plain);
     assert_eq!(choose(Some(M::Json), true, Some((0, 0))), M::Json);
 }
+
+/// A finished session row shows C, S, tok/s, TTFT and its hit rate measured / predicted, in
+/// the plain line and in the dashboard's log, with the cache note that explains a low rate.
+#[test]
+fn a_session_row_shows_its_hit_rates() {
+    let mut r = row(Phase::Session, 8192, 4, CellStatus::Valid, 1234.5);
+    r.session = llmib_core::SessionColumns {
+        turns_completed: Some(Some(12)),
+        cache_hit_rate: Some(Some(0.921)),
+        predicted_cache_hit_rate: Some(Some(0.93)),
+        ..llmib_core::SessionColumns::bare()
+    };
+    r.status_reason = Some("prefix caching looks off\u{1b}[2J".into());
+    let line = super::lines::describe(&r);
+    for needle in [
+        "sessions     8K × 4",
+        "Valid",
+        "1234.5 tok/s",
+        "TTFT 120 ms",
+        "hit 92.1 % / 93.0 %",
+        "turns 12",
+        "prefix caching looks off?[2J",
+    ] {
+        assert!(line.contains(needle), "{needle}: {line}");
+    }
+    let t0 = Instant::now();
+    let mut d = Dashboard::new(&info(), vec![], t0);
+    d.apply(&ProgressEvent::CellDone(Box::new(r)), t0);
+    let log: Vec<&str> = d.log.iter().map(|l| l.text.as_str()).collect();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("sessions 8K × 4: Valid  1234.5 tok/s")
+                && l.contains("hit 92.1 % / 93.0 %")),
+        "{log:?}"
+    );
+}

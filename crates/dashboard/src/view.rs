@@ -493,6 +493,12 @@ fn done_line(r: &CellResult) -> String {
             "{what}: Not run ({})",
             r.status_reason.as_deref().unwrap_or("skipped")
         ),
+        // A session row's figures are its news: hit rates beside the status.
+        s if r.phase == Phase::Session => format!(
+            "{what}: {}  {}",
+            s.label(),
+            super::lines::session_figures(r).trim_start()
+        ),
         s => format!("{what}: {}", s.label()),
     }
 }

@@ -122,12 +122,13 @@ type Pick = fn(&CellResult) -> Option<(f64, String)>;
 
 const CLASSES: [&str; 3] = ["s1", "s2", "s3"];
 
-/// One chart with a line per S against history depth (K tokens); `None` when fewer than two
-/// depths have the figure (one point is not a line: the matrix says it).
-fn chart(report: &Report, id: &str, title: &str, unit: &str, pick: Pick) -> Option<LineChart> {
+/// A point before layout: history depth (K tokens), value, tooltip.
+type Raw = (f64, f64, String);
+
+/// Each S's points of `pick`, in depth order (cells without figures left out).
+fn points_by_s(report: &Report, pick: Pick) -> Vec<(u32, Vec<Raw>)> {
     let m = report.session_matrix();
-    let per_s: Vec<(u32, Vec<(f64, f64, String)>)> = m
-        .concurrency
+    m.concurrency
         .iter()
         .enumerate()
         .map(|(j, s)| {
@@ -143,9 +144,14 @@ fn chart(report: &Report, id: &str, title: &str, unit: &str, pick: Pick) -> Opti
                 .collect();
             (*s, pts)
         })
-        .collect();
-    let depths = |v: &Vec<(f64, f64, String)>| v.len();
-    if per_s.iter().map(|(_, v)| depths(v)).max().unwrap_or(0) < 2 {
+        .collect()
+}
+
+/// One chart with a line per S against history depth (K tokens); `None` when fewer than two
+/// depths have the figure (one point is not a line: the matrix says it).
+fn chart(report: &Report, id: &str, title: &str, unit: &str, pick: Pick) -> Option<LineChart> {
+    let per_s = points_by_s(report, pick);
+    if per_s.iter().map(|(_, v)| v.len()).max().unwrap_or(0) < 2 {
         return None;
     }
     let all = || per_s.iter().flat_map(|(_, v)| v.iter());
