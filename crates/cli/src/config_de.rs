@@ -85,6 +85,10 @@ pub fn length<'de, D: Deserializer<'de>>(d: D) -> Result<Option<llmib_core::Leng
     with(d, parse::length)
 }
 
+pub fn rates<'de, D: Deserializer<'de>>(d: D) -> Result<Option<parse::Rates>, D::Error> {
+    with(d, parse::rates)
+}
+
 pub fn think_time<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<llmib_core::ThinkTime>, D::Error> {

@@ -15,7 +15,7 @@ impl RunArgs {
             .as_ref()
             .is_some_and(|w| w.kind != llmib_core::WorkloadKind::ShareGpt);
         // With --sessions, --find-capacity searches sessions (`config_sessions.rs`).
-        let sessions = self.session.sessions.is_some();
+        let sessions = self.session.sessions.is_some() || self.session.session_rate.is_some();
         if sessions && self.find_capacity && (self.request_rate.is_some() || trace) {
             bail!(
                 "--find-capacity searches either request rates or sessions: run the open load and the sessions as two runs"

@@ -96,6 +96,29 @@ pub fn length(s: &str) -> Result<llmib_core::LengthSpec, String> {
         .map_err(|e: llmib_core::LengthError| e.to_string())
 }
 
+/// Rates per second as `--session-rate` takes them (`0.5,1,2`): one value to clap, which
+/// would read a bare `Vec` as a flag given many times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rates(pub Vec<f64>);
+
+/// Positive rates, comma-separated: `0.5,1,2`.
+pub fn rates(s: &str) -> Result<Rates, String> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| match p.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+            _ => Err(format!("`{}` is not a positive rate per second", p.trim())),
+        })
+        .collect::<Result<Vec<f64>, String>>()
+        .and_then(|v| {
+            if v.is_empty() {
+                Err("give at least one rate, e.g. 0.5,1,2".to_string())
+            } else {
+                Ok(Rates(v))
+            }
+        })
+}
+
 /// A think time: `0`, `2s`, `exp:2s`.
 pub fn think_time(s: &str) -> Result<llmib_core::ThinkTime, String> {
     s.parse()

@@ -17,6 +17,11 @@ pub struct SessionArgs {
     #[arg(long, value_name = "S,…", value_parser = parse::levels)]
     #[serde(deserialize_with = "de::levels")]
     pub sessions: Option<Levels>,
+    /// Sessions, open loop: sessions start at these rates (per second, comma-separated) on a
+    /// Poisson schedule over --duration; each warms its history and runs --turns turns.
+    #[arg(long, value_name = "R,…", value_parser = parse::rates)]
+    #[serde(deserialize_with = "de::rates")]
+    pub session_rate: Option<parse::Rates>,
     /// Sessions: measured turns per session (default 4; 0: turns until the window closes).
     #[arg(long, value_name = "N")]
     pub turns: Option<u32>,
@@ -57,6 +62,7 @@ impl SessionArgs {
     pub fn or(self, lower: SessionArgs) -> SessionArgs {
         SessionArgs {
             sessions: self.sessions.or(lower.sessions),
+            session_rate: self.session_rate.or(lower.session_rate),
             turns: self.turns.or(lower.turns),
             turn_input_len: self.turn_input_len.or(lower.turn_input_len),
             turn_output_len: self.turn_output_len.or(lower.turn_output_len),

@@ -10,7 +10,7 @@ impl RunArgs {
     /// refused, as it would measure nothing.
     pub fn session_settings(&self) -> Result<Option<SessionSettings>> {
         let a = &self.session;
-        let Some(levels) = &a.sessions else {
+        if a.sessions.is_none() && a.session_rate.is_none() {
             let stray = [
                 ("--turns", a.turns.is_some()),
                 ("--turn-input-len", a.turn_input_len.is_some()),
@@ -25,16 +25,23 @@ impl RunArgs {
                 bail!("{flag} applies to sessions: add --sessions S,… (e.g. --sessions 1,8)");
             }
             return Ok(None);
-        };
-        if levels.0.is_empty() {
+        }
+        let levels = a.sessions.as_ref().map(|l| l.0.clone()).unwrap_or_default();
+        if a.sessions.is_some() && levels.is_empty() {
             bail!("--sessions needs at least one number of concurrent sessions, e.g. 1,8,32");
         }
-        let mut st = SessionSettings::new(levels.0.clone());
+        let mut st = SessionSettings::new(levels);
+        st.session_rates = a.session_rate.clone().map(|r| r.0);
         st.turns = match a.turns {
             Some(0) => None,
             Some(t) => Some(t),
             None => st.turns,
         };
+        if st.session_rates.is_some() && st.turns.is_none() {
+            bail!(
+                "--session-rate starts sessions that each run --turns turns: give --turns N (at least 1)"
+            );
+        }
         st.turn_input = a.turn_input_len.unwrap_or(st.turn_input);
         if st.turn_input == LengthSpec::Fixed(0) {
             bail!("--turn-input-len must be at least 1 token");

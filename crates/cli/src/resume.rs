@@ -271,10 +271,7 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         load,
         s.load.clone(),
     )?;
-    let sessions = a
-        .session
-        .sessions
-        .is_some()
+    let sessions = (a.session.sessions.is_some() || a.session.session_rate.is_some())
         .then(|| a.session_settings())
         .transpose()?;
     fixed(

@@ -429,7 +429,11 @@ impl CellResult {
             phase: self.phase,
             context_tokens: self.context_tokens,
             concurrency: self.concurrency,
-            rate_mrps: self.request_rate.map_or(0, rate_mrps),
+            // An open-loop session cell's identity is its session rate.
+            rate_mrps: self
+                .request_rate
+                .or(self.session.session_rate.flatten())
+                .map_or(0, rate_mrps),
         }
     }
 }

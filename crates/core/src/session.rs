@@ -105,6 +105,10 @@ pub struct SessionSettings {
     /// Concurrent sessions S of each cell (a closed loop: a session's next turn follows its
     /// last one's end and think time).
     pub sessions: Vec<u32>,
+    /// Open-loop cells: sessions start at these rates, per second, on a Poisson schedule over
+    /// the window (`--session-rate`); each runs `turns` turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_rates: Option<Vec<f64>>,
     /// Measured turns per session (`None`: turns until the window closes).
     pub turns: Option<u32>,
     /// Tokens of each turn's new user message (U).
@@ -165,6 +169,7 @@ impl SessionSettings {
     pub fn new(sessions: Vec<u32>) -> SessionSettings {
         SessionSettings {
             sessions,
+            session_rates: None,
             turns: Some(4),
             turn_input: LengthSpec::Fixed(1024),
             turn_output: 256,
@@ -187,7 +192,10 @@ impl SessionSettings {
 
     /// One line for the run's header: `S 1,8 × 4 turns of 1K → 256, system 2K shared`.
     pub fn describe(&self) -> String {
-        let s: Vec<String> = self.sessions.iter().map(u32::to_string).collect();
+        let mut s: Vec<String> = self.sessions.iter().map(u32::to_string).collect();
+        for r in self.session_rates.iter().flatten() {
+            s.push(format!("{r}/s"));
+        }
         let turns = self
             .turns
             .map_or("turns until the window closes".into(), |t| {

@@ -287,6 +287,7 @@ pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String
     // A session row writes its columns as null where it has no figures.
     if k.phase == crate::cell::Phase::Session {
         r.session = crate::session::SessionColumns::bare();
+        r.session.session_rate = Some(k.request_rate());
     }
     r
 }

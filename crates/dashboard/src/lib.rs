@@ -12,6 +12,7 @@
 
 mod draw;
 mod lines;
+mod row_words;
 mod style;
 mod tables;
 mod tui;

@@ -1,6 +1,7 @@
 //! The line displays: `plain` (a line per event, a summary line per finished cell; logs, CI,
 //! pipes) and `json` (one JSON object per event, for scripts). Both write to stdout.
 
+use super::row_words::{failed_why, session_figures};
 use super::view::{event_words, what};
 use llmib_client::{EventKind, Progress, ProgressEvent, json_line};
 use llmib_core::sanitize_terminal;
@@ -52,39 +53,6 @@ pub fn describe(r: &CellResult) -> String {
     };
     // Labels and errors come from the server: no control character reaches the terminal.
     sanitize_terminal(&format!("{what}  {:<15} {figs}", r.status.label()))
-}
-
-/// A session row's figures: total tok/s, TTFT p50, the cache hit rate measured / predicted,
-/// turns completed, then why it is not Valid (its reason carries the cache note: caching
-/// looks off, evictions) or its first error.
-pub(crate) fn session_figures(r: &CellResult) -> String {
-    let pct = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} %", x * 100.0));
-    let s = &r.session;
-    let mut t = format!(
-        "{:>10} tok/s  TTFT {} ms  hit {} / {}  turns {}",
-        r.total_tok_per_s.map_or("–".into(), |x| format!("{x:.1}")),
-        r.ttft_ms_p50.map_or("–".into(), |x| format!("{x:.0}")),
-        pct(s.cache_hit_rate.flatten()),
-        pct(s.predicted_cache_hit_rate.flatten()),
-        s.turns_completed
-            .flatten()
-            .map_or("–".into(), |n| n.to_string()),
-    );
-    let why = failed_why(r);
-    if !why.is_empty() {
-        t.push_str("  ");
-        t.push_str(&why);
-    }
-    t
-}
-
-/// Why a row failed, or why some of its requests did: its first error, else its reason (a
-/// stall inside a window fails a cell with a reason and no request error).
-fn failed_why(r: &CellResult) -> String {
-    r.first_error
-        .clone()
-        .or_else(|| r.status_reason.clone())
-        .unwrap_or_default()
 }
 
 /// `plain`: a line per event (in the words of the dashboard's event log), a stage's details

@@ -497,7 +497,7 @@ fn done_line(r: &CellResult) -> String {
         s if r.phase == Phase::Session => format!(
             "{what}: {}  {}",
             s.label(),
-            super::lines::session_figures(r).trim_start()
+            super::row_words::session_figures(r).trim_start()
         ),
         s => format!("{what}: {}", s.label()),
     }

@@ -3,11 +3,12 @@
 //! template, so any string from a server or a user (model name, GPU name, launch command, error
 //! text) is printed as text. The only unescaped values are our own CSS and script, compiled in.
 
-use crate::model::{Report, status_explanation};
+use crate::legend::legend;
+use crate::model::Report;
 use crate::number;
 use crate::table::{self, Column, Table, status_key};
 use crate::{Exporter, Format, ReportError};
-use llmib_core::{CellResult, CellStatus};
+use llmib_core::CellResult;
 use minijinja::{Environment, Value};
 use serde::Serialize;
 
@@ -272,28 +273,6 @@ fn heat_matrix(report: &Report) -> HeatMatrix {
         concurrency: m.concurrency,
         rows,
     }
-}
-
-/// A legend entry.
-#[derive(Debug, Serialize)]
-pub(crate) struct LegendEntry {
-    status: String,
-    label: &'static str,
-    text: &'static str,
-}
-
-pub(crate) fn legend(statuses: &[CellStatus]) -> Vec<LegendEntry> {
-    statuses
-        .iter()
-        .map(|s| LegendEntry {
-            status: serde_json::to_value(s)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            label: s.label(),
-            text: status_explanation(*s),
-        })
-        .collect()
 }
 
 impl Exporter for HtmlExporter {

@@ -31,6 +31,7 @@ mod exporter;
 mod format;
 mod html;
 mod json;
+mod legend;
 mod load;
 mod load_chart;
 mod markdown;

@@ -49,7 +49,7 @@ pub(crate) struct SessionsView {
     matrix: SessionMatrix,
     charts: Vec<LineChart>,
     /// The non-Valid statuses of session cells, explained.
-    legend: Vec<crate::html::LegendEntry>,
+    legend: Vec<crate::legend::LegendEntry>,
     turns: Option<Table>,
     /// Per row of `turns`: whether it is a cell's warm-up turn 0.
     warmup: Vec<bool>,
@@ -230,7 +230,7 @@ pub(crate) fn view(report: &Report) -> Option<SessionsView> {
         caption: sessions::SESSIONS_CAPTION,
         matrix: matrix(report),
         charts: charts(report),
-        legend: crate::html::legend(
+        legend: crate::legend::legend(
             &crate::model::LEGEND_ORDER
                 .into_iter()
                 .filter(|s| report.sessions().any(|c| c.status == *s))

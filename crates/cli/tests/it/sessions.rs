@@ -272,3 +272,59 @@ fn llamacpp_reports_each_turns_cache_and_a_warm_turn_beats_a_cold_one() {
     assert!(num(&turns[3], "prompt_tokens") > num(&turns[0], "prompt_tokens"));
     assert!(warm < 0.5 * cold, "warm {warm} ms vs cold {cold} ms");
 }
+
+#[test]
+fn an_open_loop_starts_sessions_at_a_rate_and_each_runs_its_turns() {
+    let sim = sim(200_000, 200_000);
+    let dir = out_dir("sessions-open-loop");
+    let d = dir.to_str().unwrap_or_default();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--session-rate",
+        "20",
+        "--turns",
+        "3",
+        "--turn-input-len",
+        "64",
+        "--turn-output-len",
+        "16",
+        "--system-prompt-len",
+        "256",
+        "--duration",
+        "1s",
+        "--max-output",
+        "16",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let row = rows
+        .iter()
+        .find(|r| r["phase"] == "session")
+        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    assert_eq!(row["session_rate"], 20.0, "{row}");
+    assert_eq!(row["concurrency"], 0);
+    let sessions = row["session"]["sessions"].as_u64().unwrap_or(0);
+    // A Poisson schedule of 20/s over 1 s: some sessions, each with its warm-up and 3 turns.
+    assert!((5..=45).contains(&sessions), "{row}");
+    assert_eq!(row["turns_completed"].as_u64(), Some(3 * sessions), "{row}");
+    let turns = per_turn(row);
+    assert_eq!(turns.len(), 4);
+    assert_eq!(turns[0]["requests"].as_u64(), Some(sessions));
+    for t in &turns[1..] {
+        assert_eq!(
+            num(t, "cached_tokens"),
+            num(t, "predicted_cached_tokens"),
+            "{t}"
+        );
+    }
+}

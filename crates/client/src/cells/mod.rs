@@ -31,6 +31,7 @@ pub(crate) mod run;
 pub(crate) mod section;
 pub(crate) mod session_cell;
 pub(crate) mod session_section;
+pub(crate) mod session_turns;
 pub(crate) mod shard;
 pub(crate) mod skip;
 pub(crate) mod state;

@@ -1,29 +1,32 @@
-//! One session cell (METHOD.md, "Sessions"): S conversations from a history of C tokens. The
-//! cache is flushed first where asked; every session's history is built and counted, then sent
-//! once as turn 0 (the unmeasured warm-up: its answer joins the history); once every warm-up
-//! is done the window opens and each session sends its measured turns, one after another with
-//! its think time between, until its turns are done or the window closes (a turn in flight
-//! then runs to its end, within a drain limit). Each session runs as a task of its own, so one
-//! session's reads never wait on another's. The row is `llmib_core::session_result`'s.
+//! One session cell (METHOD.md, "Sessions"): conversations from a history of C tokens. The cache
+//! is flushed first where asked; every session's history is built and counted. A closed loop
+//! of S sessions sends every history once together as turn 0 (the unmeasured warm-up: its
+//! answer joins the history); once every warm-up is done the window opens and each session
+//! sends its measured turns, one after another with its think time between, until its turns
+//! are done or the window closes (a turn in flight then runs to its end, within a drain
+//! limit). An open loop starts sessions at a rate (`--session-rate`, Poisson arrivals over the
+//! window): each warms its own history at its arrival and runs its turns. Each session runs as
+//! a task of its own (`session_turns`), so one session's reads never wait on another's. The
+//! row is `llmib_core::session_result`'s.
 
 use crate::cells::context::MatrixRun;
 use crate::cells::inputs::CellFailure;
 use crate::cells::outlet::{finished_records, report_errors};
+use crate::cells::session_turns::{
+    Clock, SESSION_STREAMS, Sent, SessionJob, TurnSpec, answer_tokens, run_session, send_turn,
+};
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::prompts::conversation::{Conversation, history};
 use crate::prompts::prompt::{PromptBuilder, TextMaker};
 use crate::server::engine::Engine;
-use crate::wire::stream::{Measured, StreamLimits, measure};
+use crate::wire::stream::Measured;
 use llmib_core::{
     CellResult, Outcome, PlannedCell, SessionObservation, SessionSettings, SplitMix64, TurnRecord,
-    predicted_cached_prefix, session_result, turn_shared_prefix,
+    session_result,
 };
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-
-/// Sessions' stream indices start here, apart from the matrix's and open load's prompts.
-pub(crate) const SESSION_STREAMS: u32 = 3_000_000;
 
 /// What every session cell of a context shares.
 pub(crate) struct SessionContext<'a> {
@@ -35,127 +38,8 @@ pub(crate) struct SessionContext<'a> {
     pub block: u64,
     /// The context's measured prefill rate, tok/s.
     pub prefill_tok_per_s: Option<f64>,
-}
-
-/// One session's part of the window, sent to its task.
-struct SessionJob {
-    engine: Arc<Engine>,
-    model: String,
-    conv: Conversation,
-    session: u32,
-    /// The warm-up's answer and its tokens.
-    answer: String,
-    answer_tokens: u64,
-    turns: Option<u32>,
-    output: u32,
-    block: u64,
-    think: llmib_core::ThinkTime,
-    text: TextMaker,
-    user_tokens: Vec<u64>,
-    window_end: Instant,
-    origin: Instant,
-    cancel: CancellationToken,
-    limits: StreamLimits,
-    seed: u64,
-    /// The longest prompt a turn may have (the context length less the output).
-    max_prompt: Option<u64>,
-}
-
-/// A turn sent: which, its built prompt and prediction, and what came back.
-struct Sent {
-    session: u32,
-    turn: u32,
-    prompt_tokens: u64,
-    predicted: u64,
-    measured: Measured,
-}
-
-/// Where a turn's instants are measured from, what stops it, and its silence limits.
-#[derive(Clone, Copy)]
-struct Clock<'a> {
-    origin: Instant,
-    cancel: &'a CancellationToken,
-    limits: StreamLimits,
-}
-
-/// Sends one turn of `conv` as `stream` and keeps its answer.
-async fn send_turn(
-    engine: &Engine,
-    model: &str,
-    conv: &Conversation,
-    output: u32,
-    stream: u32,
-    at: Clock<'_>,
-) -> Result<Measured, CellFailure> {
-    let mut spec = engine
-        .stream_request(model, conv.input(), output, false, at.limits)
-        .map_err(|e| CellFailure::request_body(e.to_string()))?;
-    spec.keep_answer = true;
-    Ok(measure(engine.client(), &spec, stream, at.origin, at.cancel, None).await)
-}
-
-/// Output tokens of a finished turn: the server's count, else the chunks'.
-fn answer_tokens(m: &Measured) -> u64 {
-    m.record
-        .completion_tokens_reported
-        .unwrap_or_else(|| m.record.tokens())
-}
-
-/// One session's measured turns, until its turns are done, the window closes or a turn fails
-/// (a broken conversation cannot go on).
-async fn run_session(mut j: SessionJob) -> Vec<Sent> {
-    let mut out = Vec::new();
-    let mut rng = SplitMix64::new(j.seed ^ u64::from(j.session).rotate_left(29));
-    let (mut prev_prompt, mut prev_answer) = (j.conv.tokens, j.answer_tokens);
-    let mut k = 1u32;
-    while j.turns.is_none_or(|t| k <= t) && !j.cancel.is_cancelled() {
-        let think = Duration::from_secs_f64(j.think.draw(rng.unit()).max(0.0));
-        if Instant::now() + think >= j.window_end {
-            break;
-        }
-        tokio::time::sleep(think).await;
-        let want = j.user_tokens[(k as usize - 1) % j.user_tokens.len()];
-        let user = j
-            .text
-            .text(want, u64::from(k), SESSION_STREAMS + j.session, "turn-");
-        j.conv.push_turn(&j.answer, &user);
-        if j.conv.count(&j.engine).await.is_err() {
-            // Counting failed (the server went away): the turns so far stand.
-            break;
-        }
-        if j.max_prompt.is_some_and(|max| j.conv.tokens > max) {
-            // The conversation reached the model's context length: it ends here.
-            break;
-        }
-        let predicted = predicted_cached_prefix(
-            turn_shared_prefix(prev_prompt, prev_answer),
-            j.conv.tokens,
-            j.block,
-        );
-        let stream = j.session;
-        let at = Clock {
-            origin: j.origin,
-            cancel: &j.cancel,
-            limits: j.limits,
-        };
-        let sent = send_turn(&j.engine, &j.model, &j.conv, j.output, stream, at).await;
-        let Ok(m) = sent else { break };
-        let ok = matches!(m.record.outcome, Outcome::Finished { .. });
-        (prev_prompt, prev_answer) = (j.conv.tokens, answer_tokens(&m));
-        j.answer = m.answer.clone().unwrap_or_default();
-        out.push(Sent {
-            session: j.session,
-            turn: k,
-            prompt_tokens: j.conv.tokens,
-            predicted,
-            measured: m,
-        });
-        if !ok {
-            break;
-        }
-        k += 1;
-    }
-    out
+    /// Makes each turn's new message.
+    pub text: TextMaker,
 }
 
 /// Samples the server's queue gauge until `stop`: the highest it read (`None`: no gauge).
@@ -211,12 +95,13 @@ async fn histories(
     builder: &mut PromptBuilder,
     sx: &SessionContext<'_>,
     cell: &PlannedCell,
+    n: u32,
 ) -> Result<Vec<Conversation>, CellFailure> {
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
     let chat = m.engine.api() == llmib_core::Api::Chat;
     let st = sx.settings;
-    let mut out = Vec::with_capacity(cell.key.concurrency as usize);
-    for i in 0..cell.key.concurrency {
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
         let system = &sx.systems[st.group_of(i).unwrap_or(i) as usize % sx.systems.len().max(1)];
         let stream = SESSION_STREAMS + i;
         let hint = st.system_prompt_tokens;
@@ -256,12 +141,12 @@ async fn warm_ups(
     .await
 }
 
-/// Runs the sessions' tasks until they end or the drain limit after `window_end` cuts them;
-/// with the highest queue gauge read meanwhile.
+/// Runs the sessions' tasks until they end or `limit` cuts them; with the highest queue gauge
+/// read meanwhile.
 async fn run_window(
     m: &MatrixRun<'_>,
     jobs: Vec<SessionJob>,
-    window_end: Instant,
+    limit: Instant,
     cut: &CancellationToken,
 ) -> (Vec<Sent>, Option<f64>) {
     m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
@@ -272,9 +157,7 @@ async fn run_window(
         .into_iter()
         .map(|j| tokio::spawn(run_session(j)))
         .collect();
-    // A turn in flight at the window's close runs to its end, within this limit.
-    let drain = Duration::from_secs_f64(m.plan.settings.duration_s.max(30.0));
-    let limit = tokio::time::sleep_until(window_end + drain);
+    let limit = tokio::time::sleep_until(limit);
     tokio::pin!(limit);
     let all = futures_util::future::join_all(tasks);
     tokio::pin!(all);
@@ -287,72 +170,170 @@ async fn run_window(
     (done.into_iter().flatten().flatten().collect(), max_waiting)
 }
 
-/// The turns of every session: the warm-ups together, then the window.
-async fn send_all(
-    m: &MatrixRun<'_>,
-    sx: &SessionContext<'_>,
-    convs: Vec<Conversation>,
-    text: TextMaker,
-) -> (Vec<Sent>, Option<f64>) {
-    let st = sx.settings;
-    let origin = Instant::now();
-    let s = convs.len() as u32;
-    let warm = warm_ups(m, st.turn_output, &convs, origin).await;
-    let mut sent = Vec::new();
-    let mut jobs = Vec::new();
-    let window_end = Instant::now() + Duration::from_secs_f64(m.plan.settings.duration_s);
-    let cut = m.cancel.child_token();
+/// Most turns a closed-loop session plans in one window.
+const MAX_WINDOW_TURNS: u32 = 1000;
+
+/// The measured turns of session `i`: `--turns` of them (a closed loop without it: as many as
+/// the window holds), each message's length and think time drawn from the run's seed.
+fn turn_specs(m: &MatrixRun<'_>, st: &SessionSettings, i: u32, key: u64) -> Vec<TurnSpec> {
     let seed = m
         .plan
         .settings
         .request
         .seed
         .unwrap_or(m.plan.settings.prompt_seed);
-    let mut rng = SplitMix64::new(seed ^ 0x5e55_1015);
-    let user_tokens: Vec<u64> = (0..64)
-        .map(|_| st.turn_input.sample(&mut rng).max(1))
-        .collect();
-    let max_prompt = m
-        .plan
-        .context_length
-        .map(|l| l.saturating_sub(u64::from(st.turn_output)));
-    for (i, (conv, w)) in convs.into_iter().zip(warm).enumerate() {
-        let Ok(w) = w else { continue };
-        let ok = matches!(w.record.outcome, Outcome::Finished { .. });
-        let job = SessionJob {
-            engine: m.engine.clone(),
-            model: m.model.clone(),
-            answer: w.answer.clone().unwrap_or_default(),
-            answer_tokens: answer_tokens(&w),
-            session: i as u32,
-            turns: st.turns,
+    let mut rng = SplitMix64::new(seed ^ key.rotate_left(17) ^ u64::from(i).rotate_left(40));
+    (0..st.turns.unwrap_or(MAX_WINDOW_TURNS))
+        .map(|_| TurnSpec {
+            input: st.turn_input.sample(&mut rng).max(1),
             output: st.turn_output,
-            block: sx.block,
-            think: st.think_time,
-            text,
-            user_tokens: user_tokens.clone(),
-            window_end,
-            origin,
-            cancel: cut.clone(),
-            limits: m.limits(conv.tokens, s),
-            seed,
-            max_prompt,
+            think_s: st.think_time.draw(rng.unit()),
+        })
+        .collect()
+}
+
+/// One session's job: its conversation and plan, starting `start` after `origin`.
+struct JobParts {
+    conv: Conversation,
+    session: u32,
+    start: Duration,
+    warm_output: Option<u32>,
+    /// The warm-up's answer and its tokens, where it was sent already.
+    answer: (String, u64),
+    window_end: Option<Instant>,
+}
+
+fn job(
+    m: &MatrixRun<'_>,
+    sx: &SessionContext<'_>,
+    p: JobParts,
+    specs: Vec<TurnSpec>,
+    clock: (Instant, &CancellationToken, u32),
+) -> SessionJob {
+    let st = sx.settings;
+    let (origin, cut, in_flight) = clock;
+    SessionJob {
+        engine: m.engine.clone(),
+        model: m.model.clone(),
+        session: p.session,
+        start: p.start,
+        warm_output: p.warm_output,
+        answer: p.answer.0,
+        answer_tokens: p.answer.1,
+        specs,
+        block: sx.block,
+        text: sx.text,
+        window_end: p.window_end,
+        origin,
+        cancel: cut.clone(),
+        limits: m.limits(p.conv.tokens, in_flight),
+        max_prompt: m
+            .plan
+            .context_length
+            .map(|l| l.saturating_sub(u64::from(st.turn_output))),
+        conv: p.conv,
+    }
+}
+
+/// A closed loop of S sessions: the warm-ups together, then the window.
+async fn closed_loop(
+    m: &MatrixRun<'_>,
+    sx: &SessionContext<'_>,
+    cell: &PlannedCell,
+    convs: Vec<Conversation>,
+) -> (Vec<Sent>, Option<f64>) {
+    let origin = Instant::now();
+    let s = convs.len() as u32;
+    let warm = warm_ups(m, sx.settings.turn_output, &convs, origin).await;
+    let d = m.plan.settings.duration_s;
+    let window_end = Instant::now() + Duration::from_secs_f64(d);
+    let cut = m.cancel.child_token();
+    let (mut sent, mut jobs) = (Vec::new(), Vec::new());
+    for (i, (conv, w)) in (0u32..).zip(convs.into_iter().zip(warm)) {
+        let Ok(w) = w else { continue };
+        let specs = turn_specs(m, sx.settings, i, cell.key.context_tokens);
+        let ok = matches!(w.record.outcome, Outcome::Finished { .. });
+        let parts = JobParts {
+            session: i,
+            start: Duration::ZERO,
+            warm_output: None,
+            answer: (w.answer.clone().unwrap_or_default(), answer_tokens(&w)),
+            window_end: Some(window_end),
             conv,
         };
         sent.push(Sent {
-            session: i as u32,
+            session: i,
             turn: 0,
-            prompt_tokens: job.conv.tokens,
+            prompt_tokens: parts.conv.tokens,
             predicted: 0,
             measured: w,
         });
         if ok {
-            jobs.push(job);
+            jobs.push(job(m, sx, parts, specs, (origin, &cut, s)));
         }
     }
-    let (turns, max_waiting) = run_window(m, jobs, window_end, &cut).await;
+    // A turn in flight at the window's close runs to its end, within this limit.
+    let limit = window_end + Duration::from_secs_f64(d.max(30.0));
+    let (turns, max_waiting) = run_window(m, jobs, limit, &cut).await;
     sent.extend(turns);
     (sent, max_waiting)
+}
+
+/// Most sessions one open-loop cell may start (rate × window).
+const MAX_SESSIONS_PER_CELL: usize = 4096;
+
+/// The arrival instants of an open loop's sessions at `rate` per second over the window
+/// (Poisson, from the run's seed).
+fn arrivals(m: &MatrixRun<'_>, cell: &PlannedCell, rate: f64) -> Result<Vec<u64>, CellFailure> {
+    let st = &m.plan.settings;
+    let seed = st.request.seed.unwrap_or(st.prompt_seed) ^ cell.key.rate_mrps ^ 0x5e55;
+    let due = llmib_core::cell_schedule(
+        llmib_core::ArrivalPattern::Poisson,
+        rate,
+        st.duration_s,
+        seed,
+        cell.key.context_tokens,
+    )
+    .map_err(|e| CellFailure::schedule(e.to_string()))?;
+    if due.len() > MAX_SESSIONS_PER_CELL {
+        return Err(CellFailure::schedule(format!(
+            "{} sessions arrive in the window, more than one cell holds ({MAX_SESSIONS_PER_CELL}): lower --session-rate or --duration",
+            due.len()
+        )));
+    }
+    Ok(due)
+}
+
+/// An open loop: each session starts at its arrival, warms its own history, then runs its
+/// turns; the cell ends when every session has ended (within a drain limit).
+async fn open_loop(
+    m: &MatrixRun<'_>,
+    sx: &SessionContext<'_>,
+    cell: &PlannedCell,
+    convs: Vec<Conversation>,
+    due: &[u64],
+) -> (Vec<Sent>, Option<f64>) {
+    let origin = Instant::now();
+    let cut = m.cancel.child_token();
+    let in_flight = convs.len() as u32;
+    let jobs: Vec<SessionJob> = (0u32..)
+        .zip(convs.into_iter().zip(due))
+        .map(|(i, (conv, at))| {
+            let specs = turn_specs(m, sx.settings, i, cell.key.context_tokens);
+            let parts = JobParts {
+                session: i,
+                start: Duration::from_nanos(*at),
+                warm_output: Some(sx.settings.turn_output),
+                answer: (String::new(), 0),
+                window_end: None,
+                conv,
+            };
+            job(m, sx, parts, specs, (origin, &cut, in_flight))
+        })
+        .collect();
+    let d = m.plan.settings.duration_s;
+    let limit = origin + Duration::from_secs_f64(d + d.max(120.0));
+    run_window(m, jobs, limit, &cut).await
 }
 
 /// Measures one session cell.
@@ -366,12 +347,23 @@ pub(crate) async fn session_cell(
         Ok(f) => f,
         Err(e) => return e.row(cell),
     };
-    let convs = match histories(m, builder, sx, cell).await {
+    let rate = cell.key.request_rate();
+    let due = match rate.map(|r| arrivals(m, cell, r)).transpose() {
+        Ok(d) => d,
+        Err(e) => return e.row(cell),
+    };
+    let n = due
+        .as_ref()
+        .map_or(cell.key.concurrency, |d| d.len() as u32);
+    let convs = match histories(m, builder, sx, cell, n).await {
         Ok(c) => c,
         Err(e) => return e.row(cell),
     };
     let before = cached_counter(&m.engine).await;
-    let (sent, max_waiting) = send_all(m, sx, convs, builder.text_maker()).await;
+    let (sent, max_waiting) = match &due {
+        Some(d) => open_loop(m, sx, cell, convs, d).await,
+        None => closed_loop(m, sx, cell, convs).await,
+    };
     if m.cancel.is_cancelled() {
         return llmib_core::interrupted_result(cell);
     }
@@ -403,7 +395,7 @@ pub(crate) async fn session_cell(
         cell,
         SessionObservation {
             turns: &turns,
-            sessions: cell.key.concurrency,
+            sessions: n,
             max_waiting,
             prefill_tok_per_s: sx.prefill_tok_per_s,
             cache_block_tokens: sx.block,

@@ -6,7 +6,8 @@
 
 use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::outlet::save;
-use crate::cells::session_cell::{SESSION_STREAMS, SessionContext, session_cell};
+use crate::cells::session_cell::{SessionContext, session_cell};
+use crate::cells::session_turns::SESSION_STREAMS;
 use crate::progress::events::ProgressEvent;
 use crate::prompts::prompt::PromptBuilder;
 use llmib_core::{
@@ -30,6 +31,13 @@ pub(crate) fn session_planned(ctx: &PlannedContext, sessions: u32) -> PlannedCel
         label: ctx.label.clone(),
         over_capacity: false,
     }
+}
+
+/// The planned open-loop session cell of (C, sessions per second).
+pub(crate) fn session_rate_planned(ctx: &PlannedContext, rate: f64) -> PlannedCell {
+    let mut cell = session_planned(ctx, 0);
+    cell.key.rate_mrps = llmib_core::rate_mrps(rate);
+    cell
 }
 
 /// The KV a cell needs against the server's capacity: `Some(reason)` when it cannot fit.
@@ -99,10 +107,9 @@ async fn cell_row(
     builder: &mut PromptBuilder,
     end: &mut MatrixEnd,
     stop: &impl Fn() -> MatrixEnd,
-    s: u32,
+    cell: PlannedCell,
 ) -> Result<bool, DriverError> {
     let m = sec.m;
-    let cell = session_planned(sec.ctx, s);
     sec.index += 1;
     if sec.rows.iter().any(|r| r.key() == cell.key) {
         return Ok(true);
@@ -166,7 +173,7 @@ async fn search(
         let points: Vec<RatePoint> = sec
             .rows
             .iter()
-            .filter(|r| r.phase == Phase::Session)
+            .filter(|r| r.phase == Phase::Session && r.key().rate_mrps == 0)
             .map(|r| RatePoint {
                 rate: f64::from(r.concurrency),
                 holds: session_holds(r),
@@ -178,7 +185,8 @@ async fn search(
                 break;
             }
             SearchStep::Measure(s) => {
-                if !cell_row(sec, builder, end, stop, s as u32).await? {
+                let cell = session_planned(sec.ctx, s as u32);
+                if !cell_row(sec, builder, end, stop, cell).await? {
                     return Ok(());
                 }
             }
@@ -209,7 +217,8 @@ pub(crate) async fn run_session_sections(
         .or_else(|| m.engine.cache_block_tokens())
         .unwrap_or(1);
     let contexts: Vec<&PlannedContext> = m.plan.contexts.iter().filter(|c| c.decode).collect();
-    let total = contexts.len() * st.sessions.len();
+    let rates = st.session_rates.as_ref().map_or(0, Vec::len);
+    let total = contexts.len() * (st.sessions.len() + rates);
     let mut index = 0;
     for ctx in contexts {
         let mut sec = Section {
@@ -219,6 +228,7 @@ pub(crate) async fn run_session_sections(
                 systems: &systems,
                 block,
                 prefill_tok_per_s: prefill_rate(&prior, ctx.tokens),
+                text: builder.text_maker(),
             },
             ctx,
             rows: prior
@@ -231,8 +241,10 @@ pub(crate) async fn run_session_sections(
             total,
         };
         let mut stopped = false;
-        for &s in &st.sessions {
-            if !cell_row(&mut sec, builder, end, &stop, s).await? {
+        let rates = st.session_rates.iter().flatten();
+        let cells = st.sessions.iter().map(|s| session_planned(ctx, *s));
+        for cell in cells.chain(rates.map(|r| session_rate_planned(ctx, *r))) {
+            if !cell_row(&mut sec, builder, end, &stop, cell).await? {
                 stopped = true;
             }
         }

@@ -76,6 +76,7 @@ pub fn session_capacity_result(
     let points: Vec<CapacityPoint> = rows
         .iter()
         .filter(|r| r.phase == Phase::Session && r.context_tokens == cell.key.context_tokens)
+        .filter(|r| r.key().rate_mrps == 0)
         .map(|r| CapacityPoint {
             rate: f64::from(r.concurrency),
             holds: session_holds(r),

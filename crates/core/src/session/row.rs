@@ -261,6 +261,7 @@ fn fill_figures(
             None => n.clone(),
         });
     }
+    let session_rate = row.session.session_rate.flatten();
     row.session = SessionColumns {
         turns_completed: Some(Some(completed)),
         prompt_tokens: Some(Some(prompt)),
@@ -270,7 +271,7 @@ fn fill_figures(
         predicted_cache_hit_rate: Some(share(predicted)),
         tpot_ms: Some(tpot),
         per_turn: Some(Some(per)),
-        session_rate: Some(None),
+        session_rate: Some(session_rate),
         capacity_sessions: None,
         session: Some(Box::new(SessionFigures {
             sessions: o.sessions,

@@ -1,0 +1,203 @@
+//! One session's turns, as its own task: it waits for its start (an open loop's arrival), sends
+//! its history first where it must warm it (turn 0, unmeasured), then each planned turn after
+//! its think time: the model's last answer and a new message appended, the whole prompt counted
+//! by the server, the prefix cache's prediction made, the turn sent and its answer kept. It ends
+//! when its turns are done, a closed loop's window closes, the conversation reaches the model's
+//! context length, or a turn fails (a broken conversation cannot go on).
+
+use crate::cells::inputs::CellFailure;
+use crate::prompts::conversation::Conversation;
+use crate::prompts::prompt::TextMaker;
+use crate::server::engine::Engine;
+use crate::wire::stream::{Measured, StreamLimits, measure};
+use llmib_core::{Outcome, predicted_cached_prefix, turn_shared_prefix};
+use std::sync::Arc;
+use tokio::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Sessions' stream indices start here, apart from the matrix's and open load's prompts.
+pub(crate) const SESSION_STREAMS: u32 = 3_000_000;
+
+/// One measured turn as planned: its new message, its output and the pause before it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TurnSpec {
+    /// Tokens of the new message (about).
+    pub input: u64,
+    /// Output tokens asked for.
+    pub output: u32,
+    /// Seconds between the last turn's end and this turn's send.
+    pub think_s: f64,
+}
+
+/// One session's part of a cell, sent to its task.
+pub(crate) struct SessionJob {
+    pub engine: Arc<Engine>,
+    pub model: String,
+    pub conv: Conversation,
+    pub session: u32,
+    /// When it starts, after the cell's origin.
+    pub start: Duration,
+    /// Send the history first, unmeasured (turn 0), asking this many tokens; `None`: it was
+    /// sent already (`answer` is its answer).
+    pub warm_output: Option<u32>,
+    /// The last answer and its tokens.
+    pub answer: String,
+    pub answer_tokens: u64,
+    /// The measured turns.
+    pub specs: Vec<TurnSpec>,
+    pub block: u64,
+    pub text: TextMaker,
+    /// No turn starts after this (a closed loop's window).
+    pub window_end: Option<Instant>,
+    pub origin: Instant,
+    pub cancel: CancellationToken,
+    pub limits: StreamLimits,
+    /// The longest prompt a turn may have (the context length less the output).
+    pub max_prompt: Option<u64>,
+}
+
+/// A turn sent: which, its built prompt and prediction, and what came back.
+pub(crate) struct Sent {
+    pub session: u32,
+    pub turn: u32,
+    pub prompt_tokens: u64,
+    pub predicted: u64,
+    pub measured: Measured,
+}
+
+/// Where a turn's instants are measured from, what stops it, and its silence limits.
+#[derive(Clone, Copy)]
+pub(crate) struct Clock<'a> {
+    pub origin: Instant,
+    pub cancel: &'a CancellationToken,
+    pub limits: StreamLimits,
+}
+
+/// Sends one turn of `conv` as `stream` and keeps its answer.
+pub(crate) async fn send_turn(
+    engine: &Engine,
+    model: &str,
+    conv: &Conversation,
+    output: u32,
+    stream: u32,
+    at: Clock<'_>,
+) -> Result<Measured, CellFailure> {
+    let mut spec = engine
+        .stream_request(model, conv.input(), output, false, at.limits)
+        .map_err(|e| CellFailure::request_body(e.to_string()))?;
+    spec.keep_answer = true;
+    Ok(measure(engine.client(), &spec, stream, at.origin, at.cancel, None).await)
+}
+
+/// Output tokens of a finished turn: the server's count, else the chunks'.
+pub(crate) fn answer_tokens(m: &Measured) -> u64 {
+    m.record
+        .completion_tokens_reported
+        .unwrap_or_else(|| m.record.tokens())
+}
+
+fn finished(m: &Measured) -> bool {
+    matches!(m.record.outcome, Outcome::Finished { .. })
+}
+
+impl SessionJob {
+    fn clock(&self) -> Clock<'_> {
+        Clock {
+            origin: self.origin,
+            cancel: &self.cancel,
+            limits: self.limits,
+        }
+    }
+
+    /// Turn 0 where this session warms its own history: `false` when it failed.
+    async fn warm(&mut self, out: &mut Vec<Sent>) -> bool {
+        let Some(o) = self.warm_output else {
+            return true;
+        };
+        let sent = send_turn(
+            &self.engine,
+            &self.model,
+            &self.conv,
+            o,
+            self.session,
+            self.clock(),
+        );
+        let Ok(m) = sent.await else { return false };
+        let ok = finished(&m);
+        self.answer = m.answer.clone().unwrap_or_default();
+        self.answer_tokens = answer_tokens(&m);
+        out.push(Sent {
+            session: self.session,
+            turn: 0,
+            prompt_tokens: self.conv.tokens,
+            predicted: 0,
+            measured: m,
+        });
+        ok
+    }
+}
+
+/// One session's turns (module docs).
+pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
+    let mut out = Vec::new();
+    let at = j.origin + j.start;
+    tokio::select! {
+        () = j.cancel.cancelled() => return out,
+        () = tokio::time::sleep_until(at) => {}
+    }
+    if !j.warm(&mut out).await {
+        return out;
+    }
+    let (mut prev_prompt, mut prev_answer) = (j.conv.tokens, j.answer_tokens);
+    let specs = std::mem::take(&mut j.specs);
+    for (i, spec) in specs.iter().enumerate() {
+        let k = i as u32 + 1;
+        let think = Duration::from_secs_f64(spec.think_s.max(0.0));
+        if j.cancel.is_cancelled() || j.window_end.is_some_and(|w| Instant::now() + think >= w) {
+            break;
+        }
+        tokio::time::sleep(think).await;
+        let user = j.text.text(
+            spec.input,
+            u64::from(k),
+            SESSION_STREAMS + j.session,
+            "turn-",
+        );
+        j.conv.push_turn(&j.answer, &user);
+        // Counting failed (the server went away), or the conversation reached the model's
+        // context length: the turns so far stand.
+        if j.conv.count(&j.engine).await.is_err()
+            || j.max_prompt.is_some_and(|max| j.conv.tokens > max)
+        {
+            break;
+        }
+        let predicted = predicted_cached_prefix(
+            turn_shared_prefix(prev_prompt, prev_answer),
+            j.conv.tokens,
+            j.block,
+        );
+        let sent = send_turn(
+            &j.engine,
+            &j.model,
+            &j.conv,
+            spec.output,
+            j.session,
+            j.clock(),
+        );
+        let Ok(m) = sent.await else { break };
+        let ok = finished(&m);
+        (prev_prompt, prev_answer) = (j.conv.tokens, answer_tokens(&m));
+        j.answer = m.answer.clone().unwrap_or_default();
+        out.push(Sent {
+            session: j.session,
+            turn: k,
+            prompt_tokens: j.conv.tokens,
+            predicted,
+            measured: m,
+        });
+        if !ok {
+            break;
+        }
+    }
+    out
+}
