@@ -10,12 +10,21 @@ impl RunArgs {
     /// The open-load settings, when `--request-rate`, `--find-capacity` or a trace asks for
     /// them.
     pub fn load(&self) -> Result<Option<llmib_core::LoadSettings>> {
+        if self.sessions_mode() && self.workload.is_some() {
+            // The workload is the sessions' replay (`config_sessions.rs`), not open load's.
+            let rest = RunArgs {
+                workload: None,
+                time_scale: None,
+                ..self.clone()
+            };
+            return rest.load();
+        }
         let trace = self
             .workload
             .as_ref()
             .is_some_and(|w| w.kind != llmib_core::WorkloadKind::ShareGpt);
         // With --sessions, --find-capacity searches sessions (`config_sessions.rs`).
-        let sessions = self.session.sessions.is_some() || self.session.session_rate.is_some();
+        let sessions = self.sessions_mode();
         if sessions && self.find_capacity && (self.request_rate.is_some() || trace) {
             bail!(
                 "--find-capacity searches either request rates or sessions: run the open load and the sessions as two runs"

@@ -3,14 +3,64 @@
 
 use crate::config::RunArgs;
 use anyhow::{Result, bail};
-use llmib_core::{LengthSpec, SessionSettings, ThinkTime};
+use llmib_core::{LengthSpec, SessionSettings, ThinkTime, TimeScaleSpec, WorkloadKind};
 
 impl RunArgs {
+    /// Whether the run has a session section: `--sessions`, `--session-rate`, or a session
+    /// trace to replay.
+    pub fn sessions_mode(&self) -> bool {
+        self.session.sessions.is_some()
+            || self.session.session_rate.is_some()
+            || self
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.kind == WorkloadKind::Sessions)
+    }
+
+    /// A replay's file (`--workload sessions:FILE`, or `sharegpt:FILE` with `--session-rate`)
+    /// and its time scale, checked.
+    fn session_replay(&self) -> Result<(Option<String>, f64)> {
+        let Some(w) = &self.workload else {
+            if self.time_scale.is_some() && self.session.sessions.is_some() {
+                bail!("--time-scale applies to a replay: add --workload sessions:FILE");
+            }
+            return Ok((None, 1.0));
+        };
+        let k = match self.time_scale {
+            None => 1.0,
+            Some(TimeScaleSpec::Factor(k)) => k,
+            Some(TimeScaleSpec::Auto) => {
+                bail!(
+                    "--time-scale auto searches open load: give a session replay a factor, e.g. --time-scale 2"
+                )
+            }
+        };
+        match w.kind {
+            _ if self.session.sessions.is_some() => {
+                bail!("a replay's sessions come from its file: drop --sessions")
+            }
+            WorkloadKind::Sessions if self.session.session_rate.is_some() => {
+                bail!(
+                    "a session trace starts its sessions itself: drop --session-rate (replay faster with --time-scale K)"
+                )
+            }
+            WorkloadKind::ShareGpt if self.session.session_rate.is_none() => {
+                bail!("ShareGPT's conversations replay as sessions arriving at --session-rate R")
+            }
+            WorkloadKind::Sessions | WorkloadKind::ShareGpt => {}
+            _ => bail!(
+                "{} is not a session trace: replay sessions from sessions:FILE or sharegpt:FILE",
+                w.kind.name()
+            ),
+        }
+        Ok((Some(format!("{}:{}", w.kind.name(), w.path.display())), k))
+    }
+
     /// The session settings, when `--sessions` asks for them; a session flag without it is
     /// refused, as it would measure nothing.
     pub fn session_settings(&self) -> Result<Option<SessionSettings>> {
         let a = &self.session;
-        if a.sessions.is_none() && a.session_rate.is_none() {
+        if !self.sessions_mode() {
             let stray = [
                 ("--turns", a.turns.is_some()),
                 ("--turn-input-len", a.turn_input_len.is_some()),
@@ -32,12 +82,13 @@ impl RunArgs {
         }
         let mut st = SessionSettings::new(levels);
         st.session_rates = a.session_rate.clone().map(|r| r.0);
+        (st.replay, st.time_scale) = self.session_replay()?;
         st.turns = match a.turns {
             Some(0) => None,
             Some(t) => Some(t),
             None => st.turns,
         };
-        if st.session_rates.is_some() && st.turns.is_none() {
+        if st.session_rates.is_some() && st.turns.is_none() && st.replay.is_none() {
             bail!(
                 "--session-rate starts sessions that each run --turns turns: give --turns N (at least 1)"
             );

@@ -271,7 +271,8 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         load,
         s.load.clone(),
     )?;
-    let sessions = (a.session.sessions.is_some() || a.session.session_rate.is_some())
+    let sessions = a
+        .sessions_mode()
         .then(|| a.session_settings())
         .transpose()?;
     fixed(

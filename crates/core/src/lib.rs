@@ -125,6 +125,10 @@ pub use session::{
     next_session_step, predicted_cached_prefix, session_capacity_result, session_holds,
     session_kv_needed, session_result, ttft_split, turn_shared_prefix,
 };
+pub use session::{
+    ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
+    parse_sharegpt_sessions,
+};
 pub use stable::{
     BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSample,
     StableSeries, StableTarget, StableTargetError, StableVerdict, StopReason, batch_means,

@@ -17,9 +17,14 @@ use std::str::FromStr;
 
 mod capacity;
 mod columns;
+mod replay;
 mod row;
 pub use capacity::{SESSIONS_CEILING, next_session_step, session_capacity_result, session_holds};
 pub use columns::{PerTurn, SessionColumns, SessionFigures};
+pub use replay::{
+    ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
+    parse_sharegpt_sessions,
+};
 pub use row::{SessionObservation, TurnRecord, session_result};
 
 /// The pause between a turn's end and the next turn's send (`--think-time`).
@@ -143,6 +148,17 @@ pub struct SessionSettings {
     /// neighbours.
     #[serde(default = "default_precision")]
     pub precision: f64,
+    /// A replay of recorded sessions instead of the per-context cells (`--workload
+    /// sessions:FILE`, or `sharegpt:FILE` with `--session-rate`), as the user wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
+    /// A session trace's speed (`--time-scale K`: 2 replays twice as fast).
+    #[serde(default = "one")]
+    pub time_scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 fn default_precision() -> f64 {
@@ -182,6 +198,8 @@ impl SessionSettings {
             slo: None,
             find_capacity: false,
             precision: default_precision(),
+            replay: None,
+            time_scale: 1.0,
         }
     }
 

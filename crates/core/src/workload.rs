@@ -52,6 +52,9 @@ pub enum WorkloadKind {
     Mooncake,
     /// Azure LLM inference trace (CSV): timestamps and lengths.
     Azure,
+    /// A session trace (JSONL): conversations turn by turn, replayed as sessions
+    /// (`crate::parse_session_trace`), never as open load.
+    Sessions,
 }
 
 impl WorkloadKind {
@@ -61,6 +64,7 @@ impl WorkloadKind {
             WorkloadKind::ShareGpt => "sharegpt",
             WorkloadKind::Mooncake => "mooncake",
             WorkloadKind::Azure => "azure",
+            WorkloadKind::Sessions => "sessions",
         }
     }
 }
@@ -84,6 +88,7 @@ impl FromStr for WorkloadSpec {
             "sharegpt" => WorkloadKind::ShareGpt,
             "mooncake" => WorkloadKind::Mooncake,
             "azure" => WorkloadKind::Azure,
+            "sessions" => WorkloadKind::Sessions,
             _ => return Err(unknown()),
         };
         if path.trim().is_empty() {
@@ -140,6 +145,7 @@ impl Workload {
             WorkloadKind::ShareGpt => sharegpt::parse(&file, text, count_tokens)?,
             WorkloadKind::Mooncake => (mooncake::parse(&file, text)?, 0),
             WorkloadKind::Azure => (azure::parse(&file, text)?, 0),
+            WorkloadKind::Sessions => return Err(WorkloadError::SessionsOnly { file }),
         };
         if requests.is_empty() {
             return Err(WorkloadError::Empty { file, skipped });

@@ -328,3 +328,121 @@ fn an_open_loop_starts_sessions_at_a_rate_and_each_runs_its_turns() {
         );
     }
 }
+
+#[test]
+fn a_session_trace_replays_its_sessions_turn_by_turn() {
+    let sim = sim(200_000, 200_000);
+    let dir = out_dir("sessions-replay");
+    let d = dir.to_str().unwrap_or_default();
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/workloads/sessions.jsonl"
+    );
+    let workload = format!("sessions:{trace}");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--workload",
+        &workload,
+        "--time-scale",
+        "4",
+        "--system-prompt-len",
+        "256",
+        "--max-output",
+        "16",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let row = rows
+        .iter()
+        .find(|r| r["phase"] == "session")
+        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    assert_eq!(row["context_label"], "sessions.jsonl", "{row}");
+    assert_eq!(row["session"]["sessions"], 5, "{row}");
+    assert_eq!(row["turns_completed"], 16, "{row}");
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row}");
+    let turns = per_turn(row);
+    // Turn 1 is each session's opening, sent cold: only its group's system prompt can be served
+    // (a2 after a1, b2 after b1), which the prediction leaves out.
+    assert_eq!(turns[0]["requests"], 5, "{row}");
+    assert_eq!(num(&turns[0], "predicted_cached_tokens"), 0.0);
+    assert!(
+        num(&turns[0], "cached_tokens") > 0.0,
+        "two sessions share a group's prompt: {row}"
+    );
+    for t in &turns[1..] {
+        assert_eq!(
+            num(t, "cached_tokens"),
+            num(t, "predicted_cached_tokens"),
+            "{t}"
+        );
+    }
+    let replay = row["session"]["replay"].as_str().unwrap_or_default();
+    assert!(
+        replay.starts_with("sessions:") && replay.ends_with("at time scale 4"),
+        "{replay}"
+    );
+}
+
+#[test]
+fn sharegpt_conversations_replay_as_sessions_arriving_at_a_rate() {
+    let sim = sim(200_000, 200_000);
+    let dir = out_dir("sessions-sharegpt");
+    let d = dir.to_str().unwrap_or_default();
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/workloads/sharegpt.json"
+    );
+    let workload = format!("sharegpt:{file}");
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--workload",
+        &workload,
+        "--session-rate",
+        "40",
+        "--duration",
+        "1s",
+        "--system-prompt-len",
+        "64",
+        "--max-output",
+        "16",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let row = rows
+        .iter()
+        .find(|r| r["phase"] == "session")
+        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    assert_eq!(row["session_rate"], 40.0, "{row}");
+    let sessions = row["session"]["sessions"].as_u64().unwrap_or(0);
+    // Poisson at 40/s over 1 s, at most the file's 21 answered conversations.
+    assert!((10..=21).contains(&sessions), "{row}");
+    assert!(
+        matches!(row["status"].as_str(), Some("valid" | "requests_queued")),
+        "{row}"
+    );
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row}");
+    assert!(
+        row["turns_completed"].as_u64().unwrap_or(0) >= sessions,
+        "{row}"
+    );
+}

@@ -30,6 +30,7 @@ pub(crate) mod rate_cell;
 pub(crate) mod run;
 pub(crate) mod section;
 pub(crate) mod session_cell;
+pub(crate) mod session_replay;
 pub(crate) mod session_section;
 pub(crate) mod session_turns;
 pub(crate) mod shard;

@@ -65,13 +65,13 @@ fn sample_queue(
 }
 
 /// The server's cumulative cached-prompt-token counter, where it has one.
-async fn cached_counter(engine: &Engine) -> Option<f64> {
+pub(crate) async fn cached_counter(engine: &Engine) -> Option<f64> {
     engine.gauges().await.ok()?.cached_prompt_tokens_total
 }
 
 /// Empties the server's cache before the cell where asked: `Some(true)` flushed,
 /// `Some(false)` asked but the engine has no endpoint, `None` not asked.
-async fn flush(m: &MatrixRun<'_>, asked: bool) -> Result<Option<bool>, CellFailure> {
+pub(crate) async fn flush(m: &MatrixRun<'_>, asked: bool) -> Result<Option<bool>, CellFailure> {
     if !asked {
         return Ok(None);
     }
@@ -143,7 +143,7 @@ async fn warm_ups(
 
 /// Runs the sessions' tasks until they end or `limit` cuts them; with the highest queue gauge
 /// read meanwhile.
-async fn run_window(
+pub(crate) async fn run_window(
     m: &MatrixRun<'_>,
     jobs: Vec<SessionJob>,
     limit: Instant,
@@ -185,6 +185,7 @@ fn turn_specs(m: &MatrixRun<'_>, st: &SessionSettings, i: u32, key: u64) -> Vec<
     let mut rng = SplitMix64::new(seed ^ key.rotate_left(17) ^ u64::from(i).rotate_left(40));
     (0..st.turns.unwrap_or(MAX_WINDOW_TURNS))
         .map(|_| TurnSpec {
+            text: None,
             input: st.turn_input.sample(&mut rng).max(1),
             output: st.turn_output,
             think_s: st.think_time.draw(rng.unit()),
@@ -201,6 +202,8 @@ struct JobParts {
     /// The warm-up's answer and its tokens, where it was sent already.
     answer: (String, u64),
     window_end: Option<Instant>,
+    /// The conversation is the first measured turn (a replay's opening).
+    first_as_is: bool,
 }
 
 fn job(
@@ -221,6 +224,7 @@ fn job(
         answer: p.answer.0,
         answer_tokens: p.answer.1,
         specs,
+        first_as_is: p.first_as_is,
         block: sx.block,
         text: sx.text,
         window_end: p.window_end,
@@ -259,6 +263,7 @@ async fn closed_loop(
             warm_output: None,
             answer: (w.answer.clone().unwrap_or_default(), answer_tokens(&w)),
             window_end: Some(window_end),
+            first_as_is: false,
             conv,
         };
         sent.push(Sent {
@@ -326,6 +331,7 @@ async fn open_loop(
                 warm_output: Some(sx.settings.turn_output),
                 answer: (String::new(), 0),
                 window_end: None,
+                first_as_is: false,
                 conv,
             };
             job(m, sx, parts, specs, (origin, &cut, in_flight))
@@ -367,6 +373,41 @@ pub(crate) async fn session_cell(
     if m.cancel.is_cancelled() {
         return llmib_core::interrupted_result(cell);
     }
+    let ran = Ran {
+        sent,
+        max_waiting,
+        sessions: n,
+        flushed,
+        before,
+    };
+    finish_cell(m, sx, cell, ran).await
+}
+
+/// What a session cell's sessions did, for its row.
+pub(crate) struct Ran {
+    pub sent: Vec<Sent>,
+    pub max_waiting: Option<f64>,
+    pub sessions: u32,
+    pub flushed: Option<bool>,
+    /// The server's cached-token counter before the turns.
+    pub before: Option<f64>,
+}
+
+/// The row of a session cell from what its sessions did: tokens counted, records saved (and
+/// their errors reported), judged by `llmib_core::session_result`.
+pub(crate) async fn finish_cell(
+    m: &MatrixRun<'_>,
+    sx: &SessionContext<'_>,
+    cell: &PlannedCell,
+    ran: Ran,
+) -> CellResult {
+    let Ran {
+        sent,
+        max_waiting,
+        sessions: n,
+        flushed,
+        before,
+    } = ran;
     let after = cached_counter(&m.engine).await;
     m.progress.event(ProgressEvent::Phase(Stage::Counting));
     let mut measured: Vec<Measured> = Vec::with_capacity(sent.len());

@@ -217,6 +217,19 @@ pub(crate) async fn run_session_sections(
         .or_else(|| m.engine.cache_block_tokens())
         .unwrap_or(1);
     let contexts: Vec<&PlannedContext> = m.plan.contexts.iter().filter(|c| c.decode).collect();
+    if let Some(spec) = &st.replay {
+        let sx = SessionContext {
+            settings: st,
+            systems: &systems,
+            block,
+            // A replay has no one context: the first context's prefill rate splits its TTFTs.
+            prefill_tok_per_s: contexts
+                .first()
+                .and_then(|c| prefill_rate(&prior, c.tokens)),
+            text: builder.text_maker(),
+        };
+        return crate::cells::session_replay::run_replays(m, builder, &sx, spec, end, &stop).await;
+    }
     let rates = st.session_rates.as_ref().map_or(0, Vec::len);
     let total = contexts.len() * (st.sessions.len() + rates);
     let mut index = 0;

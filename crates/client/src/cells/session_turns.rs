@@ -19,10 +19,12 @@ use tokio_util::sync::CancellationToken;
 pub(crate) const SESSION_STREAMS: u32 = 3_000_000;
 
 /// One measured turn as planned: its new message, its output and the pause before it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct TurnSpec {
     /// Tokens of the new message (about).
     pub input: u64,
+    /// The new message's recorded text (a ShareGPT replay), instead of a filler.
+    pub text: Option<std::sync::Arc<str>>,
     /// Output tokens asked for.
     pub output: u32,
     /// Seconds between the last turn's end and this turn's send.
@@ -45,6 +47,9 @@ pub(crate) struct SessionJob {
     pub answer_tokens: u64,
     /// The measured turns.
     pub specs: Vec<TurnSpec>,
+    /// The conversation as built is the first measured turn's prompt (a replay's opening,
+    /// sent cold as recorded), not a history to append to.
+    pub first_as_is: bool,
     pub block: u64,
     pub text: TextMaker,
     /// No turn starts after this (a closed loop's window).
@@ -157,25 +162,34 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
             break;
         }
         tokio::time::sleep(think).await;
-        let user = j.text.text(
-            spec.input,
-            u64::from(k),
-            SESSION_STREAMS + j.session,
-            "turn-",
-        );
-        j.conv.push_turn(&j.answer, &user);
-        // Counting failed (the server went away), or the conversation reached the model's
-        // context length: the turns so far stand.
-        if j.conv.count(&j.engine).await.is_err()
-            || j.max_prompt.is_some_and(|max| j.conv.tokens > max)
-        {
-            break;
+        let opening = j.first_as_is && i == 0;
+        if !opening {
+            let user = match &spec.text {
+                Some(t) => t.to_string(),
+                None => j.text.text(
+                    spec.input,
+                    u64::from(k),
+                    SESSION_STREAMS + j.session,
+                    "turn-",
+                ),
+            };
+            j.conv.push_turn(&j.answer, &user);
+            // Counting failed (the server went away), or the conversation reached the model's
+            // context length: the turns so far stand.
+            if j.conv.count(&j.engine).await.is_err()
+                || j.max_prompt.is_some_and(|max| j.conv.tokens > max)
+            {
+                break;
+            }
         }
-        let predicted = predicted_cached_prefix(
-            turn_shared_prefix(prev_prompt, prev_answer),
-            j.conv.tokens,
-            j.block,
-        );
+        // A replay's opening shares nothing of its own session yet (its group's system prompt
+        // may be served, which this prediction leaves out).
+        let predicted = if opening {
+            0
+        } else {
+            let shared = turn_shared_prefix(prev_prompt, prev_answer);
+            predicted_cached_prefix(shared, j.conv.tokens, j.block)
+        };
         let sent = send_turn(
             &j.engine,
             &j.model,

@@ -9,7 +9,9 @@
 
 use crate::prompts::prompt::{PromptBuilder, PromptError};
 use crate::server::engine::{Engine, PromptInput};
+use llmib_core::{SessionReplay, TurnInput, WorkloadError, WorkloadKind, WorkloadSpec};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 /// How many times the history's first message is resized to hit C exactly.
 const FIT_TRIES: usize = 4;
@@ -146,4 +148,67 @@ pub(crate) async fn history(
             .ok_or_else(short)?;
     }
     Err(PromptError::Inexact { context, closest })
+}
+
+/// A replayed session's first prompt: `system`, then its first message: a filler sized so that
+/// the whole prompt is exactly `n` tokens (a trace), or the recorded text as it is (ShareGPT),
+/// counted by the server.
+pub(crate) async fn opening(
+    builder: &mut PromptBuilder,
+    engine: &Engine,
+    chat: bool,
+    system: &str,
+    system_hint: u64,
+    input: &TurnInput,
+    stream: u32,
+) -> Result<Conversation, PromptError> {
+    match input {
+        TurnInput::Tokens(n) => {
+            history(builder, engine, chat, system, system_hint, *n, stream).await
+        }
+        TurnInput::Text(t) => {
+            let mut c = Conversation::new(chat, system, t);
+            c.count(engine).await?;
+            Ok(c)
+        }
+    }
+}
+
+/// Reads a replay's file: a session trace, or ShareGPT's conversations with each recorded
+/// reply counted by the server's tokenizer (each distinct text once; the core's parser is
+/// synchronous, so the file is parsed once to collect the texts and again with their counts).
+pub(crate) async fn load_replay(
+    engine: &Engine,
+    spec: &WorkloadSpec,
+) -> Result<SessionReplay, WorkloadError> {
+    let file = spec.path.display().to_string();
+    let text = std::fs::read_to_string(&spec.path).map_err(|e| WorkloadError::Read {
+        file: file.clone(),
+        error: e.to_string(),
+    })?;
+    if spec.kind == WorkloadKind::Sessions {
+        return llmib_core::parse_session_trace(&file, &text);
+    }
+    let texts = std::cell::RefCell::new(Vec::new());
+    llmib_core::parse_sharegpt_sessions(&file, &text, &|t| {
+        texts.borrow_mut().push(t.to_string());
+        1
+    })?;
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for t in texts.into_inner() {
+        if counts.contains_key(&t) {
+            continue;
+        }
+        let ids = engine
+            .tokenize(&t, false)
+            .await
+            .map_err(|e| WorkloadError::Read {
+                file: file.clone(),
+                error: format!(
+                    "counting its replies needs the server's tokenizer, which failed: {e}"
+                ),
+            })?;
+        counts.insert(t, ids.len() as u64);
+    }
+    llmib_core::parse_sharegpt_sessions(&file, &text, &|t| counts.get(t).copied().unwrap_or(0))
 }

@@ -165,4 +165,7 @@ pub struct SessionFigures {
     pub working_set_tokens: u64,
     /// Output tokens of the measured turns.
     pub output_tokens: u64,
+    /// A replay's file and time scale (`sessions:FILE at time scale 1`), where the cell is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }

@@ -286,6 +286,7 @@ fn fill_figures(
             cache_note: note,
             working_set_tokens: ws,
             output_tokens: output,
+            replay: None,
         })),
     };
 }

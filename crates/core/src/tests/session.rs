@@ -375,3 +375,67 @@ fn a_session_capacity_row_names_the_count_and_keeps_every_point() {
         Some("no number of sessions meets the SLO")
     );
 }
+
+#[test]
+fn a_session_trace_reads_sessions_turn_by_turn_with_their_groups_and_delays() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/workloads/sessions.jsonl"
+    ))
+    .expect("the sample trace");
+    let r = parse_session_trace("sessions.jsonl", &text).expect("a trace");
+    let ids: Vec<&str> = r.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec!["a1", "b1", "a2", "c1", "b2"], "by start");
+    assert_eq!(r.turns(), 16);
+    assert_eq!(r.sessions[0].group.as_deref(), Some("coder"));
+    assert_eq!(r.sessions[3].group, None);
+    assert_eq!(r.sessions[0].turns[0].input, TurnInput::Tokens(1200));
+    assert_eq!(r.sessions[0].turns[1].output_tokens, 24);
+    assert_eq!(r.starts_s(2.0), vec![0.0, 0.025, 0.05, 0.1, 0.15]);
+    // A think time is the later turn's delay.
+    assert_eq!(r.sessions[0].turns[2].delay_s, 0.02);
+}
+
+#[test]
+fn a_bad_session_trace_names_the_line() {
+    let skip = "{\"session\":\"s\",\"turn\":1,\"input_tokens\":10,\"output_tokens\":2}\n{\"session\":\"s\",\"turn\":3,\"input_tokens\":10,\"output_tokens\":2}\n";
+    let e = parse_session_trace("t.jsonl", skip)
+        .expect_err("a gap")
+        .to_string();
+    assert!(
+        e.starts_with("t.jsonl:2: session s: turn 3 follows turn 1"),
+        "{e}"
+    );
+    let late = "{\"session\":\"s\",\"turn\":2,\"input_tokens\":10,\"output_tokens\":2}\n";
+    let e = parse_session_trace("t.jsonl", late)
+        .expect_err("no turn 1")
+        .to_string();
+    assert!(e.contains("t.jsonl:1: session s starts at turn 2"), "{e}");
+    let zero = "{\"session\":1,\"turn\":1,\"input_tokens\":0,\"output_tokens\":2}\n";
+    assert!(parse_session_trace("t.jsonl", zero).is_err());
+    let junk = "\n{\"session\":1}\n";
+    let e = parse_session_trace("t.jsonl", junk)
+        .expect_err("junk")
+        .to_string();
+    assert!(e.starts_with("t.jsonl:2: not a session trace row"), "{e}");
+    assert!(parse_session_trace("t.jsonl", "\n").is_err(), "empty");
+}
+
+#[test]
+fn multi_turn_sharegpt_sends_every_human_turn_asking_the_recorded_replys_length() {
+    let text = r#"[
+      {"conversations": [{"from": "human", "value": "one two three"}, {"from": "gpt", "value": "a b"},
+                         {"from": "human", "value": "four"}, {"from": "gpt", "value": "c d e f"}]},
+      {"conversations": [{"from": "gpt", "value": "speaks first"}]},
+      {"conversations": [{"from": "user", "value": "hi"}, {"from": "assistant", "value": "x"}]}
+    ]"#;
+    let words = |t: &str| t.split_whitespace().count() as u64;
+    let r = parse_sharegpt_sessions("s.json", text, &words).expect("sessions");
+    assert_eq!(r.sessions.len(), 2);
+    assert_eq!(r.skipped, 1);
+    let t = &r.sessions[0].turns;
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].input, TurnInput::Text("one two three".into()));
+    assert_eq!((t[0].output_tokens, t[1].output_tokens), (2, 4));
+    assert_eq!(t[1].input, TurnInput::Text("four".into()));
+}

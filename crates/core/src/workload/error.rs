@@ -7,7 +7,7 @@
 pub enum WorkloadError {
     /// Not `kind:PATH` with a known kind.
     #[error(
-        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE or azure:FILE (formats: sharegpt, mooncake, azure)"
+        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE, azure:FILE or sessions:FILE (formats: sharegpt, mooncake, azure, sessions)"
     )]
     UnknownKind(String),
     /// The file could not be read.
@@ -41,6 +41,14 @@ pub enum WorkloadError {
         at_s: f64,
         /// The previous row's, seconds from the first row.
         prev_s: f64,
+    },
+    /// A session trace given where requests stand alone.
+    #[error(
+        "{file}: a session trace replays as sessions, not as open load: drop --request-rate and --find-capacity"
+    )]
+    SessionsOnly {
+        /// The file.
+        file: String,
     },
     /// No request in the file.
     #[error("{file}: holds no request ({skipped} entries skipped): check the file and its format")]

@@ -82,6 +82,7 @@ pub(crate) fn measured(ctx: u64, s: u32, tok_s: f64, ttft: f64, hit: Option<f64>
             server_cached_tokens: None,
             cache_note: None,
             working_set_tokens: 200_000,
+            replay: None,
             output_tokens: 3_000,
         })),
         // Columns core adds later are written as null, as on a bare row.

@@ -1,0 +1,270 @@
+//! A replay of recorded sessions (docs/sessions.md, "Replays"): a session trace's
+//! conversations at their recorded starts and pauses (`--time-scale K` divides both), or
+//! ShareGPT's conversations arriving at `--session-rate`. Every session's opening prompt is
+//! built (a trace's to its exact length, ShareGPT's from its recorded text) and sent cold as
+//! its first measured turn; each later turn appends the model's own answer and the recorded
+//! (or a filler) message. One cell per replay (per rate for ShareGPT); the row is
+//! `llmib_core::session_result`'s like any session cell's.
+
+use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
+use crate::cells::inputs::CellFailure;
+use crate::cells::outlet::save;
+use crate::cells::session_cell::{
+    Ran, SessionContext, cached_counter, finish_cell, flush, run_window,
+};
+use crate::cells::session_turns::{SESSION_STREAMS, SessionJob, TurnSpec};
+use crate::progress::events::{ProgressEvent, Stage};
+use crate::prompts::conversation::{Conversation, load_replay, opening};
+use crate::prompts::prompt::PromptBuilder;
+use llmib_core::{
+    CellKey, CellResult, CellStatus, Phase, PlannedCell, SessionReplay, TurnInput, WorkloadSpec,
+    bare_result, failed_result, fnv1a, now_rfc3339, rate_mrps,
+};
+use std::sync::Arc;
+use tokio::time::{Duration, Instant};
+
+/// Most sessions one replay cell may hold.
+const MAX_REPLAY_SESSIONS: usize = 4096;
+
+/// The system prompt of a replayed session: its group's (shared by the group), else its own;
+/// at most half its opening, so that its first message keeps room.
+fn system_of(sx: &SessionContext<'_>, replay: &SessionReplay, i: usize) -> (String, u64) {
+    let s = &replay.sessions[i];
+    let shortest = replay
+        .sessions
+        .iter()
+        .filter_map(|s| match s.turns.first().map(|t| &t.input) {
+            Some(TurnInput::Tokens(n)) => Some(*n),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(u64::MAX);
+    let tokens = sx.settings.system_prompt_tokens.min(shortest / 2).max(1);
+    let key = match &s.group {
+        Some(g) => fnv1a(format!("group {g}").as_bytes()),
+        None => fnv1a(format!("session {i} {}", s.id).as_bytes()),
+    };
+    let index = SESSION_STREAMS - 1_000 - (key % 1_000_000) as u32;
+    (sx.text.text(tokens, key, index, "system-"), tokens)
+}
+
+/// Every session's opening prompt, built and counted.
+async fn openings(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    sx: &SessionContext<'_>,
+    replay: &SessionReplay,
+) -> Result<Vec<Conversation>, CellFailure> {
+    m.progress.event(ProgressEvent::Phase(Stage::Prompts));
+    if replay.sessions.len() > MAX_REPLAY_SESSIONS {
+        return Err(CellFailure::schedule(format!(
+            "the replay has {} sessions, more than one cell holds ({MAX_REPLAY_SESSIONS}): cut the file",
+            replay.sessions.len()
+        )));
+    }
+    let chat = m.engine.api() == llmib_core::Api::Chat;
+    let mut out = Vec::with_capacity(replay.sessions.len());
+    for (i, s) in replay.sessions.iter().enumerate() {
+        let Some(first) = s.turns.first() else {
+            continue;
+        };
+        let (system, hint) = system_of(sx, replay, i);
+        let stream = SESSION_STREAMS + i as u32;
+        let c = opening(
+            builder,
+            &m.engine,
+            chat,
+            &system,
+            hint,
+            &first.input,
+            stream,
+        )
+        .await
+        .map_err(|e| CellFailure::from(&e))?;
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// The turns of session `i` as the task sends them: the opening first (its start is the
+/// job's), then each recorded turn after its pause, both divided by the time scale.
+fn specs(replay: &SessionReplay, i: usize, k: f64) -> Vec<TurnSpec> {
+    replay.sessions[i]
+        .turns
+        .iter()
+        .enumerate()
+        .map(|(t, turn)| {
+            let (input, text) = match &turn.input {
+                TurnInput::Tokens(n) => (*n, None),
+                TurnInput::Text(s) => (0, Some(Arc::from(s.as_str()))),
+            };
+            TurnSpec {
+                input,
+                text,
+                output: turn.output_tokens,
+                think_s: if t == 0 { 0.0 } else { turn.delay_s / k },
+            }
+        })
+        .collect()
+}
+
+/// Measures one replay cell: sessions start at `starts_s` (seconds after the cell's origin).
+pub(crate) async fn replay_cell(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    sx: &SessionContext<'_>,
+    cell: &PlannedCell,
+    replay: &SessionReplay,
+    starts_s: &[f64],
+) -> CellResult {
+    let flushed = match flush(m, sx.settings.flush_cache).await {
+        Ok(f) => f,
+        Err(e) => return e.row(cell),
+    };
+    let convs = match openings(m, builder, sx, replay).await {
+        Ok(c) => c,
+        Err(e) => return e.row(cell),
+    };
+    let before = cached_counter(&m.engine).await;
+    let origin = Instant::now();
+    let cut = m.cancel.child_token();
+    let k = sx.settings.time_scale;
+    let n = convs.len() as u32;
+    let max_prompt = m.plan.context_length;
+    let jobs: Vec<SessionJob> = convs
+        .into_iter()
+        .enumerate()
+        .map(|(i, conv)| SessionJob {
+            engine: m.engine.clone(),
+            model: m.model.clone(),
+            session: i as u32,
+            start: Duration::from_secs_f64(starts_s.get(i).copied().unwrap_or(0.0).max(0.0)),
+            warm_output: None,
+            answer: String::new(),
+            answer_tokens: 0,
+            specs: specs(replay, i, k),
+            first_as_is: true,
+            block: sx.block,
+            text: sx.text,
+            window_end: None,
+            origin,
+            cancel: cut.clone(),
+            limits: m.limits(conv.tokens, n),
+            max_prompt,
+            conv,
+        })
+        .collect();
+    let last = starts_s.iter().copied().fold(0.0, f64::max);
+    let d = m.plan.settings.duration_s;
+    let limit = origin + Duration::from_secs_f64(last + d.max(120.0) * 4.0);
+    let (sent, max_waiting) = run_window(m, jobs, limit, &cut).await;
+    if m.cancel.is_cancelled() {
+        return llmib_core::interrupted_result(cell);
+    }
+    let ran = Ran {
+        sent,
+        max_waiting,
+        sessions: n,
+        flushed,
+        before,
+    };
+    finish_cell(m, sx, cell, ran).await
+}
+
+/// The replay's cells: one for a session trace (sessions at their recorded starts), one per
+/// `--session-rate` for ShareGPT (conversations arriving on a Poisson schedule, in file order).
+/// Each row is saved as soon as it is known; a file that cannot be read fails its cells.
+pub(crate) async fn run_replays(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    sx: &SessionContext<'_>,
+    spec: &str,
+    end: &mut MatrixEnd,
+    stop: &impl Fn() -> MatrixEnd,
+) -> Result<(), DriverError> {
+    let st = sx.settings;
+    let parsed: Result<WorkloadSpec, _> = spec.parse();
+    let label = parsed.as_ref().map_or_else(
+        |_| spec.to_string(),
+        |w| {
+            w.path
+                .file_name()
+                .map_or(spec.to_string(), |f| f.to_string_lossy().into_owned())
+        },
+    );
+    let cells: Vec<PlannedCell> = match st.session_rates.as_deref() {
+        Some(rates) => rates.iter().map(|r| replay_planned(&label, *r)).collect(),
+        None => vec![replay_planned(&label, 0.0)],
+    };
+    let loaded = match parsed {
+        Ok(w) => load_replay(&m.engine, &w).await.map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    for (index, cell) in cells.iter().enumerate() {
+        if m.done.contains(&cell.key) {
+            continue;
+        }
+        if *end == MatrixEnd::Completed {
+            *end = stop();
+        }
+        let row = match (&loaded, *end == MatrixEnd::Completed) {
+            (_, false) => bare_result(cell, CellStatus::NotRun, Some(end.not_run_reason())),
+            (Err(why), true) => failed_result(cell, "workload", why.clone()),
+            (Ok(replay), true) => {
+                m.progress.event(ProgressEvent::CellStarted {
+                    index,
+                    total: cells.len(),
+                    cell: cell.clone(),
+                });
+                let starts = match cell.key.request_rate() {
+                    Some(rate) => arrivals_s(m, cell, rate, replay.sessions.len()),
+                    None => replay.starts_s(st.time_scale),
+                };
+                let started = now_rfc3339();
+                let mut row = replay_cell(m, builder, sx, cell, replay, &starts).await;
+                row.started_at = Some(started);
+                row.finished_at = Some(now_rfc3339());
+                row.session.session = row.session.session.take().map(|mut f| {
+                    f.replay = Some(format!("{spec} at time scale {}", st.time_scale));
+                    f
+                });
+                row
+            }
+        };
+        save(m, row)?;
+    }
+    Ok(())
+}
+
+/// The planned cell of a replay (at `rate` sessions per second for ShareGPT; 0: a trace's
+/// own starts).
+fn replay_planned(label: &str, rate: f64) -> PlannedCell {
+    PlannedCell {
+        key: CellKey {
+            phase: Phase::Session,
+            context_tokens: 0,
+            concurrency: 0,
+            rate_mrps: if rate > 0.0 { rate_mrps(rate) } else { 0 },
+        },
+        label: label.to_string(),
+        over_capacity: false,
+    }
+}
+
+/// Poisson arrivals at `rate` over the window for ShareGPT's conversations, at most `n` of
+/// them, seconds after the cell's origin.
+fn arrivals_s(m: &MatrixRun<'_>, cell: &PlannedCell, rate: f64, n: usize) -> Vec<f64> {
+    let st = &m.plan.settings;
+    let seed = st.request.seed.unwrap_or(st.prompt_seed) ^ cell.key.rate_mrps ^ 0x5e55_0001;
+    llmib_core::schedule(
+        llmib_core::ArrivalPattern::Poisson,
+        rate,
+        st.duration_s,
+        seed,
+    )
+    .unwrap_or_default()
+    .into_iter()
+    .take(n)
+    .map(|ns| ns as f64 / 1e9)
+    .collect()
+}
