@@ -78,7 +78,9 @@ impl RunArgs {
         }
         if self.shard.is_some() {
             // Each shard would run every session cell whole, at its own time: not one cell.
-            bail!("session cells are not split across shards yet: run the sessions from one client (drop --shard)");
+            bail!(
+                "session cells are not split across shards yet: run the sessions from one client (drop --shard)"
+            );
         }
         let levels = a.sessions.as_ref().map(|l| l.0.clone()).unwrap_or_default();
         if a.sessions.is_some() && levels.is_empty() {

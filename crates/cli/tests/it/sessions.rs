@@ -446,3 +446,68 @@ fn sharegpt_conversations_replay_as_sessions_arriving_at_a_rate() {
         "{row}"
     );
 }
+
+#[test]
+fn resume_measures_the_session_cells_a_stopped_run_left() {
+    let sim = sim(200_000, 200_000);
+    let dir = out_dir("sessions-resume");
+    let d = dir.to_str().unwrap_or_default().to_string();
+    let args = |budget: &'static str| {
+        let mut a = vec![
+            "run",
+            "--url",
+            &sim.url,
+            "--api",
+            "chat",
+            "--contexts",
+            "1K",
+            "--sessions",
+            "1,2",
+            "--turns",
+            "2",
+            "--turn-input-len",
+            "64",
+            "--turn-output-len",
+            "16",
+            "--system-prompt-len",
+            "128",
+            "--max-output",
+            "16",
+            "--max-time",
+            budget,
+            "--format",
+            "none",
+        ];
+        a.extend(if budget == "1ms" {
+            ["--output", d.as_str()]
+        } else {
+            ["--resume", d.as_str()]
+        });
+        a
+    };
+    let o = run_bin(&args("1ms"));
+    let first = cells(&dir);
+    let not_run = |rows: &[Value]| {
+        rows.iter()
+            .filter(|r| r["phase"] == "session" && r["status"] == "not_run")
+            .count()
+    };
+    assert_eq!(not_run(&first), 2, "{}\n{first:?}", text(&o));
+    let o = run_bin(&args("10m"));
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let measured: Vec<u64> = rows[first.len()..]
+        .iter()
+        .filter(|r| r["phase"] == "session" && r["status"] != "not_run")
+        .filter_map(|r| r["turns_completed"].as_u64())
+        .collect();
+    assert_eq!(measured, vec![2, 4], "{rows:?}");
+    // Resumed again, nothing is left to measure.
+    let o = run_bin(&args("10m"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        cells(&dir).len(),
+        rows.len(),
+        "no session cell measured twice"
+    );
+}
