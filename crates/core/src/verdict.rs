@@ -268,6 +268,36 @@ fn tally_mismatch(errors: &mut ErrorTally, pc: &PromptCheck) {
     });
 }
 
+/// [`prompt_check`] of requests each built to a length of its own: `pairs` holds each
+/// request's built tokens and its record; the check's `expected` is `mean` (the mean built
+/// length), and its largest difference is each request's own.
+pub(crate) fn prompt_check_pairs<'a>(
+    mean: u64,
+    tolerance: u64,
+    pairs: impl Iterator<Item = (u64, &'a RequestRecord)>,
+) -> PromptCheck {
+    let mut pc = PromptCheck {
+        expected: mean,
+        ..Default::default()
+    };
+    for (built, r) in pairs {
+        let Some(n) = r.prompt_tokens_reported else {
+            continue;
+        };
+        let one = prompt_check(built, tolerance, std::slice::from_ref(r));
+        pc.checked += 1;
+        pc.mismatched += one.mismatched;
+        pc.reported_min = Some(pc.reported_min.map_or(n, |m| m.min(n)));
+        pc.reported_max = Some(pc.reported_max.map_or(n, |m| m.max(n)));
+        if let Some(d) = one.max_diff
+            && pc.max_diff.is_none_or(|m| d.abs() > m.abs())
+        {
+            pc.max_diff = Some(d);
+        }
+    }
+    pc
+}
+
 /// A row with its status and reason and no figures (Over capacity, Not run, a failure before
 /// any figure).
 pub fn bare_result(cell: &PlannedCell, status: CellStatus, reason: Option<String>) -> CellResult {

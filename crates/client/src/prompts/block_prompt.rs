@@ -195,8 +195,19 @@ pub async fn load_workload(
         texts.borrow_mut().push(t.to_string());
         1
     })?;
+    let counts = count_texts(engine, &file, texts.into_inner()).await?;
+    Workload::parse(spec, &text, &|t| counts.get(t).copied().unwrap_or(0))
+}
+
+/// The server's token count of each distinct text of a workload file `file` (its turns or
+/// replies), for a parser that is synchronous while the tokenizer is a server call.
+pub(crate) async fn count_texts(
+    engine: &Engine,
+    file: &str,
+    texts: Vec<String>,
+) -> Result<HashMap<String, u64>, WorkloadError> {
     let mut counts: HashMap<String, u64> = HashMap::new();
-    for t in texts.into_inner() {
+    for t in texts {
         if counts.contains_key(&t) {
             continue;
         }
@@ -204,7 +215,7 @@ pub async fn load_workload(
             .tokenize(&t, false)
             .await
             .map_err(|e| WorkloadError::Read {
-                file: file.clone(),
+                file: file.to_string(),
                 error: format!(
                     "counting its turns needs the server's tokenizer, which failed: {e}"
                 ),
@@ -212,5 +223,5 @@ pub async fn load_workload(
             .len() as u64;
         counts.insert(t, n);
     }
-    Workload::parse(spec, &text, &|t| counts.get(t).copied().unwrap_or(0))
+    Ok(counts)
 }

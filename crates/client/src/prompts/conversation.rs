@@ -11,7 +11,6 @@ use crate::prompts::prompt::{PromptBuilder, PromptError};
 use crate::server::engine::{Engine, PromptInput};
 use llmib_core::{SessionReplay, TurnInput, WorkloadError, WorkloadKind, WorkloadSpec};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 
 /// How many times the history's first message is resized to hit C exactly.
 const FIT_TRIES: usize = 4;
@@ -194,21 +193,7 @@ pub(crate) async fn load_replay(
         texts.borrow_mut().push(t.to_string());
         1
     })?;
-    let mut counts: HashMap<String, u64> = HashMap::new();
-    for t in texts.into_inner() {
-        if counts.contains_key(&t) {
-            continue;
-        }
-        let ids = engine
-            .tokenize(&t, false)
-            .await
-            .map_err(|e| WorkloadError::Read {
-                file: file.clone(),
-                error: format!(
-                    "counting its replies needs the server's tokenizer, which failed: {e}"
-                ),
-            })?;
-        counts.insert(t, ids.len() as u64);
-    }
+    let counts =
+        crate::prompts::block_prompt::count_texts(engine, &file, texts.into_inner()).await?;
     llmib_core::parse_sharegpt_sessions(&file, &text, &|t| counts.get(t).copied().unwrap_or(0))
 }

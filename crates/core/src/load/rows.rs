@@ -279,28 +279,10 @@ fn prompt_check_each(
     tolerance: u64,
     records: &[RequestRecord],
 ) -> crate::cell::PromptCheck {
-    let mut pc = crate::cell::PromptCheck {
-        expected: (expected.iter().map(|x| *x as f64).sum::<f64>() / expected.len().max(1) as f64)
-            .round() as u64,
-        ..Default::default()
-    };
-    for r in records {
-        let Some(n) = r.prompt_tokens_reported else {
-            continue;
-        };
-        let built = expected.get(r.stream as usize).copied().unwrap_or(0);
-        let one = prompt_check(built, tolerance, std::slice::from_ref(r));
-        pc.checked += 1;
-        pc.mismatched += one.mismatched;
-        pc.reported_min = Some(pc.reported_min.map_or(n, |m| m.min(n)));
-        pc.reported_max = Some(pc.reported_max.map_or(n, |m| m.max(n)));
-        if let Some(d) = one.max_diff
-            && pc.max_diff.is_none_or(|m| d.abs() > m.abs())
-        {
-            pc.max_diff = Some(d);
-        }
-    }
-    pc
+    let mean = (expected.iter().map(|x| *x as f64).sum::<f64>() / expected.len().max(1) as f64)
+        .round() as u64;
+    let built = |r: &RequestRecord| expected.get(r.stream as usize).copied().unwrap_or(0);
+    crate::verdict::prompt_check_pairs(mean, tolerance, records.iter().map(|r| (built(r), r)))
 }
 
 /// A decode cell judged against the SLO: the requests that ended inside the window, finished

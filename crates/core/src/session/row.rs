@@ -11,7 +11,7 @@ use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
 use crate::slo::{RequestSample, Slo};
 use crate::stats::Summary;
-use crate::verdict::{ErrorTally, bare_result, prompt_check};
+use crate::verdict::{ErrorTally, bare_result};
 use serde::{Deserialize, Serialize};
 
 /// One turn as the client sent it.
@@ -312,24 +312,7 @@ fn span_s(records: &[RequestRecord]) -> Option<f64> {
 /// Every turn (warm-ups too) checked against its own built length.
 fn turn_prompt_check(turns: &[TurnRecord], tolerance: u64) -> PromptCheck {
     let n = turns.len().max(1) as f64;
-    let mut pc = PromptCheck {
-        expected: (turns.iter().map(|t| t.prompt_tokens as f64).sum::<f64>() / n).round() as u64,
-        ..Default::default()
-    };
-    for t in turns {
-        let Some(n) = t.record.prompt_tokens_reported else {
-            continue;
-        };
-        let one = prompt_check(t.prompt_tokens, tolerance, std::slice::from_ref(&t.record));
-        pc.checked += 1;
-        pc.mismatched += one.mismatched;
-        pc.reported_min = Some(pc.reported_min.map_or(n, |m| m.min(n)));
-        pc.reported_max = Some(pc.reported_max.map_or(n, |m| m.max(n)));
-        if let Some(d) = one.max_diff
-            && pc.max_diff.is_none_or(|m| d.abs() > m.abs())
-        {
-            pc.max_diff = Some(d);
-        }
-    }
-    pc
+    let mean = (turns.iter().map(|t| t.prompt_tokens as f64).sum::<f64>() / n).round() as u64;
+    let pairs = turns.iter().map(|t| (t.prompt_tokens, &t.record));
+    crate::verdict::prompt_check_pairs(mean, tolerance, pairs)
 }
