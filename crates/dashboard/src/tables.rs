@@ -1,5 +1,6 @@
 //! The two tables of the dashboard as they fill in: the prefill row per context and the decode
-//! matrix (context × concurrency), each cell its figure or its status in as much room as the
+//! matrix (context × concurrency; for a run of sessions alone, the session matrix: history
+//! depth × concurrent sessions), each cell its figure or its status in as much room as the
 //! terminal gives, with a legend for the short forms.
 
 use super::style::dim;
@@ -31,6 +32,21 @@ fn concurrencies(d: &Dashboard) -> Vec<u32> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Which closed-loop cells the matrix shows: the decode cells, or where the run has none, its
+/// session cells (history depth × concurrent sessions), with the columns' letter.
+fn matrix_axis(d: &Dashboard) -> (Phase, Vec<u32>, &'static str) {
+    let ns = concurrencies(d);
+    match &d.plan.settings.sessions {
+        Some(s) if ns.is_empty() && !s.sessions.is_empty() => {
+            let mut v = s.sessions.clone();
+            v.sort_unstable();
+            v.dedup();
+            (Phase::Session, v, "S")
+        }
+        _ => (Phase::Decode, ns, "N"),
+    }
 }
 
 fn status_style(s: CellStatus) -> Style {
@@ -188,7 +204,7 @@ fn matrix_cell(r: &CellResult, room: usize, inline: bool, legend: &mut Legend) -
 /// inline when the column is wide enough), or its status in a word; under it, a legend of what
 /// a narrow column shortened.
 pub(crate) fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
-    let ns = concurrencies(d);
+    let (phase, ns, letter) = matrix_axis(d);
     let label_w = 6usize;
     let col = ((width as usize).saturating_sub(label_w + 1) / ns.len().max(1)).clamp(7, 26);
     let room = col - 1;
@@ -196,7 +212,7 @@ pub(crate) fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
     let mut head = vec![Span::styled(format!("{:>label_w$} ", "ctx"), dim())];
     head.extend(
         ns.iter()
-            .map(|n| Span::styled(format!("{:>col$}", format!("N={n}")), dim())),
+            .map(|n| Span::styled(format!("{:>col$}", format!("{letter}={n}")), dim())),
     );
     let mut v = vec![Line::from(head)];
     let mut legend = Legend::default();
@@ -204,7 +220,7 @@ pub(crate) fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
         let mut spans = vec![Span::raw(format!("{label:>label_w$} "))];
         for &n in &ns {
             let key = CellKey {
-                phase: Phase::Decode,
+                phase,
                 context_tokens: ctx,
                 concurrency: n,
                 rate_mrps: 0,

@@ -627,3 +627,21 @@ fn a_session_row_shows_its_hit_rates() {
         "{log:?}"
     );
 }
+
+#[test]
+fn a_run_of_sessions_alone_fills_the_session_matrix() {
+    let mut info = info_with(vec![1]);
+    let mut settings = info.plan.settings.clone();
+    settings.sessions = Some(llmib_core::SessionSettings::new(vec![2, 8]));
+    info.plan = Plan::build(settings, Some(262_144), Some(1_000_000));
+    assert!(!info.plan.cells.iter().any(|c| c.key.phase == Phase::Decode));
+    let done = row(Phase::Session, 8192, 2, CellStatus::Valid, 1234.5);
+    let d = Dashboard::new(&info, vec![done], Instant::now());
+    let text: String = crate::tables::matrix_lines(&d, 100)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>() + "\n")
+        .collect();
+    assert!(text.contains("S=2") && text.contains("S=8"), "{text}");
+    assert!(text.contains("1,234.5"), "the finished cell's tok/s: {text}");
+    assert!(!text.contains("N="), "{text}");
+}
