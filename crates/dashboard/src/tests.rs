@@ -639,9 +639,18 @@ fn a_run_of_sessions_alone_fills_the_session_matrix() {
     let d = Dashboard::new(&info, vec![done], Instant::now());
     let text: String = crate::tables::matrix_lines(&d, 100)
         .iter()
-        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>() + "\n")
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+                + "\n"
+        })
         .collect();
     assert!(text.contains("S=2") && text.contains("S=8"), "{text}");
-    assert!(text.contains("1,234.5"), "the finished cell's tok/s: {text}");
+    assert!(
+        text.contains("1,234.5"),
+        "the finished cell's tok/s: {text}"
+    );
     assert!(!text.contains("N="), "{text}");
 }
