@@ -128,6 +128,9 @@ fn server_arg_defaults() -> Vec<(&'static str, Value)> {
         ("speculative_draft_model_path", Value::Null),
         ("speculative_num_draft_tokens", Value::Null),
         ("enable_metrics", json!(false)),
+        // Every usage object carries `prompt_tokens_details.cached_tokens` (SGLang needs
+        // --enable-cache-report for that), but a profile's launch command is its own: the
+        // seed's server ran without the flag, so the default stays off (a profile may set it).
         ("enable_cache_report", json!(false)),
     ]
 }
@@ -151,9 +154,6 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
             cfg.max_running_requests.map_or(Value::Null, |m| json!(m)),
         ),
         ("chunked_prefill_size", json!(cfg.chunked_prefill_tokens)),
-        // Every usage object carries `prompt_tokens_details.cached_tokens`, as SGLang's does
-        // with this flag on.
-        ("enable_cache_report", json!(true)),
     ];
     let mut fields: Vec<(String, Value)> = Vec::new();
     let mut set = |k: &str, v: Value| match fields.iter_mut().find(|(n, _)| n == k) {

@@ -144,7 +144,8 @@ async fn vllm_sse_shapes_with_continuous_usage() {
     assert_eq!(chunks[4]["choices"], json!([]));
     assert_eq!(
         chunks[4]["usage"],
-        json!({"prompt_tokens": 4, "total_tokens": 8, "completion_tokens": 4})
+        json!({"prompt_tokens": 4, "total_tokens": 8, "completion_tokens": 4,
+               "prompt_tokens_details": {"cached_tokens": 0}})
     );
     let (status, body) = post_json(
         base,

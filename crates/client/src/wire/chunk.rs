@@ -485,8 +485,9 @@ mod tests {
             let u = fin.usage.expect("usage on the finish chunk");
             assert_eq!((u.completion_tokens, u.prompt_tokens), (Some(8), Some(6)));
             assert!(u.cached_tokens.is_some());
-            // The slot's cache served the first token of the 6 (`timings.cache_n`).
-            assert_eq!(fin.cache_n, Some(1));
+            // What the slot's cache served (`timings.cache_n`): 1 token of the first request's 6,
+            // 5 of the later ones', which repeat its prompt.
+            assert!(matches!(fin.cache_n, Some(1 | 5)), "{:?}", fin.cache_n);
             assert_eq!(it[9], StreamItem::Done);
         }
         // Prompt + max_tokens over the slot: cut with "length", usage says 14 tokens.
