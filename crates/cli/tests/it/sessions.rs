@@ -511,3 +511,55 @@ fn resume_measures_the_session_cells_a_stopped_run_left() {
         "no session cell measured twice"
     );
 }
+
+#[test]
+fn cells_of_one_context_never_share_a_conversation() {
+    // Two cells at 1K: were the second cell's sessions the first's again, a deterministic
+    // server would answer them the same and its cache would serve them whole.
+    let sim = sim(200_000, 200_000);
+    let dir = out_dir("sessions-two-cells");
+    let d = dir.to_str().unwrap_or_default();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--sessions",
+        "1,2",
+        "--turns",
+        "2",
+        "--turn-input-len",
+        "64",
+        "--turn-output-len",
+        "16",
+        "--system-prompt-len",
+        "256",
+        "--max-output",
+        "16",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let sessions: Vec<&Value> = rows.iter().filter(|r| r["phase"] == "session").collect();
+    assert_eq!(sessions.len(), 2);
+    for row in sessions {
+        let turns = per_turn(row);
+        // The warm-up is served the shared system prompt at most, never a whole history.
+        let warm = &turns[0];
+        let per_session = num(warm, "cached_tokens") / num(warm, "requests");
+        assert!(per_session < 300.0, "{warm}");
+        for t in &turns[1..] {
+            assert_eq!(
+                num(t, "cached_tokens"),
+                num(t, "predicted_cached_tokens"),
+                "{t}"
+            );
+        }
+    }
+}

@@ -13,7 +13,7 @@ use crate::cells::context::MatrixRun;
 use crate::cells::inputs::CellFailure;
 use crate::cells::outlet::{finished_records, report_errors};
 use crate::cells::session_turns::{
-    Clock, SESSION_STREAMS, Sent, SessionJob, TurnSpec, answer_tokens, run_session, send_turn,
+    Clock, Sent, SessionJob, TurnSpec, answer_tokens, run_session, send_turn, session_stream,
 };
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::prompts::conversation::{Conversation, history};
@@ -103,7 +103,7 @@ async fn histories(
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {
         let system = &sx.systems[st.group_of(i).unwrap_or(i) as usize % sx.systems.len().max(1)];
-        let stream = SESSION_STREAMS + i;
+        let stream = session_stream(cell.key, i);
         let hint = st.system_prompt_tokens;
         let c = history(
             builder,
@@ -195,6 +195,8 @@ fn turn_specs(m: &MatrixRun<'_>, st: &SessionSettings, i: u32, key: u64) -> Vec<
 
 /// One session's job: its conversation and plan, starting `start` after `origin`.
 struct JobParts {
+    /// The cell's key (its sessions' tags are its own).
+    key: llmib_core::CellKey,
     conv: Conversation,
     session: u32,
     start: Duration,
@@ -219,6 +221,7 @@ fn job(
         engine: m.engine.clone(),
         model: m.model.clone(),
         session: p.session,
+        tag: session_stream(p.key, p.session),
         start: p.start,
         warm_output: p.warm_output,
         answer: p.answer.0,
@@ -258,6 +261,7 @@ async fn closed_loop(
         let specs = turn_specs(m, sx.settings, i, cell.key.context_tokens);
         let ok = matches!(w.record.outcome, Outcome::Finished { .. });
         let parts = JobParts {
+            key: cell.key,
             session: i,
             start: Duration::ZERO,
             warm_output: None,
@@ -326,6 +330,7 @@ async fn open_loop(
         .map(|(i, (conv, at))| {
             let specs = turn_specs(m, sx.settings, i, cell.key.context_tokens);
             let parts = JobParts {
+                key: cell.key,
                 session: i,
                 start: Duration::from_nanos(*at),
                 warm_output: Some(sx.settings.turn_output),

@@ -12,7 +12,7 @@ use crate::cells::outlet::save;
 use crate::cells::session_cell::{
     Ran, SessionContext, cached_counter, finish_cell, flush, run_window,
 };
-use crate::cells::session_turns::{SESSION_STREAMS, SessionJob, TurnSpec};
+use crate::cells::session_turns::{SESSION_STREAMS, SessionJob, TurnSpec, session_stream};
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::prompts::conversation::{Conversation, load_replay, opening};
 use crate::prompts::prompt::PromptBuilder;
@@ -53,6 +53,7 @@ async fn openings(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     sx: &SessionContext<'_>,
+    cell: &PlannedCell,
     replay: &SessionReplay,
 ) -> Result<Vec<Conversation>, CellFailure> {
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
@@ -69,7 +70,7 @@ async fn openings(
             continue;
         };
         let (system, hint) = system_of(sx, replay, i);
-        let stream = SESSION_STREAMS + i as u32;
+        let stream = session_stream(cell.key, i as u32);
         let c = opening(
             builder,
             &m.engine,
@@ -121,7 +122,7 @@ pub(crate) async fn replay_cell(
         Ok(f) => f,
         Err(e) => return e.row(cell),
     };
-    let convs = match openings(m, builder, sx, replay).await {
+    let convs = match openings(m, builder, sx, cell, replay).await {
         Ok(c) => c,
         Err(e) => return e.row(cell),
     };
@@ -138,6 +139,7 @@ pub(crate) async fn replay_cell(
             engine: m.engine.clone(),
             model: m.model.clone(),
             session: i as u32,
+            tag: session_stream(cell.key, i as u32),
             start: Duration::from_secs_f64(starts_s.get(i).copied().unwrap_or(0.0).max(0.0)),
             warm_output: None,
             answer: String::new(),

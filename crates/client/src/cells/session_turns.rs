@@ -18,6 +18,18 @@ use tokio_util::sync::CancellationToken;
 /// Sessions' stream indices start here, apart from the matrix's and open load's prompts.
 pub(crate) const SESSION_STREAMS: u32 = 3_000_000;
 
+/// Most sessions in one cell, as far as their stream indices go.
+const STREAMS_PER_CELL: u32 = 4096;
+
+/// The stream index that tags session `i`'s history and messages in the cell keyed `key`:
+/// apart from every other cell's, so that no two cells send the same conversation (a
+/// deterministic server answers a repeat the same, and its cache would serve a later cell's
+/// turns from an earlier cell's, beyond what the turn's own session predicts).
+pub(crate) fn session_stream(key: llmib_core::CellKey, i: u32) -> u32 {
+    let cell = llmib_core::fnv1a(format!("{key:?}").as_bytes()) % 100_000;
+    SESSION_STREAMS + cell as u32 * STREAMS_PER_CELL + i % STREAMS_PER_CELL
+}
+
 /// One measured turn as planned: its new message, its output and the pause before it.
 #[derive(Debug, Clone)]
 pub(crate) struct TurnSpec {
@@ -37,6 +49,8 @@ pub(crate) struct SessionJob {
     pub model: String,
     pub conv: Conversation,
     pub session: u32,
+    /// The index that tags its messages ([`session_stream`]).
+    pub tag: u32,
     /// When it starts, after the cell's origin.
     pub start: Duration,
     /// Send the history first, unmeasured (turn 0), asking this many tokens; `None`: it was
@@ -166,12 +180,7 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
         if !opening {
             let user = match &spec.text {
                 Some(t) => t.to_string(),
-                None => j.text.text(
-                    spec.input,
-                    u64::from(k),
-                    SESSION_STREAMS + j.session,
-                    "turn-",
-                ),
+                None => j.text.text(spec.input, u64::from(k), j.tag, "turn-"),
             };
             j.conv.push_turn(&j.answer, &user);
             // Counting failed (the server went away), or the conversation reached the model's
