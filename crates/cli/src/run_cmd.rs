@@ -14,7 +14,7 @@ use llmib_core::{HardwareInfo, Sourced};
 use llmib_core::{LoadedRun, RunDir};
 use llmib_core::{Plan, Settings};
 use llmib_core::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
-use llmib_core::{every_measured_cell_failed, measure_again_on_resume};
+use llmib_core::{every_measured_cell_failed, measure_again_on_resume, nothing_measured};
 use llmib_core::{redact_command, sanitize_terminal};
 use llmib_dashboard::DisplayMode;
 use std::collections::HashSet;
@@ -34,6 +34,8 @@ pub enum Exit {
     Interrupted,
     /// The run finished but every cell it measured failed (4).
     AllFailed,
+    /// The run ended without measuring any cell: every one was Over capacity or Not run (5).
+    NothingMeasured,
 }
 
 impl Exit {
@@ -44,6 +46,7 @@ impl Exit {
             Exit::ServerGone => ExitCode::from(3),
             Exit::Interrupted => ExitCode::from(130),
             Exit::AllFailed => ExitCode::from(4),
+            Exit::NothingMeasured => ExitCode::from(5),
         }
     }
 }
@@ -266,7 +269,17 @@ fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
                     );
                     Exit::AllFailed
                 }
-                None => Exit::Ok,
+                None => match nothing_measured(&rows) {
+                    Some(why) => {
+                        eprintln!(
+                            "error: the run measured nothing ({}); its rows are in {}",
+                            sanitize_terminal(&why),
+                            dir.path().display()
+                        );
+                        Exit::NothingMeasured
+                    }
+                    None => Exit::Ok,
+                },
             }
         }
         MatrixEnd::Interrupted => Exit::Interrupted,

@@ -80,7 +80,8 @@ pub use readiness::{Opened, RampObservation, ReadinessBy, ReadinessJudge, Readin
 pub use verdict::{
     DecodeObservation, ErrorTally, bare_result, decode_result, every_measured_cell_failed,
     failed_result, failing_window_done, first_token_stall, interrupted_result,
-    measure_again_on_resume, over_capacity_result, prefill_result, prefill_series_result,
+    measure_again_on_resume, nothing_measured, over_capacity_result, prefill_result,
+    prefill_series_result,
 };
 pub use warmup::decode_warmup_cell;
 

@@ -423,6 +423,26 @@ pub fn every_measured_cell_failed(rows: &[CellResult]) -> Option<String> {
     )
 }
 
+/// Whether a finished run measured nothing: it wrote rows and none of them has figures (a
+/// capacity row, derived from others, aside): every cell was Over capacity, Not run (the
+/// `--max-time` budget spent before the first) or Failed. Returns why, in the words of the
+/// first row that has them. No rows at all is no run to judge (`None`).
+pub fn nothing_measured(rows: &[CellResult]) -> Option<String> {
+    let cells: Vec<&CellResult> = rows
+        .iter()
+        .filter(|r| r.phase != crate::cell::Phase::Capacity)
+        .collect();
+    if cells.is_empty() || cells.iter().any(|r| r.status.has_figures()) {
+        return None;
+    }
+    Some(
+        cells
+            .iter()
+            .find_map(|r| r.status_reason.clone().or(r.first_error.clone()))
+            .unwrap_or_else(|| "no reason recorded".into()),
+    )
+}
+
 /// Whether the server accepts requests but never answers them: the last two measured rows
 /// (Over capacity and Not run ones are not measured) both Failed, every error of each a
 /// first-token timeout (warm-up or window). The run stops there rather than wait out the limit

@@ -486,6 +486,13 @@ fn resume_measures_the_session_cells_a_stopped_run_left() {
         a
     };
     let o = run_bin(&args("1ms"));
+    // A run that measured nothing says so and exits 5, its rows kept for --resume.
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        text(&o).contains("the run measured nothing"),
+        "{}",
+        text(&o)
+    );
     let first = cells(&dir);
     let not_run = |rows: &[Value]| {
         rows.iter()

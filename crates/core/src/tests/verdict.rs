@@ -510,6 +510,27 @@ fn a_run_fails_as_a_whole_only_when_every_measured_cell_failed() {
 }
 
 #[test]
+fn a_run_that_measured_nothing_says_why() {
+    let spent = bare_result(
+        &cell(1),
+        CellStatus::NotRun,
+        Some("the --max-time budget was spent".into()),
+    );
+    let over = bare_result(&cell(8), CellStatus::OverCapacity, None);
+    let valid = bare_result(&cell(2), CellStatus::Valid, None);
+    assert_eq!(
+        nothing_measured(&[over.clone(), spent.clone()]).as_deref(),
+        Some("the --max-time budget was spent")
+    );
+    assert_eq!(nothing_measured(&[spent, valid]), None);
+    assert_eq!(
+        nothing_measured(&[over]).as_deref(),
+        Some("no reason recorded")
+    );
+    assert_eq!(nothing_measured(&[]), None, "no run to judge");
+}
+
+#[test]
 fn a_standalone_prefill_row_is_the_median_with_its_spread() {
     let mut c = cell(1);
     c.key.phase = Phase::Prefill;
