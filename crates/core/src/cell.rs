@@ -242,42 +242,42 @@ pub struct CellResult {
     /// two sends.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub achieved_request_rate: Option<Option<f64>>,
     /// Open-loop rows: requests that ended in an error, or were cut at the drain limit.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub failed_requests: Option<Option<u64>>,
     /// Rows judged against an SLO: requests that met every limit / requests sent.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub slo_attainment: Option<Option<f64>>,
     /// Rows judged against an SLO: requests that met it per second of the cell's span.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub goodput_rps: Option<Option<f64>>,
     /// Rows judged against an SLO: their output tokens per second of the span.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub goodput_tok_per_s: Option<Option<f64>>,
     /// Capacity rows: the largest request rate whose cell holds the SLO (null: none does).
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub capacity_request_rate: Option<Option<f64>>,
@@ -285,7 +285,7 @@ pub struct CellResult {
     /// does, or no decode cell was measured).
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub capacity_concurrency: Option<Option<u32>>,
@@ -450,17 +450,6 @@ pub fn rate_mrps(rate: f64) -> u64 {
 
 fn is_zero(x: &u64) -> bool {
     *x == 0
-}
-
-/// Reads a field that is absent (`None`), null (`Some(None)`) or a value (`Some(Some(v))`):
-/// the open-loop rows write their figures as null where they do not apply, so a reader tells
-/// "not this kind of row" from "no figure".
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
 }
 
 /// Identity of one measurement in the matrix.

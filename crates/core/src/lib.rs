@@ -26,6 +26,7 @@ mod load;
 mod load_settings;
 mod merge;
 mod meta;
+mod nullable;
 mod plan;
 mod readiness;
 mod record;

@@ -258,6 +258,41 @@ impl RequestSample {
     }
 }
 
+/// The per-request figures of a cell's requests (METHOD.md, "Open-loop rate cells"), in ms and
+/// tok/s: TTFT over every request that had a first token; TPOT, E2E and per-user tok/s
+/// (1 / TPOT) over the requests the server finished.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct SampleSummaries {
+    /// TTFT, ms.
+    pub(crate) ttft_ms: Option<crate::stats::Summary>,
+    /// TPOT, ms.
+    pub(crate) tpot_ms: Option<crate::stats::Summary>,
+    /// E2E, ms.
+    pub(crate) e2e_ms: Option<crate::stats::Summary>,
+    /// Per-user tok/s.
+    pub(crate) per_user_tok_per_s: Option<crate::stats::Summary>,
+}
+
+impl SampleSummaries {
+    /// The summaries of `samples`.
+    pub(crate) fn of(samples: &[RequestSample]) -> SampleSummaries {
+        let summary = |v: Vec<f64>| crate::stats::Summary::of_vec(&mut { v });
+        let ms = |v: &mut dyn Iterator<Item = f64>| summary(v.map(|t| t * 1e3).collect());
+        let ok = || samples.iter().filter(|s| s.ok);
+        SampleSummaries {
+            ttft_ms: ms(&mut samples.iter().filter_map(|s| s.ttft_s)),
+            tpot_ms: ms(&mut ok().filter_map(|s| s.tpot_s)),
+            e2e_ms: ms(&mut ok().filter_map(|s| s.e2e_s)),
+            per_user_tok_per_s: summary(
+                ok().filter_map(|s| s.tpot_s)
+                    .filter(|t| *t > 0.0)
+                    .map(|t| 1.0 / t)
+                    .collect(),
+            ),
+        }
+    }
+}
+
 impl Slo {
     /// Whether a request meets every limit (METHOD.md). A figure a completed request does not
     /// have is met only where it cannot exist (TPOT and per-user tok/s of a one-token answer).

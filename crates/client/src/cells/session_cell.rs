@@ -375,9 +375,6 @@ pub(crate) async fn session_cell(
         Some(d) => open_loop(m, sx, cell, convs, d).await,
         None => closed_loop(m, sx, cell, convs).await,
     };
-    if m.cancel.is_cancelled() {
-        return llmib_core::interrupted_result(cell);
-    }
     let ran = Ran {
         sent,
         max_waiting,
@@ -399,13 +396,16 @@ pub(crate) struct Ran {
 }
 
 /// The row of a session cell from what its sessions did: tokens counted, records saved (and
-/// their errors reported), judged by `llmib_core::session_result`.
+/// their errors reported), judged by `llmib_core::session_result`; Not run when Ctrl-C cut it.
 pub(crate) async fn finish_cell(
     m: &MatrixRun<'_>,
     sx: &SessionContext<'_>,
     cell: &PlannedCell,
     ran: Ran,
 ) -> CellResult {
+    if m.cancel.is_cancelled() {
+        return llmib_core::interrupted_result(cell);
+    }
     let Ran {
         sent,
         max_waiting,

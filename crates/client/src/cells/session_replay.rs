@@ -26,11 +26,9 @@ use tokio::time::{Duration, Instant};
 /// Most sessions one replay cell may hold.
 const MAX_REPLAY_SESSIONS: usize = 4096;
 
-/// The system prompt of a replayed session: its group's (shared by the group), else its own;
-/// at most half its opening, so that its first message keeps room.
-fn system_of(sx: &SessionContext<'_>, replay: &SessionReplay, i: usize) -> (String, u64) {
-    let s = &replay.sessions[i];
-    let shortest = replay
+/// The shortest opening of a replay's sessions given by length (`u64::MAX`: none is).
+fn shortest_opening(replay: &SessionReplay) -> u64 {
+    replay
         .sessions
         .iter()
         .filter_map(|s| match s.turns.first().map(|t| &t.input) {
@@ -38,7 +36,18 @@ fn system_of(sx: &SessionContext<'_>, replay: &SessionReplay, i: usize) -> (Stri
             _ => None,
         })
         .min()
-        .unwrap_or(u64::MAX);
+        .unwrap_or(u64::MAX)
+}
+
+/// The system prompt of replayed session `i`: its group's (shared by the group), else its
+/// own; at most half the `shortest` opening, so that every first message keeps room.
+fn system_of(
+    sx: &SessionContext<'_>,
+    replay: &SessionReplay,
+    i: usize,
+    shortest: u64,
+) -> (String, u64) {
+    let s = &replay.sessions[i];
     let tokens = sx.settings.system_prompt_tokens.min(shortest / 2).max(1);
     let key = match &s.group {
         Some(g) => fnv1a(format!("group {g}").as_bytes()),
@@ -65,11 +74,12 @@ async fn openings(
     }
     let chat = m.engine.api() == llmib_core::Api::Chat;
     let mut out = Vec::with_capacity(replay.sessions.len());
+    let shortest = shortest_opening(replay);
     for (i, s) in replay.sessions.iter().enumerate() {
         let Some(first) = s.turns.first() else {
             continue;
         };
-        let (system, hint) = system_of(sx, replay, i);
+        let (system, hint) = system_of(sx, replay, i, shortest);
         let stream = session_stream(cell.key, i as u32);
         let c = opening(
             builder,
@@ -160,9 +170,6 @@ pub(crate) async fn replay_cell(
     let d = m.plan.settings.duration_s;
     let limit = origin + Duration::from_secs_f64(last + d.max(120.0) * 4.0);
     let (sent, max_waiting) = run_window(m, jobs, limit, &cut).await;
-    if m.cancel.is_cancelled() {
-        return llmib_core::interrupted_result(cell);
-    }
     let ran = Ran {
         sent,
         max_waiting,

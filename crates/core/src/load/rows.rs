@@ -11,7 +11,7 @@ use crate::figures::Window;
 use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
-use crate::slo::{RequestSample, Slo, SloVerdict};
+use crate::slo::{RequestSample, SampleSummaries, Slo, SloVerdict};
 use crate::stats::{Summary, weighted_summary};
 use crate::verdict::{ErrorTally, bare_result, prompt_check};
 
@@ -112,7 +112,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
         r.sent_ns.saturating_sub(due)
     };
     let unwaited = |r: &&RequestRecord| !o.waited.get(r.stream as usize).copied().unwrap_or(false);
-    let ok = samples.iter().filter(|s| s.ok);
+    let per = SampleSummaries::of(&samples);
     let mut gaps = inter_token_gaps(rs);
     let mut f = RateFigures {
         arrival: o.arrival.to_string(),
@@ -127,32 +127,11 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
         never_sent: (rs.len() - sent.len()) as u64,
         output_tok_per_s: span_s.map(|s| tokens as f64 / s),
         span_s,
-        ttft_ms: summary(
-            samples
-                .iter()
-                .filter_map(|s| s.ttft_s)
-                .map(|t| t * 1e3)
-                .collect(),
-        ),
-        tpot_ms: summary(
-            ok.clone()
-                .filter_map(|s| s.tpot_s)
-                .map(|t| t * 1e3)
-                .collect(),
-        ),
+        ttft_ms: per.ttft_ms,
+        tpot_ms: per.tpot_ms,
         itl_ms: weighted_summary(&mut gaps),
-        e2e_ms: summary(
-            ok.clone()
-                .filter_map(|s| s.e2e_s)
-                .map(|t| t * 1e3)
-                .collect(),
-        ),
-        per_user_tok_per_s: summary(
-            ok.filter_map(|s| s.tpot_s)
-                .filter(|t| *t > 0.0)
-                .map(|t| 1.0 / t)
-                .collect(),
-        ),
+        e2e_ms: per.e2e_ms,
+        per_user_tok_per_s: per.per_user_tok_per_s,
         queue_ms: summary(sent.iter().map(|r| ms(delay(r))).collect()),
         pacing_error_us: summary(
             sent.iter()

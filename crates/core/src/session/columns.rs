@@ -13,63 +13,63 @@ pub struct SessionColumns {
     /// Measured turns that finished.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub turns_completed: Option<Option<u64>>,
     /// Prompt tokens of the measured turns.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub prompt_tokens: Option<Option<u64>>,
     /// Of them, tokens the server reported served from its cache (null: it does not say).
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub cached_tokens: Option<Option<u64>>,
     /// Of them, tokens a perfect prefix cache would have served.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub predicted_cached_tokens: Option<Option<u64>>,
     /// `cached_tokens / prompt_tokens`.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub cache_hit_rate: Option<Option<f64>>,
     /// `predicted_cached_tokens / prompt_tokens`.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub predicted_cache_hit_rate: Option<Option<f64>>,
     /// Per-turn TPOT distribution, ms.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub tpot_ms: Option<Option<Summary>>,
     /// By turn index.
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub per_turn: Option<Option<Vec<PerTurn>>>,
     /// An open loop's session arrival rate, sessions per second (null: a closed loop of S).
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub session_rate: Option<Option<f64>>,
@@ -77,7 +77,7 @@ pub struct SessionColumns {
     /// SLO (null: none does).
     #[serde(
         default,
-        deserialize_with = "present",
+        deserialize_with = "crate::nullable::present",
         skip_serializing_if = "Option::is_none"
     )]
     pub capacity_sessions: Option<Option<u32>>,
@@ -103,15 +103,6 @@ impl SessionColumns {
             session: None,
         }
     }
-}
-
-/// Absent (`None`), null (`Some(None)`) or a value, as the open-loop columns are read.
-fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
 }
 
 /// One turn index of a cell, over its sessions (METHOD.md's `per_turn`).

@@ -9,7 +9,7 @@ use crate::counting::CountReport;
 use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
-use crate::slo::{RequestSample, Slo};
+use crate::slo::{RequestSample, SampleSummaries, Slo};
 use crate::stats::Summary;
 use crate::verdict::{ErrorTally, bare_result};
 use serde::{Deserialize, Serialize};
@@ -227,13 +227,9 @@ fn fill_figures(
     let share = |x: u64| (prompt > 0).then(|| x as f64 / prompt as f64);
     let ws = working_set(o.turns);
     let summary = |v: Vec<f64>| Summary::of_vec(&mut { v });
-    let ok = samples.iter().filter(|s| s.ok);
-    let ms_of = |f: fn(&RequestSample) -> Option<f64>,
-                 v: &mut dyn Iterator<Item = &RequestSample>| {
-        summary(v.filter_map(f).map(|t| t * 1e3).collect())
-    };
-    let ttft = ms_of(|s| s.ttft_s, &mut samples.iter());
-    let tpot = ms_of(|s| s.tpot_s, &mut ok.clone());
+    let per_request = SampleSummaries::of(&samples);
+    let ttft = per_request.ttft_ms;
+    let tpot = per_request.tpot_ms;
     let sp = splits(measured, o.prefill_tok_per_s);
     row.requests_sent = Some(measured.len() as u64);
     row.completed_requests = Some(completed);
@@ -242,13 +238,7 @@ fn fill_figures(
     row.total_tok_per_s = span_s.map(|s| output as f64 / s);
     row.ttft_ms_p50 = ttft.as_ref().map(|s| s.p50);
     row.ttft_ms = ttft;
-    let per_user = summary(
-        ok.clone()
-            .filter_map(|s| s.tpot_s)
-            .filter(|t| *t > 0.0)
-            .map(|t| 1.0 / t)
-            .collect(),
-    );
+    let per_user = per_request.per_user_tok_per_s;
     row.per_request_tok_per_s = per_user.as_ref().map(|s| s.p50);
     row.per_request_tok_per_s_summary = per_user;
     row.token_count_source = Some(o.count.source_or(o.nominal_source));
@@ -276,7 +266,7 @@ fn fill_figures(
         session: Some(Box::new(SessionFigures {
             sessions: o.sessions,
             turns_sent: measured.len() as u64,
-            e2e_ms: summary(ok.filter_map(|s| s.e2e_s).map(|t| t * 1e3).collect()),
+            e2e_ms: per_request.e2e_ms,
             ttft_prefill_ms: summary(sp.iter().map(|s| s.0).collect()),
             ttft_wait_ms: summary(sp.iter().map(|s| s.1).collect()),
             prefill_tok_per_s: o.prefill_tok_per_s,
