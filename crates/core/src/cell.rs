@@ -231,6 +231,10 @@ pub struct CellResult {
     /// hardware monitor was on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<crate::hw::HwSummary>,
+    /// Whether this machine's GPUs held their clocks through the cell, from their clock event
+    /// reasons (`llmib_core::hardware_verdict`); absent without GPU samples that report them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware_verdict: Option<crate::telemetry::HardwareVerdict>,
     /// How late the client itself ran through the window (its scheduling delay), with a
     /// warning when that is large against the TBT (`llmib_core::lag`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +367,7 @@ impl CellResult {
             server_prompt_tok_per_s: None,
             burst: None,
             hardware: None,
+            hardware_verdict: None,
             client_lag: None,
             request_rate: None,
             achieved_request_rate: None,

@@ -90,6 +90,10 @@ pub struct NvmlRaw {
     pub pcie_rx_kb_s: Option<u32>,
     /// `nvmlDeviceGetPcieThroughput(TX_BYTES)`, KB/s.
     pub pcie_tx_kb_s: Option<u32>,
+    /// `nvmlDeviceGetCurrentClocksEventReasons` (formerly `…ThrottleReasons`): the bitmask of
+    /// why the clocks are below their maximum ([`crate::ClockEvents`] names the bits).
+    #[serde(default)]
+    pub clocks_event_reasons: Option<u64>,
 }
 
 impl From<&NvmlRaw> for GpuReading {
@@ -112,15 +116,34 @@ impl From<&NvmlRaw> for GpuReading {
     }
 }
 
-/// The fields `nvidia-smi` is asked for, in order ([`parse_nvidia_smi`] reads them back).
-pub const NVIDIA_SMI_QUERY: &str = "index,name,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,temperature.gpu,clocks.sm,clocks.mem";
+/// The fields `nvidia-smi` is asked for, in order ([`parse_nvidia_smi`] reads them back); the
+/// last is the clock event reasons' bitmask, by its name since driver 535.
+pub const NVIDIA_SMI_QUERY: &str = "index,name,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,temperature.gpu,clocks.sm,clocks.mem,clocks_event_reasons.active";
+
+/// The queries to try in order: [`NVIDIA_SMI_QUERY`], then the same with the bitmask's older
+/// name (`clocks_throttle_reasons.active`, drivers before 535), then without it. `nvidia-smi`
+/// refuses a whole query that names a field it does not know, so the monitor keeps the first
+/// one that answers.
+pub const NVIDIA_SMI_QUERIES: [&str; 3] = [
+    NVIDIA_SMI_QUERY,
+    "index,name,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,temperature.gpu,clocks.sm,clocks.mem,clocks_throttle_reasons.active",
+    "index,name,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,power.limit,temperature.gpu,clocks.sm,clocks.mem",
+];
+
+/// Reads `nvidia-smi`'s clock event reasons field (`0x0000000000000004`); `None` for `[N/A]`,
+/// `[Not Supported]` or anything else that is not a hexadecimal bitmask.
+pub fn parse_clock_event_reasons(field: &str) -> Option<u64> {
+    let f = field.trim();
+    let hex = f.strip_prefix("0x").or_else(|| f.strip_prefix("0X"))?;
+    u64::from_str_radix(hex, 16).ok()
+}
 
 /// `nvidia-smi` output that is not the answer to [`NVIDIA_SMI_QUERY`] (a different
 /// `nvidia-smi`, or not its output).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SmiParseError {
     /// A line has fewer fields than the query asks for.
-    #[error("nvidia-smi line {line}: {fields} fields, expected 11")]
+    #[error("nvidia-smi line {line}: {fields} fields, expected at least 11")]
     TooFewFields {
         /// 1-based line number.
         line: usize,
@@ -141,6 +164,17 @@ pub enum SmiParseError {
 /// per line, memory in MiB, power in W. `[N/A]`, `[Not Supported]` and other non-numbers give
 /// `None`; a line with too few fields is an error (a different `nvidia-smi`, or not its output).
 pub fn parse_nvidia_smi(text: &str) -> Result<Vec<GpuReading>, SmiParseError> {
+    Ok(parse_nvidia_smi_events(text)?
+        .into_iter()
+        .map(|(g, _)| g)
+        .collect())
+}
+
+/// [`parse_nvidia_smi`] with each GPU's clock event reasons: the twelfth field of any query
+/// of [`NVIDIA_SMI_QUERIES`] (`None` where the query had no such field or it read `[N/A]`).
+pub fn parse_nvidia_smi_events(
+    text: &str,
+) -> Result<Vec<(GpuReading, Option<u64>)>, SmiParseError> {
     const MIB: f64 = 1024.0 * 1024.0;
     let mut gpus = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -159,7 +193,8 @@ pub fn parse_nvidia_smi(text: &str) -> Result<Vec<GpuReading>, SmiParseError> {
             line: i + 1,
             index: f[0].to_string(),
         })?;
-        gpus.push(GpuReading {
+        let reasons = f.get(11).and_then(|r| parse_clock_event_reasons(r));
+        let reading = GpuReading {
             index,
             name: (!f[1].is_empty()).then(|| f[1].to_string()),
             util_pct: num(f[2]),
@@ -173,7 +208,8 @@ pub fn parse_nvidia_smi(text: &str) -> Result<Vec<GpuReading>, SmiParseError> {
             mem_clock_mhz: num(f[10]).map(|v| v as u32),
             pcie_rx_bytes_per_s: None,
             pcie_tx_bytes_per_s: None,
-        });
+        };
+        gpus.push((reading, reasons));
     }
     Ok(gpus)
 }

@@ -42,6 +42,7 @@ mod spec;
 mod stable;
 mod stats;
 mod store;
+mod telemetry;
 mod time;
 mod timetable;
 mod varying;
@@ -151,8 +152,8 @@ pub use diag::{
     source as diag_source,
 };
 pub use hw::{
-    CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERY, NvmlRaw, SmiParseError,
-    parse_nvidia_smi,
+    CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERIES, NVIDIA_SMI_QUERY, NvmlRaw,
+    SmiParseError, parse_clock_event_reasons, parse_nvidia_smi, parse_nvidia_smi_events,
 };
 pub use meta::{
     Capabilities, EngineInfo, EngineKind, HardwareInfo, ModelInfo, Sourced, TokenCountSource,
@@ -164,7 +165,12 @@ pub use redact::{
 pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 pub use store::{
     CELLS_FILE, JsonLines, LoadedRun, REQUESTS_FILE, RUN_FILE, RunDir, SCHEDULES_FILE, StoreError,
-    parse_cells, parse_requests, parse_schedules, records_by_cell,
+    TELEMETRY_FILE, parse_cells, parse_requests, parse_schedules, parse_telemetry, records_by_cell,
+};
+pub use telemetry::{
+    CellTelemetry, ClockEvents, CpuSeries, GpuSeries, HardwareVerdict, HwSeries, PhaseMark,
+    ServerSample, ServerSeries, VERDICT_MIN_FRACTION, VERDICT_MIN_SAMPLES, column_at,
+    hardware_verdict,
 };
 pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339, unix_now_ns};
 pub use timetable::{

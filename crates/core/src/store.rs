@@ -1,6 +1,7 @@
 //! The results directory: `run.json` (replaced atomically: temp file, fsync, rename),
 //! `cells.jsonl` (one row per measurement, appended and fsynced after every cell, so a crash
-//! loses at most the cell in progress), and optionally `requests.jsonl` (per-request records).
+//! loses at most the cell in progress), optionally `requests.jsonl` (per-request records), and
+//! `telemetry.jsonl` (each measured cell's hardware and server series, one line per cell).
 //!
 //! Rows are never lost or mixed: before a line is appended, a torn last line (a crash or a full
 //! disk mid-write) is cut from the file and kept aside in `<file>.torn`, so the new row starts
@@ -11,6 +12,7 @@
 use crate::cell::{CellKey, CellResult};
 use crate::record::RequestRecord;
 use crate::run::RunInfo;
+use crate::telemetry::CellTelemetry;
 use crate::timetable::ShardSchedule;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,6 +28,8 @@ pub const CELLS_FILE: &str = "cells.jsonl";
 pub const REQUESTS_FILE: &str = "requests.jsonl";
 /// `schedules.jsonl` (a shard's rate-cell schedules, for `merge`).
 pub const SCHEDULES_FILE: &str = "schedules.jsonl";
+/// `telemetry.jsonl` (each measured cell's hardware and server series, one line per cell).
+pub const TELEMETRY_FILE: &str = "telemetry.jsonl";
 
 /// Errors of the results store; each says which file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -98,7 +102,13 @@ impl RunDir {
     /// `replace`: then that run's files are removed first.
     pub fn create_new(root: impl Into<PathBuf>, replace: bool) -> Result<Self, StoreError> {
         let root = root.into();
-        let files = [RUN_FILE, CELLS_FILE, REQUESTS_FILE, SCHEDULES_FILE];
+        let files = [
+            RUN_FILE,
+            CELLS_FILE,
+            REQUESTS_FILE,
+            SCHEDULES_FILE,
+            TELEMETRY_FILE,
+        ];
         let held = files.iter().any(|f| root.join(f).exists());
         if held && !replace {
             return Err(StoreError::Occupied(root));
@@ -346,6 +356,34 @@ impl RunDir {
             &self.root.join(SCHEDULES_FILE),
         )?))
     }
+
+    /// Appends one cell's telemetry to `telemetry.jsonl` and fsyncs it.
+    pub fn append_telemetry(&self, line: &CellTelemetry) -> Result<(), StoreError> {
+        append_line(&self.root.join(TELEMETRY_FILE), line)
+    }
+
+    /// Reads `telemetry.jsonl` (empty for a run without one, such as an older run): the last
+    /// line per cell (a resumed run measured it again), in first-seen order, and how many lines
+    /// did not parse.
+    pub fn load_telemetry(&self) -> Result<(Vec<CellTelemetry>, usize), StoreError> {
+        Ok(parse_telemetry(&read_optional(
+            &self.root.join(TELEMETRY_FILE),
+        )?))
+    }
+}
+
+/// Parses the bytes of a `telemetry.jsonl`: the last line per cell in first-seen order, and
+/// how many non-blank lines did not parse. Never fails.
+pub fn parse_telemetry(bytes: &[u8]) -> (Vec<CellTelemetry>, usize) {
+    let lines = parse_lines::<CellTelemetry>(bytes);
+    let mut out: Vec<CellTelemetry> = Vec::new();
+    for t in lines.rows {
+        match out.iter_mut().find(|o| o.cell == t.cell) {
+            Some(old) => *old = t,
+            None => out.push(t),
+        }
+    }
+    (out, lines.bad_lines.len())
 }
 
 fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
