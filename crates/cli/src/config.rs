@@ -110,6 +110,22 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse::duration)]
     #[serde(deserialize_with = "de::duration")]
     pub idle_timeout: Option<Duration>,
+    /// The drain barrier: how long a decode cell waits for the server to be idle (running and
+    /// waiting gauges at zero) before it is Failed: server busy instead of measured (default
+    /// 30s).
+    #[arg(long, value_parser = parse::duration)]
+    #[serde(deserialize_with = "de::duration")]
+    pub busy_timeout: Option<Duration>,
+    /// Turn the repetition guard off: by default a request whose text falls into an exact loop
+    /// (4 identical cycles spanning 4 KiB) fails its cell as Failed: loop. For deliberately
+    /// repetitive workloads.
+    #[arg(long)]
+    pub no_loop_detection: bool,
+    /// Forced-token decode, a route diagnostic: every request biases this token id by +100
+    /// at temperature 0 (EOS ignored), so sampling is trivial and decode runs as fast as the
+    /// path allows.
+    #[arg(long, value_name = "ID")]
+    pub forced_token_id: Option<u32>,
     /// Keep per-request records (per-chunk offsets and token counts) in requests.jsonl.
     #[arg(long)]
     pub save_requests: bool,
@@ -486,7 +502,7 @@ impl RunArgs {
         merge!(
             values: url, api_key, model, engine, contexts, concurrency, duration, max_output,
                 kv_capacity, dcp_size, max_time, readiness_timeout, first_token_timeout,
-                idle_timeout, hardware, launch_command, config, output, resume, format, api,
+                idle_timeout, busy_timeout, forced_token_id, hardware, launch_command, config, output, resume, format, api,
                 request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 decode_warmup_seconds,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
@@ -499,7 +515,7 @@ impl RunArgs {
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,
-                serial_server, respect_eos, no_hw_monitor
+                serial_server, respect_eos, no_hw_monitor, no_loop_detection
         )
     }
 }

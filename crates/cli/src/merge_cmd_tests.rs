@@ -67,6 +67,7 @@ fn rec(stream: u32, sent: u64, end: u64, finished: bool) -> RequestRecord {
         prompt_tokens_reported: None,
         completion_tokens_reported: None,
         cached_tokens_reported: None,
+        repetition: None,
     }
 }
 

@@ -124,6 +124,8 @@ fn classified(args: &RunArgs) {
         top_p: _,
         seed: _,
         extra_body: _,
+        forced_token_id: _,
+        no_loop_detection: _,
         max_total_tokens: _,
         show_capacity_limited_values: _,
         // Refused: a shard's timetable has passed (`refuse_changed_measurement`).
@@ -139,6 +141,7 @@ fn classified(args: &RunArgs) {
         readiness_timeout: _,
         first_token_timeout: _,
         idle_timeout: _,
+        busy_timeout: _,
         save_requests: _,
         tokenizer: _,
         retry_failed: _,
@@ -246,11 +249,19 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         s.serial_server,
     )?;
     fixed("respect-eos", a.respect_eos.then_some(true), s.respect_eos)?;
-    let controls_given =
-        a.temperature.is_some() || a.top_p.is_some() || a.seed.is_some() || a.extra_body.is_some();
+    fixed(
+        "no-loop-detection",
+        a.no_loop_detection.then_some(false),
+        s.loop_detection,
+    )?;
+    let controls_given = a.temperature.is_some()
+        || a.top_p.is_some()
+        || a.seed.is_some()
+        || a.extra_body.is_some()
+        || a.forced_token_id.is_some();
     let controls = controls_given.then(|| a.request_controls()).transpose()?;
     fixed(
-        "temperature / --top-p / --seed / --extra-body",
+        "temperature / --top-p / --seed / --extra-body / --forced-token-id",
         controls,
         s.request.clone(),
     )?;
@@ -307,6 +318,7 @@ fn apply_changes(saved: &Settings, a: &RunArgs) -> (Settings, Vec<String>) {
             &mut settings.readiness_timeout_s,
         ),
         ("idle-timeout", a.idle_timeout, &mut settings.idle_timeout_s),
+        ("busy-timeout", a.busy_timeout, &mut settings.busy_timeout_s),
     ] {
         let mut v = Secs(*slot);
         changeable(flag, secs(given), &mut v, &mut notes);

@@ -45,6 +45,8 @@ impl RunArgs {
             readiness_timeout_s: secs_or(self.readiness_timeout, d.readiness_timeout_s),
             first_token_timeout_s: self.first_token_timeout.map(|t| t.as_secs_f64()),
             idle_timeout_s: secs_or(self.idle_timeout, d.idle_timeout_s),
+            loop_detection: !self.no_loop_detection,
+            busy_timeout_s: secs_or(self.busy_timeout, d.busy_timeout_s),
             // A merge recomputes every figure from the shards' records.
             save_requests: self.save_requests || sharded.is_some(),
             respect_eos: self.respect_eos,
@@ -112,11 +114,17 @@ impl RunArgs {
         {
             bail!("--top-p must be above 0 and at most 1");
         }
+        if self.forced_token_id.is_some() && (self.temperature.is_some() || self.respect_eos) {
+            bail!(
+                "--forced-token-id sets temperature 0 and ignores EOS: drop --temperature and --respect-eos"
+            );
+        }
         Ok(llmib_core::RequestControls {
             temperature: self.temperature,
             top_p: self.top_p,
             seed: self.seed,
             extra_body: self.extra_body.clone().map(|e| e.0),
+            forced_token_id: self.forced_token_id,
         })
     }
 

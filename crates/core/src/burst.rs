@@ -131,7 +131,7 @@ pub fn burst_result(
     row.errors = errors.by_kind;
     row.first_error = errors.first;
     row.prompt_check = Some(pc);
-    row
+    crate::loop_row::guard_loops(row, records)
 }
 
 #[cfg(test)]
@@ -159,6 +159,7 @@ mod tests {
             prompt_tokens_reported: Some(100),
             completion_tokens_reported: usage,
             cached_tokens_reported: None,
+            repetition: None,
         }
     }
 

@@ -132,6 +132,17 @@ pub struct QueueObservation {
     /// length; the window's length is `measured_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<crate::stable::StopReason>,
+    /// The drain barrier at the start: the gauges after the wait for an idle server
+    /// (`crate::drain`; `None` without gauges, or on a timetabled shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_barrier: Option<crate::drain::BarrierCheck>,
+    /// The drain barrier at the end: what was still running once the streams were closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_barrier: Option<crate::drain::BarrierCheck>,
+    /// Requests the window cancelled that the client aborted on the server by id (SGLang's
+    /// `/abort_request`); `None` where the engine has no such call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted_requests: Option<u64>,
 }
 
 /// Prompt lengths checked against the server's `usage.prompt_tokens`.
@@ -309,6 +320,9 @@ pub struct CellResult {
     /// Predicted Over capacity and measured anyway (`--show-capacity-limited-values`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub capacity_limited: bool,
+    /// A Failed: loop row's evidence: which request looped, its cycle and where it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_guard: Option<crate::loop_row::LoopEvidence>,
     /// A decode row judged against the run's SLO (closed loop: its finished requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloRow>,
@@ -384,6 +398,7 @@ impl CellResult {
             merged: None,
             session: crate::session::SessionColumns::default(),
             capacity_limited: false,
+            loop_guard: None,
             speculative: None,
             tokens_per_chunk: None,
         }

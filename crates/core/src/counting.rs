@@ -238,6 +238,7 @@ mod tests {
             prompt_tokens_reported: None,
             completion_tokens_reported: reported,
             cached_tokens_reported: None,
+            repetition: None,
         }
     }
 

@@ -289,6 +289,7 @@ mod tests {
             prompt_tokens_reported: None,
             completion_tokens_reported: None,
             cached_tokens_reported: None,
+            repetition: None,
         }
     }
 

@@ -16,12 +16,14 @@ mod capacity_search;
 mod cell;
 mod counting;
 mod diag;
+mod drain;
 mod figures;
 mod gof;
 mod hw;
 mod lag;
 mod length;
 mod live;
+mod loop_row;
 mod load;
 mod load_settings;
 mod merge;
@@ -31,6 +33,7 @@ mod plan;
 mod readiness;
 mod record;
 mod redact;
+mod repetition;
 mod request_controls;
 mod rng;
 mod run;
@@ -43,6 +46,7 @@ mod stable;
 mod stats;
 mod store;
 mod telemetry;
+mod terminal;
 mod time;
 mod timetable;
 mod varying;
@@ -71,6 +75,12 @@ pub use cell::{
 };
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
 pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
+pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
+pub use loop_row::{LOOP_ERROR_KIND, LoopEvidence, fail_on_loop, guard_loops, loop_evidence};
+pub use repetition::{
+    CHECK_EVERY, LOOP_MAX_CYCLE, LOOP_MIN_CYCLES, LOOP_MIN_SPAN, LoopDetector, LoopFinding,
+    LoopGuard, TAIL_CAP, TextChannel,
+};
 pub use stats::Summary;
 
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.
@@ -172,6 +182,7 @@ pub use telemetry::{
     ServerSample, ServerSeries, VERDICT_MIN_FRACTION, VERDICT_MIN_SAMPLES, column_at,
     hardware_verdict,
 };
+pub use terminal::{LINE_MAX_CHARS, NAME_MAX_CHARS, cut_text, terminal_line, terminal_name};
 pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339, unix_now_ns};
 pub use timetable::{
     DEFAULT_PREP_S, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind,

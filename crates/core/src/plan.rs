@@ -53,6 +53,14 @@ pub struct Settings {
     /// Longest silence between two chunks of a stream once it has produced, seconds.
     #[serde(default = "default_idle_timeout_s")]
     pub idle_timeout_s: f64,
+    /// The repetition guard (`--no-loop-detection` turns it off): a request whose text loops
+    /// fails its cell.
+    #[serde(default = "yes")]
+    pub loop_detection: bool,
+    /// The drain barrier's limit (`--busy-timeout`): how long a decode cell waits for the
+    /// server's running and waiting gauges to reach zero before it is Failed: server busy.
+    #[serde(default = "default_busy_timeout_s")]
+    pub busy_timeout_s: f64,
     /// The endpoint generation requests go to (runs saved before it existed used
     /// completions).
     #[serde(default)]
@@ -278,6 +286,16 @@ fn default_idle_timeout_s() -> f64 {
     120.0
 }
 
+/// Runs saved before the guards existed ran without the loop guard; a file that omits the
+/// key gets today's default.
+fn yes() -> bool {
+    true
+}
+
+fn default_busy_timeout_s() -> f64 {
+    crate::drain::DEFAULT_BUSY_TIMEOUT_S
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -292,6 +310,8 @@ impl Default for Settings {
             prompt_seed: 0,
             first_token_timeout_s: None,
             idle_timeout_s: default_idle_timeout_s(),
+            loop_detection: true,
+            busy_timeout_s: default_busy_timeout_s(),
             api: Api::Completions,
             token_targeting: Targeting::Exact,
             respect_eos: false,

@@ -54,6 +54,9 @@ pub struct RequestRecord {
     pub completion_tokens_reported: Option<u64>,
     /// Cached prompt tokens reported by the server, if any.
     pub cached_tokens_reported: Option<u64>,
+    /// The loop the repetition guard found in this request's text (`crate::LoopGuard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<crate::repetition::LoopFinding>,
 }
 
 impl RequestRecord {
@@ -95,6 +98,7 @@ impl RequestRecord {
             prompt_tokens_reported: None,
             completion_tokens_reported: None,
             cached_tokens_reported: None,
+            repetition: None,
         }
     }
 

@@ -21,6 +21,11 @@ pub struct RequestControls {
     /// Keys merged into every request body, as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Forced-token decode (`--forced-token-id`): a logit bias of +100 on this token and
+    /// temperature 0, so sampling is trivial and the decode path runs as fast as it can (a
+    /// route diagnostic; EOS is ignored as always).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced_token_id: Option<u32>,
 }
 
 /// The body keys the tool owns: `--extra-body` may not set them, since each one changes what
@@ -92,12 +97,41 @@ impl RequestControls {
                 body.insert(k.clone(), v.clone());
             }
         }
+        // Last, so no other control undoes it: OpenAI's `logit_bias` maps token ids (as
+        // strings) to a bias in [-100, 100]; +100 makes the token all but certain.
+        if let Some(id) = self.forced_token_id {
+            body.insert(
+                "logit_bias".into(),
+                serde_json::json!({ id.to_string(): 100 }),
+            );
+            body.insert("temperature".into(), serde_json::json!(0.0));
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forced_token_overrides_sampling_and_biases_its_id() {
+        let c = RequestControls {
+            temperature: Some(0.7),
+            forced_token_id: Some(1234),
+            extra_body: Some(
+                serde_json::from_str(r#"{"logit_bias":{"5":-3},"top_k":20}"#).unwrap(),
+            ),
+            ..RequestControls::default()
+        };
+        let mut body = serde_json::Map::new();
+        c.apply(&mut body);
+        assert_eq!(body["logit_bias"], serde_json::json!({"1234": 100}));
+        assert_eq!(body["temperature"], 0.0);
+        assert_eq!(body["top_k"], 20);
+        let mut plain = serde_json::Map::new();
+        RequestControls::default().apply(&mut plain);
+        assert!(plain.is_empty());
+    }
 
     /// The flag's refusals keep the words they had as strings.
     #[test]

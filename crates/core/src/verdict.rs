@@ -426,8 +426,15 @@ pub fn every_measured_cell_failed(rows: &[CellResult]) -> Option<String> {
 /// Whether a finished run measured nothing: it wrote rows and none of them has figures (a
 /// capacity row, derived from others, aside): every cell was Over capacity, Not run (the
 /// `--max-time` budget spent before the first) or Failed. Returns why, in the words of the
-/// first row that has them. No rows at all is no run to judge (`None`).
+/// first row that has them. No rows at all measured nothing too: every section was dropped
+/// before a cell was planned (the run's notes say why).
 pub fn nothing_measured(rows: &[CellResult]) -> Option<String> {
+    if rows.is_empty() {
+        return Some(
+            "no cell was run: every section was dropped or skipped (the notes above say why)"
+                .into(),
+        );
+    }
     let cells: Vec<&CellResult> = rows
         .iter()
         .filter(|r| r.phase != crate::cell::Phase::Capacity)
@@ -574,6 +581,14 @@ pub struct DecodeObservation<'a> {
 
 /// The row of a decode cell: figures, status and reason, errors, queue and prompt checks.
 pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
+    // The drain barrier found the server busy: nothing was sent, nothing is measured.
+    if let Some(reason) = o.queue.start_barrier.and_then(|b| b.busy_reason()) {
+        let mut row = bare_result(cell, CellStatus::Failed, Some(reason.clone()));
+        row.errors.insert(crate::drain::SERVER_BUSY_KIND.into(), 1);
+        row.first_error = Some(reason);
+        row.queue = Some(o.queue);
+        return row;
+    }
     let n = cell.key.concurrency;
     let f = decode_figures(o.records, o.window);
     let mut queue = o.queue;
@@ -649,7 +664,7 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
     row.queue = Some(queue);
     row.prompt_check = Some(pc);
     row.requests_stopped_early = stopped_early(o.records, o.window);
-    row
+    crate::loop_row::guard_loops(row, o.records)
 }
 
 /// Requests that ended inside the window for a reason other than the length limit (`stop`:

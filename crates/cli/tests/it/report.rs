@@ -583,6 +583,7 @@ fn rate_row(
                 prompt_tokens_reported: Some(ctx.0),
                 completion_tokens_reported: Some(20),
                 cached_tokens_reported: None,
+                repetition: None,
             }
         })
         .collect();

@@ -101,6 +101,7 @@ impl<'a> MatrixRun<'a> {
         StreamLimits {
             first_token: duration_from_secs(s.first_token_limit_s(prompt_tokens, in_flight)),
             idle: duration_from_secs(s.idle_timeout_s),
+            loop_guard: s.loop_detection,
         }
     }
 

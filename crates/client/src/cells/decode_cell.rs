@@ -36,6 +36,7 @@ pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
         respect_eos: s.respect_eos,
         stream_ids: None,
         at: None,
+        busy_timeout: duration_from_secs(s.busy_timeout_s),
     }
 }
 

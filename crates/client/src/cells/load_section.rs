@@ -18,6 +18,7 @@ use crate::cells::rate_cell::rate_cell_row;
 use crate::cells::section::{
     OPEN_LOOP_STREAMS, Section, fresh_requests, saturation_slots, take_streams, trace_rate_of,
 };
+use crate::cells::telemetry::CellRecorder;
 use crate::cells::varying::{Varying, fixed_scale};
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::prompts::prompt::PromptBuilder;
@@ -53,9 +54,9 @@ pub(crate) async fn run_load_sections(
             return Ok(());
         }
     };
-    let contexts: Vec<PlannedContext> = match (&varying, m.plan.contexts.iter().find(|c| c.decode))
-    {
-        (Some(v), Some(first)) if v.replaces_contexts() => vec![v.context(first)],
+    let first = m.plan.contexts.iter().find(|c| c.decode);
+    let contexts: Vec<PlannedContext> = match &varying {
+        Some(v) if v.replaces_contexts() => v.context(first).into_iter().collect(),
         _ => m
             .plan
             .contexts
@@ -64,6 +65,12 @@ pub(crate) async fn run_load_sections(
             .cloned()
             .collect(),
     };
+    if contexts.is_empty() {
+        // Never dropped without a word: the plan listed why each context was dropped.
+        m.progress.event(ProgressEvent::Note(
+            "open load not run: no planned context has room for decode on this server (see the dropped contexts above)".into(),
+        ));
+    }
     for ctx in &contexts {
         if *end == MatrixEnd::Completed {
             *end = stop();
@@ -282,16 +289,11 @@ async fn measured_rate(
         total: m.plan.cells.len() + s.rate_rows.len() + 1,
         cell: cell.clone(),
     });
-    if let Some(hw) = m.hardware {
-        hw.begin_cell();
-    }
-    let t0 = now_rfc3339();
-    let mut row = rate_cell_row(m, builder, s, &cell, rate).await;
-    row.started_at = Some(t0);
+    let rec = CellRecorder::start(m);
+    let mut row = rate_cell_row(&rec.run(m), builder, s, &cell, rate).await;
+    row.started_at = Some(rec.started_at());
     row.finished_at = Some(now_rfc3339());
-    if let Some(hw) = m.hardware {
-        row.hardware = hw.end_cell();
-    }
+    rec.finish(m, &mut row).await;
     let interrupted = row.status == CellStatus::NotRun;
     if interrupted {
         row.status_reason = Some(MatrixEnd::Interrupted.not_run_reason());

@@ -101,13 +101,7 @@ async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedS
                 // would skew the achieved rate and the queue times.
                 if p.is_none() || s.cut.is_cancelled() {
                     let at = s.origin.elapsed().as_nanos() as u64;
-                    let m = Measured {
-                        record: RequestRecord::never_sent(i as u32, at),
-                        texts: None,
-                        saw_usage_per_chunk: false,
-                        retry_after: None,
-                        answer: None,
-                    };
+                    let m = Measured::of_record(RequestRecord::never_sent(i as u32, at));
                     s.live.ended.fetch_add(1, Ordering::Relaxed);
                     s.live.errors.fetch_add(1, Ordering::Relaxed);
                     let _ = tx.send(Done { i, waited, m });

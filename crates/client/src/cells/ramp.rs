@@ -1,12 +1,18 @@
-//! A decode window's start and ramp: the wait for an idle server (or, on a shard, for the
-//! slot's origin), the ramp watched until the readiness judge (`llmib_core::readiness`) opens
+//! A decode window's start and ramp: the drain barrier's wait for an idle server (or, on a
+//! shard, for the slot's origin) and its check at the end, the ramp watched until the readiness judge (`llmib_core::readiness`) opens
 //! the window, and a timetabled window's fixed opening instant. Apart from `crate::cells::window` so
 //! that the window keeps to what it measures once open; the rule the judge applies is the
 //! window's settings, made there (`ReadinessRule`), and the ramp only feeds it observations.
 
+use crate::progress::events::{Progress, ProgressEvent};
 use crate::progress::live::LiveWindow;
 use crate::server::engine::Engine;
-use llmib_core::{RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
+use crate::wire::stream::RequestSpec;
+use llmib_core::{
+    BarrierCheck, Outcome, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule,
+    RequestRecord, gauges_idle, redact_text,
+};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -24,21 +30,60 @@ pub struct WindowAt {
     pub open: Instant,
 }
 
-/// Waits until the gauges show no running and no waiting request, at most `limit`. Returns the
-/// seconds waited, or `None` when the engine has no gauges (nothing to wait for).
-async fn wait_idle(engine: &Engine, limit: Duration, cancel: &CancellationToken) -> Option<f64> {
+/// The drain barrier's start (`llmib_core::drain`): waits until the gauges show no running
+/// and no waiting request, at most `limit`, and says what they showed last. `None` when the
+/// engine has no gauges (nothing to wait for) or none could be read.
+async fn wait_idle(
+    engine: &Engine,
+    limit: Duration,
+    cancel: &CancellationToken,
+) -> Option<BarrierCheck> {
     if engine.info().capabilities.queue_gauge != Some(true) {
         return None;
     }
     let t0 = Instant::now();
-    while t0.elapsed() < limit && !cancel.is_cancelled() {
-        match engine.gauges().await {
-            Ok(g) if g.running.unwrap_or(0.0) <= 0.0 && g.waiting.unwrap_or(0.0) <= 0.0 => break,
-            Err(_) => break,
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+    let mut last = None;
+    loop {
+        // A failed read is no observation: the last one stands (none: no barrier), and the
+        // wait ends, as a server whose metrics fail would keep failing for the whole limit.
+        let Ok(g) = engine.gauges().await else { break };
+        if let Some(idle) = gauges_idle(g.running, g.waiting) {
+            last = Some((g.running, g.waiting, idle));
+            if idle {
+                break;
+            }
+        }
+        if t0.elapsed() >= limit || cancel.is_cancelled() {
+            break;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
     }
-    Some(t0.elapsed().as_secs_f64())
+    // Cancelled while busy: the window's ramp sees the cancellation; not a busy server.
+    let (running, waiting, idle) = last?;
+    Some(BarrierCheck {
+        waited_s: t0.elapsed().as_secs_f64(),
+        running,
+        waiting,
+        idle: idle || cancel.is_cancelled(),
+    })
+}
+
+/// The drain barrier's end: the gauges once, right after the window's streams were closed
+/// (and aborted where the engine can), so the row says what the next cell may wait for.
+pub(crate) async fn end_check(engine: &Engine) -> Option<BarrierCheck> {
+    if engine.info().capabilities.queue_gauge != Some(true) {
+        return None;
+    }
+    let g = engine.gauges().await.ok()?;
+    Some(BarrierCheck {
+        waited_s: 0.0,
+        running: g.running,
+        waiting: g.waiting,
+        idle: gauges_idle(g.running, g.waiting)?,
+    })
 }
 
 /// What the ramp showed: the decision, and when each condition first held.
@@ -114,10 +159,11 @@ pub(crate) async fn await_readiness(
 pub(crate) async fn wait_for_start(
     engine: &Engine,
     at: Option<WindowAt>,
+    busy_timeout: Duration,
     cancel: &CancellationToken,
-) -> Option<f64> {
+) -> Option<BarrierCheck> {
     let Some(at) = at else {
-        return wait_idle(engine, Duration::from_secs(10), cancel).await;
+        return wait_idle(engine, busy_timeout, cancel).await;
     };
     // Cancelled: the ramp that follows sees it and stops.
     crate::cells::shard::sleep_until_precise(at.origin, cancel).await;
@@ -135,4 +181,53 @@ pub(crate) async fn open_at_instant(
     // Cancelled: the window's span sees it and ends the cell as interrupted.
     crate::cells::shard::sleep_until_precise(at.open, cancel).await;
     Some(by.is_some_and(ReadinessBy::is_ready))
+}
+
+/// The window's close on the server: the requests it cancelled, aborted by id where the
+/// engine keeps a dropped stream running (SGLang), then the end barrier's look at the gauges.
+/// Returns (requests aborted, the end check); an abort the server refused is a note, since the
+/// end check then shows what it left running.
+pub(crate) async fn close_on_server(
+    engine: &Engine,
+    requests: &[RequestSpec],
+    ids: Option<&[u32]>,
+    records: impl Iterator<Item = &RequestRecord>,
+    progress: &dyn Progress,
+) -> (Option<u64>, Option<BarrierCheck>) {
+    let aborted = if engine.aborts_by_id() {
+        let rids = cancelled_rids(requests, ids, records);
+        match engine.abort_requests(&rids).await {
+            Ok(n) => Some(n),
+            Err(e) => {
+                let e = redact_text(&e.to_string(), &engine.secrets());
+                progress.event(ProgressEvent::Note(format!(
+                    "the server refused to abort the window's cancelled requests: {e}"
+                )));
+                Some(0)
+            }
+        }
+    } else {
+        None
+    };
+    (aborted, end_check(engine).await)
+}
+
+/// The ids of the requests the window's stop cancelled: each stream's last request, where it
+/// was still running (a stream re-sends one spec, so its id names its one request in flight).
+fn cancelled_rids<'a>(
+    requests: &[RequestSpec],
+    ids: Option<&[u32]>,
+    records: impl Iterator<Item = &'a RequestRecord>,
+) -> Vec<Arc<str>> {
+    let index = |stream: u32| match ids {
+        Some(v) => v.iter().position(|&s| s == stream),
+        None => Some(stream as usize),
+    };
+    let mut rids: Vec<Arc<str>> = records
+        .filter(|r| r.outcome == Outcome::Cancelled)
+        .filter_map(|r| requests.get(index(r.stream)?)?.rid.clone())
+        .collect();
+    rids.sort();
+    rids.dedup();
+    rids
 }

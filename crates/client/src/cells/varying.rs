@@ -15,9 +15,9 @@ use crate::prompts::block_prompt::{BlockPrompts, load_workload};
 use crate::prompts::prompt::PromptBuilder;
 use crate::wire::stream::{RequestSpec, StreamLimits};
 use llmib_core::{
-    CellRequest, LengthSource, LengthSpec, LoadSettings, PlannedContext, RequestRecord,
-    TimeScaleSpec, Workload, WorkloadError, WorkloadFigures, WorkloadKind, predicted_cached_tokens,
-    workload_figures,
+    CellRequest, ContextSpec, LengthSource, LengthSpec, LoadSettings, PlannedContext,
+    RequestRecord, TimeScaleSpec, Workload, WorkloadError, WorkloadFigures, WorkloadKind,
+    predicted_cached_tokens, workload_figures,
 };
 
 /// Where a section's request lengths come from.
@@ -71,7 +71,11 @@ impl Varying {
     }
 
     /// The one section's context: keyed at the mean prompt length, labelled by what it is.
-    pub(crate) fn context(&self, fallback: &PlannedContext) -> PlannedContext {
+    ///
+    /// `fallback` is the plan's first decode context: a trace or a length distribution brings
+    /// its own lengths, so it runs even where every planned context was dropped (a small
+    /// server against the default `--max-output`); `None` then, and it is its own spec.
+    pub(crate) fn context(&self, fallback: Option<&PlannedContext>) -> Option<PlannedContext> {
         let (mean, label) = match (&self.workload, &self.input) {
             (Some(w), _) => {
                 let n = w.requests.len().max(1) as f64;
@@ -83,14 +87,15 @@ impl Varying {
                 (sum / n, format!("{}:{file}", w.source.kind.name()))
             }
             (None, Some(i)) => (i.mean(), i.to_string()),
-            (None, None) => return fallback.clone(),
+            (None, None) => return fallback.cloned(),
         };
-        PlannedContext {
-            tokens: mean.round().max(1.0) as u64,
+        let tokens = mean.round().max(1.0) as u64;
+        Some(PlannedContext {
+            tokens,
             label,
             decode: true,
-            spec: fallback.spec,
-        }
+            spec: fallback.map_or(ContextSpec::Tokens(tokens), |f| f.spec),
+        })
     }
 
     /// The source of a cell's lengths at a context of `context` tokens.

@@ -2,12 +2,13 @@
 //! window, gauge sampling, cancellation at window end. It only observes: readiness is decided
 //! by `llmib_core::readiness`, and the row (status, figures) by `llmib_core::verdict`.
 //!
-//! The phases of [`run_window`], in order: wait for an idle server, start the N streams, watch
+//! The phases of [`run_window`], in order: wait for an idle server (the drain barrier), start
+//! the N streams, watch
 //! the ramp until the readiness judge opens the window (those two in `crate::cells::ramp`), read the
 //! server's token counter, sample the gauges through the window, read the counter again, stop
-//! the streams and collect.
+//! the streams and collect, abort what the server would keep running and check the gauges.
 
-use crate::cells::ramp::{await_readiness, open_at_instant, wait_for_start};
+use crate::cells::ramp::{await_readiness, close_on_server, open_at_instant, wait_for_start};
 use crate::progress::events::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::progress::live::LiveWindow;
 use crate::server::engine::Engine;
@@ -72,6 +73,31 @@ pub struct WindowRun {
     pub ready_at_open: Option<bool>,
 }
 
+impl WindowRun {
+    /// A window the drain barrier kept from starting: no stream ran, `queue` says why.
+    fn not_started(queue: QueueObservation) -> WindowRun {
+        WindowRun {
+            records: Vec::new(),
+            window: Window {
+                start_ns: 0,
+                end_ns: 0,
+            },
+            origin: std::time::Instant::now(),
+            readiness: ReadinessBy::Timeout,
+            queue,
+            queued_samples: 0,
+            server_generation_tokens: None,
+            interrupted: false,
+            fault: None,
+            client_delay_ms: Vec::new(),
+            kernel_stamps: None,
+            speculative: None,
+            origin_unix_ns: crate::cells::shard::unix_now_ns(),
+            ready_at_open: None,
+        }
+    }
+}
+
 /// Settings of one window.
 #[derive(Debug, Clone)]
 pub struct WindowSpec {
@@ -97,6 +123,9 @@ pub struct WindowSpec {
     pub stream_ids: Option<Arc<[u32]>>,
     /// Fixed instants (a shard's slot), instead of an idle wait and the judge's opening.
     pub at: Option<WindowAt>,
+    /// The drain barrier's limit: how long to wait for an idle server before the cell is
+    /// Failed: server busy (`--busy-timeout`).
+    pub busy_timeout: Duration,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -391,11 +420,18 @@ pub async fn run_window(
 ) -> WindowRun {
     // Start from an idle server: requests of the previous cell or of the warm-up may still be
     // finishing (an abort takes time to free KV), and engines that count tokens when a request
-    // is released (llama.cpp) would add them to this window's counter delta.
+    // is released (llama.cpp) would add them to this window's counter delta. A server still
+    // busy at the limit runs another client's load: the cell is not measured (the drain
+    // barrier, `llmib_core::drain`).
+    let start_barrier = wait_for_start(&engine, spec.at, spec.busy_timeout, run_cancel).await;
     let mut queue = QueueObservation {
-        idle_wait_s: wait_for_start(&engine, spec.at, run_cancel).await,
+        idle_wait_s: start_barrier.map(|b| b.waited_s),
+        start_barrier,
         ..Default::default()
     };
+    if start_barrier.is_some_and(|b| !b.idle) {
+        return WindowRun::not_started(queue);
+    }
     // From the streams' start: the responses counted by the stop are the window's records.
     let stamps = engine.raw_window_start();
     let origin = Instant::now();
@@ -436,6 +472,15 @@ pub async fn run_window(
     // After the stop: every response has been dropped, and so counted.
     let (records, fault) = stop_streams(streams).await;
     let kernel_stamps = engine.raw_window_stamps(stamps);
+    let closed = close_on_server(
+        &engine,
+        requests,
+        ids,
+        records.iter().map(|m| &m.record),
+        progress,
+    )
+    .await;
+    (queue.aborted_requests, queue.end_barrier) = closed;
     rep.finish();
     let client_delay_ms = probe_delays(span.probe, progress).await;
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
@@ -626,54 +671,5 @@ pub fn into_records(ms: Vec<Measured>) -> Vec<RequestRecord> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn streams(workers: Vec<JoinHandle<()>>, collector: JoinHandle<Vec<Measured>>) -> Streams {
-        Streams {
-            workers,
-            collector,
-            live: Arc::new(LiveWindow::new(0, Duration::ZERO, true)),
-            stop: CancellationToken::new(),
-        }
-    }
-
-    #[test]
-    fn backoff_doubles_up_to_five_seconds() {
-        let ms: Vec<u128> = [1, 2, 3, 7, 8, 20].map(|n| backoff(n).as_millis()).to_vec();
-        assert_eq!(ms, vec![50, 100, 200, 3200, 5000, 5000]);
-    }
-
-    #[tokio::test]
-    async fn a_worker_that_died_is_a_fault_not_an_empty_record_list() {
-        let dead = tokio::spawn(async { panic!("boom") });
-        let fine = tokio::spawn(async {});
-        let (records, fault) = stop_streams(streams(
-            vec![fine, dead],
-            tokio::spawn(async { Vec::new() }),
-        ))
-        .await;
-        assert!(records.is_empty());
-        let fault = fault.expect("a fault");
-        assert!(fault.starts_with("a stream worker died"), "{fault}");
-    }
-
-    #[tokio::test]
-    async fn a_collector_that_died_is_a_fault() {
-        let collector = tokio::spawn(async {
-            if true {
-                panic!("collector boom");
-            }
-            Vec::new()
-        });
-        let (_, fault) = stop_streams(streams(Vec::new(), collector)).await;
-        assert!(
-            fault
-                .expect("a fault")
-                .starts_with("the record collector died")
-        );
-        let (_, fault) =
-            stop_streams(streams(Vec::new(), tokio::spawn(async { Vec::new() }))).await;
-        assert_eq!(fault, None);
-    }
-}
+#[path = "window_tests.rs"]
+mod tests;

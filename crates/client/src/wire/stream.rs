@@ -14,7 +14,7 @@ use crate::wire::live::StreamLive;
 use crate::wire::sse::SseDecoder;
 use bytes::Bytes;
 use llmib_core::TokenCountSource;
-use llmib_core::{Chunk, Outcome, RequestRecord};
+use llmib_core::{Chunk, LoopGuard, Outcome, RequestRecord};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -46,6 +46,9 @@ pub struct StreamLimits {
     pub first_token: Duration,
     /// Between two chunks once content has arrived.
     pub idle: Duration,
+    /// Watch the text for an exact loop (`llmib_core::LoopGuard`); off with
+    /// `--no-loop-detection`.
+    pub loop_guard: bool,
 }
 
 impl Default for StreamLimits {
@@ -54,6 +57,7 @@ impl Default for StreamLimits {
         StreamLimits {
             first_token: Duration::from_secs(600),
             idle: Duration::from_secs(120),
+            loop_guard: true,
         }
     }
 }
@@ -78,6 +82,8 @@ pub struct RequestSpec {
     pub(crate) raw: Option<std::sync::Arc<crate::wire::rawhttp::RawTarget>>,
     /// Keep the answer's text ([`Measured::answer`]): a session's next turn sends it back.
     pub keep_answer: bool,
+    /// The id the body gives the request (`rid`), where the engine can abort by it.
+    pub rid: Option<std::sync::Arc<str>>,
 }
 
 impl RequestSpec {
@@ -97,6 +103,7 @@ impl RequestSpec {
             max_tokens: None,
             raw: None,
             keep_answer: false,
+            rid: None,
         })
     }
 }
@@ -121,6 +128,23 @@ pub struct Measured {
     /// The answer's content text, where the spec asked to keep it (reasoning text is left
     /// out: a chat history carries the answer as the API returned it).
     pub answer: Option<String>,
+    /// The repetition guard while the stream runs; its finding goes to the record's
+    /// `repetition` when the stream ends.
+    guard: Option<Box<LoopGuard>>,
+}
+
+impl Measured {
+    /// A request with nothing but its record (one never sent, say).
+    pub fn of_record(record: RequestRecord) -> Measured {
+        Measured {
+            record,
+            texts: None,
+            saw_usage_per_chunk: false,
+            retry_after: None,
+            answer: None,
+            guard: None,
+        }
+    }
 }
 
 fn ns(origin: Instant, t: Instant) -> u64 {
@@ -167,15 +191,19 @@ pub async fn measure(
             prompt_tokens_reported: None,
             completion_tokens_reported: None,
             cached_tokens_reported: None,
+            repetition: None,
         },
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
         retry_after: None,
         answer: spec.keep_answer.then(String::new),
+        guard: spec.limits.loop_guard.then(Box::default),
     };
     let (end_ns, outcome) = drive(client, spec, origin, cancel, live, &mut m).await;
     m.record.end_ns = end_ns;
     m.record.outcome = outcome;
+    // The last scan covers the text since the last periodic one (a cancelled stream too).
+    m.record.repetition = m.guard.take().and_then(|g| g.finish());
     if counting == Counting::UsagePerChunk {
         reconcile_zero_chunks(&mut m.record.chunks);
     }
@@ -511,6 +539,9 @@ fn account(
     }
     if let (Some(a), Some(text)) = (m.answer.as_mut(), c.content.as_deref()) {
         a.push_str(text);
+    }
+    if let Some(g) = m.guard.as_mut() {
+        g.push(c.content.as_deref(), c.reasoning.as_deref());
     }
     match counting {
         Counting::UsagePerChunk => {

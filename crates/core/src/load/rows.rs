@@ -246,7 +246,7 @@ pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
     row.first_error = errors.first.or(o.fault);
     row.prompt_check = Some(pc);
     row.rate = Some(Box::new(f));
-    row
+    crate::loop_row::guard_loops(row, rs)
 }
 
 /// [`prompt_check`] with a built length per request (`expected[record.stream]`): its

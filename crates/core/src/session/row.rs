@@ -206,7 +206,8 @@ pub fn session_result(cell: &PlannedCell, o: SessionObservation<'_>) -> CellResu
     row.first_error = errors.first.or(o.fault.clone());
     row.prompt_check = Some(pc);
     fill_figures(&mut row, &o, &measured, &records, completed);
-    row
+    // A warm-up turn that looped fails the cell too: its answer is the next turn's history.
+    crate::loop_row::guard_loops(row, &all)
 }
 
 /// The contract's columns and the figures beside them.

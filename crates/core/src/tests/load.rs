@@ -35,6 +35,7 @@ fn rec(i: u32, sent: u64, chunks: &[u64]) -> RequestRecord {
         prompt_tokens_reported: Some(100),
         completion_tokens_reported: Some(chunks.len() as u64),
         cached_tokens_reported: None,
+        repetition: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn rec(stream: u32, sent: u64, first: u64, gap: u64, end: u64, finished: bool) -
         prompt_tokens_reported: None,
         completion_tokens_reported: None,
         cached_tokens_reported: None,
+        repetition: None,
     }
 }
 

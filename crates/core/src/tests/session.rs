@@ -148,6 +148,7 @@ fn turn(
             prompt_tokens_reported: Some(prompt),
             completion_tokens_reported: Some(tokens),
             cached_tokens_reported: cached,
+            repetition: None,
         },
     }
 }

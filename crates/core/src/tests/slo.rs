@@ -169,6 +169,7 @@ fn a_records_figures_follow_the_method() {
         prompt_tokens_reported: None,
         completion_tokens_reported: Some(4),
         cached_tokens_reported: None,
+        repetition: None,
     };
     let s = RequestSample::of_record(&r);
     assert!(s.ok);

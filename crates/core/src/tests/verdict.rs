@@ -196,6 +196,7 @@ fn req(stream: u32, ts: &[u64], prompt: Option<u64>, outcome: Outcome) -> Reques
         prompt_tokens_reported: prompt,
         completion_tokens_reported: None,
         cached_tokens_reported: None,
+        repetition: None,
     }
 }
 
@@ -527,7 +528,9 @@ fn a_run_that_measured_nothing_says_why() {
         nothing_measured(&[over]).as_deref(),
         Some("no reason recorded")
     );
-    assert_eq!(nothing_measured(&[]), None, "no run to judge");
+    // No rows at all: every section was dropped before a cell was planned.
+    let none = nothing_measured(&[]).expect("an empty run measured nothing");
+    assert!(none.starts_with("no cell was run"), "{none}");
 }
 
 #[test]
@@ -580,4 +583,55 @@ fn two_cells_in_a_row_without_a_first_token_are_a_stalled_server() {
     assert!(!first_token_stall(&[other, stall()]));
     assert!(!first_token_stall(&[stall(), mk(CellStatus::Valid, &[])]));
     assert!(!first_token_stall(&[mk(CellStatus::Failed, &[]), stall()]));
+}
+
+#[test]
+fn a_server_busy_at_the_start_barrier_fails_the_cell_unmeasured() {
+    let mut o = observation(&[], ReadinessBy::Timeout);
+    o.queue.start_barrier = Some(crate::drain::BarrierCheck {
+        waited_s: 30.0,
+        running: Some(3.0),
+        waiting: Some(0.0),
+        idle: false,
+    });
+    let row = decode_result(&cell(2), o);
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(row.total_tok_per_s, None);
+    assert_eq!(row.errors.get("server_busy"), Some(&1));
+    let why = row.status_reason.expect("a reason");
+    assert!(why.starts_with("server busy: 3 running"), "{why}");
+    assert_eq!(
+        row.queue.and_then(|q| q.start_barrier).map(|b| b.running),
+        Some(Some(3.0))
+    );
+    // An idle start measures as before.
+    let recs = [req(0, &[120, 130], Some(1024), Outcome::Cancelled)];
+    let mut o = observation(&recs, ReadinessBy::GaugesAndFirstTokens);
+    o.queue.start_barrier = Some(crate::drain::BarrierCheck {
+        waited_s: 0.01,
+        running: Some(0.0),
+        waiting: Some(0.0),
+        idle: true,
+    });
+    assert_eq!(decode_result(&cell(1), o).status, CellStatus::Valid);
+}
+
+#[test]
+fn a_looping_request_fails_a_decode_row() {
+    let mut looping = req(0, &[120, 130], Some(1024), Outcome::Cancelled);
+    looping.repetition = Some(crate::repetition::LoopFinding {
+        channel: crate::repetition::TextChannel::Content,
+        cycle_bytes: 64,
+        start_byte: 0,
+        span_bytes: 4096,
+        sample: "x".into(),
+    });
+    let recs = [looping, req(1, &[120, 140], Some(1024), Outcome::Cancelled)];
+    let row = decode_result(
+        &cell(2),
+        observation(&recs, ReadinessBy::GaugesAndFirstTokens),
+    );
+    assert_eq!(row.status, CellStatus::Failed);
+    assert_eq!(row.total_tok_per_s, None);
+    assert_eq!(row.loop_guard.map(|l| l.stream), Some(0));
 }

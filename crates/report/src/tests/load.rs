@@ -54,6 +54,7 @@ pub(crate) fn rate_row(
                 prompt_tokens_reported: Some(ctx.0),
                 completion_tokens_reported: Some(tokens),
                 cached_tokens_reported: None,
+                repetition: None,
             }
         })
         .collect();

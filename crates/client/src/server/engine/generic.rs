@@ -16,6 +16,7 @@ pub(crate) const DIALECT: Dialect = Dialect {
     continuous_usage: false,
     metrics: MetricsKind::None,
     tokenizer: TokenizerKind::None,
+    abort_by_rid: false,
 };
 
 pub(crate) fn fill(d: &Discovery, info: &mut EngineInfo, model: &mut ModelInfo) -> Option<String> {

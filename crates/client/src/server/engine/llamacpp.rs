@@ -25,6 +25,7 @@ pub(crate) const DIALECT: Dialect = Dialect {
     continuous_usage: false,
     metrics: MetricsKind::Prometheus,
     tokenizer: TokenizerKind::LlamaCpp,
+    abort_by_rid: false,
 };
 
 /// A `/props` answer: llama.cpp's has `default_generation_settings` or `total_slots`.

@@ -12,6 +12,7 @@
 //! has, how they are read, its request dialect and metric names. What an engine cannot tell is
 //! left `None` (unknown), never guessed.
 
+mod abort;
 mod cache;
 mod generic;
 mod llamacpp;
@@ -70,6 +71,12 @@ pub struct Gauges {
     pub prompt_tokens_total: Option<f64>,
     /// Cumulative prompt tokens served from the prefix cache.
     pub cached_prompt_tokens_total: Option<f64>,
+    /// Cumulative prompt tokens looked up in the prefix cache (vLLM `prefix_cache_queries`):
+    /// with `cached_prompt_tokens_total`, the cache's hit rate over an interval.
+    pub prefix_cache_queries_total: Option<f64>,
+    /// Cumulative preemptions: requests the scheduler evicted to free KV cache (vLLM
+    /// `num_preemptions`, SGLang `num_retracted_requests`).
+    pub preemptions_total: Option<f64>,
     /// KV cache in use, as a fraction of its capacity (SGLang `token_usage`, vLLM
     /// `kv_cache_usage_perc`; the mean over ranks).
     pub kv_usage: Option<f64>,
@@ -160,6 +167,9 @@ pub(crate) struct Dialect {
     pub metrics: MetricsKind,
     /// The tokenizer endpoints' shape.
     pub tokenizer: TokenizerKind,
+    /// Requests carry an id (`rid`) the client can abort by (SGLang's `/abort_request`): a
+    /// dropped stream keeps generating there until it is aborted.
+    pub abort_by_rid: bool,
 }
 
 /// The metrics format of an engine.
@@ -409,6 +419,9 @@ impl Engine {
             } else if d.min_tokens {
                 m.insert("min_tokens".into(), json!(max_tokens));
             }
+            if d.abort_by_rid {
+                m.insert("rid".into(), Value::String(abort::next_rid()));
+            }
             if stream && d.include_usage {
                 let mut so = serde_json::Map::new();
                 so.insert("include_usage".into(), Value::Bool(true));
@@ -447,14 +460,12 @@ impl Engine {
         } else {
             self.counting()
         };
-        let mut spec = RequestSpec::new(
-            self.generate_url(),
-            &self.completion_body(model, prompt, max_tokens, true),
-            counting,
-        )
-        .map_err(|e| EngineError::Body(e.to_string()))?;
+        let body = self.completion_body(model, prompt, max_tokens, true);
+        let mut spec = RequestSpec::new(self.generate_url(), &body, counting)
+            .map_err(|e| EngineError::Body(e.to_string()))?;
         spec.limits = limits;
         spec.max_tokens = Some(max_tokens);
+        spec.rid = body.get("rid").and_then(Value::as_str).map(Arc::from);
         spec.raw = self.raw.clone();
         Ok(spec)
     }
@@ -491,6 +502,14 @@ impl Engine {
             MetricsKind::Prometheus => Ok(gauges_from(self.kind, &Metrics::parse(&body))),
             MetricsKind::None => Ok(Gauges::default()),
         }
+    }
+
+    /// Whether a second reader may sample `/metrics` beside the window's own reads (the
+    /// telemetry sampler): a Prometheus page reads the same for every reader, while
+    /// TensorRT-LLM's JSON is drained by each read (a second reader would steal the window's
+    /// iterations) and an engine without metrics has nothing to read.
+    pub(crate) fn metrics_shareable(&self) -> bool {
+        self.dialect.metrics == MetricsKind::Prometheus
     }
 
     async fn get_text(&self, url: &str, timeout: Duration) -> Result<String, EngineError> {

@@ -23,6 +23,7 @@ pub(crate) const DIALECT: Dialect = Dialect {
     continuous_usage: true,
     metrics: MetricsKind::Prometheus,
     tokenizer: TokenizerKind::OpenAiStyle,
+    abort_by_rid: true,
 };
 
 /// A `/get_server_info` answer: SGLang's server args carry `model_path` and the scheduler info
@@ -40,6 +41,9 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
         generation_tokens_total: m.sum("sglang:generation_tokens_total"),
         prompt_tokens_total: m.sum("sglang:prompt_tokens_total"),
         cached_prompt_tokens_total: m.sum("sglang:cached_tokens_total"),
+        prefix_cache_queries_total: None,
+        // The counter, not `num_retracted_reqs` (the last batch's gauge).
+        preemptions_total: m.sum("sglang:num_retracted_requests_total"),
         kv_usage: m.mean("sglang:token_usage"),
         spec_accept_rate: m.mean("sglang:spec_accept_rate"),
         spec_accept_length: m.mean("sglang:spec_accept_length"),

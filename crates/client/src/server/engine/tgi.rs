@@ -22,6 +22,7 @@ pub(crate) const DIALECT: Dialect = Dialect {
     continuous_usage: false,
     metrics: MetricsKind::Prometheus,
     tokenizer: TokenizerKind::Tgi,
+    abort_by_rid: false,
 };
 
 /// A TGI `/info` answer.

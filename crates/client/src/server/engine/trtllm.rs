@@ -22,6 +22,7 @@ pub(crate) const DIALECT: Dialect = Dialect {
     continuous_usage: true,
     metrics: MetricsKind::TrtLlmJson,
     tokenizer: TokenizerKind::None,
+    abort_by_rid: false,
 };
 
 /// `/metrics` answered a JSON list (TensorRT-LLM's iteration stats), not Prometheus text.

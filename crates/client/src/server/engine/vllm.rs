@@ -20,6 +20,7 @@ pub(crate) const DIALECT: Dialect = Dialect {
     continuous_usage: true,
     metrics: MetricsKind::Prometheus,
     tokenizer: TokenizerKind::OpenAiStyle,
+    abort_by_rid: false,
 };
 
 pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
@@ -33,6 +34,11 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
             "vllm:prefix_cache_hits_total",
             "vllm:gpu_prefix_cache_hits_total",
         ]),
+        prefix_cache_queries_total: m.sum_first(&[
+            "vllm:prefix_cache_queries_total",
+            "vllm:gpu_prefix_cache_queries_total",
+        ]),
+        preemptions_total: m.sum("vllm:num_preemptions_total"),
         kv_usage: m
             .mean("vllm:kv_cache_usage_perc")
             .or_else(|| m.mean("vllm:gpu_cache_usage_perc")),
