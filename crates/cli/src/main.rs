@@ -17,7 +17,7 @@ mod workload_check;
 
 use clap::{Parser, Subcommand};
 
-use llmib_core::{redact_text, sanitize_terminal};
+use llmib_core::{redact_text, sanitize_terminal, terminal_line};
 use std::process::ExitCode;
 
 /// Measures an LLM inference server: prefill per context and sustained decode per
@@ -102,7 +102,8 @@ fn main() -> ExitCode {
             let secrets = given_secrets();
             let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let line = redact_text(&one_line(&e), &secrets);
-            eprintln!("error: {}", sanitize_terminal(&line));
+            // A server's error body may be a megabyte: the line is cut (`terminal_line`).
+            eprintln!("error: {}", terminal_line(&line));
             ExitCode::from(1)
         }
     }

@@ -88,7 +88,13 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
     }
     let cmp = Comparison::load(&dirs)?;
     // Write the page first: a closed pipe on the table must not lose the file.
-    let mut text = cmp.to_text();
+    // The runs' titles are their servers' model names: a runaway one is cut on the terminal
+    // (the HTML page keeps it whole).
+    let mut text: String = cmp
+        .to_text()
+        .lines()
+        .map(|l| llmib_core::terminal_line(l) + "\n")
+        .collect();
     if let Some(path) = &args.output {
         write_file(path, &cmp.to_html()?)?;
         text.push_str(&format!("\nWrote {}\n", path.display()));

@@ -15,7 +15,7 @@ use llmib_core::{LoadedRun, RunDir};
 use llmib_core::{Plan, Settings};
 use llmib_core::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
 use llmib_core::{every_measured_cell_failed, measure_again_on_resume, nothing_measured};
-use llmib_core::{redact_command, sanitize_terminal};
+use llmib_core::{redact_command, terminal_line};
 use llmib_dashboard::DisplayMode;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -264,7 +264,7 @@ fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
                 Some(first) => {
                     eprintln!(
                         "error: every measured cell failed (first error: {}); results are in {}",
-                        sanitize_terminal(&first),
+                        terminal_line(&first),
                         dir.path().display()
                     );
                     Exit::AllFailed
@@ -273,7 +273,7 @@ fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
                     Some(why) => {
                         eprintln!(
                             "error: the run measured nothing ({}); its rows are in {}",
-                            sanitize_terminal(&why),
+                            terminal_line(&why),
                             dir.path().display()
                         );
                         Exit::NothingMeasured
@@ -526,10 +526,11 @@ fn write_reports(dir: &RunDir, formats: &[llmib_report::Format], tables: bool) {
         // With `--display json` stdout holds only events.
         Ok(_) if !tables => {}
         Ok(md) => {
-            // The tables hold the server's model name and errors: one sanitised line each.
+            // The tables hold the server's model name, version, launch command and errors: one
+            // sanitised line each, a runaway string cut (report.md keeps it whole).
             println!();
             for line in md.lines() {
-                println!("{}", sanitize_terminal(line));
+                println!("{}", terminal_line(line));
             }
         }
         Err(e) => eprintln!("warning: cannot print the tables: {e}"),

@@ -116,8 +116,9 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     println!(
         "simulated {} engine `{}` (profile {}) listening on http://{addr}{}; Ctrl-C stops it",
         cfg.flavor.as_str(),
-        cfg.model,
-        args.profile,
+        // A profile may name its model at any length: the line stays a line.
+        llmib_core::terminal_name(&cfg.model),
+        llmib_core::terminal_name(&args.profile),
         if cfg.api_key.is_some() {
             " (API key required)"
         } else {

@@ -4,7 +4,7 @@
 use super::row_words::{failed_why, session_figures};
 use super::view::{event_words, what};
 use llmib_client::{EventKind, Progress, ProgressEvent, json_line};
-use llmib_core::sanitize_terminal;
+use llmib_core::terminal_line;
 use llmib_core::{CellResult, CellStatus, Phase};
 use std::io::Write;
 use std::time::Instant;
@@ -51,8 +51,9 @@ pub fn describe(r: &CellResult) -> String {
         (_, CellStatus::Failed) => failed_why(r),
         _ => String::new(),
     };
-    // Labels and errors come from the server: no control character reaches the terminal.
-    sanitize_terminal(&format!("{what}  {:<15} {figs}", r.status.label()))
+    // Labels and errors come from the server: no control character reaches the terminal, and
+    // a runaway string is cut.
+    terminal_line(&format!("{what}  {:<15} {figs}", r.status.label()))
 }
 
 /// `plain`: a line per event (in the words of the dashboard's event log), a stage's details
@@ -78,8 +79,8 @@ impl Progress for PlainLines {
                     | EventKind::Skipped => "",
                 };
                 // Notes, errors and labels carry server or user text: no control character
-                // reaches the terminal.
-                format!("{indent}{}", sanitize_terminal(&words))
+                // reaches the terminal, and a runaway string is cut.
+                format!("{indent}{}", terminal_line(&words))
             }
         };
         // A closed stdout (`| head`) must not stop the run: the results are saved anyway.

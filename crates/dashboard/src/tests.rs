@@ -315,6 +315,17 @@ fn server_strings_are_sanitised() {
     assert!(d.header.engine.contains("0.5.6?[31m"));
 }
 
+/// A megabyte of model id is cut in the header (redrawn four times a second; run.json keeps
+/// it whole).
+#[test]
+fn a_megabyte_model_id_is_cut_in_the_header() {
+    let mut i = info();
+    i.model.served_model = "m".repeat(1 << 20);
+    let d = Dashboard::new(&i, vec![], Instant::now());
+    assert!(d.header.model.len() < 200, "{}", d.header.model.len());
+    assert!(d.header.model.ends_with("… (1048576 characters)"));
+}
+
 #[test]
 fn the_eta_shrinks_as_cells_finish_and_learns_the_prefill_rate() {
     let t0 = Instant::now();

@@ -8,10 +8,10 @@ use llmib_client::{LiveWindow, OpenLoopLive};
 use llmib_client::{ProgressEvent, Stage, readiness_reason};
 use llmib_core::ReadinessBy;
 use llmib_core::RunInfo;
-use llmib_core::sanitize_terminal;
 use llmib_core::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::{EtaInputs, RateMeter, eta_s};
 use llmib_core::{Plan, PlannedCell};
+use llmib_core::{terminal_line, terminal_name};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -40,7 +40,8 @@ pub struct Header {
 }
 
 impl Header {
-    /// From the run's header. Server strings are sanitised for the terminal.
+    /// From the run's header. Server strings are sanitised for the terminal and cut
+    /// ([`terminal_name`]: a model id may be a megabyte, redrawn four times a second).
     pub fn from_info(info: &RunInfo) -> Header {
         let e = &info.engine;
         let engine = [e.name.as_deref(), e.version.as_deref()]
@@ -49,13 +50,13 @@ impl Header {
             .collect::<Vec<_>>()
             .join(" ");
         Header {
-            model: sanitize_terminal(&info.model.served_model),
-            url: sanitize_terminal(&info.url),
-            engine: sanitize_terminal(&engine),
+            model: terminal_name(&info.model.served_model),
+            url: terminal_name(&info.url),
+            engine: terminal_name(&engine),
             kv: e
                 .kv_capacity_tokens
                 .as_ref()
-                .map(|k| (k.value, sanitize_terminal(&k.source))),
+                .map(|k| (k.value, terminal_name(&k.source))),
             planned: info.plan.cells.len(),
             over_capacity: info.plan.cells.iter().filter(|c| c.over_capacity).count(),
         }
@@ -235,7 +236,7 @@ impl Dashboard {
         }
         self.log.push_back(LogLine {
             at_s: now.saturating_duration_since(self.started).as_secs_f64(),
-            text: sanitize_terminal(&text),
+            text: terminal_line(&text),
         });
     }
 

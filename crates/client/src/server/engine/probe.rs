@@ -146,19 +146,18 @@ pub enum ProbeError {
 }
 
 /// A server-provided name cut for a one-line message (a model id can be a megabyte long).
-fn short(s: &str) -> String {
-    const MAX: usize = 120;
-    if s.chars().count() <= MAX {
-        return s.to_string();
-    }
-    let cut: String = s.chars().take(MAX).collect();
-    format!("{cut}… ({} characters)", s.chars().count())
+fn short(s: &str) -> std::borrow::Cow<'_, str> {
+    llmib_core::cut_text(s, llmib_core::NAME_MAX_CHARS)
 }
 
 /// A server's list of names for a one-line message: the first ten, then how many more.
 fn short_list(items: &[String]) -> String {
     const SHOWN: usize = 10;
-    let mut out: Vec<String> = items.iter().take(SHOWN).map(|m| short(m)).collect();
+    let mut out: Vec<String> = items
+        .iter()
+        .take(SHOWN)
+        .map(|m| short(m).into_owned())
+        .collect();
     if items.len() > SHOWN {
         out.push(format!("… and {} more", items.len() - SHOWN));
     }
