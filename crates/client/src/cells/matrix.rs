@@ -14,6 +14,7 @@ use crate::cells::prefill::{prefill_cell, prefill_inputs};
 use crate::cells::shard::{NO_STREAMS, PREFILL_ON_SHARD_0, ShardRun, mine, unix_now_ns};
 use crate::cells::skip::SKIPPED;
 use crate::cells::state::{AtContext, RunState};
+use crate::cells::telemetry::CellRecorder;
 use crate::progress::events::ProgressEvent;
 use llmib_core::{
     CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
@@ -83,17 +84,20 @@ pub(crate) async fn run_cells(
     Ok(end)
 }
 
-/// One cell measured, its row stamped with its times and hardware; Not run, "skipped", when
-/// the dashboard's `s` stopped it.
+/// One cell measured, its row stamped with its times, hardware and verdict (its telemetry
+/// recorded: `crate::cells::telemetry`); Not run, "skipped", when the dashboard's `s` stopped
+/// it.
 async fn measure_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
-    let t0 = now_rfc3339();
-    if let Some(hw) = m.hardware {
-        hw.begin_cell();
-    }
-    let cm = m.for_cell();
+    let rec = CellRecorder::start(m);
+    let cm = MatrixRun {
+        progress: &rec,
+        ..m.for_cell()
+    };
     let mut row = run_cell(&cm, st, cell).await;
     m.skip.disarm();
-    if cm.cancel.is_cancelled() && !m.cancel.is_cancelled() {
+    let skipped = cm.cancel.is_cancelled() && !m.cancel.is_cancelled();
+    drop(cm);
+    if skipped {
         // Whatever the cell got to, its row measures nothing.
         m.progress.event(ProgressEvent::Note(format!(
             "{} {} × {} skipped",
@@ -106,11 +110,9 @@ async fn measure_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) 
     if cell.over_capacity {
         mark_capacity_limited(m, cell, &mut row);
     }
-    row.started_at = Some(t0);
+    row.started_at = Some(rec.started_at());
     row.finished_at = Some(now_rfc3339());
-    if let Some(hw) = m.hardware {
-        row.hardware = hw.end_cell();
-    }
+    rec.finish(m, &mut row).await;
     row
 }
 

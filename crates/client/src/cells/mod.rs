@@ -6,8 +6,9 @@
 //!   lengths and workloads);
 //! - the decode window (`window`, its start and ramp in `ramp`, the run's warm-ups in `warm`,
 //!   the lateness probe `lagprobe`), which measures each request through `wire::stream`;
-//! - `outlet`: records finished and rows saved on the way out; `shard`: a shard's timetable;
-//!   `skip`: the dashboard's skip switch.
+//! - `outlet`: records finished and rows saved on the way out; `telemetry`: each cell's
+//!   hardware and server series recorded around it; `shard`: a shard's timetable; `skip`: the
+//!   dashboard's skip switch.
 //!
 //! A new cell kind is a file here: a function given its inputs that returns its row.
 //!
@@ -36,6 +37,7 @@ pub(crate) mod session_turns;
 pub(crate) mod shard;
 pub(crate) mod skip;
 pub(crate) mod state;
+pub(crate) mod telemetry;
 pub(crate) mod varying;
 pub(crate) mod warm;
 pub(crate) mod window;

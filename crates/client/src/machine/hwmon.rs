@@ -1,55 +1,67 @@
 //! The hardware monitor: a background thread that reads this machine's GPUs (NVML, loaded at
 //! run time so the binary runs where there is no NVIDIA driver; else `nvidia-smi`; else none)
-//! and CPU (`sysinfo`) about once a second. Live views read the latest sample; the driver
-//! gathers a cell's samples into its row's summary ([`HwSummary`]).
+//! and CPU (`sysinfo`) twice a second by default. Live views read the latest sample; the driver
+//! gathers a cell's samples into its row's summary ([`HwSummary`]) and its time series
+//! ([`HwSeries`], with each GPU's clock event reasons, for `telemetry.jsonl` and the row's
+//! hardware verdict).
 //!
-//! The thread never touches the measurement: it shares only two mutex-guarded slots, taken
-//! once a second by the thread and on demand by readers.
+//! The thread never touches the measurement: it shares only mutex-guarded slots, taken once
+//! per sample by the thread and on demand by readers.
 
 use llmib_core::{
-    CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERY, NvmlRaw, parse_nvidia_smi,
+    CpuReading, GpuReading, HwSample, HwSeries, HwSummary, NVIDIA_SMI_QUERIES, NvmlRaw,
+    parse_nvidia_smi_events,
 };
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where GPU readings come from.
 enum GpuReader {
     Nvml(Box<Nvml>),
-    Smi,
+    /// `nvidia-smi`, with the first of `NVIDIA_SMI_QUERIES` it answered.
+    Smi(&'static str),
     None,
 }
 
+/// Every GPU's reading, and its clock event reasons in the same order.
+type GpuRead = (Vec<GpuReading>, Vec<Option<u64>>);
+
 impl GpuReader {
-    /// NVML if the library loads and sees a GPU, else `nvidia-smi` if it answers, else none.
+    /// NVML if the library loads and sees a GPU, else `nvidia-smi` if it answers (with the
+    /// clock event reasons under their name, their older name, or not at all), else none.
     fn detect() -> GpuReader {
         if let Ok(n) = Nvml::init()
             && n.device_count().is_ok_and(|c| c > 0)
         {
             return GpuReader::Nvml(Box::new(n));
         }
-        match read_smi() {
-            Some(g) if !g.is_empty() => GpuReader::Smi,
-            _ => GpuReader::None,
-        }
+        NVIDIA_SMI_QUERIES
+            .into_iter()
+            .find(|q| read_smi(q).is_some_and(|(g, _)| !g.is_empty()))
+            .map_or(GpuReader::None, GpuReader::Smi)
     }
 
     fn name(&self) -> &'static str {
         match self {
             GpuReader::Nvml(_) => "nvml",
-            GpuReader::Smi => "nvidia-smi",
+            GpuReader::Smi(_) => "nvidia-smi",
             GpuReader::None => "none",
         }
     }
 
-    fn read(&self) -> Vec<GpuReading> {
+    fn read(&self) -> GpuRead {
         match self {
-            GpuReader::Nvml(n) => read_nvml(n).iter().map(GpuReading::from).collect(),
-            GpuReader::Smi => read_smi().unwrap_or_default(),
-            GpuReader::None => Vec::new(),
+            GpuReader::Nvml(n) => {
+                let raw = read_nvml(n);
+                let reasons = raw.iter().map(|r| r.clocks_event_reasons).collect();
+                (raw.iter().map(GpuReading::from).collect(), reasons)
+            }
+            GpuReader::Smi(q) => read_smi(q).unwrap_or_default(),
+            GpuReader::None => (Vec::new(), Vec::new()),
         }
     }
 }
@@ -76,15 +88,18 @@ fn read_nvml(n: &Nvml) -> Vec<NvmlRaw> {
                 clock_mem_mhz: d.clock_info(Clock::Memory).ok(),
                 pcie_rx_kb_s: d.pcie_throughput(PcieUtilCounter::Receive).ok(),
                 pcie_tx_kb_s: d.pcie_throughput(PcieUtilCounter::Send).ok(),
+                // nvml-wrapper's name for nvmlDeviceGetCurrentClocksEventReasons.
+                clocks_event_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
             }
         })
         .collect()
 }
 
-/// `nvidia-smi`'s readings, or `None` when it is not installed or fails.
-fn read_smi() -> Option<Vec<GpuReading>> {
+/// `nvidia-smi`'s readings for `query`, or `None` when it is not installed or fails (a query
+/// naming a field this `nvidia-smi` does not know fails whole).
+fn read_smi(query: &str) -> Option<GpuRead> {
     let out = std::process::Command::new("nvidia-smi")
-        .arg(format!("--query-gpu={NVIDIA_SMI_QUERY}"))
+        .arg(format!("--query-gpu={query}"))
         .arg("--format=csv,noheader,nounits")
         .stderr(std::process::Stdio::null())
         .output()
@@ -92,7 +107,8 @@ fn read_smi() -> Option<Vec<GpuReading>> {
     if !out.status.success() {
         return None;
     }
-    parse_nvidia_smi(&String::from_utf8_lossy(&out.stdout)).ok()
+    let gpus = parse_nvidia_smi_events(&String::from_utf8_lossy(&out.stdout)).ok()?;
+    Some(gpus.into_iter().unzip())
 }
 
 /// The CPU reader: `None` parts where this OS gives no access (the panel then says so).
@@ -154,6 +170,21 @@ impl CpuReader {
 struct Slots {
     latest: Option<HwSample>,
     cell: Vec<HwSample>,
+    /// The cell's start, while one runs: its series' clock.
+    origin: Option<Instant>,
+    series: HwSeries,
+}
+
+impl Slots {
+    /// Keeps a sample read at `at`: the latest, the cell's summary and its series.
+    fn keep(&mut self, sample: HwSample, reasons: &[Option<u64>], at: Instant) {
+        if let Some(origin) = self.origin {
+            let t = at.saturating_duration_since(origin).as_secs_f64();
+            self.series.push(t, &sample, reasons);
+        }
+        self.cell.push(sample.clone());
+        self.latest = Some(sample);
+    }
 }
 
 /// The running monitor; dropping it stops the thread.
@@ -164,8 +195,9 @@ pub struct HwMonitor {
 }
 
 impl HwMonitor {
-    /// Starts reading every `interval` (about 1 s is right: NVML's utilisation is itself an
-    /// average over its last sample period), the first `gpu_limit` GPUs only where given
+    /// Starts reading every `interval` (the run's default is half a second, so a clock that
+    /// drops for a second shows in a cell's series; NVML's utilisation is itself an average
+    /// over its last sample period), the first `gpu_limit` GPUs only where given
     /// (`--hw-gpu-limit`: the server's GPUs on a machine that has more).
     pub fn start(interval: Duration, gpu_limit: Option<usize>) -> Self {
         let slots = Arc::new(Mutex::new(Slots::default()));
@@ -177,18 +209,20 @@ impl HwMonitor {
                 let gpu = GpuReader::detect();
                 let mut cpu = CpuReader::new();
                 while !stop2.load(Ordering::Relaxed) {
-                    let mut gpus = gpu.read();
+                    let (mut gpus, mut reasons) = gpu.read();
                     if let Some(n) = gpu_limit {
                         gpus.truncate(n);
+                        reasons.truncate(n);
                     }
                     let sample = HwSample {
                         gpus,
                         cpu: cpu.read(),
                         gpu_source: gpu.name().into(),
                     };
+                    // Stamped when read: the series places each sample where it was taken.
+                    let at = Instant::now();
                     if let Ok(mut s) = s2.lock() {
-                        s.cell.push(sample.clone());
-                        s.latest = Some(sample);
+                        s.keep(sample, &reasons, at);
                     }
                     // Sleep in short steps so a stop is seen quickly.
                     let mut slept = Duration::ZERO;
@@ -214,19 +248,36 @@ impl HwMonitor {
 
     /// A cell starts: its summary covers samples from now.
     pub fn begin_cell(&self) {
+        self.begin_cell_at(Instant::now());
+    }
+
+    /// A cell starts at `origin`: its summary covers samples from now, and its series counts
+    /// seconds from `origin` (the cell's other series share it).
+    pub fn begin_cell_at(&self, origin: Instant) {
         if let Ok(mut s) = self.slots.lock() {
             s.cell.clear();
+            s.origin = Some(origin);
+            s.series = HwSeries::default();
         }
     }
 
     /// A cell ended: the summary of its samples.
     pub fn end_cell(&self) -> Option<HwSummary> {
-        let samples = self
-            .slots
-            .lock()
-            .ok()
-            .map(|mut s| std::mem::take(&mut s.cell))?;
-        HwSummary::from_samples(&samples)
+        self.end_cell_series().0
+    }
+
+    /// A cell ended: the summary of its samples and their series (`None` without a sample).
+    pub fn end_cell_series(&self) -> (Option<HwSummary>, Option<HwSeries>) {
+        let Ok(mut s) = self.slots.lock() else {
+            return (None, None);
+        };
+        let samples = std::mem::take(&mut s.cell);
+        s.origin = None;
+        let series = std::mem::take(&mut s.series);
+        (
+            HwSummary::from_samples(&samples),
+            (!series.t.is_empty()).then_some(series),
+        )
     }
 }
 
@@ -294,5 +345,30 @@ mod tests {
             sum.cpu_util_pct_mean
                 .is_some_and(|u| (0.0..=100.0).contains(&u))
         );
+    }
+
+    /// A cell's series: samples placed in seconds from the cell's origin, in order, the CPU in
+    /// every one; a monitor between cells keeps no series.
+    #[test]
+    fn a_cell_gets_a_series_on_its_own_clock() {
+        let m = HwMonitor::start(Duration::from_millis(50), None);
+        let origin = Instant::now();
+        m.begin_cell_at(origin);
+        let t0 = Instant::now();
+        while m.slots.lock().map_or(0, |s| s.series.t.len()) < 3
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (summary, series) = m.end_cell_series();
+        let series = series.expect("a series within 10 s");
+        assert!(summary.is_some_and(|s| s.samples as usize >= series.t.len()));
+        assert!(series.t.len() >= 3);
+        assert!(series.t.windows(2).all(|w| w[0] <= w[1]), "{:?}", series.t);
+        let elapsed = origin.elapsed().as_secs_f64();
+        assert!(series.t.iter().all(|t| (0.0..=elapsed + 0.01).contains(t)));
+        assert_eq!(series.cpu.u.len(), series.t.len());
+        assert!(series.gpus.iter().all(|g| g.sm.len() == series.t.len()));
+        assert!(m.end_cell_series().1.is_none(), "no cell, no series");
     }
 }

@@ -1,0 +1,145 @@
+//! A cell's telemetry, recorded around it: the hardware monitor's series (where it runs) and
+//! the server sampler's (where the engine's metrics may be read), both on the cell's own clock,
+//! and the cell's stages as the progress protocol announces them (the recorder sits in the
+//! progress path and passes every event on), so the report can shade warm-up, ramp and the
+//! measured window. At the end the row gets its hardware summary and verdict, and the series
+//! go to `telemetry.jsonl` before the row is saved.
+//!
+//! Nothing here is in a measured request's path: the samplers are a thread and a task of their
+//! own, and the recorder only notes the few stage events a cell sends.
+
+use crate::cells::context::MatrixRun;
+use crate::machine::hwmon::HwMonitor;
+use crate::progress::events::{Progress, ProgressEvent};
+use crate::server::telemetry::{SERVER_SAMPLE_EVERY, ServerSampler};
+use llmib_core::{CellResult, CellTelemetry, PhaseMark, now_rfc3339};
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What the cell's progress events told about its stages.
+#[derive(Debug, Default)]
+struct Marks {
+    ph: Vec<PhaseMark>,
+    win: Option<[f64; 2]>,
+}
+
+/// Records one cell; [`CellRecorder::finish`] completes its row and saves its series.
+pub(crate) struct CellRecorder<'a> {
+    origin: Instant,
+    t0: String,
+    forward: &'a dyn Progress,
+    hardware: Option<&'a HwMonitor>,
+    server: Option<ServerSampler>,
+    marks: Mutex<Marks>,
+}
+
+impl<'a> CellRecorder<'a> {
+    /// Starts recording a cell of `m` now.
+    pub(crate) fn start(m: &MatrixRun<'a>) -> Self {
+        let origin = Instant::now();
+        if let Some(hw) = m.hardware {
+            hw.begin_cell_at(origin);
+        }
+        CellRecorder {
+            origin,
+            t0: now_rfc3339(),
+            forward: m.progress,
+            hardware: m.hardware,
+            server: ServerSampler::start(m.engine.clone(), origin, SERVER_SAMPLE_EVERY),
+            marks: Mutex::default(),
+        }
+    }
+
+    /// When the cell started (RFC 3339): its row's `started_at`.
+    pub(crate) fn started_at(&self) -> String {
+        self.t0.clone()
+    }
+
+    /// `m` with this recorder in its progress path, for a cell that runs on `m` itself (an
+    /// open-loop rate cell: no skip switch is armed for it).
+    pub(crate) fn run<'b>(&'b self, m: &MatrixRun<'b>) -> MatrixRun<'b> {
+        MatrixRun {
+            engine: m.engine.clone(),
+            model: m.model.clone(),
+            plan: m.plan,
+            store: m.store,
+            // A cell never reads which cells were done before.
+            done: HashSet::new(),
+            progress: self,
+            cancel: m.cancel.clone(),
+            hardware: m.hardware,
+            skip: m.skip.clone(),
+            shard: m.shard.clone(),
+        }
+    }
+
+    /// The cell ended: its row gets the hardware summary and verdict, and its series are
+    /// appended to `telemetry.jsonl` (where there is any; a write that fails is a note, since
+    /// the row and its figures do not depend on it).
+    pub(crate) async fn finish(self, m: &MatrixRun<'_>, row: &mut CellResult) {
+        let dur = self.origin.elapsed().as_secs_f64();
+        let srv = match self.server {
+            Some(s) => s.finish().await.unwrap_or_else(|e| {
+                self.forward.event(ProgressEvent::Note(e.to_string()));
+                None
+            }),
+            None => None,
+        };
+        let (summary, hw) = match self.hardware {
+            Some(h) => h.end_cell_series(),
+            None => (None, None),
+        };
+        let marks = self.marks.into_inner().unwrap_or_else(|p| p.into_inner());
+        if self.hardware.is_some() {
+            row.hardware = summary;
+            row.hardware_verdict = hw.as_ref().and_then(|h| h.verdict(marks.win));
+        }
+        let mut line = CellTelemetry::new(row.key(), self.t0);
+        line.dur = secs2(dur);
+        line.ph = marks.ph;
+        line.win = marks.win;
+        line.hw = hw;
+        line.srv = srv;
+        if line.has_series()
+            && let Err(e) = m.store.append_telemetry(&line)
+        {
+            self.forward.event(ProgressEvent::Note(format!(
+                "could not save this cell's telemetry: {e}"
+            )));
+        }
+    }
+
+    fn mark(&self, f: impl FnOnce(&mut Marks)) {
+        if let Ok(mut g) = self.marks.lock() {
+            f(&mut g);
+        }
+    }
+
+    fn since(&self, at: Instant) -> f64 {
+        secs2(at.saturating_duration_since(self.origin).as_secs_f64())
+    }
+}
+
+/// Seconds to two decimals (the series' resolution).
+fn secs2(s: f64) -> f64 {
+    (s * 100.0).round() / 100.0
+}
+
+impl Progress for CellRecorder<'_> {
+    fn event(&self, e: ProgressEvent) {
+        match &e {
+            ProgressEvent::Phase(stage) => {
+                let t = self.since(Instant::now());
+                self.mark(|m| m.ph.push((t, stage.as_str().to_string())));
+            }
+            ProgressEvent::Window { origin, window } => {
+                let at = |ns: u64| self.since(*origin + std::time::Duration::from_nanos(ns));
+                let win = [at(window.start_ns), at(window.end_ns)];
+                self.mark(|m| m.win = Some(win));
+            }
+            _ => {}
+        }
+        self.forward.event(e);
+    }
+}
