@@ -1,6 +1,6 @@
-//! The frame of the Load section's small SVG charts (the throughput–latency charts and the
-//! Pareto chart share it): size, margins, nice axis steps and ticks, and the mapping from
-//! values to SVG units.
+//! The frame of the report's small SVG charts (the Load section's throughput–latency charts,
+//! the Pareto chart, the telemetry strips): size, margins, nice axis steps and ticks, and the
+//! mapping from values to SVG units.
 
 use crate::number;
 use serde::Serialize;
@@ -91,16 +91,43 @@ pub(crate) fn axis_num(v: f64) -> String {
     }
 }
 
+/// Where a frame's plot lies in its SVG, SVG units: left and right, bottom and top.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Area {
+    pub x0: f64,
+    pub x1: f64,
+    pub y0: f64,
+    pub y1: f64,
+}
+
 impl Frame {
     /// Axes from 0 to the data's maxima, rounded up to a whole number of nice steps.
     pub(crate) fn new(x_max: f64, y_max: f64, x_label: &str, y_label: &str) -> Frame {
-        let (x_top, xs) = ticks(x_max, axis_num);
-        let (y_top, ys) = ticks(y_max, axis_num);
-        let mut f = Frame {
+        let area = Area {
             x0: LEFT,
             x1: W - RIGHT,
             y0: H - BOTTOM,
             y1: TOP,
+        };
+        Frame::in_area(area, x_max, y_max, x_label, y_label)
+    }
+
+    /// [`Frame::new`] with the plot in `area` (the strips of a telemetry small multiple share
+    /// one SVG, each its own frame).
+    pub(crate) fn in_area(
+        area: Area,
+        x_max: f64,
+        y_max: f64,
+        x_label: &str,
+        y_label: &str,
+    ) -> Frame {
+        let (x_top, xs) = ticks(x_max, axis_num);
+        let (y_top, ys) = ticks(y_max, axis_num);
+        let mut f = Frame {
+            x0: area.x0,
+            x1: area.x1,
+            y0: area.y0,
+            y1: area.y1,
             x_top,
             y_top,
             x_ticks: Vec::new(),

@@ -22,6 +22,7 @@ const ACCURACY_TEMPLATE: &str = include_str!("../templates/accuracy.html");
 const LOAD_TEMPLATE: &str = include_str!("../templates/load.html");
 const SESSIONS_TEMPLATE: &str = include_str!("../templates/sessions.html");
 const CHART_TEMPLATE: &str = include_str!("../templates/chart.html");
+const TELEMETRY_TEMPLATE: &str = include_str!("../templates/telemetry.html");
 
 /// The HTML exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,6 +50,8 @@ pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
         .map_err(err("sessions.html"))?;
     env.add_template("chart.html", CHART_TEMPLATE)
         .map_err(err("chart.html"))?;
+    env.add_template("telemetry.html", TELEMETRY_TEMPLATE)
+        .map_err(err("telemetry.html"))?;
     Ok(env)
 }
 
@@ -230,6 +233,12 @@ pub(crate) fn tooltip(c: &CellResult) -> String {
     if let Some(e) = &c.first_error {
         s.push_str(&format!("\nFirst error: {e}"));
     }
+    if let Some(v) = c
+        .hardware_verdict
+        .filter(|v| *v != llmib_core::HardwareVerdict::Ok)
+    {
+        s.push_str(&format!("\nGPU clocks: {}", v.label()));
+    }
     s
 }
 
@@ -292,6 +301,7 @@ impl Exporter for HtmlExporter {
             legend => ser(legend(&report.statuses_present())),
             table => ser(Table::measurements(report, &Column::ALL)),
             hardware => ser(Table::hardware(report)),
+            telemetry => ser(crate::telemetry_chart::view(report)),
             speculative => ser(Table::speculative(report)),
             bursts => ser(Table::bursts(report)),
             load => ser(crate::load_chart::view(report)),

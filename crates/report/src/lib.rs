@@ -43,6 +43,8 @@ mod sessions;
 mod sessions_chart;
 mod shards;
 mod table;
+mod telemetry_chart;
+mod telemetry_strips;
 mod workload_view;
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::number;
 use llmib_core::RunInfo;
 use llmib_core::format_tokens;
 use llmib_core::{CellResult, CellStatus, Phase};
-use llmib_core::{LoadedRun, RunDir};
+use llmib_core::{CellTelemetry, LoadedRun, RunDir};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -27,6 +27,8 @@ pub struct Report {
     pub cells: Vec<CellResult>,
     /// Lines of `cells.jsonl` that could not be read.
     pub skipped_lines: usize,
+    /// Each measured cell's series (`telemetry.jsonl`); empty for a run without one.
+    pub telemetry: Vec<CellTelemetry>,
 }
 
 /// One labelled fact of a card.
@@ -93,10 +95,14 @@ fn known(v: Option<impl ToString>) -> String {
 }
 
 impl Report {
-    /// Reads a results directory (`run.json` + `cells.jsonl`).
+    /// Reads a results directory (`run.json` + `cells.jsonl`, and `telemetry.jsonl` where the
+    /// run wrote one).
     pub fn load(run_dir: &Path) -> Result<Report, crate::ReportError> {
-        let loaded = RunDir::open(run_dir)?.load()?;
-        Ok(Report::from_loaded(loaded))
+        let dir = RunDir::open(run_dir)?;
+        let mut report = Report::from_loaded(dir.load()?);
+        // The series only draw the Telemetry section: lines that do not parse are left out.
+        report.telemetry = dir.load_telemetry()?.0;
+        Ok(report)
     }
 
     /// Orders the rows and fills planned cells that have no row as Not run.
@@ -128,6 +134,7 @@ impl Report {
             info: run.info,
             cells,
             skipped_lines: run.skipped_lines,
+            telemetry: Vec::new(),
         }
     }
 

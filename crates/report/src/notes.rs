@@ -1,7 +1,8 @@
 //! The notes under a report's tables: what a reader must see besides the seed's footnotes (an
 //! unfinished run, dropped contexts, unreadable lines, `--serial-server`, early stops, a client
 //! that ran late, the kernel's receive times, why each Failed cell failed, cells measured past
-//! the KV capacity, the run's own notes). Every exporter prints the same list.
+//! the KV capacity, cells whose GPUs did not hold their clocks, the run's own notes). Every
+//! exporter prints the same list.
 
 use crate::model::Report;
 use llmib_core::{CellStatus, RunState};
@@ -47,6 +48,7 @@ impl Report {
         out.extend(self.kernel_stamps_note());
         out.extend(self.failed_notes());
         out.extend(self.capacity_limited_note());
+        out.extend(self.hardware_verdict_note());
         out.extend(self.info.notes.iter().cloned());
         out
     }
