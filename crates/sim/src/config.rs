@@ -138,6 +138,12 @@ pub struct SimConfig {
     pub per_kv_token_us: f64,
     /// Tokens produced per decode step and delivered in one chunk (speculative decoding).
     pub spec_tokens: u32,
+    /// Speculative decoding: the mean tokens one decode step emits per request, in
+    /// `[1, spec_tokens]` (`None`: every draft is accepted, `spec_tokens` per step). Steps
+    /// emit whole tokens around this mean without randomness (2.5 gives 2, 3, 2, 3, ...), and
+    /// the engines' acceptance figures (`/metrics`) report what the steps really emitted.
+    #[serde(default)]
+    pub spec_accept_length: Option<f64>,
     /// Prefix cache size in tokens (0 disables it). Cached prompts also yield to running
     /// requests: they are evicted, least recently used first, when KV is needed.
     pub prefix_cache_tokens: u64,
@@ -175,6 +181,33 @@ pub struct SimConfig {
     /// (a reasoning model's thinking) rather than `content`; they count as output.
     #[serde(default)]
     pub reasoning_tokens: u32,
+    /// Loop mode: every answer is this sentence repeated, token by token, until `max_tokens`
+    /// (EOS, `eos_rate` and fixture scripts are ignored; finish `length`): a model stuck in a
+    /// loop. ASCII only, and two copies in a row must tokenize as two single copies (end it
+    /// with punctuation, e.g. `"The cache is warm and the batch is full, so we wait here."`).
+    #[serde(default)]
+    pub answer_loop: Option<String>,
+    /// Loop mode in the thinking: a streamed chat answer carries the whole loop as
+    /// `delta.reasoning_content` (content null or absent), as a reasoning model stuck while
+    /// thinking does. Completions and non-streamed answers carry it as text/content.
+    #[serde(default)]
+    pub answer_loop_reasoning: bool,
+    /// Foreign load: this many requests of "another client" are added to the running gauge
+    /// (`sglang:num_running_reqs`, `vllm:num_requests_running`) at all times. Only the gauge:
+    /// nothing is generated for them and they take no KV.
+    #[serde(default)]
+    pub foreign_running: u32,
+    /// Foreign load: this many requests added to the waiting gauge (`sglang:num_queue_reqs`,
+    /// `vllm:num_requests_waiting`) at all times (the gauge only; `faults.max_queue_len` does
+    /// not count them).
+    #[serde(default)]
+    pub foreign_waiting: u32,
+    /// A stream the client dropped keeps its slot and KV and keeps generating (counted as
+    /// running) for this many milliseconds after the drop, unless it finishes first or is
+    /// aborted (`POST /abort_request`), as SGLang does until it notices the disconnect. 0 (the
+    /// default): the request is freed at once.
+    #[serde(default)]
+    pub drop_keeps_running_ms: u64,
     /// Required `Authorization: Bearer` key (`None`: open server).
     pub api_key: Option<String>,
     /// Seed of every random decision (output text, ids, faults).
@@ -246,6 +279,17 @@ impl SimConfig {
         }
         if self.spec_tokens == 0 {
             return bad("spec_tokens: must be at least 1 (1 = no speculative decoding)".into());
+        }
+        if let Some(l) = self.spec_accept_length
+            && !(l.is_finite() && l >= 1.0 && l <= f64::from(self.spec_tokens))
+        {
+            return bad(format!(
+                "spec_accept_length: must be between 1 and spec_tokens ({}), got {l}",
+                self.spec_tokens
+            ));
+        }
+        if let Some(s) = &self.answer_loop {
+            crate::tokenizer::loop_tokens(s).map_err(SimError::Invalid)?;
         }
         if self.block_size == 0 {
             return bad("block_size: must be at least 1".into());

@@ -27,7 +27,7 @@ use crate::rng::hash_tokens;
 use crate::stamps::{ArrivalStamp, ChunkStamp, StampLog};
 use crate::state::{AppState, unix_now};
 use crate::wire::{self, Kind, Writer};
-use crate::{info, metrics};
+use crate::{abort, info, metrics};
 
 /// A rejection for load (queue full, quota spent) with `faults.queue_full_status` and, when
 /// `faults.retry_after_s` is set, the `Retry-After` a client should honour.
@@ -73,6 +73,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     if state.cfg.metrics_enabled {
         r = r.route("/metrics", get(metrics::metrics));
     }
+    // The simulator's own: what it aborted, for tests (no engine has it).
+    r = r.route("/sim/aborts", get(abort::aborts));
     r = match state.cfg.flavor {
         Flavor::Sglang => r
             .route("/get_server_info", get(info::server_info))
@@ -80,6 +82,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             .route("/get_model_info", get(info::model_info))
             .route("/model_info", get(info::model_info))
             .route("/health_generate", get(info::health))
+            .route("/abort_request", post(abort::abort_request))
             .route(
                 "/flush_cache",
                 post(info::flush_cache).get(info::flush_cache),
@@ -154,6 +157,11 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         return refused;
     }
     let (id, plan) = draw_id_and_faults(&st, kind, req.max_tokens);
+    // SGLang answers with the client's `rid` as the response id.
+    let id = match (&req.rid, cfg.flavor) {
+        (Some(rid), Flavor::Sglang) => rid.clone(),
+        _ => id,
+    };
     if let Some(d) = plan.slow_first_byte {
         tokio::time::sleep(d).await;
     }
@@ -169,7 +177,12 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         prompt_tokens: (req.prompt.len() as i64 + cfg.faults.usage_prompt_tokens_offset).max(0)
             as u64,
         cached_tokens: 0,
-        reasoning_tokens: cfg.reasoning_tokens,
+        // A loop in the thinking never leaves it.
+        reasoning_tokens: if cfg.answer_loop.is_some() && cfg.answer_loop_reasoning {
+            u32::MAX
+        } else {
+            cfg.reasoning_tokens
+        },
     };
     let script = cfg
         .answer_accuracy
@@ -183,6 +196,7 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         min_tokens: req.min_tokens,
         ignore_eos: req.ignore_eos,
         script,
+        rid: req.rid.clone(),
     });
     if cfg.stamp_chunks {
         st.stamps.push_arrival(ArrivalStamp {
@@ -362,8 +376,9 @@ impl Sse {
         for (i, e) in events.into_iter().enumerate() {
             let e = if malformed { cut_in_half(&e) } else { e };
             // The first event carries the tokens; it is stamped once its bytes are built, just
-            // before `next_item` yields them to hyper.
+            // before `next_item` yields them to hyper. (An abort's last event carries none.)
             if i == 0
+                && ev.n > 0
                 && let Some(log) = &self.stamps
             {
                 log.push(ChunkStamp {

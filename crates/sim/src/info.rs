@@ -175,8 +175,14 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
     for (k, v) in derived {
         set(k, v);
     }
+    // SGLang's cumulative mean tokens per request-step (before any step: the configured one).
     let accept = if cfg.spec_tokens > 1 {
-        json!(f64::from(cfg.spec_tokens))
+        json!(if stats.spec_drafts > 0 {
+            1.0 + stats.spec_accepted_tokens as f64 / stats.spec_drafts as f64
+        } else {
+            cfg.spec_accept_length
+                .unwrap_or_else(|| f64::from(cfg.spec_tokens))
+        })
     } else {
         Value::Null
     };

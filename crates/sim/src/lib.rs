@@ -8,7 +8,7 @@
 //! - `tokenizer`: the simulator's own deterministic tokenizer (not one token per character);
 //! - `engine`: the scheduler thread (KV admission, prefix cache, prefill, decode steps);
 //! - `wire`: the exact JSON and SSE bytes each engine writes;
-//! - `faults`: seeded fault decisions;
+//! - `faults`: seeded fault decisions; `abort`: SGLang's `/abort_request` and the abort log;
 //! - `stamps` and `emitted`: when requests arrived and what the engine really emitted when, and
 //!   the figures of a window or of each request computed from that (the oracle of the
 //!   client's timing tests).
@@ -16,6 +16,7 @@
 //! Start it in-process with [`spawn`] (tests, demos) or [`serve`] (your own listener and
 //! shutdown signal). `docs/simulator.md` describes the model and shows transcripts.
 
+mod abort;
 pub mod answers;
 mod config;
 mod emitted;
@@ -36,15 +37,24 @@ mod tokenizer;
 mod wire;
 
 #[cfg(test)]
+#[path = "tests/control.rs"]
+mod control_tests;
+#[cfg(test)]
 #[path = "tests/open_load.rs"]
 mod open_load_tests;
 #[cfg(test)]
+#[path = "tests/raw.rs"]
+mod raw;
+#[cfg(test)]
 #[path = "tests/sessions.rs"]
 mod sessions_tests;
+#[cfg(test)]
+#[path = "tests/spec_loop.rs"]
+mod spec_loop_tests;
 
 pub use config::{FaultConfig, Flavor, SimConfig};
 pub use emitted::{EmittedFigures, ServedRequest, served_requests};
 pub use error::SimError;
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};
 pub use server::{SimHandle, serve, spawn};
-pub use stamps::{ArrivalStamp, ChunkStamp, PassStamp};
+pub use stamps::{AbortCause, AbortRecord, ArrivalStamp, ChunkStamp, PassStamp};

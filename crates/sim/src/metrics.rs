@@ -4,6 +4,11 @@
 //! family, counters with a `_total` sample followed by a `_created` gauge, floats printed
 //! the Python way (`3.0`, not `3`). SGLang labels its series with `model_name` (plus its
 //! engine and rank labels), vLLM V1 with `engine` and `model_name`.
+//!
+//! Speculative decoding (`spec_tokens` > 1 only, as an engine without it has none): SGLang's
+//! `spec_accept_length` / `spec_accept_rate` gauges, vLLM's `spec_decode_*` counters (see
+//! `engine::spec`). Foreign load (`foreign_running`, `foreign_waiting`) is added to the running
+//! and waiting gauges.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -43,14 +48,35 @@ impl Out {
 
     /// `base` without `_total`; writes `base_total` and `base_created`.
     fn counter(&mut self, base: &str, help: &str, v: u64) {
+        self.counter_family(base, help, &[(String::new(), v)]);
+    }
+
+    /// A counter with one sample per `(extra labels, value)`: `base_total` for each, then
+    /// `base_created` for each.
+    fn counter_family(&mut self, base: &str, help: &str, samples: &[(String, u64)]) {
         let l = &self.labels;
         let _ = write!(
             self.text,
-            "# HELP {base}_total {help}\n# TYPE {base}_total counter\n{base}_total{{{l}}} {}\n\
-             # HELP {base}_created {help}\n# TYPE {base}_created gauge\n{base}_created{{{l}}} {}\n",
-            py_float(v as f64),
-            py_float(self.started as f64)
+            "# HELP {base}_total {help}\n# TYPE {base}_total counter\n"
         );
+        for (extra, v) in samples {
+            let _ = writeln!(
+                self.text,
+                "{base}_total{{{l}{extra}}} {}",
+                py_float(*v as f64)
+            );
+        }
+        let _ = write!(
+            self.text,
+            "# HELP {base}_created {help}\n# TYPE {base}_created gauge\n"
+        );
+        for (extra, _) in samples {
+            let _ = writeln!(
+                self.text,
+                "{base}_created{{{l}{extra}}} {}",
+                py_float(self.started as f64)
+            );
+        }
     }
 }
 
@@ -76,10 +102,11 @@ fn render_sglang(st: &AppState, s: &Stats, model: &str) -> String {
         ),
         started: st.started,
     };
+    let cfg = &st.cfg;
     o.gauge(
         "sglang:num_running_reqs",
         "The number of running requests.",
-        s.running as f64,
+        (s.running + cfg.foreign_running as usize) as f64,
     );
     o.gauge(
         "sglang:num_used_tokens",
@@ -99,7 +126,7 @@ fn render_sglang(st: &AppState, s: &Stats, model: &str) -> String {
     o.gauge(
         "sglang:num_queue_reqs",
         "The number of requests in the waiting queue.",
-        s.queued as f64,
+        (s.queued + cfg.foreign_waiting as usize) as f64,
     );
     o.gauge(
         "sglang:cache_hit_rate",
@@ -111,6 +138,9 @@ fn render_sglang(st: &AppState, s: &Stats, model: &str) -> String {
         "Maximum total number of tokens in the KV cache pool.",
         s.capacity as f64,
     );
+    if cfg.spec_tokens > 1 {
+        sglang_spec_gauges(&mut o, s);
+    }
     o.labels = format!("model_name=\"{model}\"");
     o.counter(
         "sglang:prompt_tokens",
@@ -132,7 +162,26 @@ fn render_sglang(st: &AppState, s: &Stats, model: &str) -> String {
         "Number of requests processed.",
         s.finished_requests + s.aborted_requests,
     );
+    o.counter(
+        "sglang:num_aborted_requests",
+        "Number of requests aborted.",
+        s.aborted_requests,
+    );
     o.text
+}
+
+/// SGLang's speculative-decoding gauges (over its last log interval, `engine::spec`).
+fn sglang_spec_gauges(o: &mut Out, s: &Stats) {
+    o.gauge(
+        "sglang:spec_accept_length",
+        "The average acceptance length of speculative decoding.",
+        s.spec_accept_length,
+    );
+    o.gauge(
+        "sglang:spec_accept_rate",
+        "The average acceptance rate of speculative decoding (`accepted tokens / total draft tokens` in batch).",
+        s.spec_accept_rate,
+    );
 }
 
 /// vLLM V1's families: the cache-config info gauge, scheduler gauges, then token counters.
@@ -153,12 +202,12 @@ fn render_vllm(st: &AppState, s: &Stats, model: &str) -> String {
     o.gauge(
         "vllm:num_requests_running",
         "Number of requests in model execution batches.",
-        s.running as f64,
+        (s.running + cfg.foreign_running as usize) as f64,
     );
     o.gauge(
         "vllm:num_requests_waiting",
         "Number of requests waiting to be processed.",
-        s.queued as f64,
+        (s.queued + cfg.foreign_waiting as usize) as f64,
     );
     // vLLM counts KV in whole blocks.
     let used_blocks = s.used.div_ceil(bs);
@@ -187,6 +236,9 @@ fn render_vllm(st: &AppState, s: &Stats, model: &str) -> String {
         "Number of generation tokens processed.",
         s.generation_tokens_total,
     );
+    if cfg.spec_tokens > 1 {
+        vllm_spec_counters(&mut o, s, cfg.spec_tokens - 1);
+    }
     o.labels = format!("engine=\"0\",finished_reason=\"length\",model_name=\"{model}\"");
     o.counter(
         "vllm:request_success",
@@ -194,6 +246,37 @@ fn render_vllm(st: &AppState, s: &Stats, model: &str) -> String {
         s.finished_requests,
     );
     o.text
+}
+
+/// vLLM's speculative-decoding counters (`vllm/v1/spec_decode/metrics.py`).
+/// `drafted` tokens per draft (one `position` per draft token).
+fn vllm_spec_counters(o: &mut Out, s: &Stats, drafted: u32) {
+    o.counter(
+        "vllm:spec_decode_num_drafts",
+        "Number of spec decoding drafts.",
+        s.spec_drafts,
+    );
+    o.counter(
+        "vllm:spec_decode_num_draft_tokens",
+        "Number of draft tokens.",
+        s.spec_draft_tokens,
+    );
+    o.counter(
+        "vllm:spec_decode_num_accepted_tokens",
+        "Number of accepted tokens.",
+        s.spec_accepted_tokens,
+    );
+    let per_pos: Vec<(String, u64)> = (0..drafted as usize)
+        .map(|p| {
+            let v = s.spec_accepted_per_pos.get(p).copied().unwrap_or(0);
+            (format!(",position=\"{p}\""), v)
+        })
+        .collect();
+    o.counter_family(
+        "vllm:spec_decode_num_accepted_tokens_per_pos",
+        "Accepted tokens per draft position.",
+        &per_pos,
+    );
 }
 
 /// The labels of `vllm:cache_config_info`: vLLM's CacheConfig fields, as vLLM prints them.

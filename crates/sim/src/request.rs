@@ -50,6 +50,7 @@ struct RawRequest {
     stream: Option<bool>,
     stream_options: Option<StreamOptions>,
     n: Option<i64>,
+    rid: Option<serde_json::Value>,
 }
 
 /// A checked generation request.
@@ -73,6 +74,9 @@ pub(crate) struct GenRequest {
     pub include_usage: bool,
     /// Usage on every chunk.
     pub continuous_usage: bool,
+    /// SGLang's `rid`: the client's id of the request (a string, or a list of one), by
+    /// which `POST /abort_request` names it; SGLang answers with it as the response `id`.
+    pub rid: Option<String>,
 }
 
 /// Parses chat messages (string content, or a list of `{type: text, text}` parts).
@@ -138,6 +142,11 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
         stream: raw.stream.unwrap_or(false),
         include_usage,
         continuous_usage,
+        rid: match raw.rid {
+            Some(serde_json::Value::String(s)) => Some(s),
+            Some(serde_json::Value::Array(a)) if a.len() == 1 => a[0].as_str().map(str::to_string),
+            _ => None,
+        },
     })
 }
 

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::SimConfig;
 use crate::error::SimError;
-use crate::stamps::{ArrivalStamp, ChunkStamp, PassStamp};
+use crate::stamps::{AbortRecord, ArrivalStamp, ChunkStamp, PassStamp};
 use crate::{engine, http, rng, stamps, state};
 
 /// Serves `config` on `listener` until `shutdown` completes.
@@ -99,6 +99,13 @@ impl SimHandle {
     /// has `stamp_chunks` on): what the engine really ran, and when.
     pub fn take_pass_stamps(&self) -> Vec<PassStamp> {
         self.stamps.take_passes()
+    }
+
+    /// Every request the engine aborted so far, in order (the log is kept; always recorded):
+    /// by `POST /abort_request`, or because its client went away. `GET /sim/aborts` serves
+    /// the same list.
+    pub fn aborts(&self) -> Vec<AbortRecord> {
+        self.stamps.aborts()
     }
 
     /// Stops the server gracefully and waits until it has: open streams end, the port is

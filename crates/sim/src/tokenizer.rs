@@ -103,6 +103,30 @@ pub(crate) fn token_strs(ids: &[u32]) -> Vec<String> {
     ids.iter().map(|&id| decode(&[id], false)).collect()
 }
 
+/// Loop mode (`answer_loop`): the text of each token of `sentence`, in order, for an answer
+/// that cycles through them. Refused when the sentence is empty or not ASCII (a lone byte of a
+/// UTF-8 character is no text), or when two copies in a row tokenize otherwise than two single
+/// copies (a word running on across the seam): the looped text, cut after any token, must
+/// re-tokenize to exactly the tokens generated.
+pub(crate) fn loop_tokens(sentence: &str) -> Result<Vec<String>, String> {
+    if sentence.is_empty() || !sentence.is_ascii() {
+        return Err("answer_loop: give a non-empty ASCII sentence".into());
+    }
+    let ids = encode(sentence, false);
+    let twice = encode(&format!("{sentence}{sentence}"), false);
+    if twice.len() != 2 * ids.len()
+        || twice[..ids.len()] != ids[..]
+        || twice[ids.len()..] != ids[..]
+    {
+        return Err(format!(
+            "answer_loop: two copies of {sentence:?} in a row tokenize differently from one \
+             copy twice (a word runs on across the seam): end the sentence with punctuation \
+             or start it with a space"
+        ));
+    }
+    Ok(token_strs(&ids))
+}
+
 /// One chat message, reduced to what the template needs.
 #[derive(Debug, Clone)]
 pub(crate) struct ChatMessage {
@@ -196,6 +220,25 @@ mod tests {
         let expected: Vec<u32> = prompt.iter().chain(&ids).copied().collect();
         assert_eq!(next[..expected.len()], expected[..]);
         assert!(next.len() > expected.len());
+    }
+
+    #[test]
+    fn loop_sentences_repeat_token_for_token() {
+        let s = "The cache is warm and the batch is full, so we wait here, again.";
+        let toks = loop_tokens(s).expect("a clean seam");
+        assert_eq!(toks.concat(), s);
+        // Three copies and a cut after any token re-tokenize to the tokens generated.
+        let cycle: Vec<&String> = toks.iter().cycle().take(toks.len() * 3 + 5).collect();
+        for cut in [1, toks.len(), toks.len() * 2 + 3, cycle.len()] {
+            let text: String = cycle[..cut].iter().map(|t| t.as_str()).collect();
+            assert_eq!(encode(&text, false).len(), cut, "{text:?}");
+        }
+        assert!(loop_tokens(" leading space works").is_ok());
+        // "word" + "word" runs on into one word; a trailing space joins the next word.
+        assert!(loop_tokens("runs on").is_err());
+        assert!(loop_tokens("ends in a space. ").is_err());
+        assert!(loop_tokens("").is_err());
+        assert!(loop_tokens("caf\u{e9}.").is_err());
     }
 
     #[test]

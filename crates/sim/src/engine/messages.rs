@@ -14,6 +14,8 @@ pub(crate) enum Finish {
     Length,
     /// A natural EOS (only with `eos_rate` > 0 and `ignore_eos` off).
     Stop,
+    /// Aborted (`POST /abort_request`): the stream's last event carries no token.
+    Abort,
 }
 
 impl Finish {
@@ -22,6 +24,7 @@ impl Finish {
         match self {
             Finish::Length => "length",
             Finish::Stop => "stop",
+            Finish::Abort => "abort",
         }
     }
 }
@@ -63,6 +66,8 @@ pub(crate) struct NewRequest {
     /// A fixed answer (`answer_accuracy`): these words are the output, then a natural stop
     /// (the length limit still cuts it).
     pub script: Option<Vec<String>>,
+    /// The client's request id (SGLang's `rid`), by which `POST /abort_request` names it.
+    pub rid: Option<String>,
 }
 
 /// A snapshot of the engine's state, published after every scheduler iteration.
@@ -94,6 +99,22 @@ pub(crate) struct Stats {
     pub aborted_requests: u64,
     /// Output tokens per second of the last decode step.
     pub last_gen_throughput: f64,
+    /// Speculative decoding, cumulative (vLLM's counters; `spec_tokens` > 1 only): decode
+    /// steps of a request, each a draft of `spec_tokens - 1` tokens.
+    pub spec_drafts: u64,
+    /// Draft tokens proposed, cumulative.
+    pub spec_draft_tokens: u64,
+    /// Draft tokens accepted, cumulative: the tokens each step emitted less the one the
+    /// target model samples.
+    pub spec_accepted_tokens: u64,
+    /// Accepted draft tokens by position in the draft (index 0: its first token).
+    pub spec_accepted_per_pos: Vec<u64>,
+    /// SGLang's `spec_accept_length` gauge: tokens emitted per request-step over the last
+    /// log interval (`spec::LOG_INTERVAL` decode batches).
+    pub spec_accept_length: f64,
+    /// SGLang's `spec_accept_rate` gauge: those tokens over the steps × `spec_tokens` (SGLang
+    /// divides by `speculative_num_draft_tokens`, the step's whole width).
+    pub spec_accept_rate: f64,
 }
 
 pub(super) enum Cmd {
@@ -102,7 +123,16 @@ pub(super) enum Cmd {
         req: NewRequest,
         events: tmpsc::UnboundedSender<TokenEvent>,
     },
-    Abort(u64),
+    /// The client went away (its stream was dropped): freed at once, or kept running for
+    /// `drop_keeps_running_ms`.
+    Dropped(u64),
+    /// `POST /abort_request`: abort the requests with these `rid`s (every request with
+    /// `all`); `done` gets how many were aborted once the state is published.
+    AbortRids {
+        rids: Vec<String>,
+        all: bool,
+        done: tokio::sync::oneshot::Sender<usize>,
+    },
     FlushCache,
     Stop,
 }

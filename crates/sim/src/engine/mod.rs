@@ -11,6 +11,7 @@ mod messages;
 mod prefix_cache;
 pub(crate) use prefix_cache::{prompt_blocks, prompt_tail};
 mod scheduler;
+mod spec;
 
 use messages::Cmd;
 pub(crate) use messages::{NewRequest, Stats, TokenEvent};
@@ -34,8 +35,9 @@ pub(crate) struct Engine {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Aborts its request in the engine when dropped, unless disarmed: this is how a client
-/// disconnect (hyper drops the response body) frees the request's KV.
+/// Tells the engine its request's client is gone when dropped, unless disarmed: this is how a
+/// client disconnect (hyper drops the response body) frees the request's KV (at once, or
+/// after `drop_keeps_running_ms`).
 pub(crate) struct AbortGuard {
     id: u64,
     tx: mpsc::Sender<Cmd>,
@@ -58,14 +60,14 @@ impl Drop for AbortGuard {
     fn drop(&mut self) {
         if self.armed {
             // The engine may already be gone at shutdown; then there is nothing to free.
-            let _ = self.tx.send(Cmd::Abort(self.id));
+            let _ = self.tx.send(Cmd::Dropped(self.id));
         }
     }
 }
 
 impl Engine {
     /// Starts the scheduler thread for `cfg`; with `stamp_chunks` on it logs every pass into
-    /// `stamps`.
+    /// `stamps`, and it always logs aborted requests there.
     pub(crate) fn start(cfg: Arc<SimConfig>, stamps: Arc<StampLog>) -> std::io::Result<Engine> {
         let (tx, rx) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats {
@@ -76,8 +78,8 @@ impl Engine {
         let thread = std::thread::Builder::new()
             .name("llmib-sim-scheduler".into())
             .spawn(move || {
-                let log = cfg.stamp_chunks.then_some(stamps);
-                scheduler::run(&cfg, &rx, &thread_stats, log.as_deref())
+                let log = cfg.stamp_chunks.then_some(&*stamps);
+                scheduler::run(&cfg, &rx, &thread_stats, log, &stamps)
             })?;
         Ok(Engine {
             tx,
@@ -120,6 +122,17 @@ impl Engine {
     /// Stops the scheduler: every open stream ends (its event channel closes).
     pub(crate) fn stop(&self) {
         let _ = self.tx.send(Cmd::Stop);
+    }
+
+    /// Aborts the requests whose `rid` is one of `rids` (every request with `all`), as
+    /// SGLang's `POST /abort_request`; answers how many were aborted once the engine's state
+    /// shows it (a `/metrics` read after the answer sees them gone).
+    pub(crate) async fn abort_rids(&self, rids: Vec<String>, all: bool) -> usize {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        if self.tx.send(Cmd::AbortRids { rids, all, done }).is_err() {
+            return 0;
+        }
+        rx.await.unwrap_or(0)
     }
 
     /// Empties the prefix cache (entries in use stay until their requests end).

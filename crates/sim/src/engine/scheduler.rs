@@ -13,8 +13,12 @@
 //!   With `serial_prefill` a pass takes one request only (cached or not), as vLLM does with
 //!   the cached prompts of a burst: admitted (and counted as running) at once, first tokens one
 //!   pass apart.
-//! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk) after
+//! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk; fewer
+//!   per step on average with `spec_accept_length`, see `spec`) after
 //!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`.
+//! - **Aborts**: a request whose client went away is freed at once, or keeps running (and
+//!   generating) for `drop_keeps_running_ms`; `POST /abort_request` frees the requests it
+//!   names at once, their streams ending with finish reason `abort`. Every abort is logged.
 //! - **End**: a request that finishes (not one aborted) leaves the blocks of its prompt and
 //!   answer in the prefix cache, unpinned, so a conversation's next turn is served both; each
 //!   token event carries the prompt tokens the cache served the request at admission.
@@ -34,9 +38,10 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::messages::{Cmd, Finish, NewRequest, Stats, TokenEvent};
 use super::prefix_cache::{PrefixCache, answer_blocks};
+use super::spec::{self, SpecInterval};
 use crate::config::SimConfig;
 use crate::rng::Rng;
-use crate::stamps::{PassStamp, StampLog};
+use crate::stamps::{AbortCause, AbortRecord, PassStamp, StampLog};
 use crate::tokenizer;
 
 /// How far behind schedule the engine may fall before it stops catching up.
@@ -57,6 +62,8 @@ struct Req {
     /// The ids its output text re-tokenizes to (kept with the cache on only): cached with
     /// the prompt when it finishes, for the conversation's next turn.
     output_ids: Vec<u32>,
+    /// The running credit of `spec::step_tokens`.
+    spec_credit: f64,
 }
 
 enum Work {
@@ -89,14 +96,26 @@ struct Scheduler<'a> {
     /// No pass has run since `clock`: the next one starts when planned, not at `clock`.
     idle: bool,
     stats: Stats,
+    /// SGLang's acceptance gauges' current interval.
+    spec: SpecInterval,
+    /// Loop mode: the text of each token of `answer_loop`.
+    loop_tokens: Option<Vec<String>>,
+    /// Requests whose client went away, kept running until then (`drop_keeps_running_ms`).
+    orphans: HashMap<u64, Instant>,
+    /// Where aborted requests are logged.
+    aborts: &'a StampLog,
+    /// `/abort_request` callers waiting for the next published state.
+    acks: Vec<(tokio::sync::oneshot::Sender<usize>, usize)>,
 }
 
-/// Runs until `Stop` or until every sender is gone; logs each pass into `log` when given.
+/// Runs until `Stop` or until every sender is gone; logs each pass into `log` when given, and
+/// every aborted request into `aborts`.
 pub(super) fn run(
     cfg: &SimConfig,
     rx: &Receiver<Cmd>,
     shared: &Arc<Mutex<Stats>>,
     log: Option<&StampLog>,
+    aborts: &StampLog,
 ) {
     let capacity = cfg.effective_kv_capacity();
     let mut s = Scheduler {
@@ -116,9 +135,17 @@ pub(super) fn run(
             capacity,
             ..Stats::default()
         },
+        spec: SpecInterval::default(),
+        loop_tokens: cfg
+            .answer_loop
+            .as_deref()
+            .and_then(|l| tokenizer::loop_tokens(l).ok()),
+        orphans: HashMap::new(),
+        aborts,
+        acks: Vec::new(),
     };
     loop {
-        let cmd = match s.pass.as_ref().map(|p| p.end) {
+        let cmd = match s.next_wake() {
             Some(end) => {
                 let now = Instant::now();
                 if end <= now {
@@ -152,6 +179,7 @@ pub(super) fn run(
         if s.pass.as_ref().is_some_and(|p| p.end <= now) {
             s.finish_pass();
         }
+        s.expire_orphans(now);
         if s.pass.is_none() {
             s.admit();
             s.plan_pass(Instant::now());
@@ -178,19 +206,27 @@ impl Scheduler<'_> {
                         hit_blocks: 0,
                         cached_tokens: 0,
                         output_ids: Vec::new(),
+                        spec_credit: 0.0,
                     },
                 );
                 self.queue.push_back(id);
             }
-            Cmd::Abort(id) => {
-                if let Some(pos) = self.queue.iter().position(|&q| q == id) {
-                    self.queue.remove(pos);
-                    self.reqs.remove(&id);
-                    self.stats.aborted_requests += 1;
-                } else if self.reqs.contains_key(&id) {
-                    self.release(id);
-                    self.stats.aborted_requests += 1;
+            Cmd::Dropped(id) => self.client_gone(id),
+            Cmd::AbortRids { rids, all, done } => {
+                let mut named: Vec<u64> = self
+                    .reqs
+                    .iter()
+                    .filter(|(_, r)| {
+                        all || r.spec.rid.as_ref().is_some_and(|rid| rids.contains(rid))
+                    })
+                    .map(|(&id, _)| id)
+                    .collect();
+                // In arrival order, so the log reads the same on every run.
+                named.sort_unstable();
+                for &id in &named {
+                    self.abort(id, AbortCause::AbortRequest);
                 }
+                self.acks.push((done, named.len()));
             }
             Cmd::FlushCache => self.cache.flush(),
             Cmd::Stop => return false,
@@ -342,9 +378,22 @@ impl Scheduler<'_> {
                     .evict_until(self.capacity.saturating_sub(self.stats.reserved));
             }
             Work::Decode(batch) => {
+                let k = self.cfg.spec_tokens;
                 let mut produced = 0u64;
                 for id in batch {
-                    produced += u64::from(self.emit(id, self.cfg.spec_tokens));
+                    let Some(r) = self.reqs.get_mut(&id) else {
+                        continue;
+                    };
+                    let want =
+                        spec::step_tokens(&mut r.spec_credit, self.cfg.spec_accept_length, k);
+                    let n = self.emit(id, want);
+                    produced += u64::from(n);
+                    if k > 1 && n > 0 {
+                        self.spec.record(&mut self.stats, n, k);
+                    }
+                }
+                if k > 1 {
+                    self.spec.end_batch(&mut self.stats, k);
                 }
                 if pass.secs > 0.0 {
                     self.stats.last_gen_throughput = produced as f64 / pass.secs;
@@ -356,6 +405,7 @@ impl Scheduler<'_> {
     /// Generates up to `k` tokens for `id` and sends them as one chunk; returns how many.
     fn emit(&mut self, id: u64, k: u32) -> u32 {
         let eos_rate = self.cfg.eos_rate;
+        let looped = self.loop_tokens.as_deref();
         let Some(r) = self.reqs.get_mut(&id) else {
             return 0;
         };
@@ -363,29 +413,12 @@ impl Scheduler<'_> {
         let mut n = 0;
         let mut finish = None;
         while n < k && r.generated < r.spec.max_tokens {
-            let scripted = r.spec.script.as_ref().map(|s| s.get(r.generated as usize));
-            let word = match scripted {
-                Some(Some(w)) => w.as_str(),
-                _ => tokenizer::output_token(&mut r.rng).1,
-            };
-            text.push(' ');
-            text.push_str(word);
+            push_next_token(r, looped, &mut text);
             n += 1;
             r.generated += 1;
-            let script_done = r
-                .spec
-                .script
-                .as_ref()
-                .is_some_and(|s| r.generated as usize >= s.len());
             if r.generated >= r.spec.max_tokens {
                 finish = Some(Finish::Length);
-            } else if script_done
-                // A scripted answer ends with its script, never at a random EOS.
-                || (r.spec.script.is_none()
-                    && !r.spec.ignore_eos
-                    && r.generated >= r.spec.min_tokens
-                    && r.rng.chance(eos_rate))
-            {
+            } else if looped.is_none() && stops_here(r, eos_rate) {
                 finish = Some(Finish::Stop);
                 break;
             }
@@ -410,11 +443,81 @@ impl Scheduler<'_> {
             self.cache_answer(id);
             self.release(id);
         } else if gone {
-            // The handler is gone without its guard reporting yet: free the KV now.
-            self.stats.aborted_requests += 1;
-            self.release(id);
+            // The handler is gone without its guard reporting yet.
+            self.client_gone(id);
         }
         n
+    }
+
+    /// The client of `id` went away: free it now, or keep it running until
+    /// `drop_keeps_running_ms` from now (the first report counts; a finish or an abort ends
+    /// it earlier).
+    fn client_gone(&mut self, id: u64) {
+        if !self.reqs.contains_key(&id) {
+            return;
+        }
+        match self.cfg.drop_keeps_running_ms {
+            0 => self.abort(id, AbortCause::Dropped),
+            ms => {
+                let until = Instant::now() + Duration::from_millis(ms);
+                self.orphans.entry(id).or_insert(until);
+            }
+        }
+    }
+
+    /// Ends `id` before its end: its stream gets a last event with finish reason `abort`
+    /// (when its client still listens), its KV and queue place are freed, and it is logged.
+    fn abort(&mut self, id: u64, cause: AbortCause) {
+        let Some(r) = self.reqs.get(&id) else { return };
+        let _ = r.events.send(TokenEvent {
+            text: String::new(),
+            n: 0,
+            completion_tokens: r.generated,
+            finish: Some(Finish::Abort),
+            cached_tokens: r.cached_tokens,
+        });
+        self.aborts.push_abort(AbortRecord {
+            request: id,
+            rid: r.spec.rid.clone(),
+            cause,
+            completion_tokens: r.generated,
+        });
+        if let Some(pos) = self.queue.iter().position(|&q| q == id) {
+            // Never admitted: nothing reserved, nothing pinned.
+            self.queue.remove(pos);
+            self.reqs.remove(&id);
+            self.orphans.remove(&id);
+        } else {
+            self.release(id);
+        }
+        self.stats.aborted_requests += 1;
+    }
+
+    /// Aborts the dropped requests whose time to keep running is over.
+    fn expire_orphans(&mut self, now: Instant) {
+        if self.orphans.is_empty() {
+            return;
+        }
+        let mut due: Vec<u64> = self
+            .orphans
+            .iter()
+            .filter(|(_, until)| **until <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        due.sort_unstable();
+        for id in due {
+            self.abort(id, AbortCause::Dropped);
+        }
+    }
+
+    /// When the loop must wake next: the current pass's end or a dropped request's deadline.
+    fn next_wake(&self) -> Option<Instant> {
+        let pass = self.pass.as_ref().map(|p| p.end);
+        let orphan = self.orphans.values().min().copied();
+        match (pass, orphan) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Caches the blocks of a finished request's prompt ++ output beyond its prompt's whole
@@ -434,6 +537,7 @@ impl Scheduler<'_> {
         let Some(r) = self.reqs.remove(&id) else {
             return;
         };
+        self.orphans.remove(&id);
         self.stats.reserved -= r.spec.prompt_len + u64::from(r.spec.max_tokens);
         self.stats.used -= r.spec.prompt_len + u64::from(r.generated);
         // The last block first, so that eviction (least recently used first) takes a prompt's
@@ -459,5 +563,38 @@ impl Scheduler<'_> {
             Ok(mut s) => *s = self.stats.clone(),
             Err(p) => *p.into_inner() = self.stats.clone(),
         }
+        for (done, n) in self.acks.drain(..) {
+            let _ = done.send(n);
+        }
+    }
+}
+
+/// Appends a request's next output token to `text`: the loop sentence's next token (loop
+/// mode), its script's next word, or a random short word, each one token.
+fn push_next_token(r: &mut Req, looped: Option<&[String]>, text: &mut String) {
+    if let Some(tokens) = looped {
+        text.push_str(&tokens[r.generated as usize % tokens.len()]);
+        return;
+    }
+    let scripted = r
+        .spec
+        .script
+        .as_ref()
+        .and_then(|s| s.get(r.generated as usize));
+    let word = match scripted {
+        Some(w) => w.as_str(),
+        None => tokenizer::output_token(&mut r.rng).1,
+    };
+    text.push(' ');
+    text.push_str(word);
+}
+
+/// Whether the token just generated ends the request before `max_tokens`: a scripted answer
+/// ends with its script (never at a random EOS); otherwise a natural EOS with probability
+/// `eos_rate` once past `min_tokens`, unless `ignore_eos`.
+fn stops_here(r: &mut Req, eos_rate: f64) -> bool {
+    match &r.spec.script {
+        Some(s) => r.generated as usize >= s.len(),
+        None => !r.spec.ignore_eos && r.generated >= r.spec.min_tokens && r.rng.chance(eos_rate),
     }
 }
