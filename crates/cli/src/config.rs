@@ -218,7 +218,7 @@ pub struct RunArgs {
     /// queues or preempts there, so their figures are not a fitting cell's).
     #[arg(long)]
     pub show_capacity_limited_values: bool,
-    /// How often this machine's GPUs and CPU are read (default 1s, at least 100ms).
+    /// How often this machine's GPUs and CPU are read (default 500ms, at least 100ms).
     #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     #[serde(deserialize_with = "de::duration")]
     pub hw_monitor_interval: Option<Duration>,

@@ -83,7 +83,10 @@ impl RunArgs {
 
     /// The hardware monitor's and the dashboard's pace.
     pub fn monitor(&self) -> Result<Monitor> {
-        let interval = self.hw_monitor_interval.unwrap_or(Duration::from_secs(1));
+        // Twice a second: a cell's telemetry shows a clock that dropped for a second.
+        let interval = self
+            .hw_monitor_interval
+            .unwrap_or(Duration::from_millis(500));
         if interval < Duration::from_millis(100) {
             bail!("--hw-monitor-interval must be at least 100ms");
         }

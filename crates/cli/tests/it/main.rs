@@ -26,3 +26,4 @@ mod sim;
 mod spec_accept;
 mod stable;
 mod vllm;
+mod telemetry;
