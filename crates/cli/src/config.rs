@@ -366,6 +366,10 @@ pub struct RunArgs {
     /// row's hardware summary when the server runs here).
     #[arg(long)]
     pub no_hw_monitor: bool,
+    /// Also write every progress event to FILE, one JSON line each with its wall-clock and
+    /// monotonic time, flushed line by line (to line other tools' telemetry up with the cells).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// Hardware card set by the caller (the demo's simulator); not a flag.
     #[arg(skip)]
     #[serde(skip)]
@@ -511,7 +515,7 @@ impl RunArgs {
                 session,
                 shard, shards, start_at, shard_prep_seconds,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
-                hw_gpu_limit, refresh_rate, http_reader,
+                hw_gpu_limit, refresh_rate, http_reader, events,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,

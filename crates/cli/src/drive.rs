@@ -1,6 +1,7 @@
 //! Running the matrix with a display: the dashboard, lines or JSON events; the hardware
 //! monitor; and Ctrl-C / SIGTERM handling (the run stops, what was measured is saved).
 
+use crate::event_file::{EventWriter, EventsFile, Tee};
 use crate::settings::Monitor;
 use anyhow::Result;
 use llmib_client::Engine;
@@ -36,6 +37,8 @@ pub struct Drive<'a> {
     pub monitor: Monitor,
     /// Whether the server runs on this machine (only then does a row get a hardware summary).
     pub server_local: bool,
+    /// `--events`: the file that also gets every progress event.
+    pub events: Option<EventsFile>,
 }
 
 /// A signal that stops the run.
@@ -75,7 +78,7 @@ async fn interrupt() -> Option<Stop> {
 }
 
 /// Drives the matrix with the chosen display and signal handling.
-pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
+pub async fn drive(mut d: Drive<'_>) -> Result<MatrixEnd> {
     let cancel = CancellationToken::new();
     let skip = llmib_client::CellSkip::default();
     let c2 = cancel.clone();
@@ -100,29 +103,25 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
     let hw = mon
         .on
         .then(|| Arc::new(HwMonitor::start(mon.interval, mon.gpu_limit)));
-    let tui = match d.display {
-        DisplayMode::Tui => {
-            let (rows, _) = d.dir.load_cells()?;
-            let mut dash = Dashboard::new(d.info, rows, Instant::now());
-            dash.hw_on = hw.is_some();
-            dash.server_local = d.server_local;
-            dash.frame = mon.frame;
-            match Tui::start(dash, hw.clone(), cancel.clone(), skip.clone()) {
-                Ok(t) => Some(t),
-                // A terminal that cannot be put in raw mode still gets the run, as lines.
-                Err(e) => {
-                    eprintln!("note: the dashboard cannot start ({e}); printing lines instead");
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
+    // Started before the terminal is taken: a thread that cannot start is an error on the
+    // main screen. Timed from the run's start, as `--display json`'s `t_s` is.
+    let secrets = d.engine.secrets().into_iter().map(str::to_string).collect();
+    let events = d
+        .events
+        .take()
+        .map(|f| f.start(secrets, Instant::now()))
+        .transpose()?;
     let (plain, json) = (PlainLines, JsonLines::new());
-    let progress: &dyn Progress = match (&tui, d.display) {
+    let tui = start_tui(&d, hw.clone(), &cancel, &skip)?;
+    let display: &dyn Progress = match (&tui, d.display) {
         (Some(t), _) => t,
         (None, DisplayMode::Json) => &json,
         (None, _) => &plain,
+    };
+    let tee = events.as_ref().map(|file| Tee { display, file });
+    let progress: &dyn Progress = match &tee {
+        Some(t) => t,
+        None => display,
     };
     let end = run_matrix(MatrixRun {
         engine: d.engine,
@@ -140,5 +139,34 @@ pub async fn drive(d: Drive<'_>) -> Result<MatrixEnd> {
     if let Some(t) = tui {
         t.finish();
     }
+    // After the terminal is back, so the line is read; the results are saved either way.
+    if let Some(Err(e)) = events.map(EventWriter::finish) {
+        eprintln!("warning: {e:#}");
+    }
     Ok(end?)
+}
+
+/// The dashboard, when it is the display: `None` for the line displays, and for a terminal that
+/// cannot be put in raw mode (it gets the run as lines).
+fn start_tui(
+    d: &Drive<'_>,
+    hw: Option<Arc<HwMonitor>>,
+    cancel: &CancellationToken,
+    skip: &llmib_client::CellSkip,
+) -> Result<Option<Tui>> {
+    if d.display != DisplayMode::Tui {
+        return Ok(None);
+    }
+    let (rows, _) = d.dir.load_cells()?;
+    let mut dash = Dashboard::new(d.info, rows, Instant::now());
+    dash.hw_on = hw.is_some();
+    dash.server_local = d.server_local;
+    dash.frame = d.monitor.frame;
+    match Tui::start(dash, hw, cancel.clone(), skip.clone()) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) => {
+            eprintln!("note: the dashboard cannot start ({e}); printing lines instead");
+            Ok(None)
+        }
+    }
 }

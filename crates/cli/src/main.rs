@@ -6,6 +6,7 @@ mod config_load;
 mod config_sessions;
 mod drive;
 mod eval_cmd;
+mod event_file;
 mod merge_cmd;
 mod report_cmd;
 mod resume;

@@ -156,6 +156,7 @@ fn classified(args: &RunArgs) {
         hw_gpu_limit: _,
         refresh_rate: _,
         http_reader: _,
+        events: _,
         hardware_info: _,
     } = args;
 }

@@ -1,6 +1,7 @@
 //! `run` and `demo`: probe the server, build the plan, drive the matrix, save, report.
 
 use crate::config::{self, ContextList, Formats, Levels, RunArgs};
+use crate::event_file::EventsFile;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use llmib_client::LocalTokenizer;
@@ -78,6 +79,9 @@ pub struct DemoArgs {
     /// Do not read this machine's GPUs and CPU.
     #[arg(long)]
     pub no_hw_monitor: bool,
+    /// Also write every progress event to FILE (as `run --events`).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 /// `demo`: the built-in simulator, in-process, with the full default matrix at its scale.
@@ -138,6 +142,7 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
         format: a.format,
         display: a.display,
         no_hw_monitor: a.no_hw_monitor,
+        events: a.events,
         ..Default::default()
     };
     let result = run(args).await;
@@ -162,6 +167,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         .map_or_else(|| llmib_report::Format::ALL.to_vec(), |f| f.0);
     // Flags are checked before the server is contacted: a typo should not wait for a probe.
     let mut settings = args.settings()?;
+    let events = args.events.as_deref().map(EventsFile::create).transpose()?;
     let resumed = match &args.resume {
         Some(dir) => {
             let r = RunDir::open(dir.clone())?
@@ -209,6 +215,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         display,
         monitor: args.monitor()?,
         server_local: is_loopback(&url),
+        events,
     })
     .await;
     info.finished_at = Some(now_rfc3339());

@@ -183,7 +183,7 @@ pub use telemetry::{
     hardware_verdict,
 };
 pub use terminal::{LINE_MAX_CHARS, NAME_MAX_CHARS, cut_text, terminal_line, terminal_name};
-pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339, unix_now_ns};
+pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339, rfc3339_nanos, unix_now_ns};
 pub use timetable::{
     DEFAULT_PREP_S, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind,
     Timetable, TimetableSettings, parse_chrony_tracking, slot_lateness,

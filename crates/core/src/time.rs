@@ -18,15 +18,26 @@ pub fn now_rfc3339() -> String {
 /// Formats a system time as RFC 3339 UTC with milliseconds.
 pub fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
+    format!("{}.{:03}Z", whole_seconds(d.as_secs()), d.subsec_millis())
+}
+
+/// Formats a system time as RFC 3339 UTC with nanoseconds (`2026-12-02T15:45:02.123456789Z`):
+/// for lining a run's events up with other tools' telemetry, where a millisecond is coarse.
+pub fn rfc3339_nanos(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    format!("{}.{:09}Z", whole_seconds(d.as_secs()), d.subsec_nanos())
+}
+
+/// `2026-12-02T15:45:02`: the date and time of `secs` since the Unix epoch, UTC.
+fn whole_seconds(secs: u64) -> String {
+    let secs = secs as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, dd) = civil_from_days(days);
     format!(
-        "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}",
         rem / 3600,
         rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
+        rem % 60
     )
 }
 
@@ -126,6 +137,12 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-12-01T15:45:02.123Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+        let ns = UNIX_EPOCH + Duration::from_nanos(1_796_139_902_123_456_789);
+        assert_eq!(rfc3339_nanos(ns), "2026-12-01T15:45:02.123456789Z");
+        assert_eq!(
+            parse_rfc3339_ns(&rfc3339_nanos(ns)),
+            Some(1_796_139_902_123_456_789)
+        );
     }
 
     #[test]

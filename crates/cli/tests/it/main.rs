@@ -8,6 +8,7 @@ mod datasets;
 mod diagnostics;
 mod emission;
 mod eval;
+mod events;
 mod faults;
 mod guards;
 mod highconc;
