@@ -171,7 +171,7 @@ mod tests {
             .expect("sim");
         let probe = Engine::probe(&ProbeOptions {
             timeout: Duration::from_secs(5),
-            ..ProbeOptions::new(&sim.base_url())
+            ..ProbeOptions::new(sim.base_url())
         })
         .await
         .expect("probe");
