@@ -10,8 +10,10 @@
 //!
 //! Memory is bounded per stream: the detector keeps the last [`TAIL_CAP`] bytes (at most twice
 //! that between compactions) and a scratch table of as many `u16`s, allocated only when a text
-//! first grows past the span. The scan is amortised: one linear pass (a prefix function over
-//! the reversed tail) every [`CHECK_EVERY`] new bytes and once at the end, so a loop is always
+//! first looks periodic. The scan is amortised: every [`CHECK_EVERY`] new bytes and once at the
+//! end, a SIMD search for the tail's last 32 bytes earlier in the tail (a loop must repeat
+//! them) and, only where they recur, one linear pass (a prefix function over the reversed
+//! tail) that finds the longest looping suffix, so a loop is always
 //! caught once it spans `LOOP_MIN_SPAN + CHECK_EVERY` bytes (a shorter one only if a check
 //! falls inside it). Content and reasoning get a detector each: one loop must not be pieced
 //! together from two channels.
@@ -30,6 +32,8 @@ pub const TAIL_CAP: usize = LOOP_MIN_CYCLES * LOOP_MAX_CYCLE;
 pub const CHECK_EVERY: usize = 1024;
 /// Characters of the repeated cycle kept as evidence.
 const SAMPLE_CHARS: usize = 120;
+/// Bytes of the tail's end the filter looks for earlier in the tail.
+const KEY: usize = 32;
 
 /// Which part of the answer looped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +120,7 @@ impl LoopDetector {
         self.since_check = 0;
         let start = self.tail.len().saturating_sub(TAIL_CAP);
         let tail = &self.tail[start..];
-        if tail.len() < LOOP_MIN_SPAN {
+        if tail.len() < LOOP_MIN_SPAN || !recurs(tail) {
             return;
         }
         if let Some((span, cycle)) = periodic_suffix(tail, &mut self.scratch) {
@@ -131,6 +135,18 @@ impl LoopDetector {
             });
         }
     }
+}
+
+/// The filter before the scan: a loop of period `p` ≤ [`LOOP_MAX_CYCLE`] that ends the tail
+/// repeats the tail's last [`KEY`] bytes `p` bytes earlier (its span is far longer than
+/// `p + KEY`), so where they occur nowhere else within reach there is no loop. One SIMD
+/// search instead of the scan's pass on ordinary text.
+fn recurs(tail: &[u8]) -> bool {
+    let n = tail.len();
+    let key = &tail[n - KEY..];
+    // Up to the byte before the end: the key's own place is not a recurrence.
+    let hay = &tail[n.saturating_sub(LOOP_MAX_CYCLE + KEY)..n - 1];
+    memchr::memmem::find(hay, key).is_some()
 }
 
 /// The longest suffix of `tail` that is a loop by the rule, as (span, cycle) bytes.
@@ -308,6 +324,23 @@ mod tests {
         let mut d = LoopDetector::new(TextChannel::Content);
         feed(&mut d, &text, 4);
         assert_eq!(d.finish().map(|f| f.cycle_bytes), Some(64));
+    }
+
+    #[test]
+    fn the_filter_misses_no_cycle_length() {
+        let source = prose(LOOP_MAX_CYCLE + 10);
+        for p in [1, 2, 7, 31, 32, 33, 100, 1000, 1024, 2047, LOOP_MAX_CYCLE] {
+            let cycle = &source[..p];
+            let copies = (LOOP_MIN_SPAN / p).max(LOOP_MIN_CYCLES) + 2;
+            let head = format!("{}#", prose(700));
+            let mut d = LoopDetector::new(TextChannel::Content);
+            feed(&mut d, &format!("{head}{}", cycle.repeat(copies)), 9);
+            let f = d
+                .finish()
+                .unwrap_or_else(|| panic!("cycle of {p} missed"))
+                .clone();
+            assert_eq!(f.cycle_bytes as usize, p);
+        }
     }
 
     #[test]
