@@ -84,6 +84,17 @@ async fn decode_warm_up(m: &MatrixRun<'_>, builder: &PromptBuilder, key: CellKey
             w.records.len()
         )));
     }
+    // Nothing here is measured, but a model that loops now will loop in the cells: say so.
+    if let Some(ev) = llmib_core::loop_evidence(w.records.iter().map(|r| &r.record)) {
+        m.progress.event(ProgressEvent::Note(format!(
+            "decode warm-up: {}",
+            ev.reason()
+        )));
+    }
+    if let Some(reason) = w.queue.start_barrier.and_then(|b| b.busy_reason()) {
+        m.progress
+            .event(ProgressEvent::Note(format!("decode warm-up not run: {reason}")));
+    }
 }
 
 /// The decode warm-up's progress: nothing (it is no cell).
