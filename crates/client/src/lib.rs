@@ -51,7 +51,8 @@ pub use progress::events::{
     EventKind, Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage, json_line,
     readiness_reason,
 };
-pub use progress::live::{LiveWindow, OpenLoopLive, StreamLive};
+pub use progress::live::{LiveText, LiveWindow, OpenLoopLive, StreamLive};
+pub use progress::live::{TEXT_RING_BYTES, TextRing, TextRings};
 
 // Running cells: the matrix driver, bursts, open load, shards.
 pub use cells::burst::{BurstError, send_burst};

@@ -6,6 +6,7 @@
 use super::style::{bold, dim};
 use super::tables::{matrix_lines, prefill_lines};
 use super::view::{Dashboard, LiveFigures, OpenFigures, cell_name};
+use super::viewer::draw_viewer;
 use llmib_core::short_duration;
 use llmib_core::{CpuReading, GpuReading, HwSample};
 use llmib_report::number::rate;
@@ -29,6 +30,9 @@ pub fn draw(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant) {
         draw_compact(f, d, hw, now, area);
     } else {
         draw_wide(f, d, hw, now, area);
+    }
+    if let Some(v) = &d.viewer {
+        draw_viewer(f, v, area);
     }
 }
 
@@ -471,6 +475,6 @@ fn footer_line(d: &Dashboard, now: Instant) -> Line<'static> {
             short_duration(elapsed),
             short_duration(d.eta_s(now))
         )),
-        Span::styled("   s: skip cell   q: stop and save", dim()),
+        Span::styled("   o: output  s: skip  q: stop", dim()),
     ])
 }

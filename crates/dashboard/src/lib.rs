@@ -17,14 +17,18 @@ mod style;
 mod tables;
 mod tui;
 mod view;
+mod viewer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod viewer_tests;
 
 pub use draw::draw;
 pub use lines::{JsonLines, PlainLines, describe};
 pub use tui::{Tui, release_terminal, restore_terminal};
 pub use view::{Current, Dashboard, Doing, Header, LiveFigures, LogLine, OpenFigures};
+pub use viewer::Viewer;
 
 use std::io::IsTerminal;
 

@@ -83,7 +83,7 @@ fn row(phase: Phase, ctx: u64, n: u32, status: CellStatus, tok_s: f64) -> CellRe
     r
 }
 
-fn gpus(n: u32) -> HwSample {
+pub(crate) fn gpus(n: u32) -> HwSample {
     HwSample {
         gpus: (0..n)
             .map(|i| GpuReading {
@@ -123,7 +123,7 @@ fn no_gpu() -> HwSample {
     }
 }
 
-fn render(d: &Dashboard, hw: Option<&HwSample>, now: Instant, w: u16, h: u16) -> String {
+pub(crate) fn render(d: &Dashboard, hw: Option<&HwSample>, now: Instant, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
     t.draw(|f| draw(f, d, hw, now)).expect("draw");
     format!("{}", t.backend())
@@ -195,7 +195,7 @@ fn prefill_running() {
 }
 
 /// A window half done, with live figures from the window's atomics and gauges.
-fn window_half_done(t0: Instant) -> (Dashboard, Instant) {
+pub(crate) fn window_half_done(t0: Instant) -> (Dashboard, Instant) {
     let mut d = after_first_context(t0);
     let at = t0 + Duration::from_secs(200);
     start(&mut d, 32768, Phase::Prefill, 1, 5, at);

@@ -1,6 +1,7 @@
 //! The full-screen dashboard: a thread that owns [`Dashboard`], redraws it four times a second
 //! on the alternate screen and reads keys (`q` or Ctrl-C: stop and save, as Ctrl-C does without
-//! the dashboard; a second press quits at once; `s`: skip the cell in progress). Progress events are only sent to that thread
+//! the dashboard; a second press quits at once; `s`: skip the cell in progress; `o`: the
+//! model-output viewer and its keys, `viewer.rs`). Progress events are only sent to that thread
 //! through a channel (a few per cell; a send never waits), so a terminal that blocks its writer
 //! (Ctrl-S, a slow SSH link) stalls the drawing thread alone, never a task of the measurement;
 //! live figures are read from the window's atomics by the drawing thread.
@@ -199,6 +200,10 @@ fn handle_key(ev: &Event, keys: &Keys, dash: &mut Dashboard) {
         return;
     };
     if k.kind != KeyEventKind::Press {
+        return;
+    }
+    // The viewer's keys first: with it open, Esc closes it rather than stopping the run.
+    if !k.modifiers.contains(KeyModifiers::CONTROL) && dash.viewer_key(k.code) {
         return;
     }
     let cancel = &keys.cancel;

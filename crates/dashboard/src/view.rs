@@ -3,6 +3,7 @@
 //! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
 //! states (`tests.rs`).
 
+use super::viewer::Viewer;
 use llmib_client::{Gauges, SpecCounters};
 use llmib_client::{LiveWindow, OpenLoopLive};
 use llmib_client::{ProgressEvent, Stage, readiness_reason};
@@ -12,6 +13,7 @@ use llmib_core::{CellKey, CellResult, CellStatus, Phase};
 use llmib_core::{EtaInputs, RateMeter, eta_s};
 use llmib_core::{Plan, PlannedCell};
 use llmib_core::{terminal_line, terminal_name};
+use ratatui::crossterm::event::KeyCode;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -189,6 +191,8 @@ pub struct Dashboard {
     pub server_local: bool,
     /// How often the dashboard redraws (`--refresh-rate`).
     pub frame: std::time::Duration,
+    /// The model-output viewer, while it is open (`o`).
+    pub viewer: Option<Viewer>,
     meter: RateMeter,
     spec_prev: Option<SpecCounters>,
     gen_prev: Option<(Instant, f64)>,
@@ -215,6 +219,7 @@ impl Dashboard {
             hw_on: true,
             server_local: true,
             frame: std::time::Duration::from_millis(250),
+            viewer: None,
             meter: RateMeter::new(RATE_SPAN_S),
             spec_prev: None,
             gen_prev: None,
@@ -338,8 +343,31 @@ impl Dashboard {
         }
     }
 
+    /// A key while the dashboard runs: `true` when the output viewer ([`Viewer`]) used it.
+    /// `o` opens and closes it; while it is open, Esc closes it (rather than stopping the run)
+    /// and its own keys act.
+    pub fn viewer_key(&mut self, key: KeyCode) -> bool {
+        let toggle = matches!(key, KeyCode::Char('o' | 'O'));
+        let running = self.current.as_ref().and_then(|c| c.live.as_ref());
+        let n = running.map(|w| w.concurrency);
+        match self.viewer.as_mut() {
+            None if toggle => self.viewer = Some(Viewer::default()),
+            None => return false,
+            Some(v) if toggle || key == KeyCode::Esc => {
+                v.unwatch();
+                self.viewer = None;
+            }
+            Some(v) => return v.key(key, n),
+        }
+        true
+    }
+
     /// Reads the current window's live state at `now` (a few times a second).
     pub fn tick(&mut self, now: Instant) {
+        if let Some(v) = self.viewer.as_mut() {
+            let c = self.current.as_ref();
+            v.read(c.and_then(|c| Some((c.live.clone()?, cell_name(&c.cell)))));
+        }
         if let Some(open) = self.current.as_ref().and_then(|c| c.open_loop.clone()) {
             self.live.open = Some(open_figures(&open));
             return;

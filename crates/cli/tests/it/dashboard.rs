@@ -380,3 +380,42 @@ fn sigterm_stops_the_drawing_then_restores_the_terminal() {
     );
     assert_eq!(run_json(&dir)["state"], "interrupted");
 }
+
+/// The output viewer on a real run: `o` opens it on the window's first stream, `n` moves to
+/// the second, whose text arrives through the stream's ring (the title counts its request);
+/// Esc closes it and the run goes on to complete (Esc stops the run only with the viewer shut).
+#[test]
+fn the_output_viewer_shows_a_streams_text_and_esc_only_closes_it() {
+    let _serial = timing_lock();
+    let dir = out_dir("dashboard-pty-viewer");
+    let args = ["demo", "--contexts", "128", "--concurrency", "2"];
+    let Some(mut p) = spawn_pty(
+        &[&args[..], &["--duration", "6s", "--format", "none"]].concat(),
+        &dir,
+    ) else {
+        return;
+    };
+    let (mut screen, mut raw) = (screen(), Vec::new());
+    let windowed = read_until(&mut p, &mut screen, &mut raw, |s| {
+        s.contains("decode 128 × 2 · window")
+    });
+    assert!(windowed, "the window runs:\n{}", screen.screen().contents());
+    p.send("o").expect("send o");
+    p.send("n").expect("send n");
+    let shown = read_until(&mut p, &mut screen, &mut raw, |s| {
+        s.contains("Output · decode 128 × 2 · stream 2/2 · request")
+            && !s.contains("waiting for text")
+    });
+    assert!(shown, "stream 2's text:\n{}", screen.screen().contents());
+    p.send("\x1b").expect("send Esc");
+    let closed = read_until(&mut p, &mut screen, &mut raw, |s| !s.contains("Output ·"));
+    assert!(
+        closed,
+        "Esc closes the viewer:\n{}",
+        screen.screen().contents()
+    );
+    read_until(&mut p, &mut screen, &mut raw, |_| false);
+    let status = p.get_process().wait().expect("exit status");
+    assert_eq!(exit_code(&status), "0", "the run went on: {status:?}");
+    assert_eq!(run_json(&dir)["state"], "completed");
+}

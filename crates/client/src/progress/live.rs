@@ -8,7 +8,7 @@
 //! [`LiveWindow::tokens_exact`]).
 
 use crate::server::engine::Gauges;
-pub use crate::wire::live::StreamLive;
+pub use crate::wire::live::{LiveText, StreamLive, TEXT_RING_BYTES, TextRing, TextRings};
 use llmib_core::ReadinessBy;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};

@@ -273,7 +273,14 @@ async fn drive(
             return (t, ended);
         }
         if let Some(live) = live {
-            publish(live, m, had_token, seen.last_completion, &mut published);
+            publish(
+                live,
+                m,
+                &bytes,
+                had_token,
+                seen.last_completion,
+                &mut published,
+            );
         }
     }
     let end = now();
@@ -381,9 +388,18 @@ fn read_events(
 }
 
 /// After a read: the stream's first-token flag and its live token count (the cumulative
-/// completion count with per-chunk usage, chunks otherwise). One relaxed atomic each, only
-/// when something changed.
-fn publish(live: &StreamLive, m: &Measured, had_token: bool, usage: u64, published: &mut u64) {
+/// completion count with per-chunk usage, chunks otherwise), one relaxed atomic each, only
+/// when something changed; and the read's `bytes` for a viewer's text, which costs one relaxed
+/// load while no viewer watches this stream (`LiveText::offer`).
+fn publish(
+    live: &StreamLive,
+    m: &Measured,
+    bytes: &[u8],
+    had_token: bool,
+    usage: u64,
+    published: &mut u64,
+) {
+    live.text.offer(m.record.sent_ns, bytes);
     if m.record.chunks.is_empty() {
         return;
     }
