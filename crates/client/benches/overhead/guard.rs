@@ -1,7 +1,7 @@
 //! The repetition guard's own cost on the hot path: CPU per chunk of pushing one token's text
 //! into a request's `LoopGuard`, with its periodic scans, one guard per 4,096-token request as a
 //! stream would have. Two texts: varied prose (the filter rules every scan out) and text that
-//! repeats itself without looping (a 1,500-byte passage three times, then another: the filter
+//! repeats itself without looping (a 1,400-byte passage three times, then another: the filter
 //! passes every scan to the full pass, which finds nothing) — the cost's two ends.
 
 use crate::host::{cpu_seconds, ticks_per_second};
@@ -9,14 +9,14 @@ use llmib_core::LoopGuard;
 
 const PER_REQUEST: usize = 4096;
 
-/// Words of about 5 bytes; `repeating`: each 1,500-byte passage comes three times in a row
+/// Words of about 5 bytes; `repeating`: each 1,400-byte passage comes three times in a row
 /// (three copies are below the rule's four, so never a loop).
 fn words(repeating: bool) -> Vec<String> {
     let mut out = Vec::with_capacity(PER_REQUEST);
     let mut passage = 0usize;
     while out.len() < PER_REQUEST {
-        let words: Vec<String> = (0..300)
-            .map(|i| format!(" w{}", (passage * 300 + i) * 7919 % 99_991))
+        let words: Vec<String> = (0..200)
+            .map(|i| format!(" w{}", (passage * 200 + i) * 7919 % 99_991))
             .collect();
         let copies = if repeating { 3 } else { 1 };
         for _ in 0..copies {
@@ -30,7 +30,7 @@ fn words(repeating: bool) -> Vec<String> {
 
 /// CPU nanoseconds per chunk of one token, scans included.
 pub fn loop_guard_cost(repeating: bool) -> f64 {
-    const N: usize = 1_000_000;
+    const N: usize = 20_000_000;
     let words = words(repeating);
     let ticks = ticks_per_second();
     let cpu0 = cpu_seconds("self", ticks).unwrap_or(0.0);

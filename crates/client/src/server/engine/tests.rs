@@ -721,6 +721,7 @@ async fn request_controls_are_in_every_body_and_never_replace_the_tools_keys() {
         top_p: None,
         seed: Some(7),
         extra_body: Some(extra),
+        forced_token_id: None,
     };
     let e = Engine::probe(&o).await.expect("probe").engine;
     let body = e.completion_body("m", PromptInput::Text("hi".into()), 4, true);
