@@ -322,7 +322,7 @@ pub struct CellResult {
     pub capacity_limited: bool,
     /// A Failed: loop row's evidence: which request looped, its cycle and where it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loop_guard: Option<crate::loop_row::LoopEvidence>,
+    pub loop_guard: Option<crate::repetition::LoopEvidence>,
     /// A decode row judged against the run's SLO (closed loop: its finished requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloRow>,

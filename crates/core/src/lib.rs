@@ -23,9 +23,9 @@ mod hw;
 mod lag;
 mod length;
 mod live;
-mod loop_row;
 mod load;
 mod load_settings;
+mod loop_row;
 mod merge;
 mod meta;
 mod nullable;
@@ -73,13 +73,13 @@ pub use burst::burst_result;
 pub use cell::{
     BurstFigures, CellKey, CellResult, CellStatus, Phase, PromptCheck, QueueObservation,
 };
-pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
-pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
-pub use loop_row::{LOOP_ERROR_KIND, LoopEvidence, fail_on_loop, guard_loops, loop_evidence};
+pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
+pub use loop_row::{LOOP_ERROR_KIND, fail_on_loop, guard_loops, loop_evidence};
+pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
 pub use repetition::{
-    CHECK_EVERY, LOOP_MAX_CYCLE, LOOP_MIN_CYCLES, LOOP_MIN_SPAN, LoopDetector, LoopFinding,
-    LoopGuard, TAIL_CAP, TextChannel,
+    CHECK_EVERY, LOOP_MAX_CYCLE, LOOP_MIN_CYCLES, LOOP_MIN_SPAN, LoopDetector, LoopEvidence,
+    LoopFinding, LoopGuard, TAIL_CAP, TextChannel,
 };
 pub use stats::Summary;
 

@@ -6,49 +6,10 @@
 
 use crate::cell::{CellResult, CellStatus, Phase};
 use crate::record::RequestRecord;
-use crate::repetition::{LoopFinding, TextChannel};
-use serde::{Deserialize, Serialize};
+use crate::repetition::LoopEvidence;
 
 /// Error kind a looping request is counted under in the row's `errors`.
 pub const LOOP_ERROR_KIND: &str = "loop";
-
-/// The evidence a looping cell's row carries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoopEvidence {
-    /// Requests of the cell whose text looped.
-    pub requests_looped: u64,
-    /// The first looping request's stream.
-    pub stream: u32,
-    /// When it was sent, ns from the cell's origin (with `stream`, names the request in
-    /// `requests.jsonl`).
-    pub sent_ns: u64,
-    /// What its loop was.
-    pub finding: LoopFinding,
-}
-
-impl LoopEvidence {
-    /// The status reason, in one line: the request, the cycle and where it started.
-    pub fn reason(&self) -> String {
-        let f = &self.finding;
-        let channel = match f.channel {
-            TextChannel::Content => "content",
-            TextChannel::Reasoning => "reasoning",
-        };
-        let others = match self.requests_looped {
-            0 | 1 => String::new(),
-            n => format!(" ({} more request(s) looped too)", n - 1),
-        };
-        format!(
-            "loop: stream {}'s {channel} repeats a {}-byte cycle {}× from byte {} ({:?}…){others}; \
-             its figures are not kept (--no-loop-detection for a deliberately repetitive workload)",
-            self.stream,
-            f.cycle_bytes,
-            f.span_bytes / f.cycle_bytes.max(1),
-            f.start_byte,
-            f.sample.chars().take(40).collect::<String>(),
-        )
-    }
-}
 
 /// The first looping request of `records` (in send order), with how many looped; `None`
 /// when none did.
@@ -115,6 +76,7 @@ pub fn guard_loops<'a>(
 mod tests {
     use super::*;
     use crate::record::Outcome;
+    use crate::repetition::{LoopFinding, TextChannel};
 
     fn rec(stream: u32, sent_ns: u64, cycle: Option<u32>) -> RequestRecord {
         RequestRecord {
@@ -169,7 +131,7 @@ mod tests {
         let ev = row.loop_guard.as_ref().expect("evidence");
         // The first sent of the looping requests.
         assert_eq!((ev.stream, ev.sent_ns, ev.finding.cycle_bytes), (0, 5, 32));
-        let reason = row.status_reason.as_deref().unwrap();
+        let reason = row.status_reason.as_deref().expect("a reason");
         assert!(
             reason
                 .starts_with("loop: stream 0's content repeats a 32-byte cycle 130× from byte 300"),

@@ -208,6 +208,44 @@ impl LoopGuard {
     }
 }
 
+/// The evidence a looping cell's row carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopEvidence {
+    /// Requests of the cell whose text looped.
+    pub requests_looped: u64,
+    /// The first looping request's stream.
+    pub stream: u32,
+    /// When it was sent, ns from the cell's origin (with `stream`, names the request in
+    /// `requests.jsonl`).
+    pub sent_ns: u64,
+    /// What its loop was.
+    pub finding: LoopFinding,
+}
+
+impl LoopEvidence {
+    /// The status reason, in one line: the request, the cycle and where it started.
+    pub fn reason(&self) -> String {
+        let f = &self.finding;
+        let channel = match f.channel {
+            TextChannel::Content => "content",
+            TextChannel::Reasoning => "reasoning",
+        };
+        let others = match self.requests_looped {
+            0 | 1 => String::new(),
+            n => format!(" ({} more request(s) looped too)", n - 1),
+        };
+        format!(
+            "loop: stream {}'s {channel} repeats a {}-byte cycle {}× from byte {} ({:?}…){others}; \
+             its figures are not kept (--no-loop-detection for a deliberately repetitive workload)",
+            self.stream,
+            f.cycle_bytes,
+            f.span_bytes / f.cycle_bytes.max(1),
+            f.start_byte,
+            f.sample.chars().take(40).collect::<String>(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,7 +255,7 @@ mod tests {
     fn feed(d: &mut LoopDetector, text: &str, piece: usize) {
         let b = text.as_bytes();
         for c in b.chunks(piece) {
-            d.push(std::str::from_utf8(c).unwrap());
+            d.push(std::str::from_utf8(c).expect("ASCII pieces"));
         }
     }
 
@@ -305,7 +343,7 @@ mod tests {
         let mut d = LoopDetector::new(TextChannel::Content);
         let text = prose(1 << 20);
         for c in text.as_bytes().chunks(4) {
-            d.push(std::str::from_utf8(c).unwrap());
+            d.push(std::str::from_utf8(c).expect("ASCII pieces"));
             assert!(d.tail.len() <= 2 * TAIL_CAP + 4);
         }
         assert!(d.scratch.capacity() <= 2 * TAIL_CAP);

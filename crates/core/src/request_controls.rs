@@ -119,7 +119,7 @@ mod tests {
             temperature: Some(0.7),
             forced_token_id: Some(1234),
             extra_body: Some(
-                serde_json::from_str(r#"{"logit_bias":{"5":-3},"top_k":20}"#).unwrap(),
+                serde_json::from_str(r#"{"logit_bias":{"5":-3},"top_k":20}"#).expect("JSON"),
             ),
             ..RequestControls::default()
         };
