@@ -298,7 +298,7 @@ fn request_controls_go_to_settings_and_the_tools_own_keys_are_refused() {
 fn the_monitor_and_dashboard_pace_are_checked() {
     let m = flags(&[]).expect("flags").monitor().expect("defaults");
     assert!(m.on && m.gpu_limit.is_none());
-    assert_eq!(m.interval, Duration::from_secs(1));
+    assert_eq!(m.interval, Duration::from_millis(500));
     assert_eq!(m.frame, Duration::from_millis(250));
     let m = flags(&[
         "--hw-monitor-interval",

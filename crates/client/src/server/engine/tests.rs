@@ -617,7 +617,14 @@ fn completion_bodies_per_dialect() {
         local_tokenizer: None,
         raw: None,
     };
-    let sg = mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
+    let mut sg =
+        mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
+    // SGLang's requests carry an id of the client's, for the targeted abort; unique per body.
+    let rid = sg
+        .as_object_mut()
+        .and_then(|m| m.remove("rid"))
+        .expect("an SGLang body carries a rid");
+    assert!(rid.as_str().is_some_and(|r| r.starts_with("llmib-")), "{rid}");
     assert_eq!(
         sg,
         json!({"model":"m","prompt":"p","max_tokens":16,"stream":true,"ignore_eos":true,
