@@ -128,8 +128,7 @@ fn classified(args: &RunArgs) {
         no_loop_detection: _,
         max_total_tokens: _,
         show_capacity_limited_values: _,
-        // Refused: a shard's timetable has passed (`refuse_changed_measurement`).
-        shard: _,
+        shard: _, // Refused from here: a shard's timetable has passed.
         shards: _,
         start_at: _,
         shard_prep_seconds: _,

@@ -581,14 +581,11 @@ pub struct DecodeObservation<'a> {
 
 /// The row of a decode cell: figures, status and reason, errors, queue and prompt checks.
 pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
-    // The drain barrier found the server busy: nothing was sent, nothing is measured.
-    if let Some(reason) = o.queue.start_barrier.and_then(|b| b.busy_reason()) {
-        let mut row = bare_result(cell, CellStatus::Failed, Some(reason.clone()));
-        row.errors.insert(crate::drain::SERVER_BUSY_KIND.into(), 1);
-        row.first_error = Some(reason);
-        row.queue = Some(o.queue);
-        return row;
-    }
+    busy_result(cell, &o.queue).unwrap_or_else(|| window_result(cell, o))
+}
+
+/// [`decode_result`] of a window that ran.
+fn window_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
     let n = cell.key.concurrency;
     let f = decode_figures(o.records, o.window);
     let mut queue = o.queue;
@@ -665,6 +662,17 @@ pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult
     row.prompt_check = Some(pc);
     row.requests_stopped_early = stopped_early(o.records, o.window);
     crate::loop_row::guard_loops(row, o.records)
+}
+
+/// The drain barrier found the server busy at the start (`crate::drain`): nothing was sent,
+/// nothing is measured, the row says what the gauges showed.
+fn busy_result(cell: &PlannedCell, queue: &QueueObservation) -> Option<CellResult> {
+    let reason = queue.start_barrier.and_then(|b| b.busy_reason())?;
+    let mut row = bare_result(cell, CellStatus::Failed, Some(reason.clone()));
+    row.errors.insert(crate::drain::SERVER_BUSY_KIND.into(), 1);
+    row.first_error = Some(reason);
+    row.queue = Some(queue.clone());
+    Some(row)
 }
 
 /// Requests that ended inside the window for a reason other than the length limit (`stop`:

@@ -289,7 +289,7 @@ impl SimConfig {
             ));
         }
         if let Some(s) = &self.answer_loop {
-            crate::tokenizer::loop_tokens(s).map_err(SimError::Invalid)?;
+            crate::tokenizer::loop_tokens(s)?;
         }
         if self.block_size == 0 {
             return bad("block_size: must be at least 1".into());

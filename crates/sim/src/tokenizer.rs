@@ -108,9 +108,10 @@ pub(crate) fn token_strs(ids: &[u32]) -> Vec<String> {
 /// UTF-8 character is no text), or when two copies in a row tokenize otherwise than two single
 /// copies (a word running on across the seam): the looped text, cut after any token, must
 /// re-tokenize to exactly the tokens generated.
-pub(crate) fn loop_tokens(sentence: &str) -> Result<Vec<String>, String> {
+pub(crate) fn loop_tokens(sentence: &str) -> Result<Vec<String>, crate::SimError> {
+    let bad = |s: String| Err(crate::SimError::Invalid(s));
     if sentence.is_empty() || !sentence.is_ascii() {
-        return Err("answer_loop: give a non-empty ASCII sentence".into());
+        return bad("answer_loop: give a non-empty ASCII sentence".into());
     }
     let ids = encode(sentence, false);
     let twice = encode(&format!("{sentence}{sentence}"), false);
@@ -118,7 +119,7 @@ pub(crate) fn loop_tokens(sentence: &str) -> Result<Vec<String>, String> {
         || twice[..ids.len()] != ids[..]
         || twice[ids.len()..] != ids[..]
     {
-        return Err(format!(
+        return bad(format!(
             "answer_loop: two copies of {sentence:?} in a row tokenize differently from one \
              copy twice (a word runs on across the seam): end the sentence with punctuation \
              or start it with a space"

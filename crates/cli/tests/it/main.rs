@@ -26,5 +26,5 @@ mod shard;
 mod sim;
 mod spec_accept;
 mod stable;
-mod vllm;
 mod telemetry;
+mod vllm;

@@ -607,14 +607,7 @@ fn orchestrate() -> Result<(), String> {
          {us:.2} µs CPU per chunk = {:.2}M chunks/s per core",
         per_core / 1e6
     );
-    for (repeating, text) in [(false, "varied text"), (true, "text that repeats, no loop")] {
-        let ns = guard::loop_guard_cost(repeating);
-        println!(
-            "Repetition guard alone ({text}, one token per chunk, scans included): {ns:.0} ns \
-             CPU per chunk = {:.1} % of the client code alone",
-            ns / (us * 1e3) * 100.0
-        );
-    }
+    guard::print_costs(us);
     let mut outcomes = Vec::new();
     for case in cases() {
         if only.as_deref().is_some_and(|o| !case.label().contains(o)) {

@@ -31,6 +31,29 @@ use llmib_core::{
 /// The capacity search never measures more cells than this per context.
 const MAX_SEARCH_STEPS: usize = 24;
 
+/// The contexts an open-load section runs at: the plan's decode contexts, or the one a trace
+/// or a length distribution brings (it runs even where every planned context was dropped).
+/// None is a note, never a silent skip: the plan listed why each context was dropped.
+fn load_contexts(m: &MatrixRun<'_>, varying: Option<&Varying>) -> Vec<PlannedContext> {
+    let first = m.plan.contexts.iter().find(|c| c.decode);
+    let contexts: Vec<PlannedContext> = match varying {
+        Some(v) if v.replaces_contexts() => v.context(first).into_iter().collect(),
+        _ => m
+            .plan
+            .contexts
+            .iter()
+            .filter(|c| c.decode)
+            .cloned()
+            .collect(),
+    };
+    if contexts.is_empty() {
+        m.progress.event(ProgressEvent::Note(
+            "open load not run: no planned context has room for decode on this server (see the dropped contexts above)".into(),
+        ));
+    }
+    contexts
+}
+
 /// Runs the open-loop section of every context that has decode cells, in context order.
 /// `end` is how the matrix ended: a stopped run writes the rest as Not run.
 pub(crate) async fn run_load_sections(
@@ -54,23 +77,7 @@ pub(crate) async fn run_load_sections(
             return Ok(());
         }
     };
-    let first = m.plan.contexts.iter().find(|c| c.decode);
-    let contexts: Vec<PlannedContext> = match &varying {
-        Some(v) if v.replaces_contexts() => v.context(first).into_iter().collect(),
-        _ => m
-            .plan
-            .contexts
-            .iter()
-            .filter(|c| c.decode)
-            .cloned()
-            .collect(),
-    };
-    if contexts.is_empty() {
-        // Never dropped without a word: the plan listed why each context was dropped.
-        m.progress.event(ProgressEvent::Note(
-            "open load not run: no planned context has room for decode on this server (see the dropped contexts above)".into(),
-        ));
-    }
+    let contexts = load_contexts(m, varying.as_ref());
     for ctx in &contexts {
         if *end == MatrixEnd::Completed {
             *end = stop();

@@ -92,8 +92,9 @@ async fn decode_warm_up(m: &MatrixRun<'_>, builder: &PromptBuilder, key: CellKey
         )));
     }
     if let Some(reason) = w.queue.start_barrier.and_then(|b| b.busy_reason()) {
-        m.progress
-            .event(ProgressEvent::Note(format!("decode warm-up not run: {reason}")));
+        m.progress.event(ProgressEvent::Note(format!(
+            "decode warm-up not run: {reason}"
+        )));
     }
 }
 

@@ -73,6 +73,28 @@ pub struct WindowRun {
     pub ready_at_open: Option<bool>,
 }
 
+/// The window's queue observation, begun by the drain barrier's start: requests of the
+/// previous cell or of the warm-up may still be finishing (an abort takes time to free KV),
+/// and engines that count tokens when a request is released (llama.cpp) would add them to this
+/// window's counter delta. `Err`: the server was still busy at `--busy-timeout` (another
+/// client's load), and the window must not start (`llmib_core::drain`).
+async fn start_queue(
+    engine: &Engine,
+    spec: &WindowSpec,
+    cancel: &CancellationToken,
+) -> Result<QueueObservation, QueueObservation> {
+    let start_barrier = wait_for_start(engine, spec.at, spec.busy_timeout, cancel).await;
+    let queue = QueueObservation {
+        idle_wait_s: start_barrier.map(|b| b.waited_s),
+        start_barrier,
+        ..Default::default()
+    };
+    match start_barrier {
+        Some(b) if !b.idle => Err(queue),
+        _ => Ok(queue),
+    }
+}
+
 impl WindowRun {
     /// A window the drain barrier kept from starting: no stream ran, `queue` says why.
     fn not_started(queue: QueueObservation) -> WindowRun {
@@ -418,20 +440,11 @@ pub async fn run_window(
     live: Arc<LiveWindow>,
     progress: &dyn Progress,
 ) -> WindowRun {
-    // Start from an idle server: requests of the previous cell or of the warm-up may still be
-    // finishing (an abort takes time to free KV), and engines that count tokens when a request
-    // is released (llama.cpp) would add them to this window's counter delta. A server still
-    // busy at the limit runs another client's load: the cell is not measured (the drain
-    // barrier, `llmib_core::drain`).
-    let start_barrier = wait_for_start(&engine, spec.at, spec.busy_timeout, run_cancel).await;
-    let mut queue = QueueObservation {
-        idle_wait_s: start_barrier.map(|b| b.waited_s),
-        start_barrier,
-        ..Default::default()
+    // Start from an idle server (the drain barrier; a busy one is not measured).
+    let mut queue = match start_queue(&engine, spec, run_cancel).await {
+        Ok(q) => q,
+        Err(busy) => return WindowRun::not_started(busy),
     };
-    if start_barrier.is_some_and(|b| !b.idle) {
-        return WindowRun::not_started(queue);
-    }
     // From the streams' start: the responses counted by the stop are the window's records.
     let stamps = engine.raw_window_start();
     let origin = Instant::now();
@@ -472,14 +485,8 @@ pub async fn run_window(
     // After the stop: every response has been dropped, and so counted.
     let (records, fault) = stop_streams(streams).await;
     let kernel_stamps = engine.raw_window_stamps(stamps);
-    let closed = close_on_server(
-        &engine,
-        requests,
-        ids,
-        records.iter().map(|m| &m.record),
-        progress,
-    )
-    .await;
+    let ended = records.iter().map(|m| &m.record);
+    let closed = close_on_server(&engine, requests, ids, ended, progress).await;
     (queue.aborted_requests, queue.end_barrier) = closed;
     rep.finish();
     let client_delay_ms = probe_delays(span.probe, progress).await;

@@ -256,13 +256,7 @@ async fn drive(
         };
         let (bytes, at) = match next {
             Some(Ok(b)) => b,
-            Some(Err(e)) => {
-                let msg = format!(
-                    "the stream broke after {} chunks: {e}",
-                    m.record.chunks.len()
-                );
-                return (now(), error(RequestErrorKind::StreamBroken, msg));
-            }
+            Some(Err(e)) => return (now(), broken(m.record.chunks.len(), &e)),
             None => break,
         };
         // The raw reader's instant (the kernel's receive time) where it gave one.
@@ -598,6 +592,12 @@ fn account(
             }
         }
     }
+}
+
+/// The outcome of a stream whose body broke after `chunks` chunks.
+fn broken(chunks: usize, e: &dyn std::fmt::Display) -> Outcome {
+    let msg = format!("the stream broke after {chunks} chunks: {e}");
+    error(RequestErrorKind::StreamBroken, msg)
 }
 
 /// The outcome of a stream given up for silence, with what to do about it.

@@ -28,6 +28,8 @@ mod vllm;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bodies;
 
 use std::time::Duration;
 

@@ -596,57 +596,7 @@ async fn metrics_off_is_noted() {
     assert!(p.engine.gauges().await.is_err());
 }
 
-#[test]
-fn completion_bodies_per_dialect() {
-    let client = crate::wire::http::build_client(&crate::wire::http::HttpOptions::default())
-        .expect("client");
-    let mk = |kind| Engine {
-        kind,
-        base_url: "http://h".into(),
-        client: client.clone(),
-        info: EngineInfo::default(),
-        model: ModelInfo::default(),
-        launch_command: None,
-        dialect: Dialect::of(kind),
-        side_timeout: Duration::from_secs(1),
-        api_key: None,
-        api: llmib_core::Api::Completions,
-        targeting: llmib_core::Targeting::Exact,
-        respect_eos: false,
-        request: llmib_core::RequestControls::default(),
-        local_tokenizer: None,
-        raw: None,
-    };
-    let mut sg =
-        mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);
-    // SGLang's requests carry an id of the client's, for the targeted abort; unique per body.
-    let rid = sg
-        .as_object_mut()
-        .and_then(|m| m.remove("rid"))
-        .expect("an SGLang body carries a rid");
-    assert!(rid.as_str().is_some_and(|r| r.starts_with("llmib-")), "{rid}");
-    assert_eq!(
-        sg,
-        json!({"model":"m","prompt":"p","max_tokens":16,"stream":true,"ignore_eos":true,
-               "stream_options":{"include_usage":true,"continuous_usage_stats":true}})
-    );
-    let nostream =
-        mk(EngineKind::Vllm).completion_body("m", PromptInput::Text("p".into()), 1, false);
-    assert_eq!(nostream.get("stream_options"), None);
-    assert_eq!(nostream.get("stream"), Some(&Value::Bool(false)));
-    let ol = mk(EngineKind::Ollama).completion_body("m", PromptInput::Text("p".into()), 1, true);
-    assert_eq!(ol.get("ignore_eos"), None);
-    assert_eq!(
-        normalize_base("http://h:8000/v1/"),
-        Some("http://h:8000".into())
-    );
-    assert_eq!(
-        normalize_base("https://api.example.com/openai/v1"),
-        Some("https://api.example.com/openai".into())
-    );
-}
-
-fn normalize_base(s: &str) -> Option<String> {
+pub(super) fn normalize_base(s: &str) -> Option<String> {
     probe::normalize_base_url(s).ok()
 }
 
