@@ -424,3 +424,38 @@ fn until_stable_is_a_run_setting() {
     assert_eq!(t.map(|t| t.fraction), Some(0.02));
     assert!(flags(&["--until-stable", "nope"]).is_err());
 }
+
+#[test]
+fn the_guards_and_the_forced_token_reach_the_settings() {
+    let s = flags(&[
+        "--busy-timeout",
+        "5s",
+        "--no-loop-detection",
+        "--forced-token-id",
+        "1234",
+    ])
+    .expect("flags")
+    .settings()
+    .expect("settings");
+    assert_eq!(s.busy_timeout_s, 5.0);
+    assert!(!s.loop_detection);
+    assert_eq!(s.request.forced_token_id, Some(1234));
+    let d = flags(&[]).expect("flags").settings().expect("defaults");
+    assert_eq!(d.busy_timeout_s, llmib_core::DEFAULT_BUSY_TIMEOUT_S);
+    assert!(d.loop_detection);
+    // A forced token is temperature 0 with EOS ignored: the flags that say otherwise are
+    // refused rather than silently overridden.
+    for other in [
+        ["--temperature", "0.7"],
+        ["--respect-eos", "--serial-server"],
+    ] {
+        let mut a = vec!["--forced-token-id", "7"];
+        a.extend(other);
+        let e = flags(&a).expect("flags").settings().expect_err("refused");
+        assert!(
+            e.to_string()
+                .contains("--forced-token-id sets temperature 0"),
+            "{e}"
+        );
+    }
+}

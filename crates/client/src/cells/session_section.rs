@@ -230,6 +230,12 @@ pub(crate) async fn run_session_sections(
         };
         return crate::cells::session_replay::run_replays(m, builder, &sx, spec, end, &stop).await;
     }
+    if contexts.is_empty() {
+        // Never dropped without a word: the plan listed why each context was dropped.
+        m.progress.event(ProgressEvent::Note(
+            "sessions not run: no planned context has room for a conversation on this server (see the dropped contexts above)".into(),
+        ));
+    }
     let rates = st.session_rates.as_ref().map_or(0, Vec::len);
     let total = contexts.len() * (st.sessions.len() + rates);
     let mut index = 0;
