@@ -120,10 +120,15 @@ impl LoopDetector {
         self.since_check = 0;
         let start = self.tail.len().saturating_sub(TAIL_CAP);
         let tail = &self.tail[start..];
-        if tail.len() < LOOP_MIN_SPAN || !recurs(tail) {
+        if tail.len() < LOOP_MIN_SPAN {
             return;
         }
-        if let Some((span, cycle)) = periodic_suffix(tail, &mut self.scratch) {
+        let found = match candidates(tail) {
+            Candidates::None => None,
+            Candidates::Few(found) => found,
+            Candidates::Many => periodic_suffix(tail, &mut self.scratch),
+        };
+        if let Some((span, cycle)) = found {
             let begin = tail.len() - span;
             let sample = String::from_utf8_lossy(&tail[begin..begin + cycle]);
             self.found = Some(LoopFinding {
@@ -137,16 +142,65 @@ impl LoopDetector {
     }
 }
 
+/// Candidate distances checked directly before the scan's full pass takes over.
+const MAX_CANDIDATES: usize = 16;
+
+/// What the filter found.
+enum Candidates {
+    /// The tail's last bytes recur nowhere within a cycle's reach: no loop.
+    None,
+    /// Every distance where they recur was checked: the loop, if one of them is.
+    Few(Option<(usize, usize)>),
+    /// They recur at too many distances to check one by one: the full pass decides.
+    Many,
+}
+
 /// The filter before the scan: a loop of period `p` ≤ [`LOOP_MAX_CYCLE`] that ends the tail
 /// repeats the tail's last [`KEY`] bytes `p` bytes earlier (its span is far longer than
-/// `p + KEY`), so where they occur nowhere else within reach there is no loop. One SIMD
-/// search instead of the scan's pass on ordinary text.
-fn recurs(tail: &[u8]) -> bool {
+/// `p + KEY`), so the distances where they recur are the only candidate periods. Nearest
+/// first, each is checked by comparing the tail with itself shifted by it; the first that
+/// makes a loop is the smallest period that does. One SIMD search, and a few comparisons
+/// where text repeats, instead of the full pass.
+fn candidates(tail: &[u8]) -> Candidates {
     let n = tail.len();
     let key = &tail[n - KEY..];
+    let from = n.saturating_sub(LOOP_MAX_CYCLE + KEY);
     // Up to the byte before the end: the key's own place is not a recurrence.
-    let hay = &tail[n.saturating_sub(LOOP_MAX_CYCLE + KEY)..n - 1];
-    memchr::memmem::find(hay, key).is_some()
+    let hay = &tail[from..n - 1];
+    let mut seen = 0;
+    for pos in memchr::memmem::rfind_iter(hay, key) {
+        seen += 1;
+        if seen > MAX_CANDIDATES {
+            return Candidates::Many;
+        }
+        let p = n - KEY - (from + pos);
+        let span = periodic_run(tail, p) + p;
+        if span >= LOOP_MIN_SPAN && span >= LOOP_MIN_CYCLES * p {
+            return Candidates::Few(Some((span, p)));
+        }
+    }
+    if seen == 0 {
+        Candidates::None
+    } else {
+        Candidates::Few(None)
+    }
+}
+
+/// Bytes at the tail's end that equal the bytes `p` before them (the suffix of this length
+/// plus `p` has period `p`), compared in blocks of 64 and then byte by byte.
+fn periodic_run(tail: &[u8], p: usize) -> usize {
+    const BLOCK: usize = 64;
+    let n = tail.len();
+    let mut run = 0;
+    while n - run >= p + BLOCK
+        && tail[n - run - BLOCK..n - run] == tail[n - run - BLOCK - p..n - run - p]
+    {
+        run += BLOCK;
+    }
+    while n - run > p && tail[n - run - 1] == tail[n - run - 1 - p] {
+        run += 1;
+    }
+    run
 }
 
 /// The longest suffix of `tail` that is a loop by the rule, as (span, cycle) bytes.
@@ -379,6 +433,55 @@ mod tests {
                 .clone();
             assert_eq!(f.cycle_bytes as usize, p);
         }
+    }
+
+    /// The direct check of the filter's candidates agrees with the full pass, on loops of
+    /// many lengths, on text that repeats below the rule, and where the key recurs at too many
+    /// distances (short periods: the pass decides).
+    #[test]
+    fn candidates_agree_with_the_full_pass() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        let source = prose(6000);
+        let (mut many, mut loops) = (0, 0);
+        for _ in 0..300 {
+            let p = 1 + next(LOOP_MAX_CYCLE as u64 + 200) as usize;
+            let start = next(3000) as usize;
+            let cycle = &source[start..start + p.min(source.len() - start)];
+            let copies = 1 + next(8) as usize;
+            let head = &source[..next(3000) as usize];
+            let text = format!(
+                "{head}{}{}",
+                cycle.repeat(copies),
+                &cycle[..next(cycle.len() as u64) as usize]
+            );
+            let bytes = text.as_bytes();
+            let tail = &bytes[bytes.len().saturating_sub(TAIL_CAP)..];
+            if tail.len() < LOOP_MIN_SPAN {
+                continue;
+            }
+            let pass = periodic_suffix(tail, &mut Vec::new());
+            match candidates(tail) {
+                Candidates::None | Candidates::Few(None) => assert_eq!(pass, None, "p {p}"),
+                Candidates::Few(Some(found)) => {
+                    assert_eq!(Some(found), pass, "p {p}");
+                    loops += 1;
+                }
+                Candidates::Many => many += 1,
+            }
+        }
+        let runs = "ab".repeat(1500) + &prose(200) + &"ab".repeat(900);
+        assert!(matches!(candidates(runs.as_bytes()), Candidates::Many));
+        assert!(
+            many < 30,
+            "the direct check decides most tails ({many} went to the pass)"
+        );
+        assert!(loops > 30, "the texts hold loops ({loops})");
     }
 
     #[test]
