@@ -82,6 +82,12 @@ fn eight_sessions_six_turns_report_what_the_simulator_cached() {
     assert!(matches!(status, "valid" | "requests_queued"), "{row}");
     assert_eq!(row["concurrency"], 8);
     assert_eq!(row["turns_completed"], 48, "{row}");
+    // The session cell is recorded over time too: the server's counters through it.
+    let tele = std::fs::read_to_string(dir.join("telemetry.jsonl")).unwrap_or_default();
+    assert!(
+        tele.lines().any(|l| l.contains("\"session\"") && l.contains("\"srv\"")),
+        "{tele}"
+    );
     let turns = per_turn(&row);
     assert_eq!(
         turns.len(),

@@ -13,6 +13,7 @@ use crate::cells::session_cell::{
     Ran, SessionContext, cached_counter, finish_cell, flush, run_window,
 };
 use crate::cells::session_turns::{SESSION_STREAMS, SessionJob, TurnSpec, session_stream};
+use crate::cells::telemetry::CellRecorder;
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::prompts::conversation::{Conversation, load_replay, opening};
 use crate::prompts::prompt::PromptBuilder;
@@ -229,10 +230,11 @@ pub(crate) async fn run_replays(
                     Some(rate) => arrivals_s(m, cell, rate, replay.sessions.len()),
                     None => replay.starts_s(st.time_scale),
                 };
-                let started = now_rfc3339();
-                let mut row = replay_cell(m, builder, sx, cell, replay, &starts).await;
-                row.started_at = Some(started);
+                let rec = CellRecorder::start(m);
+                let mut row = replay_cell(&rec.run(m), builder, sx, cell, replay, &starts).await;
+                row.started_at = Some(rec.started_at());
                 row.finished_at = Some(now_rfc3339());
+                rec.finish(m, &mut row).await;
                 row.session.session = row.session.session.take().map(|mut f| {
                     f.replay = Some(format!("{spec} at time scale {}", st.time_scale));
                     f

@@ -8,6 +8,7 @@ use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::outlet::save;
 use crate::cells::session_cell::{SessionContext, session_cell};
 use crate::cells::session_turns::SESSION_STREAMS;
+use crate::cells::telemetry::CellRecorder;
 use crate::progress::events::ProgressEvent;
 use crate::prompts::prompt::PromptBuilder;
 use llmib_core::{
@@ -137,14 +138,15 @@ async fn cell_row(
         total: sec.total.max(sec.index),
         cell: cell.clone(),
     });
-    let started = now_rfc3339();
-    let mut row = session_cell(m, builder, &sec.sx, &cell).await;
+    let rec = CellRecorder::start(m);
+    let mut row = session_cell(&rec.run(m), builder, &sec.sx, &cell).await;
     if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
         *end = MatrixEnd::Interrupted;
         row.status_reason = Some(end.not_run_reason());
     }
-    row.started_at = Some(started);
+    row.started_at = Some(rec.started_at());
     row.finished_at = Some(now_rfc3339());
+    rec.finish(m, &mut row).await;
     save(m, row.clone())?;
     if *end != MatrixEnd::Completed {
         return Ok(false);
