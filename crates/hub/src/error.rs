@@ -1,0 +1,133 @@
+//! The hub store's errors. Each message is one line that says what went wrong and what to do;
+//! an upload's refusal is one [`UploadError`] and stores nothing.
+
+use std::path::PathBuf;
+
+/// Errors of opening, migrating and reading the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database itself failed (locked, full, corrupt).
+    #[error("hub database: {0} (check the database file's disk space and permissions)")]
+    Db(#[from] rusqlite::Error),
+    /// A migration step failed; nothing of it was applied.
+    #[error(
+        "hub database: schema migration {version} failed: {source} (nothing of it was applied; report this with the database's version)"
+    )]
+    Migration {
+        /// The step.
+        version: u32,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer binary.
+    #[error(
+        "hub database is at schema version {found}, newer than this binary's {known}: run a newer llm-inference-bench hub"
+    )]
+    NewerDatabase {
+        /// The database's version.
+        found: u32,
+        /// The newest this binary knows.
+        known: u32,
+    },
+    /// No run has this id.
+    #[error("no run {0} in this hub: list the runs to find its id")]
+    NoSuchRun(i64),
+    /// No token has this id.
+    #[error("no token {0} in this hub: list the tokens to find its id")]
+    NoSuchToken(i64),
+    /// The system gave no random bytes for a new token's secret.
+    #[error("no randomness for a new token: {0} (check the system's random source)")]
+    Randomness(String),
+    /// Reading needs a token here, and none (or a bad one) was given.
+    #[error("{0}")]
+    Unauthorized(TokenError),
+}
+
+/// Why a token was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// No token was given.
+    #[error("this needs a hub token: pass one created with `llm-inference-bench hub token create`")]
+    Missing,
+    /// The token is not one of this hub's.
+    #[error(
+        "the token is not known to this hub: check it, or create one with `llm-inference-bench hub token create`"
+    )]
+    Unknown,
+    /// The token was revoked.
+    #[error(
+        "the token `{0}` was revoked: create a new one with `llm-inference-bench hub token create`"
+    )]
+    Revoked(String),
+}
+
+/// Why an upload was refused. Nothing of a refused upload is stored.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    /// The token was missing, unknown or revoked.
+    #[error("{0}")]
+    Token(#[from] TokenError),
+    /// The files together are larger than the hub accepts.
+    #[error(
+        "the upload is {bytes} bytes, over this hub's limit of {limit} bytes: upload without requests.jsonl, or ask the hub's admin to raise its upload limit"
+    )]
+    TooLarge {
+        /// The upload's size (at least; reading stops at the limit).
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A file the results directory must hold is missing.
+    #[error(
+        "not a results directory: no {0} (upload a directory written by `llm-inference-bench run`)"
+    )]
+    Missing(&'static str),
+    /// A file that is not part of a results directory.
+    #[error(
+        "`{0}` is not a results file (a results directory holds run.json, cells.jsonl, requests.jsonl, schedules.jsonl, telemetry.jsonl)"
+    )]
+    UnknownFile(String),
+    /// A file appears twice in one upload.
+    #[error("`{0}` is in the upload twice: send each file once")]
+    DuplicateFile(String),
+    /// A file could not be read from the directory.
+    #[error("{path}: {source} (check the results directory's path and permissions)")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// `run.json` says a results schema newer than this hub knows.
+    #[error(
+        "run.json has results schema_version {found}, newer than this hub's {supported}: upgrade the hub to store it"
+    )]
+    FutureSchema {
+        /// The run's version.
+        found: u64,
+        /// The newest this hub reads.
+        supported: u32,
+    },
+    /// A file does not match the results schema.
+    #[error(
+        "{file} does not match the results schema ({detail}): upload a directory written by `llm-inference-bench run`"
+    )]
+    Malformed {
+        /// The file.
+        file: &'static str,
+        /// What was wrong (one line).
+        detail: String,
+    },
+    /// The same run is already stored.
+    #[error("this run is already stored as run {0}: pass replace to overwrite it")]
+    Duplicate(i64),
+    /// The database failed; the upload's transaction was rolled back.
+    #[error("{0} (the upload was rolled back; nothing was stored)")]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for UploadError {
+    fn from(e: rusqlite::Error) -> Self {
+        UploadError::Store(StoreError::Db(e))
+    }
+}
