@@ -69,6 +69,13 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     #[serde(deserialize_with = "de::value_enum")]
     pub engine: Option<EngineArg>,
+    /// Run the standard matrix, a published version (default: the latest, v1): contexts 0, 64K
+    /// and 128K × concurrency 1, 8, 16, standalone prefill at 32K and 128K, fixed window and
+    /// output length, so runs from different machines compare like with like. It fixes
+    /// --contexts, --concurrency, --duration, --max-output, --prefill-contexts and
+    /// --standalone-prefill.
+    #[arg(long, value_name = "VERSION", num_args = 0..=1, default_missing_value = "v1")]
+    pub standard: Option<String>,
     /// Contexts, comma-separated: 8K,16K,…,max,full (K = 1024 tokens).
     #[arg(long, value_parser = parse::contexts)]
     #[serde(deserialize_with = "de::contexts")]
@@ -504,7 +511,7 @@ impl RunArgs {
             }};
         }
         merge!(
-            values: url, api_key, model, engine, contexts, concurrency, duration, max_output,
+            values: url, api_key, model, engine, standard, contexts, concurrency, duration, max_output,
                 kv_capacity, dcp_size, max_time, readiness_timeout, first_token_timeout,
                 idle_timeout, busy_timeout, forced_token_id, hardware, launch_command, config, output, resume, format, api,
                 request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,

@@ -459,3 +459,47 @@ fn the_guards_and_the_forced_token_reach_the_settings() {
         );
     }
 }
+
+#[test]
+fn the_standard_matrix_fixes_its_cells_and_refuses_a_flag_that_changes_one() {
+    let s = flags(&["--standard"])
+        .expect("flags")
+        .settings()
+        .expect("v1");
+    assert_eq!(s.standard.as_deref(), Some("v1"));
+    assert_eq!(s.concurrency, vec![1, 8, 16]);
+    assert_eq!(s.max_output, 1024);
+    let named = flags(&["--standard", "v1"])
+        .expect("flags")
+        .settings()
+        .expect("v1");
+    assert_eq!(
+        named,
+        llmib_core::Settings {
+            prompt_seed: named.prompt_seed,
+            ..s
+        }
+    );
+    let e = flags(&["--standard", "--concurrency", "4"])
+        .expect("flags")
+        .settings()
+        .expect_err("refused");
+    assert_eq!(
+        e.to_string(),
+        "--standard v1 fixes --concurrency: drop it (or drop --standard for a free-form run)"
+    );
+    let e = flags(&["--standard", "v7"])
+        .expect("flags")
+        .settings()
+        .expect_err("unknown");
+    assert!(
+        e.to_string().contains("the published versions are v1"),
+        "{e}"
+    );
+    // A config file names it too.
+    let f = file("standard = \"v1\"\n")
+        .expect("file")
+        .settings()
+        .expect("v1");
+    assert_eq!(f.standard.as_deref(), Some("v1"));
+}

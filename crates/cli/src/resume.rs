@@ -81,8 +81,8 @@ pub fn decide(saved: &RunInfo, args: &RunArgs, dir: &Path, url: Option<&str>) ->
 /// until it is put in one class and handled there.
 fn classified(args: &RunArgs) {
     let RunArgs {
-        // Fixed: `refuse_changed_measurement`.
-        model: _,
+        model: _, // Fixed from here: `refuse_changed_measurement`.
+        standard: _,
         engine: _,
         contexts: _,
         concurrency: _,
@@ -179,6 +179,7 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
     )?;
     let kind = a.engine.map(|e| Some(EngineKind::from(e)));
     fixed("engine", kind, saved.engine.kind)?;
+    fixed("standard", a.standard.clone().map(Some), s.standard.clone())?;
     fixed(
         "contexts",
         a.contexts.clone().map(|c| c.0),

@@ -25,6 +25,36 @@ impl RunArgs {
     /// Checks the matrix settings into [`Settings`] (the endpoint and the targeting are the
     /// probe's to decide; a fresh prompt seed is drawn).
     pub fn settings(&self) -> Result<Settings> {
+        let mut s = self.free_settings()?;
+        if let Some(version) = &self.standard {
+            self.standard_into(version, &mut s)?;
+        }
+        Ok(s)
+    }
+
+    /// `--standard VERSION` over `s`: the flags it fixes may not be given too (a run that
+    /// changed one would not compare with the others it is meant to).
+    fn standard_into(&self, version: &str, s: &mut Settings) -> Result<()> {
+        let m = llmib_core::standard_matrix(version)?;
+        let given = [
+            ("--contexts", self.contexts.is_some()),
+            ("--concurrency", self.concurrency.is_some()),
+            ("--duration", self.duration.is_some()),
+            ("--max-output", self.max_output.is_some()),
+            ("--prefill-contexts", self.prefill_contexts.is_some()),
+            ("--standalone-prefill", self.standalone_prefill.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            bail!(
+                "--standard {version} fixes {flag}: drop it (or drop --standard for a free-form run)"
+            );
+        }
+        m.apply(s);
+        Ok(())
+    }
+
+    /// The settings of a free-form run (no `--standard`).
+    fn free_settings(&self) -> Result<Settings> {
         if self.skip_prefill && self.prefill_only {
             bail!("--skip-prefill and --prefill-only exclude each other: keep one");
         }

@@ -43,6 +43,7 @@ mod size;
 mod slo;
 mod spec;
 mod stable;
+mod standard;
 mod stats;
 mod store;
 mod telemetry;
@@ -67,6 +68,7 @@ pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
     parse_duration, parse_tokens,
 };
+pub use standard::{STANDARD_MATRICES, StandardMatrix, UnknownStandard, standard_matrix};
 
 // What a request and a cell observed, and the figures computed from it.
 pub use burst::burst_result;

@@ -115,6 +115,9 @@ pub struct Settings {
     /// The session section of each context (`--sessions`, `--turns`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::session::SessionSettings>,
+    /// The standard matrix version this run follows (`--standard`; `crate::standard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard: Option<String>,
     /// A hidden decode cell of this many seconds before the first measured cell
     /// (`--decode-warmup-seconds`; 0: none), at [`crate::decode_warmup_cell`].
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -326,6 +329,7 @@ impl Default for Settings {
             request: RequestControls::default(),
             load: None,
             sessions: None,
+            standard: None,
             decode_warmup_s: 0.0,
             shard: None,
             timetable: None,

@@ -44,6 +44,7 @@ impl Report {
         if self.info.plan.settings.respect_eos {
             out.push(self.early_stop_note());
         }
+        out.extend(self.standard_note());
         out.extend(self.client_lag_note());
         out.extend(self.kernel_stamps_note());
         out.extend(self.failed_notes());
@@ -51,6 +52,21 @@ impl Report {
         out.extend(self.hardware_verdict_note());
         out.extend(self.info.notes.iter().cloned());
         out
+    }
+
+    /// A run of the standard matrix says which version, and what it fixes: its figures compare
+    /// with other runs of the same version (`--standard`).
+    fn standard_note(&self) -> Option<String> {
+        let name = self.info.plan.settings.standard.as_deref()?;
+        Some(match llmib_core::standard_matrix(name) {
+            Ok(m) => format!(
+                "This run follows the {} (--standard {name}): its cells compare with other runs of the same version; cells that do not fit this server are Over capacity or dropped, with their reason.",
+                m.describe()
+            ),
+            Err(e) => format!(
+                "This run says it follows a standard matrix this version of the tool does not know ({e})."
+            ),
+        })
     }
 
     /// The cells measured although predicted Over capacity (`--show-capacity-limited-values`).

@@ -180,3 +180,21 @@ fn the_report_reads_telemetry_jsonl_beside_the_cells() {
     assert!(view(&r).is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A standard-matrix run says which version it follows and what that fixes; a free-form run
+/// says nothing of it.
+#[test]
+fn a_standard_run_names_its_version_in_the_notes() {
+    let mut r = golden();
+    let md = MarkdownExporter.render(&r).expect("markdown");
+    assert!(
+        !md.contains("standard matrix"),
+        "the golden run is free-form"
+    );
+    r.info.plan.settings.standard = Some("v1".into());
+    let md = MarkdownExporter.render(&r).expect("markdown");
+    assert!(
+        md.contains("This run follows the standard matrix v1: contexts 0, 64K, 128K"),
+        "{md}"
+    );
+}
