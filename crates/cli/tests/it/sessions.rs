@@ -85,7 +85,8 @@ fn eight_sessions_six_turns_report_what_the_simulator_cached() {
     // The session cell is recorded over time too: the server's counters through it.
     let tele = std::fs::read_to_string(dir.join("telemetry.jsonl")).unwrap_or_default();
     assert!(
-        tele.lines().any(|l| l.contains("\"session\"") && l.contains("\"srv\"")),
+        tele.lines()
+            .any(|l| l.contains("\"session\"") && l.contains("\"srv\"")),
         "{tele}"
     );
     let turns = per_turn(&row);
