@@ -40,10 +40,10 @@ CREATE TABLE runs (
 -- first), so a filtered first page is an index range, not a scan and a sort.
 CREATE INDEX runs_uploaded ON runs (uploaded_at, id);
 CREATE INDEX runs_model ON runs (model, uploaded_at);
-CREATE INDEX runs_engine ON runs (engine, engine_version, uploaded_at);
+CREATE INDEX runs_engine ON runs (engine, uploaded_at);
 CREATE INDEX runs_engine_version ON runs (engine_version, uploaded_at);
 CREATE INDEX runs_quantization ON runs (quantization, uploaded_at);
-CREATE INDEX runs_gpu ON runs (gpu_name, gpu_count, uploaded_at);
+CREATE INDEX runs_gpu ON runs (gpu_name, uploaded_at);
 CREATE INDEX runs_gpu_count ON runs (gpu_count, uploaded_at);
 CREATE INDEX runs_started ON runs (started_date, uploaded_at);
 CREATE INDEX runs_tool ON runs (tool_version, uploaded_at);

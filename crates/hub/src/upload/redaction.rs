@@ -18,10 +18,10 @@ pub(super) fn secrets_of(run: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every string of a JSON value through the rules: secret-named fields (`api_key`), then any
-/// secret inside text (a launch command's `--api-key X`, `HF_TOKEN=X`, a URL's password).
+/// Every string of a JSON value through the rules: any secret inside text (a launch command's
+/// `--api-key X`, `HF_TOKEN=X`, `"api_key": "X"`, a URL's password). Field names are the tool's
+/// own and kept: a typed field may be named like a secret (a plan cell's `key`).
 fn redact_value(v: &mut Value, secrets: &[&str]) {
-    llmib_core::redact_json(v);
     llmib_core::redact_strings(v, secrets);
 }
 
@@ -35,6 +35,11 @@ pub(super) fn redact_run(
     let mut v = original.clone();
     if let Some(Value::String(url)) = v.get_mut("url") {
         *url = llmib_core::strip_url_userinfo(url);
+    }
+    // The engine's free-form facts are the server's own fields, verbatim: a secret-named one
+    // (`api_key`) loses its value, as the tool does when it writes them.
+    if let Some(extra) = v.get_mut("engine").and_then(|e| e.get_mut("extra")) {
+        llmib_core::redact_json(extra);
     }
     redact_value(&mut v, secrets);
     let info: RunInfo = serde_json::from_value(v.clone()).map_err(|e| UploadError::Malformed {
