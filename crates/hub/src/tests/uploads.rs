@@ -238,3 +238,20 @@ fn secrets_a_run_kept_are_redacted_on_upload() {
             .contains("--api-key <redacted>")
     );
 }
+
+#[test]
+fn a_failure_mid_upload_leaves_no_half_run() {
+    let (mut s, token) = store();
+    // The run's row and files are written before the cells: fail there.
+    s.sqlite()
+        .execute_batch(
+            "CREATE TRIGGER fail_cells BEFORE INSERT ON cells BEGIN SELECT RAISE(ABORT, 'disk gone'); END",
+        )
+        .expect("trigger");
+    let e = s
+        .upload(files_of(&seed_run()), Some(&token), false)
+        .expect_err("fails");
+    assert!(matches!(e, UploadError::Store(_)), "{e}");
+    assert!(e.to_string().contains("nothing was stored"), "{e}");
+    assert_eq!(counts(&s), [0; 4], "rolled back whole");
+}
