@@ -26,6 +26,8 @@ CREATE TABLE runs (
     -- started_at's date (YYYY-MM-DD), the date filter's column.
     started_date TEXT NULL,
     tool_version TEXT NOT NULL,
+    -- The standard matrix version the run follows (`--standard v1`), if any.
+    standard TEXT NULL,
     run_state TEXT NOT NULL,
     schema_version BIGINT NOT NULL,
     cell_count BIGINT NOT NULL,
@@ -47,6 +49,7 @@ CREATE INDEX runs_gpu ON runs (gpu_name, uploaded_at);
 CREATE INDEX runs_gpu_count ON runs (gpu_count, uploaded_at);
 CREATE INDEX runs_started ON runs (started_date, uploaded_at);
 CREATE INDEX runs_tool ON runs (tool_version, uploaded_at);
+CREATE INDEX runs_standard ON runs (standard, uploaded_at);
 CREATE INDEX runs_best_decode ON runs (best_decode_tok_per_s);
 CREATE INDEX runs_best_prefill ON runs (best_prefill_tok_per_s);
 

@@ -35,6 +35,8 @@ pub struct ListFilter {
     pub started_to: Option<String>,
     /// The tool's version that measured.
     pub tool_version: Option<String>,
+    /// The standard matrix version (`v1`).
+    pub standard: Option<String>,
     /// Free-text search: every word must appear (as a word's start).
     pub text: Option<String>,
 }
@@ -132,6 +134,8 @@ pub struct RunSummary {
     pub started_at: Option<String>,
     /// The tool's version that measured.
     pub tool_version: String,
+    /// The standard matrix version the run follows, if any.
+    pub standard: Option<String>,
     /// `completed`, `interrupted`, ….
     pub state: String,
     /// Rows in cells.jsonl.
@@ -210,8 +214,8 @@ pub(crate) fn u64_at(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
 }
 
 const SUMMARY_COLUMNS: &str = "id, run_key, uploaded_at, model, engine, engine_version, \
-     quantization, gpu_name, gpu_count, started_at, tool_version, run_state, cell_count, \
-     best_decode_tok_per_s, best_prefill_tok_per_s";
+     quantization, gpu_name, gpu_count, started_at, tool_version, standard, run_state, \
+     cell_count, best_decode_tok_per_s, best_prefill_tok_per_s";
 
 fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
     Ok(RunSummary {
@@ -226,10 +230,11 @@ fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
         gpu_count: r.get(8)?,
         started_at: r.get(9)?,
         tool_version: r.get(10)?,
-        state: r.get(11)?,
-        cell_count: u64_at(r, 12)?,
-        best_decode_tok_per_s: r.get(13)?,
-        best_prefill_tok_per_s: r.get(14)?,
+        standard: r.get(11)?,
+        state: r.get(12)?,
+        cell_count: u64_at(r, 13)?,
+        best_decode_tok_per_s: r.get(14)?,
+        best_prefill_tok_per_s: r.get(15)?,
     })
 }
 
@@ -258,6 +263,7 @@ pub(crate) fn where_clause(f: &ListFilter) -> (String, Vec<Sql>) {
         ("started_date >= ?", &f.started_from),
         ("started_date <= ?", &f.started_to),
         ("tool_version = ?", &f.tool_version),
+        ("standard = ?", &f.standard),
     ];
     for (cond, value) in text_filters {
         if let Some(v) = value {

@@ -16,6 +16,9 @@ fn varied(i: usize) -> UploadFiles {
     run["hardware"]["gpu_count"] = (1 << (i % 4)).into();
     run["started_at"] = format!("2026-{:02}-{:02}T10:00:00Z", 1 + i % 12, 1 + i % 28).into();
     run["notes"] = Value::from(vec![format!("run {i}")]);
+    if i.is_multiple_of(5) {
+        run["plan"]["settings"]["standard"] = "v1".into();
+    }
     let cells = [
         (r#"prefill"#, 1, Some(9000.0 + i as f64), None),
         (r#"decode"#, 1, None, Some(100.0 + (i % 13) as f64)),
@@ -82,6 +85,13 @@ fn filters_search_sort_and_pages() {
             .iter()
             .all(|r| r.model == "org/model-7" && r.gpu_name.as_deref() == Some("H200"))
     );
+    let standard = ListFilter {
+        standard: Some("v1".into()),
+        ..Default::default()
+    };
+    let v1 = s.list(&standard, &Page::default()).expect("standard");
+    assert_eq!(v1.total, 12);
+    assert!(v1.runs.iter().all(|r| r.standard.as_deref() == Some("v1")));
     let dates = ListFilter {
         started_from: Some("2026-03-01".into()),
         started_to: Some("2026-03-31".into()),
@@ -207,6 +217,13 @@ fn the_list_query_reads_indexes_not_the_table() {
                 ..Default::default()
             },
             "runs_tool",
+        ),
+        (
+            ListFilter {
+                standard: Some("v1".into()),
+                ..Default::default()
+            },
+            "runs_standard",
         ),
         (
             ListFilter {

@@ -75,9 +75,9 @@ fn insert_run_row(
         .or_else(|| info.engine.kind.map(|k| k.name().to_string()));
     let id: RunId = tx.query_row(
         "INSERT INTO runs (id, run_key, uploaded_at, uploaded_by, model, engine, engine_version,
-            quantization, gpu_name, gpu_count, started_at, started_date, tool_version, run_state,
+            quantization, gpu_name, gpu_count, started_at, started_date, tool_version, standard, run_state,
             schema_version, cell_count, best_decode_tok_per_s, best_prefill_tok_per_s, search_text)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         rusqlite::params![
             id,
             p.run_key,
@@ -92,6 +92,7 @@ fn insert_run_row(
             started,
             started.as_deref().and_then(date_of),
             info.tool.version,
+            info.plan.settings.standard,
             serde_name(&info.state),
             info.schema_version,
             p.cells.len() as i64,
