@@ -10,15 +10,17 @@
 use crate::error::UploadError;
 use crate::{RunId, Store, hex_sha256};
 use llmib_core::{
-    CELLS_FILE, CellResult, REQUESTS_FILE, RUN_FILE, RunInfo, SCHEDULES_FILE, SCHEMA_VERSION,
-    TELEMETRY_FILE,
+    CELLS_FILE, REQUESTS_FILE, RUN_FILE, SCHEDULES_FILE, SCHEMA_VERSION, TELEMETRY_FILE,
 };
 use serde_json::Value;
 use std::io::Read;
 use std::path::Path;
 
 mod insert;
+mod prepared;
 mod redaction;
+
+use prepared::{Prepared, one_line};
 
 /// The files a results directory may hold (the first two are required).
 pub const ALLOWED_FILES: [&str; 5] = [
@@ -87,24 +89,6 @@ impl UploadFiles {
         }
         Ok(out)
     }
-}
-
-/// An upload that passed every check, ready to insert.
-#[derive(Debug)]
-pub(crate) struct Prepared {
-    /// run.json, parsed (after redaction).
-    pub info: RunInfo,
-    /// cells.jsonl's rows (the last per cell).
-    pub cells: Vec<CellResult>,
-    /// Each file as stored: name, bytes (redacted), sha256.
-    pub files: Vec<(&'static str, Vec<u8>, String)>,
-    /// sha256 of run.json as stored.
-    pub run_key: String,
-}
-
-/// A parse error's text on one line, for [`UploadError::Malformed`].
-fn one_line(e: impl std::fmt::Display) -> String {
-    llmib_core::sanitize_terminal(&e.to_string())
 }
 
 /// The results schema version `run.json` claims, before its typed parse: a newer version must

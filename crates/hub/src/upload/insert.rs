@@ -1,7 +1,7 @@
 //! Writing a checked upload: the run's row, its files and cells, and its free-text entry, in
 //! one transaction (dropped, so rolled back, on any error before the commit).
 
-use super::Prepared;
+use super::prepared::Prepared;
 use crate::RunId;
 use crate::error::UploadError;
 use llmib_core::{CellResult, CellStatus, Phase, RunInfo};

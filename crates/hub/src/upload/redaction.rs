@@ -2,7 +2,7 @@
 //! hand) may hold a secret the current rules remove. The rules are `llmib_core`'s, the same the
 //! tool applies when it writes; a file the rules leave unchanged is stored byte for byte.
 
-use super::one_line;
+use super::prepared::one_line;
 use crate::error::UploadError;
 use llmib_core::{RUN_FILE, RunInfo};
 use serde_json::Value;
