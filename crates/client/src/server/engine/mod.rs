@@ -501,7 +501,13 @@ impl Engine {
                 })?;
                 Ok(trtllm::gauges(&s))
             }
-            MetricsKind::Prometheus => Ok(gauges_from(self.kind, &Metrics::parse(&body))),
+            MetricsKind::Prometheus => {
+                let mut g = gauges_from(self.kind, &Metrics::parse(&body));
+                if self.kind == EngineKind::Sglang && !sglang::speculates(&self.info.extra) {
+                    (g.spec_accept_rate, g.spec_accept_length) = (None, None);
+                }
+                Ok(g)
+            }
             MetricsKind::None => Ok(Gauges::default()),
         }
     }

@@ -34,6 +34,18 @@ pub(crate) fn looks_like(v: &Value) -> bool {
             || (v.get("model_path").is_some() && v.get("tp_size").is_some()))
 }
 
+/// Whether the server speculates, by its server args: SGLang exports `spec_accept_rate` (0)
+/// and `spec_accept_length` even without a draft model, and a row must not claim speculative
+/// figures for a server that has none. `false` only where the args are known and name neither
+/// an algorithm nor draft tokens; unknown args keep the gauges (a hosted SGLang may hide them).
+pub(crate) fn speculates(extra: &serde_json::Map<String, Value>) -> bool {
+    let Some(args) = extra.get("server_args").and_then(Value::as_object) else {
+        return true;
+    };
+    let set = |k: &str| args.get(k).is_some_and(|v| !v.is_null());
+    set("speculative_algorithm") || set("speculative_num_draft_tokens")
+}
+
 pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
     Gauges {
         running: m.sum("sglang:num_running_reqs"),

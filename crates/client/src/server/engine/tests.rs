@@ -12,7 +12,8 @@ use tokio::net::TcpListener;
 use super::*;
 
 const SG_MODELS: &str = include_str!("../../../fixtures/transcripts/sglang/v1_models.json");
-const SG_INFO: &str = include_str!("../../../fixtures/transcripts/sglang/get_server_info.json");
+pub(super) const SG_INFO: &str =
+    include_str!("../../../fixtures/transcripts/sglang/get_server_info.json");
 const SG_METRICS: &str = include_str!("../../../fixtures/transcripts/sglang/metrics.txt");
 const SG_TOK: &str = include_str!("../../../fixtures/transcripts/sglang/tokenize.json");
 const SG_DETOK: &str = include_str!("../../../fixtures/transcripts/sglang/detokenize.json");
@@ -635,16 +636,21 @@ async fn probe_live() {
 /// KV usage and speculative-decoding figures for the live view, as each engine names them.
 #[test]
 fn live_gauges_kv_usage_and_speculative_decoding() {
-    let sg = "sglang:token_usage{dp_rank=\"0\"} 0.5\nsglang:token_usage{dp_rank=\"1\"} 0.25\n\
-              sglang:spec_accept_rate{tp_rank=\"0\"} 0.55\nsglang:spec_accept_length 1.55\n";
+    let sg = concat!(
+        "sglang:token_usage{dp_rank=\"0\"} 0.5\nsglang:token_usage{dp_rank=\"1\"} 0.25\n",
+        "sglang:spec_accept_rate{tp_rank=\"0\"} 0.55\nsglang:spec_accept_length 1.55\n",
+    );
     let g = gauges_from(EngineKind::Sglang, &Metrics::parse(sg));
     assert_eq!(g.kv_usage, Some(0.375), "mean over ranks, not the sum");
     assert_eq!(
         (g.spec_accept_rate, g.spec_accept_length),
         (Some(0.55), Some(1.55))
     );
-    let vl = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.8\nvllm:spec_decode_num_drafts_total 100\n\
-              vllm:spec_decode_num_draft_tokens_total 300\nvllm:spec_decode_num_accepted_tokens_total 150\n";
+    let vl = concat!(
+        "vllm:kv_cache_usage_perc{engine=\"0\"} 0.8\nvllm:spec_decode_num_drafts_total 100\n",
+        "vllm:spec_decode_num_draft_tokens_total 300\n",
+        "vllm:spec_decode_num_accepted_tokens_total 150\n",
+    );
     let g = gauges_from(EngineKind::Vllm, &Metrics::parse(vl));
     assert_eq!(g.kv_usage, Some(0.8));
     let before = g.spec_counters.expect("counters");

@@ -1,12 +1,13 @@
 //! The bodies each dialect sends: the tool's own keys per engine (usage, EOS, the SGLang
-//! request id) and the user's controls beside them.
+//! request id) and the user's controls beside them; and what a dialect believes of its
+//! server's args (SGLang's speculation).
 
 use std::time::Duration;
 
 use llmib_core::EngineKind;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::tests::normalize_base;
+use super::tests::{SG_INFO, normalize_base};
 use super::*;
 
 #[test]
@@ -59,5 +60,32 @@ fn completion_bodies_per_dialect() {
     assert_eq!(
         normalize_base("https://api.example.com/openai/v1"),
         Some("https://api.example.com/openai".into())
+    );
+}
+
+/// Engine info's `extra` holding SGLang server args `v`.
+fn args(v: Value) -> serde_json::Map<String, Value> {
+    serde_json::Map::from_iter([("server_args".to_string(), v)])
+}
+
+/// SGLang's acceptance gauges count only where its server args name speculation: they read 0
+/// on a server without a draft model.
+#[test]
+fn sglang_speculates_only_where_its_args_say_so() {
+    assert!(sglang::speculates(&serde_json::Map::new()), "unknown args");
+    assert!(!sglang::speculates(&args(json!({
+        "speculative_algorithm": null, "speculative_num_draft_tokens": null
+    }))));
+    assert!(!sglang::speculates(&args(json!({"tp_size": 8}))));
+    assert!(sglang::speculates(&args(
+        json!({"speculative_algorithm": "EAGLE"})
+    )));
+    assert!(sglang::speculates(&args(json!({
+        "speculative_algorithm": null, "speculative_num_draft_tokens": 3
+    }))));
+    let seed: Value = serde_json::from_str(SG_INFO).expect("fixture");
+    assert!(
+        sglang::speculates(&args(seed)),
+        "the seed's server runs DFLASH"
     );
 }
