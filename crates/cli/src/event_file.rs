@@ -16,7 +16,7 @@
 //! them) before it is written.
 
 use anyhow::{Context, Result, anyhow};
-use llmib_client::{Progress, ProgressEvent, json_line};
+use llmib_client::{Progress, ProgressEvent, json_value};
 use llmib_core::{redact_strings, rfc3339_nanos};
 use serde_json::{Map, Value};
 use std::fs::File;
@@ -163,9 +163,9 @@ fn write_lines(
 pub fn event_line(e: &ProgressEvent, mono_ns: u64, wall: SystemTime, secrets: &[&str]) -> String {
     // `t_s` as `--display json` writes it: seconds since the start, to the millisecond.
     let t_s = (mono_ns as f64 / 1e6).round() / 1e3;
-    let mut v = match serde_json::from_str::<Value>(&json_line(e, t_s)) {
-        Ok(Value::Object(map)) => map,
-        // `json_line` turns an event it cannot write into a note; this cannot happen, and a
+    let mut v = match json_value(e, t_s) {
+        Some(Value::Object(map)) => map,
+        // `json_value` turns an event it cannot write into a note; this cannot happen, and a
         // gap in the file would be worse than a line that says so.
         _ => Map::from_iter([
             ("event".to_string(), Value::from("note")),

@@ -49,7 +49,7 @@ pub use prompts::prompt::{BuiltPrompt, PromptBuilder, PromptError};
 // What the displays are fed.
 pub use progress::events::{
     EventKind, Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage, json_line,
-    readiness_reason,
+    json_value, readiness_reason,
 };
 pub use progress::live::{LiveText, LiveWindow, OpenLoopLive, StreamLive};
 pub use progress::live::{TEXT_RING_BYTES, TextRing, TextRings};

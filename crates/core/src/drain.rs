@@ -41,6 +41,17 @@ pub fn gauges_idle(running: Option<f64>, waiting: Option<f64>) -> Option<bool> {
 }
 
 impl BarrierCheck {
+    /// One reading of the gauges, before any wait; `None` where neither was read
+    /// ([`gauges_idle`]).
+    pub fn read(running: Option<f64>, waiting: Option<f64>) -> Option<BarrierCheck> {
+        Some(BarrierCheck {
+            waited_s: 0.0,
+            running,
+            waiting,
+            idle: gauges_idle(running, waiting)?,
+        })
+    }
+
     /// The start barrier's verdict: `Some(reason)` when the cell must fail as server busy.
     pub fn busy_reason(&self) -> Option<String> {
         if self.idle {
@@ -70,6 +81,12 @@ mod tests {
         assert_eq!(gauges_idle(Some(0.0), None), Some(true));
         assert_eq!(gauges_idle(None, Some(2.0)), Some(false));
         assert_eq!(gauges_idle(None, None), None);
+        assert_eq!(BarrierCheck::read(None, None), None);
+        let busy = BarrierCheck::read(Some(3.0), None).expect("read");
+        assert_eq!(
+            (busy.waited_s, busy.running, busy.idle),
+            (0.0, Some(3.0), false)
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::server::engine::Engine;
 use crate::wire::stream::RequestSpec;
 use llmib_core::{
     BarrierCheck, Outcome, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule,
-    RequestRecord, gauges_idle, redact_text,
+    RequestRecord, redact_text,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,9 +47,9 @@ async fn wait_idle(
         // A failed read is no observation: the last one stands (none: no barrier), and the
         // wait ends, as a server whose metrics fail would keep failing for the whole limit.
         let Ok(g) = engine.gauges().await else { break };
-        if let Some(idle) = gauges_idle(g.running, g.waiting) {
-            last = Some((g.running, g.waiting, idle));
-            if idle {
+        if let Some(check) = BarrierCheck::read(g.running, g.waiting) {
+            last = Some(check);
+            if check.idle {
                 break;
             }
         }
@@ -62,12 +62,10 @@ async fn wait_idle(
         }
     }
     // Cancelled while busy: the window's ramp sees the cancellation; not a busy server.
-    let (running, waiting, idle) = last?;
-    Some(BarrierCheck {
+    last.map(|c| BarrierCheck {
         waited_s: t0.elapsed().as_secs_f64(),
-        running,
-        waiting,
-        idle: idle || cancel.is_cancelled(),
+        idle: c.idle || cancel.is_cancelled(),
+        ..c
     })
 }
 
@@ -78,12 +76,7 @@ pub(crate) async fn end_check(engine: &Engine) -> Option<BarrierCheck> {
         return None;
     }
     let g = engine.gauges().await.ok()?;
-    Some(BarrierCheck {
-        waited_s: 0.0,
-        running: g.running,
-        waiting: g.waiting,
-        idle: gauges_idle(g.running, g.waiting)?,
-    })
+    BarrierCheck::read(g.running, g.waiting)
 }
 
 /// What the ramp showed: the decision, and when each condition first held.

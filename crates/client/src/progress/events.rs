@@ -474,19 +474,25 @@ impl<'a> WireBody<'a> {
 /// output must see the same bytes. An event that cannot be written (a row with a value JSON
 /// cannot hold) becomes a `note` saying so, never a panic or a silent gap.
 pub fn json_line(e: &ProgressEvent, t_s: f64) -> String {
+    json_value(e, t_s).map_or_else(String::new, |v| v.to_string())
+}
+
+/// [`json_line`]'s value, for a writer that adds keys of its own (the event file) without
+/// parsing the line back; `None` only where not even the note could be written.
+pub fn json_value(e: &ProgressEvent, t_s: f64) -> Option<serde_json::Value> {
     let wire = Wire {
         t_s,
         body: WireBody::of(e),
     };
     match serde_json::to_value(&wire) {
-        Ok(v) => v.to_string(),
+        Ok(v) => Some(v),
         Err(err) => {
             let text = format!("a {} event could not be written as JSON: {err}", e.kind());
             let note = Wire {
                 t_s,
                 body: WireBody::Note { text: &text },
             };
-            serde_json::to_value(&note).map_or_else(|_| String::new(), |v| v.to_string())
+            serde_json::to_value(&note).ok()
         }
     }
 }
