@@ -105,6 +105,32 @@ impl Report {
         Ok(report)
     }
 
+    /// A run from the bytes of its files, as [`Report::load`] reads them from a directory (the
+    /// hub keeps runs in a database, not on disk): `run.json` must parse; unreadable lines of
+    /// `cells.jsonl` are counted in `skipped_lines` and those of `telemetry.jsonl` left out,
+    /// exactly as a directory's are.
+    pub fn from_files(
+        run_json: &[u8],
+        cells_jsonl: &[u8],
+        telemetry_jsonl: Option<&[u8]>,
+    ) -> Result<Report, crate::ReportError> {
+        let info: RunInfo =
+            serde_json::from_slice(run_json).map_err(|e| llmib_core::StoreError::Parse {
+                path: llmib_core::RUN_FILE.into(),
+                detail: e.to_string(),
+            })?;
+        // The directory loader's own parsers, so a stored run reads back as its directory did.
+        let (cells, skipped_lines) = llmib_core::parse_cells(cells_jsonl);
+        let mut report = Report::from_loaded(LoadedRun {
+            info,
+            cells,
+            skipped_lines,
+        });
+        report.telemetry =
+            telemetry_jsonl.map_or_else(Vec::new, |t| llmib_core::parse_telemetry(t).0);
+        Ok(report)
+    }
+
     /// Orders the rows and fills planned cells that have no row as Not run.
     pub(crate) fn from_loaded(run: LoadedRun) -> Report {
         let mut cells = run.cells;
@@ -482,6 +508,18 @@ pub(crate) mod tests {
         let html = crate::Format::Html.exporter().render(&r).expect("html");
         assert!(html.contains("id=\"hardware-table\""));
         assert!(html.contains("3,072.0 GiB"));
+    }
+
+    #[test]
+    fn from_files_reads_as_load_does() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/seed-run");
+        let run = std::fs::read(dir.join("run.json")).expect("run.json");
+        let cells = std::fs::read(dir.join("cells.jsonl")).expect("cells.jsonl");
+        let a = Report::from_files(&run, &cells, None).expect("from files");
+        let b = Report::load(&dir).expect("load");
+        let json = |r: &Report| crate::Format::Json.exporter().render(r).expect("json");
+        assert_eq!(json(&a), json(&b));
+        assert!(Report::from_files(b"{", &cells, None).is_err());
     }
 
     #[test]

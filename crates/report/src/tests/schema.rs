@@ -1,148 +1,11 @@
 //! `results.json` against the checked-in `schemas/results.schema.json`.
 //!
-//! The `jsonschema` crate would pull in a regex engine, an HTTP client feature set and more for
-//! one test, so this is a focused validator of the JSON Schema keywords our schema uses. It
-//! refuses any keyword it does not implement, so the schema cannot quietly rely on one that is
-//! not checked here.
+//! The validator is the library's own (`crate::schema_check`, which the hub runs on every
+//! upload); these tests hold the exporter to the schema and the schema to catching breakage.
 
 use crate::{Format, Report};
 use serde_json::{Value, json};
 use std::path::Path;
-
-const KNOWN: &[&str] = &[
-    "$schema",
-    "$id",
-    "$defs",
-    "$ref",
-    "title",
-    "description",
-    "type",
-    "const",
-    "enum",
-    "properties",
-    "required",
-    "items",
-    "minimum",
-    "anyOf",
-    "allOf",
-    "if",
-    "then",
-];
-
-fn type_ok(v: &Value, t: &str) -> bool {
-    match t {
-        "null" => v.is_null(),
-        "boolean" => v.is_boolean(),
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "number" => v.is_number(),
-        "integer" => v.is_u64() || v.is_i64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
-        other => panic!("unknown type {other}"),
-    }
-}
-
-/// Errors of `v` against `schema` (empty when valid), each with its JSON pointer.
-fn validate(root: &Value, schema: &Value, v: &Value, at: &str, errs: &mut Vec<String>) {
-    let Some(s) = schema.as_object() else {
-        panic!("schema at {at} is not an object");
-    };
-    for k in s.keys() {
-        assert!(
-            KNOWN.contains(&k.as_str()),
-            "unsupported keyword {k} at {at}"
-        );
-    }
-    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-        let name = r.strip_prefix("#/$defs/").expect("local $ref");
-        let target = &root["$defs"][name];
-        assert!(!target.is_null(), "dangling $ref {r}");
-        validate(root, target, v, at, errs);
-    }
-    if let Some(t) = s.get("type") {
-        let ok = match t {
-            Value::String(t) => type_ok(v, t),
-            Value::Array(ts) => ts.iter().any(|t| type_ok(v, t.as_str().unwrap_or(""))),
-            _ => panic!("bad type at {at}"),
-        };
-        if !ok {
-            errs.push(format!("{at}: {v} is not of type {t}"));
-            return;
-        }
-    }
-    if let Some(c) = s.get("const")
-        && c != v
-    {
-        errs.push(format!("{at}: {v} is not {c}"));
-    }
-    if let Some(e) = s.get("enum").and_then(Value::as_array)
-        && !e.contains(v)
-    {
-        errs.push(format!("{at}: {v} is not one of {e:?}"));
-    }
-    if let (Some(m), Some(x)) = (s.get("minimum").and_then(Value::as_f64), v.as_f64())
-        && x < m
-    {
-        errs.push(format!("{at}: {x} < {m}"));
-    }
-    if let Some(obj) = v.as_object() {
-        for r in s
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let key = r.as_str().unwrap_or_default();
-            if !obj.contains_key(key) {
-                errs.push(format!("{at}: missing required `{key}`"));
-            }
-        }
-        if let Some(props) = s.get("properties").and_then(Value::as_object) {
-            for (k, sub) in props {
-                if let Some(x) = obj.get(k) {
-                    validate(root, sub, x, &format!("{at}/{k}"), errs);
-                }
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (s.get("items"), v.as_array()) {
-        for (i, x) in arr.iter().enumerate() {
-            validate(root, items, x, &format!("{at}/{i}"), errs);
-        }
-    }
-    if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
-        let ok = any.iter().any(|sub| {
-            let mut e = Vec::new();
-            validate(root, sub, v, at, &mut e);
-            e.is_empty()
-        });
-        if !ok {
-            errs.push(format!("{at}: matches none of anyOf"));
-        }
-    }
-    for sub in s
-        .get("allOf")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        validate(root, sub, v, at, errs);
-    }
-    if let Some(cond) = s.get("if") {
-        let mut e = Vec::new();
-        validate(root, cond, v, at, &mut e);
-        if e.is_empty()
-            && let Some(then) = s.get("then")
-        {
-            validate(root, then, v, at, errs);
-        }
-    }
-}
-
-fn schema() -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/results.schema.json");
-    serde_json::from_str(&std::fs::read_to_string(p).expect("schema file")).expect("schema JSON")
-}
 
 fn golden_doc() -> Value {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/seed-run");
@@ -151,11 +14,25 @@ fn golden_doc() -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
+/// Every violation of `doc`, as `path: what` lines (the other test modules assert on these).
 pub(crate) fn errors(doc: &Value) -> Vec<String> {
-    let root = schema();
-    let mut errs = Vec::new();
-    validate(&root, &root, doc, "", &mut errs);
-    errs
+    crate::schema_check::schema_errors(doc)
+        .into_iter()
+        .map(|v| format!("{}: {}", v.path, v.what))
+        .collect()
+}
+
+/// The compiled-in schema is the checked-in file, and the public check agrees with `errors`.
+#[test]
+fn the_compiled_in_schema_is_the_published_file() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/results.schema.json");
+    let file = std::fs::read_to_string(p).expect("schema file");
+    assert_eq!(file, crate::RESULTS_SCHEMA);
+    let mut doc = golden_doc();
+    crate::check_results_schema(&doc).expect("golden validates");
+    doc["cells"][0]["status"] = json!("great");
+    let v = crate::check_results_schema(&doc).expect_err("unknown status");
+    assert_eq!(v.path, "/cells/0/status", "{v}");
 }
 
 #[test]
