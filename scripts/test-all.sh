@@ -45,6 +45,9 @@ fi
 # A download cut short is retried once (the install is idempotent and resumes from scratch).
 scripts/vllm/install.sh || scripts/vllm/install.sh
 
+step "PostgreSQL (hub tests)"
+eval "$(scripts/postgres/start.sh)"; export LLMIB_TEST_POSTGRES_URL
+
 step "module layering (no import cycles between files)"
 python3 scripts/module_cycles_test.py
 python3 scripts/module-cycles.py

@@ -1,21 +1,18 @@
-//! The schema and its migrations: a versioned list of SQL steps, applied in order at open,
-//! each in its own transaction together with its row in `schema_migrations`, so a step is
-//! either wholly applied and recorded or not at all.
+//! The schema and its migrations: a versioned list of SQL steps, applied in order at open
+//! (`migrate.rs`), each in its own transaction together with its row in `schema_migrations`,
+//! so a step is either wholly applied and recorded or not at all.
 //!
 //! The SQL is written once for both databases: plain `CREATE TABLE`/`CREATE INDEX`, types both
 //! accept (`TEXT`, `BIGINT`, `DOUBLE PRECISION`), and `?` placeholders. What the dialects spell
 //! differently is a named hole filled per [`Dialect`] (`{id_pk}`, `{blob}`), and the one thing
 //! with no common form, the free-text index, is a step's dialect-only part.
 
-use crate::error::StoreError;
-use rusqlite::{Connection, OptionalExtension};
-
 /// A database's spelling of what portable SQL cannot say the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// SQLite (bundled).
     Sqlite,
-    /// PostgreSQL (not built yet; its spellings are here so the schema is written for both).
+    /// PostgreSQL.
     Postgres,
 }
 
@@ -79,45 +76,4 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
 /// The newest schema this binary knows.
 pub fn latest_version() -> u32 {
     MIGRATIONS.last().map_or(0, |m| m.version)
-}
-
-const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
-    version BIGINT PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-)";
-
-/// The last applied step's version (0 for a fresh database).
-pub fn current_version(conn: &Connection) -> Result<u32, StoreError> {
-    let v: Option<i64> = conn
-        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
-            r.get(0)
-        })
-        .optional()?
-        .flatten();
-    Ok(v.map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)))
-}
-
-/// Brings a SQLite database up to [`latest_version`], or refuses one that is newer.
-pub fn migrate_sqlite(conn: &mut Connection) -> Result<(), StoreError> {
-    conn.execute_batch(CREATE_LEDGER)?;
-    let found = current_version(conn)?;
-    let known = latest_version();
-    if found > known {
-        return Err(StoreError::NewerDatabase { found, known });
-    }
-    for m in MIGRATIONS.iter().filter(|m| m.version > found) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(&Dialect::Sqlite.sql(m))
-            .map_err(|e| StoreError::Migration {
-                version: m.version,
-                source: e,
-            })?;
-        tx.execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-            (i64::from(m.version), m.name, llmib_core::now_rfc3339()),
-        )?;
-        tx.commit()?;
-    }
-    Ok(())
 }

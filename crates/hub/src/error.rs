@@ -41,6 +41,63 @@ pub enum StoreError {
     /// Reading needs a token here, and none (or a bad one) was given.
     #[error("{0}")]
     Unauthorized(TokenError),
+    /// The PostgreSQL database failed (the server went away, a permission, a constraint).
+    #[error(
+        "hub database (PostgreSQL): {} (check that the server is up and the hub's user may read and write its tables)",
+        postgres_detail(.0)
+    )]
+    Postgres(#[from] postgres::Error),
+    /// A PostgreSQL migration step failed; nothing of it was applied.
+    #[error(
+        "hub database (PostgreSQL): schema migration {version} failed: {} (nothing of it was applied; report this with the database's version)",
+        postgres_detail(source)
+    )]
+    PostgresMigration {
+        /// The step.
+        version: u32,
+        /// The cause.
+        source: postgres::Error,
+    },
+    /// The PostgreSQL server could not be reached or refused the connection. Neither field
+    /// holds the password.
+    #[error(
+        "cannot open the hub's PostgreSQL database at {url}: {detail} (check that the server is running and the URL's host, port, user, password and database name)"
+    )]
+    Connect {
+        /// The URL, its password redacted.
+        url: String,
+        /// The driver's reason, redacted, on one line.
+        detail: String,
+    },
+    /// A column read back held a value of another type or out of range (a schema the store did
+    /// not write, or a bug).
+    #[error(
+        "hub database: column {column} of a result: {detail} (the database's schema is not this binary's: check its schema version)"
+    )]
+    Column {
+        /// The column's index in the query.
+        column: usize,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// A PostgreSQL error's reason on one line: the server's own message for a database error (the
+/// driver's `Display` says only "db error"), else the driver's text with its cause.
+pub(crate) fn postgres_detail(e: &postgres::Error) -> String {
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => {
+            let mut text = e.to_string();
+            if let Some(cause) = std::error::Error::source(e).map(ToString::to_string)
+                && !text.contains(&cause)
+            {
+                text = format!("{text}: {cause}");
+            }
+            text
+        }
+    };
+    llmib_core::sanitize_terminal(&text)
 }
 
 /// Why a token was not accepted.
@@ -129,5 +186,11 @@ pub enum UploadError {
 impl From<rusqlite::Error> for UploadError {
     fn from(e: rusqlite::Error) -> Self {
         UploadError::Store(StoreError::Db(e))
+    }
+}
+
+impl From<postgres::Error> for UploadError {
+    fn from(e: postgres::Error) -> Self {
+        UploadError::Store(StoreError::Postgres(e))
     }
 }

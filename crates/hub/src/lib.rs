@@ -1,6 +1,5 @@
 //! The storage layer of `llm-inference-bench hub`: uploaded results directories kept whole in a
-//! database (SQLite in one file now; PostgreSQL later, with the same SQL where the dialects
-//! agree), the columns the hub's pages filter, sort and rank on, and the upload tokens.
+//! database (a SQLite file or a PostgreSQL server, with the same SQL where the dialects agree), the columns the hub's pages filter, sort and rank on, and the upload tokens.
 //!
 //! What it guarantees: an upload is checked (token, size, file names, schema version, every
 //! row parsed with `llmib_core`'s own loaders), redacted again, hashed, and stored in one
@@ -8,9 +7,14 @@
 //! upload of the same run is refused unless asked to replace it. Migrations run at open and
 //! refuse a database written by a newer binary. See `docs/hub.md`.
 
+mod backend;
+mod connect;
 mod db;
 mod error;
+mod migrate;
 mod query;
+mod sql;
+pub mod testing;
 mod tokens;
 mod upload;
 
@@ -25,6 +29,7 @@ pub use query::{
 pub use tokens::{NewToken, TokenInfo};
 pub use upload::{ALLOWED_FILES, UploadFiles};
 
+use backend::Backend;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -51,15 +56,14 @@ impl Default for Settings {
     }
 }
 
-/// The database behind a [`Store`]. One variant now; PostgreSQL becomes a second one that runs
-/// the same SQL text (see [`Dialect`]).
-#[derive(Debug)]
-enum Backend {
-    /// A SQLite file (or `:memory:` in tests).
-    Sqlite(Connection),
-}
-
-/// The hub's store: runs, their files and cells, and the upload tokens.
+/// The hub's store: runs, their files and cells, and the upload tokens, in SQLite or
+/// PostgreSQL (the same queries on both; see `docs/hub.md`).
+///
+/// `Store` is `Send` (move it to the thread that uses it, or keep it in a `Mutex`). With
+/// PostgreSQL, every method blocks on the network through the sync `postgres` client, which
+/// runs its own tokio runtime and panics when called from a thread that is running a tokio
+/// runtime: async code (a web server) must open, use and drop the store inside
+/// `tokio::task::spawn_blocking`, never directly in an async task.
 #[derive(Debug)]
 pub struct Store {
     backend: Backend,
@@ -67,30 +71,41 @@ pub struct Store {
 }
 
 impl Store {
+    /// Opens the database `db` names: `postgres://…` or `postgresql://…` is a PostgreSQL
+    /// server ([`Store::open_postgres`]); anything else is a SQLite file path
+    /// ([`Store::open_sqlite`]). The schema is brought up to date either way.
+    pub fn open(db: &str, settings: Settings) -> Result<Self, StoreError> {
+        if connect::is_postgres_url(db) {
+            Self::open_postgres(db, settings)
+        } else {
+            Self::open_sqlite(db, settings)
+        }
+    }
+
     /// Opens (creating it if needed) a SQLite database file and brings its schema up to date.
     /// A database written by a newer binary is refused ([`StoreError::NewerDatabase`]).
     pub fn open_sqlite(path: impl AsRef<Path>, settings: Settings) -> Result<Self, StoreError> {
         let conn = Connection::open(path.as_ref()).map_err(StoreError::Db)?;
-        Self::from_sqlite(conn, settings)
+        Self::with(connect::sqlite(conn)?, settings)
     }
 
     /// An in-memory SQLite store (tests, benches).
     pub fn open_sqlite_in_memory(settings: Settings) -> Result<Self, StoreError> {
-        Self::from_sqlite(Connection::open_in_memory()?, settings)
+        Self::with(connect::sqlite(Connection::open_in_memory()?)?, settings)
     }
 
-    fn from_sqlite(mut conn: Connection, settings: Settings) -> Result<Self, StoreError> {
-        // WAL: readers (the pages) do not wait for an upload's transaction. Foreign keys are
-        // declared for PostgreSQL's sake; SQLite checks them only when asked.
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.pragma_update(None, "busy_timeout", 5000)?;
-        // An in-memory database answers "memory"; that is fine.
-        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-        db::migrate_sqlite(&mut conn)?;
-        Ok(Store {
-            backend: Backend::Sqlite(conn),
-            settings,
-        })
+    /// Connects to a PostgreSQL database by URL (`postgres://user:password@host:5432/hub`, no
+    /// TLS) and brings its schema up to date; the database itself must exist. A failure to
+    /// connect is [`StoreError::Connect`], whose message never shows the password. Two hubs
+    /// opening the same database at once apply each migration once. Blocks: see [`Store`]
+    /// about async callers.
+    pub fn open_postgres(url: &str, settings: Settings) -> Result<Self, StoreError> {
+        Self::with(connect::postgres(url)?, settings)
+    }
+
+    fn with(mut backend: Backend, settings: Settings) -> Result<Self, StoreError> {
+        migrate::migrate(&mut backend)?;
+        Ok(Store { backend, settings })
     }
 
     /// The settings this store was opened with.
@@ -100,22 +115,21 @@ impl Store {
 
     /// The schema version the database is at (the last applied migration).
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(c) => db::current_version(c),
-        }
+        migrate::current_version(&self.backend)
     }
 
-    /// The SQLite connection (every method matches on the backend; one variant today).
-    fn sqlite(&self) -> &Connection {
-        match &self.backend {
-            Backend::Sqlite(c) => c,
-        }
+    /// Which database this store is on.
+    pub fn dialect(&self) -> Dialect {
+        self.backend.dialect()
     }
 
-    fn sqlite_mut(&mut self) -> &mut Connection {
-        match &mut self.backend {
-            Backend::Sqlite(c) => c,
-        }
+    /// The database, for the queries of the modules below.
+    fn db(&self) -> &Backend {
+        &self.backend
+    }
+
+    fn db_mut(&mut self) -> &mut Backend {
+        &mut self.backend
     }
 }
 

@@ -1,13 +1,15 @@
 //! What the hub's pages read: the run list (filters, free-text search, sort, pages), one run
 //! with its files, the cells of runs to compare, and a model's headline figures per run.
 //!
-//! Every filter and sort reads an indexed column of `runs`; the list's plan is checked by a
-//! test (`EXPLAIN QUERY PLAN`), so a new filter without its index fails there.
+//! Every query is written once for both databases; free text is the one condition spelled per
+//! dialect (SQLite's FTS5 table, PostgreSQL's `tsvector` index). Every filter and sort reads
+//! an indexed column of `runs`; the list's plans are checked by tests on both databases, so a
+//! new filter without its index fails there.
 
+use crate::db::Dialect;
 use crate::error::StoreError;
+use crate::sql::{Row, SqlValue};
 use crate::{RunId, Store};
-use rusqlite::types::Value as Sql;
-use rusqlite::{OptionalExtension, Row};
 
 mod headline;
 
@@ -208,52 +210,75 @@ pub struct CellRow {
     pub capacity_concurrency: Option<u32>,
 }
 
-/// A non-negative count column (both databases store BIGINT, a signed integer).
-pub(crate) fn u64_at(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
-    r.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0))
-}
-
 const SUMMARY_COLUMNS: &str = "id, run_key, uploaded_at, model, engine, engine_version, \
      quantization, gpu_name, gpu_count, started_at, tool_version, standard, run_state, \
      cell_count, best_decode_tok_per_s, best_prefill_tok_per_s";
 
-fn summary(r: &Row<'_>) -> rusqlite::Result<RunSummary> {
+fn summary(r: &Row) -> Result<RunSummary, StoreError> {
     Ok(RunSummary {
-        id: r.get(0)?,
-        run_key: r.get(1)?,
-        uploaded_at: r.get(2)?,
-        model: r.get(3)?,
-        engine: r.get(4)?,
-        engine_version: r.get(5)?,
-        quantization: r.get(6)?,
-        gpu_name: r.get(7)?,
-        gpu_count: r.get(8)?,
-        started_at: r.get(9)?,
-        tool_version: r.get(10)?,
-        standard: r.get(11)?,
-        state: r.get(12)?,
-        cell_count: u64_at(r, 13)?,
-        best_decode_tok_per_s: r.get(14)?,
-        best_prefill_tok_per_s: r.get(15)?,
+        id: r.i64(0)?,
+        run_key: r.text(1)?,
+        uploaded_at: r.text(2)?,
+        model: r.text(3)?,
+        engine: r.opt_text(4)?,
+        engine_version: r.opt_text(5)?,
+        quantization: r.opt_text(6)?,
+        gpu_name: r.opt_text(7)?,
+        gpu_count: r.opt_int(8)?,
+        started_at: r.opt_text(9)?,
+        tool_version: r.text(10)?,
+        standard: r.opt_text(11)?,
+        state: r.text(12)?,
+        cell_count: r.int(13)?,
+        best_decode_tok_per_s: r.opt_f64(14)?,
+        best_prefill_tok_per_s: r.opt_f64(15)?,
     })
 }
 
-/// Free-text words as an FTS5 query: each word quoted (so no user text is query syntax) and
-/// matched as a prefix, all words required. `None` when no word is left.
+/// The words of free text: each whitespace-separated word as its runs of letters and digits
+/// (what both databases index, see `upload/insert.rs`); a word with none is dropped.
+fn words(text: &str) -> Vec<Vec<&str>> {
+    text.split_whitespace()
+        .map(|w| {
+            w.split(|c: char| !c.is_alphanumeric())
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .filter(|parts| !parts.is_empty())
+        .collect()
+}
+
+/// Free text as an FTS5 query: each word a quoted phrase of its parts (so no user text is
+/// query syntax) matched as a prefix, all words required. `None` when no word is left.
 fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split_whitespace()
-        .map(|w| w.replace('"', ""))
-        .filter(|w| w.chars().any(char::is_alphanumeric))
-        .map(|w| format!("\"{w}\"*"))
+    let words: Vec<String> = words(text)
+        .into_iter()
+        .map(|parts| format!("\"{}\"*", parts.join(" ")))
         .collect();
     (!words.is_empty()).then(|| words.join(" "))
 }
 
-/// The list's WHERE clause and its parameters.
-pub(crate) fn where_clause(f: &ListFilter) -> (String, Vec<Sql>) {
+/// Free text as a PostgreSQL `tsquery`, the same meaning as [`fts_query`]: a word's parts
+/// follow each other (`<->`), the last one a prefix (`:*`), all words required (`&`). Each
+/// part is a quoted term (quotes and backslashes escaped, though parts are letters and digits
+/// only), so no user text is query syntax.
+pub(crate) fn ts_query(text: &str) -> Option<String> {
+    let term = |p: &str| format!("'{}'", p.replace('\\', "\\\\").replace('\'', "''"));
+    let words: Vec<String> = words(text)
+        .into_iter()
+        .map(|parts| {
+            let terms: Vec<String> = parts.iter().map(|p| term(p)).collect();
+            format!("{}:*", terms.join(" <-> "))
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join(" & "))
+}
+
+/// The list's WHERE clause and its parameters, for `dialect` (free text is the one condition
+/// the databases spell differently).
+pub(crate) fn where_clause(f: &ListFilter, dialect: Dialect) -> (String, Vec<SqlValue>) {
     let mut conds: Vec<&str> = Vec::new();
-    let mut params: Vec<Sql> = Vec::new();
+    let mut params: Vec<SqlValue> = Vec::new();
     let text_filters = [
         ("model = ?", &f.model),
         ("engine = ?", &f.engine),
@@ -268,16 +293,29 @@ pub(crate) fn where_clause(f: &ListFilter) -> (String, Vec<Sql>) {
     for (cond, value) in text_filters {
         if let Some(v) = value {
             conds.push(cond);
-            params.push(Sql::Text(v.clone()));
+            params.push(SqlValue::Text(v.clone()));
         }
     }
     if let Some(n) = f.gpu_count {
         conds.push("gpu_count = ?");
-        params.push(Sql::Integer(i64::from(n)));
+        params.push(SqlValue::from(n));
     }
-    if let Some(q) = f.text.as_deref().and_then(fts_query) {
-        conds.push("id IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)");
-        params.push(Sql::Text(q));
+    if let Some(text) = f.text.as_deref() {
+        let (cond, query) = match dialect {
+            Dialect::Sqlite => (
+                "id IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)",
+                fts_query(text),
+            ),
+            // The expression is the GIN index's own (migration 1), so the index serves it.
+            Dialect::Postgres => (
+                "to_tsvector('simple', search_text) @@ to_tsquery('simple', ?)",
+                ts_query(text),
+            ),
+        };
+        if let Some(q) = query {
+            conds.push(cond);
+            params.push(SqlValue::Text(q));
+        }
     }
     if conds.is_empty() {
         (String::new(), params)
@@ -287,8 +325,8 @@ pub(crate) fn where_clause(f: &ListFilter) -> (String, Vec<Sql>) {
 }
 
 /// The list's query (SELECT, WHERE, ORDER BY, LIMIT) and its parameters.
-pub(crate) fn list_sql(f: &ListFilter, page: &Page) -> (String, Vec<Sql>) {
-    let (where_sql, mut params) = where_clause(f);
+pub(crate) fn list_sql(f: &ListFilter, page: &Page, dialect: Dialect) -> (String, Vec<SqlValue>) {
+    let (where_sql, mut params) = where_clause(f, dialect);
     let dir = if page.descending { "DESC" } else { "ASC" };
     let order: Vec<String> = page
         .sort
@@ -297,8 +335,8 @@ pub(crate) fn list_sql(f: &ListFilter, page: &Page) -> (String, Vec<Sql>) {
         .chain(&["id"])
         .map(|c| format!("{c} {dir}"))
         .collect();
-    params.push(Sql::Integer(i64::from(page.limit.min(Page::MAX_LIMIT))));
-    params.push(Sql::Integer(i64::from(page.offset)));
+    params.push(SqlValue::from(page.limit.min(Page::MAX_LIMIT)));
+    params.push(SqlValue::from(page.offset));
     let sql = format!(
         "SELECT {SUMMARY_COLUMNS} FROM runs{where_sql} ORDER BY {} LIMIT ? OFFSET ?",
         order.join(", ")
@@ -306,84 +344,85 @@ pub(crate) fn list_sql(f: &ListFilter, page: &Page) -> (String, Vec<Sql>) {
     (sql, params)
 }
 
+/// A compare row from the cells query's columns.
+fn cell_row(r: &Row) -> Result<CellRow, StoreError> {
+    Ok(CellRow {
+        run_id: r.i64(0)?,
+        phase: r.text(1)?,
+        context_tokens: r.int(2)?,
+        context_label: r.text(3)?,
+        concurrency: r.int(4)?,
+        rate_mrps: r.int(5)?,
+        status: r.text(6)?,
+        total_tok_per_s: r.opt_f64(7)?,
+        per_request_tok_per_s: r.opt_f64(8)?,
+        prompt_tok_per_s: r.opt_f64(9)?,
+        ttft_ms_p50: r.opt_f64(10)?,
+        tbt_ms_p50: r.opt_f64(11)?,
+        capacity_request_rate: r.opt_f64(12)?,
+        capacity_concurrency: r.opt_int(13)?,
+    })
+}
+
 impl Store {
     /// A page of the runs that match `filter`, sorted, with the count of all that match.
     pub fn list(&self, filter: &ListFilter, page: &Page) -> Result<ListPage, StoreError> {
-        let c = self.sqlite();
-        let (where_sql, params) = where_clause(filter);
-        let total: i64 = c.query_row(
-            &format!("SELECT COUNT(*) FROM runs{where_sql}"),
-            rusqlite::params_from_iter(params),
-            |r| r.get(0),
-        )?;
-        let (sql, params) = list_sql(filter, page);
-        let mut st = c.prepare(&sql)?;
-        let runs = st
-            .query_map(rusqlite::params_from_iter(params), summary)?
+        let db = self.db();
+        let (where_sql, params) = where_clause(filter, db.dialect());
+        let total = db.query(&format!("SELECT COUNT(*) FROM runs{where_sql}"), &params)?;
+        let total = match total.first() {
+            Some(r) => r.int(0)?,
+            None => 0,
+        };
+        let (sql, params) = list_sql(filter, page, db.dialect());
+        let runs = db
+            .query(&sql, &params)?
+            .iter()
+            .map(summary)
             .collect::<Result<_, _>>()?;
-        Ok(ListPage {
-            total: u64::try_from(total).unwrap_or(0),
-            runs,
-        })
+        Ok(ListPage { total, runs })
     }
 
     /// One run with its files.
     pub fn run(&self, id: RunId) -> Result<StoredRun, StoreError> {
-        let c = self.sqlite();
-        let summary = c
-            .query_row(
-                &format!("SELECT {SUMMARY_COLUMNS} FROM runs WHERE id = ?"),
-                [id],
-                summary,
-            )
-            .optional()?
-            .ok_or(StoreError::NoSuchRun(id))?;
-        let mut st =
-            c.prepare("SELECT name, sha256, content FROM files WHERE run_id = ? ORDER BY name")?;
-        let files = st
-            .query_map([id], |r| {
+        let db = self.db();
+        let rows = db.query(
+            &format!("SELECT {SUMMARY_COLUMNS} FROM runs WHERE id = ?"),
+            &[SqlValue::Int(id)],
+        )?;
+        let summary = summary(rows.first().ok_or(StoreError::NoSuchRun(id))?)?;
+        let files = db
+            .query(
+                "SELECT name, sha256, content FROM files WHERE run_id = ? ORDER BY name",
+                &[SqlValue::Int(id)],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(RunFile {
-                    name: r.get(0)?,
-                    sha256: r.get(1)?,
-                    content: r.get(2)?,
+                    name: r.text(0)?,
+                    sha256: r.text(1)?,
+                    content: r.blob(2)?,
                 })
-            })?
-            .collect::<Result<_, _>>()?;
+            })
+            .collect::<Result<_, StoreError>>()?;
         Ok(StoredRun { summary, files })
     }
 
     /// The cells of the given runs (compare), each run's in file order; unknown ids give none.
     pub fn cells_of(&self, ids: &[RunId]) -> Result<Vec<CellRow>, StoreError> {
-        let mut st = self.sqlite().prepare(
-            "SELECT run_id, phase, context_tokens, context_label, concurrency, rate_mrps, status,
-                total_tok_per_s, per_request_tok_per_s, prompt_tok_per_s, ttft_ms_p50,
-                tbt_ms_p50, capacity_request_rate, capacity_concurrency
-             FROM cells WHERE run_id = ? ORDER BY ord",
-        )?;
         let mut out = Vec::new();
         // One indexed lookup per run (the primary key's prefix): as fast as IN (…) and the
         // same SQL for any number of runs.
         for id in ids {
-            let rows = st.query_map([id], |r| {
-                Ok(CellRow {
-                    run_id: r.get(0)?,
-                    phase: r.get(1)?,
-                    context_tokens: u64_at(r, 2)?,
-                    context_label: r.get(3)?,
-                    concurrency: r.get(4)?,
-                    rate_mrps: u64_at(r, 5)?,
-                    status: r.get(6)?,
-                    total_tok_per_s: r.get(7)?,
-                    per_request_tok_per_s: r.get(8)?,
-                    prompt_tok_per_s: r.get(9)?,
-                    ttft_ms_p50: r.get(10)?,
-                    tbt_ms_p50: r.get(11)?,
-                    capacity_request_rate: r.get(12)?,
-                    capacity_concurrency: r.get(13)?,
-                })
-            })?;
-            for row in rows {
-                out.push(row?);
+            let rows = self.db().query(
+                "SELECT run_id, phase, context_tokens, context_label, concurrency, rate_mrps,
+                    status, total_tok_per_s, per_request_tok_per_s, prompt_tok_per_s,
+                    ttft_ms_p50, tbt_ms_p50, capacity_request_rate, capacity_concurrency
+                 FROM cells WHERE run_id = ? ORDER BY ord",
+                &[SqlValue::Int(*id)],
+            )?;
+            for r in &rows {
+                out.push(cell_row(r)?);
             }
         }
         Ok(out)

@@ -3,8 +3,8 @@
 //! as good as comparing secrets in constant time: the hash reveals nothing to guess with.
 
 use crate::error::{StoreError, TokenError};
+use crate::sql::{Row, SqlValue};
 use crate::{Store, hex_sha256};
-use rusqlite::OptionalExtension;
 
 /// The prefix of every secret, so a leaked one is recognisable (and secret scanners can match).
 const PREFIX: &str = "llmib_";
@@ -39,43 +39,55 @@ fn new_secret() -> Result<String, StoreError> {
     Ok(format!("{PREFIX}{hex}"))
 }
 
+/// A token's row as listed.
+fn token_info(r: &Row) -> Result<TokenInfo, StoreError> {
+    Ok(TokenInfo {
+        id: r.i64(0)?,
+        name: r.text(1)?,
+        created_at: r.text(2)?,
+        revoked_at: r.opt_text(3)?,
+    })
+}
+
 impl Store {
     /// Creates a token named `name` and returns its secret (shown once).
     pub fn create_token(&mut self, name: &str) -> Result<NewToken, StoreError> {
         let secret = new_secret()?;
-        let id: i64 = self.sqlite().query_row(
+        let rows = self.db().query(
             "INSERT INTO tokens (name, secret_sha256, created_at) VALUES (?, ?, ?) RETURNING id",
-            (
-                name,
-                hex_sha256(secret.as_bytes()),
-                llmib_core::now_rfc3339(),
-            ),
-            |r| r.get(0),
+            &[
+                name.into(),
+                hex_sha256(secret.as_bytes()).into(),
+                llmib_core::now_rfc3339().into(),
+            ],
         )?;
+        let id = rows
+            .first()
+            .ok_or_else(|| StoreError::Column {
+                column: 0,
+                detail: "INSERT … RETURNING id gave no row".into(),
+            })?
+            .i64(0)?;
         Ok(NewToken { id, secret })
     }
 
     /// Every token, oldest first, revoked ones included.
     pub fn list_tokens(&self) -> Result<Vec<TokenInfo>, StoreError> {
-        let mut st = self
-            .sqlite()
-            .prepare("SELECT id, name, created_at, revoked_at FROM tokens ORDER BY id")?;
-        let rows = st.query_map([], |r| {
-            Ok(TokenInfo {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                created_at: r.get(2)?,
-                revoked_at: r.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.db()
+            .query(
+                "SELECT id, name, created_at, revoked_at FROM tokens ORDER BY id",
+                &[],
+            )?
+            .iter()
+            .map(token_info)
+            .collect()
     }
 
     /// Revokes a token: it no longer uploads (or reads). Revoking twice keeps the first time.
     pub fn revoke_token(&mut self, id: i64) -> Result<(), StoreError> {
-        let n = self.sqlite().execute(
+        let n = self.db().execute(
             "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
-            (llmib_core::now_rfc3339(), id),
+            &[llmib_core::now_rfc3339().into(), SqlValue::Int(id)],
         )?;
         if n == 0 {
             return Err(StoreError::NoSuchToken(id));
@@ -88,18 +100,16 @@ impl Store {
         let Some(secret) = secret.map(str::trim).filter(|s| !s.is_empty()) else {
             return Ok(Err(TokenError::Missing));
         };
-        let row: Option<(i64, String, Option<String>)> = self
-            .sqlite()
-            .query_row(
-                "SELECT id, name, revoked_at FROM tokens WHERE secret_sha256 = ?",
-                [hex_sha256(secret.as_bytes())],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        Ok(match row {
-            None => Err(TokenError::Unknown),
-            Some((_, name, Some(_))) => Err(TokenError::Revoked(name)),
-            Some((id, _, None)) => Ok(id),
+        let rows = self.db().query(
+            "SELECT id, name, revoked_at FROM tokens WHERE secret_sha256 = ?",
+            &[hex_sha256(secret.as_bytes()).into()],
+        )?;
+        let Some(r) = rows.first() else {
+            return Ok(Err(TokenError::Unknown));
+        };
+        Ok(match r.opt_text(2)? {
+            Some(_) => Err(TokenError::Revoked(r.text(1)?)),
+            None => Ok(r.i64(0)?),
         })
     }
 

@@ -228,7 +228,7 @@ impl Store {
     ) -> Result<RunId, UploadError> {
         let token_id = self.check_token(token)??;
         let prepared = prepare(files, self.settings.max_upload_bytes)?;
-        insert::insert_run(self.sqlite_mut(), &prepared, token_id, replace)
+        insert::insert_run(self.db_mut(), &prepared, token_id, replace)
     }
 
     /// [`Store::upload`] of a results directory on disk.

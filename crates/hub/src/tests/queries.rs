@@ -1,12 +1,12 @@
 //! Queries: list filters, free-text search, sorts and pages; compare cells; a model's
 //! headlines; the list's query plans use indexes; and (ignored) the 10,000-run load check.
 
-use super::{files_of, seed_run, store};
-use crate::{ListFilter, Page, SortKey, Store, UploadFiles};
+use super::{Db, databases, files_of, seed_run};
+use crate::{Dialect, ListFilter, Page, SortKey, Store, UploadFiles};
 use serde_json::Value;
 
 /// A small run (three cells) varied by `i`: models, engines, GPUs and dates cycle.
-fn varied(i: usize) -> UploadFiles {
+pub(super) fn varied(i: usize) -> UploadFiles {
     let mut run = seed_run();
     run["model"]["served_model"] = format!("org/model-{}", i % 50).into();
     run["engine"]["name"] = ["sglang", "vllm", "llama.cpp"][i % 3].into();
@@ -45,9 +45,9 @@ fn varied(i: usize) -> UploadFiles {
     f
 }
 
-/// A store holding `n` varied runs.
-fn filled(n: usize) -> Store {
-    let (mut s, token) = store();
+/// A store on `db` holding `n` varied runs.
+pub(super) fn filled(db: &Db, n: usize) -> Store {
+    let (mut s, token) = db.store();
     for i in 0..n {
         s.upload(varied(i), Some(&token), false).expect("upload");
     }
@@ -56,7 +56,13 @@ fn filled(n: usize) -> Store {
 
 #[test]
 fn filters_search_sort_and_pages() {
-    let s = filled(60);
+    for db in databases("filters") {
+        filters_search_sort_and_pages_on(&db);
+    }
+}
+
+fn filters_search_sort_and_pages_on(db: &Db) {
+    let s = filled(db, 60);
     let all = s
         .list(&ListFilter::default(), &Page::default())
         .expect("list");
@@ -131,19 +137,73 @@ fn filters_search_sort_and_pages() {
 
 #[test]
 fn free_text_that_looks_like_query_syntax_is_just_words() {
-    let s = filled(3);
-    for q in ["\"", "model-1 OR", "NEAR(", "*", "col:x", "-"] {
-        let f = ListFilter {
-            text: Some(q.into()),
-            ..Default::default()
+    for db in databases("free_text") {
+        let s = filled(&db, 3);
+        let hostile = [
+            "\"",
+            "model-1 OR",
+            "NEAR(",
+            "*",
+            "col:x",
+            "-",
+            "a'b",
+            "'",
+            "''",
+            "\\",
+            "x&y",
+            "x | y",
+            "!x",
+            "a:b",
+            "(x)",
+            "o'brien:*&|!<->",
+            "model-1:* | !sglang",
+        ];
+        for q in hostile {
+            let f = ListFilter {
+                text: Some(q.into()),
+                ..Default::default()
+            };
+            s.list(&f, &Page::default())
+                .unwrap_or_else(|e| panic!("{:?}: {q:?} is query syntax: {e}", db.dialect));
+        }
+        // Punctuation splits words as the index does: `model-1:* | !zzz` asks for runs with
+        // the words model, 1 and zzz, not for an OR or a NOT.
+        let found = |q: &str| {
+            let f = ListFilter {
+                text: Some(q.into()),
+                ..Default::default()
+            };
+            s.list(&f, &Page::default()).expect("search").total
         };
-        s.list(&f, &Page::default()).expect("no query syntax error");
+        assert_eq!(found("model-1:* | !zzz"), 0, "{:?}", db.dialect);
+        assert_eq!(found("model-1:* | !sglang"), 1, "{:?}", db.dialect);
+        assert_eq!(found("model-1 vllm"), 1, "{:?}", db.dialect);
+        assert_eq!(found("llama"), 1, "{:?}: a prefix of llama.cpp", db.dialect);
+        assert_eq!(found("cpp"), 1, "{:?}: the part after the dot", db.dialect);
+        assert_eq!(
+            found("'model'"),
+            3,
+            "{:?}: quotes are no syntax",
+            db.dialect
+        );
+        assert_eq!(
+            found("odel"),
+            0,
+            "{:?}: a word's start, not its middle",
+            db.dialect
+        );
     }
 }
 
 #[test]
 fn compare_cells_and_model_headlines() {
-    let s = filled(6);
+    for db in databases("compare") {
+        compare_cells_and_model_headlines_on(&db);
+    }
+}
+
+fn compare_cells_and_model_headlines_on(db: &Db) {
+    let s = filled(db, 6);
     let cells = s.cells_of(&[1, 2, 999]).expect("cells");
     assert_eq!(cells.len(), 6);
     assert!(cells[..3].iter().all(|c| c.run_id == 1));
@@ -158,7 +218,13 @@ fn compare_cells_and_model_headlines() {
 
 #[test]
 fn the_seed_runs_headlines_rank_contexts_by_peak_decode() {
-    let (mut s, token) = store();
+    for db in databases("seed_headlines") {
+        seed_headlines_on(&db);
+    }
+}
+
+fn seed_headlines_on(db: &Db) {
+    let (mut s, token) = db.store();
     s.upload(files_of(&seed_run()), Some(&token), false)
         .expect("upload");
     let heads = s.headlines("zai-org/GLM-5.3-Flash").expect("headlines");
@@ -172,23 +238,20 @@ fn the_seed_runs_headlines_rank_contexts_by_peak_decode() {
 
 /// `EXPLAIN QUERY PLAN` of the list query, one line per step.
 fn plan_of(s: &Store, f: &ListFilter, page: &Page) -> Vec<String> {
-    let (sql, params) = crate::query::list_sql(f, page);
-    let mut st = s
-        .sqlite()
-        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-        .expect("explain");
-    st.query_map(rusqlite::params_from_iter(params), |r| {
-        r.get::<_, String>(3)
-    })
-    .expect("plan")
-    .collect::<Result<_, _>>()
-    .expect("rows")
+    let (sql, params) = crate::query::list_sql(f, page, Dialect::Sqlite);
+    s.db()
+        .query(&format!("EXPLAIN QUERY PLAN {sql}"), &params)
+        .expect("explain")
+        .iter()
+        .map(|r| r.text(3).expect("detail"))
+        .collect()
 }
 
 #[test]
 fn the_list_query_reads_indexes_not_the_table() {
-    let s = filled(30);
-    s.sqlite().execute_batch("ANALYZE").expect("analyze");
+    let sqlite = databases("plan_sqlite").swap_remove(0);
+    let s = filled(&sqlite, 30);
+    s.db().batch("ANALYZE").expect("analyze");
     let cases = [
         (
             ListFilter {
@@ -274,8 +337,15 @@ fn the_list_query_reads_indexes_not_the_table() {
 #[test]
 #[ignore = "load check: prints timings; run on demand"]
 fn load_check_10000_runs() {
+    for db in databases("load") {
+        println!("on {:?}:", db.dialect);
+        load_check_on(&db);
+    }
+}
+
+fn load_check_on(db: &Db) {
     let t = std::time::Instant::now();
-    let s = filled(10_000);
+    let s = filled(db, 10_000);
     println!("inserted 10000 runs in {:?}", t.elapsed());
     let f = ListFilter {
         model: Some("org/model-7".into()),
