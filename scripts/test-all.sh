@@ -48,6 +48,11 @@ scripts/vllm/install.sh || scripts/vllm/install.sh
 step "PostgreSQL (hub tests)"
 eval "$(scripts/postgres/start.sh)"; export LLMIB_TEST_POSTGRES_URL
 
+step "a one-node Slurm cluster (sharded runs submitted as a user would)"
+eval "$(scripts/slurm/start.sh)"
+export SLURM_CONF
+trap 'scripts/slurm/stop.sh >/dev/null 2>&1 || true' EXIT
+
 step "module layering (no import cycles between files)"
 python3 scripts/module_cycles_test.py
 python3 scripts/module-cycles.py
@@ -61,7 +66,7 @@ step "cargo test"
 # Unit tests of every crate and the one integration-test binary (doc examples carry no tests;
 # benches are run by `cargo bench`, not here). The output is kept to print one total at the end.
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true' EXIT
 set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"

@@ -5,7 +5,9 @@
 #   LLMIB_URL=http://gpu-node-1:8000 OPENAI_API_KEY=… deploy/slurm/submit.sh
 #
 # Environment: SHARDS (default 4), LEAD_MINUTES (default 3: time for every task to start and
-# probe the server before START_AT), START_AT (to choose the instant yourself), RESULTS, and
+# probe the server before START_AT), START_AT (to choose the instant yourself), RESULTS,
+# SBATCH_OPTS (options for both jobs, word-split, after the scripts' own #SBATCH lines so they
+# win: your cluster's `--partition=gpu-clients --account=perf`, or fewer CPUs per shard), and
 # the LLMIB_* settings read by shards.sbatch.
 set -euo pipefail
 
@@ -21,9 +23,14 @@ mkdir -p results "$RESULTS"
 
 # --array here overrides the script's 0-3, so SHARDS sizes both the array and the merge.
 # --parsable prints "jobid" or "jobid;cluster".
-array_id="$(sbatch --parsable --array="0-$((SHARDS - 1))" --export=ALL "$here/shards.sbatch")"
+read -r -a opts <<<"${SBATCH_OPTS:-}"
+array_id="$(sbatch --parsable "${opts[@]}" --array="0-$((SHARDS - 1))" --export=ALL "$here/shards.sbatch")"
 array_id="${array_id%%;*}"
-merge_id="$(sbatch --parsable --dependency="afterok:$array_id" --export=ALL "$here/merge.sbatch")"
+# A failed shard makes the dependency impossible: --kill-on-invalid-dep cancels the merge
+# (sacct shows it CANCELLED, the failed task FAILED with its exit code) instead of leaving it
+# pending forever with DependencyNeverSatisfied.
+merge_id="$(sbatch --parsable "${opts[@]}" --dependency="afterok:$array_id" --kill-on-invalid-dep=yes \
+  --export=ALL "$here/merge.sbatch")"
 merge_id="${merge_id%%;*}"
 
 echo "start at $START_AT: shards job $array_id (${SHARDS} tasks), merge job $merge_id"
