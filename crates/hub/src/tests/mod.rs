@@ -49,14 +49,23 @@ struct Db {
     dirs: RefCell<Vec<tempfile::TempDir>>,
 }
 
-/// The databases a test named `tag` runs on: SQLite, and PostgreSQL when there is a server.
-fn databases(tag: &str) -> Vec<Db> {
-    let db = |dialect| Db {
+fn db_of(dialect: Dialect, tag: &str) -> Db {
+    Db {
         dialect,
         tag: tag.to_owned(),
         made: RefCell::default(),
         dirs: RefCell::default(),
-    };
+    }
+}
+
+/// SQLite alone (for SQLite-only checks: its plans, its FTS table).
+fn sqlite_only(tag: &str) -> Db {
+    db_of(Dialect::Sqlite, tag)
+}
+
+/// The databases a test named `tag` runs on: SQLite, and PostgreSQL when there is a server.
+fn databases(tag: &str) -> Vec<Db> {
+    let db = |dialect| db_of(dialect, tag);
     let mut out = vec![db(Dialect::Sqlite)];
     if postgres_admin_url().is_some() {
         out.push(db(Dialect::Postgres));

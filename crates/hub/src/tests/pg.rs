@@ -62,19 +62,10 @@ fn count_plan_of(s: &Store, f: &ListFilter) -> String {
         .join(" | ")
 }
 
-#[test]
-fn the_list_queries_read_indexes_on_postgres() {
-    let Some(db) = postgres_only("plan") else {
-        return;
-    };
-    let s = filled(&db, 30);
-    // With 30 rows the planner rightly prefers reading the table; switched off, a query with
-    // no usable index still scans it, which is what this test looks for.
-    s.db()
-        .batch("ANALYZE; SET enable_seqscan = off")
-        .expect("settings");
+/// Each filter of the list and the index it must use.
+fn postgres_cases() -> Vec<(ListFilter, &'static str)> {
     let text = |v: &str| Some(v.to_owned());
-    let cases = [
+    vec![
         (
             ListFilter {
                 model: text("org/model-1"),
@@ -139,7 +130,21 @@ fn the_list_queries_read_indexes_on_postgres() {
             "runs_search",
         ),
         (ListFilter::default(), "runs_uploaded"),
-    ];
+    ]
+}
+
+#[test]
+fn the_list_queries_read_indexes_on_postgres() {
+    let Some(db) = postgres_only("plan") else {
+        return;
+    };
+    let s = filled(&db, 30);
+    // With 30 rows the planner rightly prefers reading the table; switched off, a query with
+    // no usable index still scans it, which is what this test looks for.
+    s.db()
+        .batch("ANALYZE; SET enable_seqscan = off")
+        .expect("settings");
+    let cases = postgres_cases();
     for (f, index) in cases {
         let plan = plan_of(&s, &f, &Page::default());
         assert!(
