@@ -106,6 +106,17 @@ fn pg_run_each(
     let st = c.prepare(&numbered_placeholders(sql))?;
     let (mut n, mut out) = (0u64, Vec::new());
     for params in sets {
+        // Zipping below would drop a parameter too many without a word: say so instead.
+        if params.len() != st.params().len() {
+            return Err(StoreError::Column {
+                column: params.len(),
+                detail: format!(
+                    "{} parameters given for {} placeholders",
+                    params.len(),
+                    st.params().len()
+                ),
+            });
+        }
         let boxed = params
             .iter()
             .zip(st.params())

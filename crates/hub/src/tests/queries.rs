@@ -402,3 +402,61 @@ fn load_check_on(db: &Db) {
     let heads = s.headlines("org/model-7").expect("headlines");
     println!("model page: {} headlines in {:?}", heads.len(), t.elapsed());
 }
+
+/// `varied(i)` as model `org/cap`, following `standard`, with `extra` cell lines appended.
+fn capacity_run(i: usize, standard: Option<&str>, extra: &str) -> UploadFiles {
+    let files = varied(i);
+    let mut run: Value = serde_json::from_slice(&files.files()[0].1).expect("run.json");
+    run["model"]["served_model"] = "org/cap".into();
+    run["plan"]["settings"]["standard"] = standard.map_or(Value::Null, Value::from);
+    let mut cells = files.files()[1].1.clone();
+    cells.extend_from_slice(extra.as_bytes());
+    let mut out = UploadFiles::new();
+    out.add("run.json", serde_json::to_vec(&run).expect("json"));
+    out.add("cells.jsonl", cells);
+    out
+}
+
+#[test]
+fn headlines_carry_capacity_and_rank_standard_runs_first() {
+    let capacity = serde_json::json!({"phase": "capacity", "context_tokens": 8192,
+        "context_label": "8K", "concurrency": 0, "status": "valid", "prompt_tok_per_s": null,
+        "total_tok_per_s": null, "per_request_tok_per_s": null, "ttft_ms_p50": null,
+        "tbt_ms_p50": null, "avg_active_requests": null, "completed_requests": 0,
+        "output_tokens": null, "measured_s": null, "token_count_source": null,
+        "server_generation_tokens": null, "ttft_ms": null, "tbt_ms": null,
+        "per_request_tok_per_s_summary": null, "requests_sent": null,
+        "requests_without_token": null, "errors": {}, "first_error": null, "queue": null,
+        "prompt_check": null, "status_reason": null, "started_at": null, "finished_at": null,
+        "capacity_request_rate": 12.5, "capacity_concurrency": 4});
+    for db in databases("capacity") {
+        let (mut s, token) = db.store();
+        // A free-form run with the higher peak and a capacity row; a standard run without.
+        let free = s
+            .upload(
+                capacity_run(12, None, &format!("{capacity}\n")),
+                Some(&token),
+                false,
+            )
+            .expect("free-form run");
+        let standard = s
+            .upload(capacity_run(1, Some("v1"), ""), Some(&token), false)
+            .expect("standard run");
+        let heads = s.headlines("org/cap").expect("headlines");
+        let ids: Vec<_> = heads.iter().map(|h| h.run_id).collect();
+        assert_eq!(
+            ids,
+            [standard, free],
+            "{:?}: standard runs first",
+            db.dialect
+        );
+        assert_eq!(heads[0].standard.as_deref(), Some("v1"));
+        assert_eq!(heads[0].capacity_request_rate, None);
+        assert_eq!(heads[1].standard, None);
+        assert_eq!(heads[1].peak_decode_tok_per_s, Some(612.0));
+        assert_eq!(heads[1].capacity_request_rate, Some(12.5));
+        assert_eq!(heads[1].capacity_concurrency, Some(4));
+        let cells = s.cells_of(&[free]).expect("cells");
+        assert_eq!(cells.last().and_then(|c| c.capacity_concurrency), Some(4));
+    }
+}
