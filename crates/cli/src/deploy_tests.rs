@@ -16,11 +16,15 @@ use serde_norway::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+#[path = "deploy_k8s_tests.rs"]
+mod kubernetes;
+
 /// The Kubernetes files, relative to the repository root.
 const KUBERNETES: &[&str] = &[
     "deploy/kubernetes/shards.yaml",
     "deploy/kubernetes/merge-job.yaml",
     "deploy/kubernetes/secret.example.yaml",
+    "deploy/kubernetes/hub.yaml",
 ];
 
 /// The Slurm scripts, relative to the repository root.
@@ -262,6 +266,8 @@ fn samples(extra: &[(String, String)]) -> HashMap<String, String> {
         ("SHARDS", "4"),
         ("LLMIB_URL", "http://gpu-node-1:8000"),
         ("RESULTS", "results"),
+        // The hub's database, from its Secret.
+        ("LLMIB_HUB_DB", "/data/hub.db"),
         // A loop's variable and the merge's list of shard directories: one word suffices
         // for the parser.
         ("i", "0"),
@@ -460,40 +466,6 @@ fn config_map_data(docs: &[Value]) -> Vec<(String, String)> {
     out
 }
 
-/// The Indexed Job: N pods, N at once, N = the ConfigMap's SHARDS; spread over nodes; the
-/// API key from a Secret.
-fn check_indexed_job(docs: &[Value], vars: &HashMap<String, String>) {
-    let job = docs
-        .iter()
-        .find(|d| d["kind"] == "Job" && d["spec"]["completionMode"] == "Indexed")
-        .expect("deploy/kubernetes: no Job with completionMode: Indexed");
-    let shards: u64 = vars["SHARDS"]
-        .parse()
-        .expect("the ConfigMap's SHARDS is a number");
-    let spec = &job["spec"];
-    assert_eq!(
-        spec["completions"].as_u64(),
-        Some(shards),
-        "completions ≠ SHARDS"
-    );
-    assert_eq!(
-        spec["parallelism"].as_u64(),
-        Some(shards),
-        "parallelism ≠ SHARDS"
-    );
-    let pod = &spec["template"]["spec"];
-    assert!(
-        pod["affinity"]["podAntiAffinity"].is_mapping(),
-        "the shard pods need a podAntiAffinity to spread over nodes"
-    );
-    let from_secret = pod["containers"][0]["env"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .any(|e| e["name"] == "OPENAI_API_KEY" && e["valueFrom"]["secretKeyRef"].is_mapping());
-    assert!(from_secret, "OPENAI_API_KEY must come from a Secret");
-}
-
 /// A script's `NAME="${NAME:-default}"` lines, as sample values (what the script runs with
 /// when the caller sets nothing).
 fn script_defaults(script: &str) -> Vec<(String, String)> {
@@ -560,7 +532,6 @@ fn deploy_kubernetes_manifests_name_only_flags_the_binary_accepts() {
         KUBERNETES.iter().map(|f| (*f, yaml_documents(f))).collect();
     let all: Vec<Value> = docs.iter().flat_map(|(_, d)| d.iter().cloned()).collect();
     let vars = samples(&config_map_data(&all));
-    check_indexed_job(&all, &vars);
     let env = [
         ("JOB_COMPLETION_INDEX", "0"),
         ("SHARDS", vars["SHARDS"].as_str()),
@@ -585,6 +556,12 @@ fn deploy_kubernetes_manifests_name_only_flags_the_binary_accepts() {
     assert!(
         subcommands.iter().any(|s| s == "merge"),
         "deploy/kubernetes: no merge Job"
+    );
+    assert!(
+        invocations
+            .iter()
+            .any(|i| i.argv.get(1..3) == Some(&["hub".to_string(), "serve".to_string()][..])),
+        "deploy/kubernetes: no `hub serve` Deployment"
     );
 }
 
