@@ -7,6 +7,7 @@ mod config_sessions;
 mod drive;
 mod eval_cmd;
 mod event_file;
+mod hub_cmd;
 mod merge_cmd;
 mod report_cmd;
 mod resume;
@@ -14,6 +15,7 @@ mod run_cmd;
 mod settings;
 mod shard_args;
 mod sim_cmd;
+mod upload_cmd;
 mod workload_check;
 
 use clap::{Parser, Subcommand};
@@ -33,7 +35,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Measure the speed test matrix of a running server.
-    Run(Box<config::RunArgs>),
+    Run(Box<upload_cmd::RunCommandArgs>),
     /// Run the full default matrix against the built-in simulator (no GPU needed).
     Demo(run_cmd::DemoArgs),
     /// Serve the built-in simulated inference engine.
@@ -48,6 +50,11 @@ enum Command {
     /// Merge the results of a run's shards (`run --shard I/N` on several client machines)
     /// into one results directory, figures recomputed from every shard's requests.
     Merge(merge_cmd::MergeArgs),
+    /// The results hub: serve it (runs from many machines, listed, shown and compared in a
+    /// browser), and manage its upload tokens.
+    Hub(hub_cmd::HubArgs),
+    /// Upload results directories to a hub.
+    Upload(upload_cmd::UploadArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +81,11 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    // The hub opens its store before any runtime exists (the PostgreSQL client is blocking).
+    let command = match cli.command {
+        Command::Hub(a) => return finish(hub_cmd::run(a)),
+        other => other,
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -85,8 +97,11 @@ fn main() -> ExitCode {
         }
     };
     let result = rt.block_on(async move {
-        match cli.command {
-            Command::Run(a) => run_cmd::run(*a).await,
+        match command {
+            Command::Run(a) => upload_cmd::run(*a).await,
+            Command::Upload(a) => upload_cmd::upload(a).await,
+            // Returned above, before the runtime was built.
+            Command::Hub(_) => unreachable!("hub commands run outside the runtime"),
             Command::Demo(a) => run_cmd::demo(a).await,
             Command::Sim(a) => sim_cmd::run(a).await.map(|_| run_cmd::Exit::Ok),
             Command::Report(a) => report_cmd::run(a).map(|_| run_cmd::Exit::Ok),
@@ -95,6 +110,11 @@ fn main() -> ExitCode {
             Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
         }
     });
+    finish(result)
+}
+
+/// The exit code of a command's result; an error is printed first, as one redacted line.
+fn finish(result: anyhow::Result<run_cmd::Exit>) -> ExitCode {
     match result {
         Ok(exit) => exit.code(),
         Err(e) => {
@@ -110,21 +130,32 @@ fn main() -> ExitCode {
     }
 }
 
-/// The secrets this invocation was given (`--api-key`, `OPENAI_API_KEY`, the password of a URL
-/// in any argument or in `OPENAI_BASE_URL`), to redact.
+/// Flags whose value is a secret: the server's API key and the hub's tokens.
+const SECRET_FLAGS: [&str; 3] = ["--api-key", "--token", "--upload-token"];
+
+/// The secrets this invocation was given (`--api-key`, `OPENAI_API_KEY`, a hub token by flag or
+/// `LLMIB_HUB_TOKEN`, the password of a URL in any argument, in `OPENAI_BASE_URL` or in
+/// `LLMIB_HUB_DB`), to redact.
 fn given_secrets() -> Vec<String> {
-    let mut v: Vec<String> = std::env::var("OPENAI_API_KEY").into_iter().collect();
+    let mut v: Vec<String> = ["OPENAI_API_KEY", upload_cmd::TOKEN_ENV]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .collect();
     let args: Vec<String> = std::env::args().collect();
     for (i, a) in args.iter().enumerate() {
-        if a == "--api-key" {
-            v.extend(args.get(i + 1).cloned());
-        } else if let Some(k) = a.strip_prefix("--api-key=") {
-            v.push(k.to_string());
+        for flag in SECRET_FLAGS {
+            if a == flag {
+                v.extend(args.get(i + 1).cloned());
+            } else if let Some(k) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                v.push(k.to_string());
+            }
         }
         v.extend(llmib_core::url_password(a).map(str::to_string));
     }
-    if let Ok(u) = std::env::var("OPENAI_BASE_URL") {
-        v.extend(llmib_core::url_password(&u).map(str::to_string));
+    for var in ["OPENAI_BASE_URL", hub_cmd::DB_ENV] {
+        if let Ok(u) = std::env::var(var) {
+            v.extend(llmib_core::url_password(&u).map(str::to_string));
+        }
     }
     v.retain(|k| !k.is_empty());
     v

@@ -37,6 +37,9 @@ pub enum Exit {
     AllFailed,
     /// The run ended without measuring any cell: every one was Over capacity or Not run (5).
     NothingMeasured,
+    /// An upload to a hub failed (6): `upload` (some directory) or `run --upload` (the results
+    /// are kept on disk).
+    UploadFailed,
 }
 
 impl Exit {
@@ -48,6 +51,7 @@ impl Exit {
             Exit::Interrupted => ExitCode::from(130),
             Exit::AllFailed => ExitCode::from(4),
             Exit::NothingMeasured => ExitCode::from(5),
+            Exit::UploadFailed => ExitCode::from(6),
         }
     }
 }
@@ -152,7 +156,8 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
     result
 }
 
-fn default_output(prefix: &str) -> PathBuf {
+/// `results/PREFIX-TIMESTAMP`: where a run writes when no `--output` is given.
+pub(crate) fn default_output(prefix: &str) -> PathBuf {
     let ts = now_rfc3339().replace([':', '.'], "-");
     PathBuf::from("results").join(format!("{prefix}-{ts}"))
 }

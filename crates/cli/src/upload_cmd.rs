@@ -1,0 +1,480 @@
+//! `upload` and `run --upload`: send results directories to a hub (`llm-inference-bench hub
+//! serve`) over its HTTP API, `POST /api/runs` with the token as a bearer header.
+//!
+//! Each directory is one request carrying its results files as text (run.json and cells.jsonl,
+//! and requests.jsonl, schedules.jsonl, telemetry.jsonl when present); the hub checks, redacts
+//! and stores it whole or refuses it with a one-line reason, which is printed as it came,
+//! prefixed by the directory. A directory that is plainly not a results directory is refused
+//! here, before anything is sent. The token never reaches the terminal: its type prints as
+//! `<redacted>`, the header is marked sensitive, and every line from the hub is redacted of it.
+
+use crate::config::RunArgs;
+use crate::run_cmd::{self, Exit};
+use anyhow::{Result, bail};
+use clap::Args;
+use llmib_core::{CELLS_FILE, RUN_FILE, redact_text, strip_url_userinfo, terminal_line};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The environment variable that holds the upload token (`upload --token`, `run
+/// --upload-token`).
+pub const TOKEN_ENV: &str = "LLMIB_HUB_TOKEN";
+
+/// How long one upload may take in all: a 64 MiB `requests.jsonl` over a slow link.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long the start-up check of `run --upload` waits for the hub.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A hub token. Its `Debug` form never shows the secret, so the parsed arguments (which derive
+/// `Debug`) can be printed without leaking it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl std::str::FromStr for Token {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Token(s.trim().to_string()))
+    }
+}
+
+/// Flags of `upload`.
+#[derive(Debug, Clone, Args)]
+pub struct UploadArgs {
+    /// Results directories to upload (each written by `run`), one request each.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// The hub's base URL (`http://hub.example:8080`).
+    #[arg(long, env = "LLMIB_HUB_URL", value_name = "URL")]
+    pub hub: String,
+    /// Upload token, made with `hub token create` (also read from LLMIB_HUB_TOKEN). Never
+    /// printed.
+    #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
+    pub token: Option<Token>,
+    /// Replace a run the hub already holds (it keeps its id) instead of refusing it.
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// The `run` flags that upload the results when the run ends (kept apart from
+/// [`RunArgs`], which is also the `--config` file: a token does not belong in a file).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunUploadArgs {
+    /// After the run, upload its results directory to the hub at URL (the token from
+    /// --upload-token or LLMIB_HUB_TOKEN, checked before the run starts).
+    #[arg(long, value_name = "URL")]
+    pub upload: Option<String>,
+    /// Token for --upload (also read from LLMIB_HUB_TOKEN). Never printed.
+    #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
+    pub upload_token: Option<Token>,
+}
+
+/// The flags of `run`: the matrix's and the upload's.
+#[derive(Debug, Clone, Args)]
+pub struct RunCommandArgs {
+    /// The run itself.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Where to upload it.
+    #[command(flatten)]
+    pub upload: RunUploadArgs,
+}
+
+impl std::ops::Deref for RunCommandArgs {
+    type Target = RunArgs;
+    fn deref(&self) -> &RunArgs {
+        &self.run
+    }
+}
+
+/// What the hub answered to a stored upload.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Uploaded {
+    /// The run's id in the hub.
+    pub id: i64,
+    /// The run's page, relative to the hub (`/runs/N`).
+    pub url: String,
+    /// Whether it replaced a run the hub held.
+    #[serde(default)]
+    pub replaced: bool,
+}
+
+/// Why one upload failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The hub could not be reached: the next directories would fail the same way.
+    Unreachable(String),
+    /// This directory was refused (locally or by the hub).
+    Refused(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Unreachable(s) | Failure::Refused(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A hub to upload to: its base URL and a client that sends the token.
+pub struct Hub {
+    /// The base URL, without a trailing `/`.
+    base: String,
+    client: reqwest::Client,
+    secret: String,
+    /// The flag that named the hub, for "check --hub".
+    flag: &'static str,
+}
+
+impl Hub {
+    /// A hub client for `url`; `token_flag` names where the token comes from, for the error
+    /// that says it is missing.
+    pub fn new(
+        url: &str,
+        token: Option<Token>,
+        flag: &'static str,
+        token_flag: &str,
+    ) -> Result<Hub> {
+        let base = url.trim().trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            bail!(
+                "{flag} {}: give the hub's http:// or https:// URL",
+                terminal_line(url)
+            );
+        }
+        let Some(Token(secret)) = token.filter(|t| !t.0.is_empty()) else {
+            bail!(
+                "no hub token (the hub's admin makes one with `llm-inference-bench hub token create NAME`): set {TOKEN_ENV} or pass {token_flag}"
+            );
+        };
+        let client = llmib_client::build_client(&llmib_client::HttpOptions {
+            api_key: Some(secret.clone()),
+            connect_timeout: Duration::from_secs(10),
+            max_idle_per_host: 1,
+        })
+        // The client's message speaks of an API key; here it is the hub token.
+        .map_err(|e| match e {
+            llmib_client::HttpError::InvalidApiKey => anyhow::anyhow!(
+                "the hub token contains characters that cannot be sent in an HTTP header: check {TOKEN_ENV} or {token_flag}"
+            ),
+            other => anyhow::anyhow!("{other}"),
+        })?;
+        Ok(Hub {
+            base,
+            client,
+            secret,
+            flag,
+        })
+    }
+
+    /// The hub's URL as printed (no userinfo).
+    pub fn shown(&self) -> String {
+        strip_url_userinfo(&self.base)
+    }
+
+    /// A line from or about the hub, safe for the terminal: one line, cut, the token redacted.
+    fn clean(&self, s: &str) -> String {
+        terminal_line(&redact_text(s, &[self.secret.as_str()]))
+    }
+
+    /// The line for a request that got no answer.
+    fn unreachable(&self, e: &reqwest::Error) -> Failure {
+        let chain = error_chain(e);
+        Failure::Unreachable(self.clean(&format!(
+            "cannot reach the hub at {} ({chain}): check {} and that the hub is running",
+            self.shown(),
+            self.flag
+        )))
+    }
+
+    /// Whether the hub answers at all (any HTTP status counts): `run --upload` checks this
+    /// before it measures, so a mistyped URL is found in seconds, not after the run.
+    pub async fn check_reachable(&self) -> Result<()> {
+        let url = format!("{}/healthz", self.base);
+        match self.client.get(url).timeout(PROBE_TIMEOUT).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => bail!("{}", self.unreachable(&e)),
+        }
+    }
+
+    /// Uploads one results directory.
+    pub async fn upload(&self, dir: &Path, replace: bool) -> Result<Uploaded, Failure> {
+        let body = read_results(dir).map_err(|e| Failure::Refused(self.clean(&e)))?;
+        let mut url = format!("{}/api/runs", self.base);
+        if replace {
+            url.push_str("?replace=true");
+        }
+        let answer = self
+            .client
+            .post(url)
+            .timeout(UPLOAD_TIMEOUT)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        let status = answer.status();
+        let text = answer.text().await.map_err(|e| self.unreachable(&e))?;
+        if status.is_success() {
+            return serde_json::from_str::<Uploaded>(&text).map_err(|e| {
+                Failure::Refused(self.clean(&format!(
+                    "the hub answered HTTP {status} with an unexpected body ({e}): is {} a llm-inference-bench hub?",
+                    self.shown()
+                )))
+            });
+        }
+        Err(Failure::Refused(self.clean(&self.refusal(status, &text))))
+    }
+
+    /// The line for an answer that is not a success: the hub's own `{"error": …}` line, with
+    /// what to do where the hub's wording cannot know the flag.
+    fn refusal(&self, status: reqwest::StatusCode, body: &str) -> String {
+        #[derive(Deserialize)]
+        struct HubError {
+            error: String,
+        }
+        let Ok(HubError { error }) = serde_json::from_str::<HubError>(body) else {
+            let first = body.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            return match status.as_u16() {
+                404 | 405 => format!(
+                    "{} has no upload API (POST /api/runs answered HTTP {status}): check {} (the hub's base URL)",
+                    self.shown(),
+                    self.flag
+                ),
+                413 => format!(
+                    "the upload is larger than the hub accepts (HTTP {status}): upload without requests.jsonl, or ask the hub's admin to raise --max-upload-mb"
+                ),
+                _ => format!("the hub answered HTTP {status}: {first}"),
+            };
+        };
+        match status.as_u16() {
+            // The hub says "pass replace"; the flag is ours.
+            409 if !error.contains("--replace") => format!("{error} (with --replace)"),
+            _ => error,
+        }
+    }
+
+    /// The full URL of an uploaded run's page.
+    pub fn page(&self, u: &Uploaded) -> String {
+        if u.url.starts_with("http://") || u.url.starts_with("https://") {
+            return self.clean(&u.url);
+        }
+        let path = if u.url.starts_with('/') {
+            u.url.clone()
+        } else {
+            format!("/runs/{}", u.id)
+        };
+        self.clean(&format!("{}{path}", self.shown()))
+    }
+}
+
+/// An error and its sources on one line, repeats left out (reqwest's own text is "error
+/// sending request"; the cause is in its sources).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        let s = err.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
+/// The request body for a results directory: `{"files": {name: text}}` with every results file
+/// present. Refused here: a missing directory, one without run.json or cells.jsonl, a file that
+/// is not UTF-8 text.
+fn read_results(dir: &Path) -> Result<serde_json::Value, String> {
+    if !dir.is_dir() {
+        return Err(
+            "no such directory: give a results directory written by `llm-inference-bench run`"
+                .into(),
+        );
+    }
+    // No size limit here: the hub sets it and says so in its refusal.
+    let files = llmib_hub::UploadFiles::from_dir(dir, u64::MAX).map_err(|e| e.to_string())?;
+    for required in [RUN_FILE, CELLS_FILE] {
+        if !files.files().iter().any(|(n, _)| n == required) {
+            return Err(llmib_hub::UploadError::Missing(required).to_string());
+        }
+    }
+    let mut map = serde_json::Map::new();
+    for (name, bytes) in files.files() {
+        let text = String::from_utf8(bytes.clone()).map_err(|_| {
+            format!(
+                "{name} is not UTF-8 text: upload a directory written by `llm-inference-bench run`"
+            )
+        })?;
+        map.insert(name.clone(), serde_json::Value::String(text));
+    }
+    Ok(serde_json::json!({ "files": map }))
+}
+
+/// `upload`: each directory in turn; a refused one is reported and the next one tried. An
+/// unreachable hub ends the command (the rest would fail the same way).
+pub async fn upload(a: UploadArgs) -> Result<Exit> {
+    let hub = Hub::new(&a.hub, a.token, "--hub", "--token")?;
+    let mut failed = 0usize;
+    for (i, dir) in a.dirs.iter().enumerate() {
+        match hub.upload(dir, a.replace).await {
+            Ok(u) => println!(
+                "uploaded {} → {}{}",
+                dir.display(),
+                hub.page(&u),
+                if u.replaced { " (replaced)" } else { "" }
+            ),
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {}: {e}", dir.display());
+                if let Failure::Unreachable(_) = e {
+                    let rest = a.dirs.len() - i - 1;
+                    if rest > 0 {
+                        eprintln!("{rest} more director{} not tried", plural_y(rest));
+                    }
+                    failed += rest;
+                    break;
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        eprintln!(
+            "{failed} of {} director{} not uploaded",
+            a.dirs.len(),
+            plural_y(a.dirs.len())
+        );
+        return Ok(Exit::UploadFailed);
+    }
+    Ok(Exit::Ok)
+}
+
+fn plural_y(n: usize) -> &'static str {
+    if n == 1 { "y" } else { "ies" }
+}
+
+/// `run`, and with `--upload` the upload of its results directory once it has ended well. The
+/// token and the hub are checked before the run starts (a missing token found after an hour of
+/// measuring would waste the hour); a failed upload keeps the results and says how to upload
+/// them later, with exit code 6.
+pub async fn run(a: RunCommandArgs) -> Result<Exit> {
+    let RunCommandArgs { run, upload } = a;
+    let Some(url) = upload.upload else {
+        return run_cmd::run(run).await;
+    };
+    let hub = Hub::new(&url, upload.upload_token, "--upload", "--upload-token")?;
+    hub.check_reachable().await?;
+    // The directory is fixed here so that it is known after the run: the one resumed, the one
+    // given (flag or config file), or the default, passed on as if given.
+    let mut run = run.merge_file()?;
+    let dir = match (&run.resume, &run.output) {
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => {
+            let d = run_cmd::default_output("run");
+            run.output = Some(d.clone());
+            d
+        }
+    };
+    let exit = run_cmd::run(run).await?;
+    let later = format!(
+        "llm-inference-bench upload {} --hub {}",
+        dir.display(),
+        hub.shown()
+    );
+    if exit != Exit::Ok {
+        eprintln!(
+            "not uploaded: the run did not end well; its results are in {} (upload them anyway with `{later}`)",
+            dir.display()
+        );
+        return Ok(exit);
+    }
+    match hub.upload(&dir, false).await {
+        Ok(u) => {
+            eprintln!("uploaded {} → {}", dir.display(), hub.page(&u));
+            Ok(exit)
+        }
+        Err(e) => {
+            eprintln!("error: the upload failed: {e}");
+            eprintln!(
+                "the results are kept in {}: upload them later with `{later}`",
+                dir.display()
+            );
+            Ok(Exit::UploadFailed)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_never_shows_in_debug_output() {
+        let t: Token = "llmib_secret".parse().expect("token");
+        let args = RunUploadArgs {
+            upload: Some("http://hub".into()),
+            upload_token: Some(t),
+        };
+        assert!(!format!("{args:?}").contains("llmib_secret"));
+    }
+
+    #[test]
+    fn a_hub_needs_a_url_and_a_token() {
+        let t = || Some(Token("x".into()));
+        let e = Hub::new("hub:8080", t(), "--hub", "--token")
+            .err()
+            .expect("no scheme");
+        assert!(e.to_string().contains("http://"), "{e}");
+        let e = Hub::new("http://hub", None, "--hub", "--token")
+            .err()
+            .expect("no token");
+        assert!(e.to_string().contains("LLMIB_HUB_TOKEN"), "{e}");
+        let e = Hub::new(
+            "http://hub",
+            Some(Token(String::new())),
+            "--hub",
+            "--upload-token",
+        )
+        .err()
+        .expect("empty token");
+        assert!(e.to_string().contains("--upload-token"), "{e}");
+        assert!(Hub::new("http://hub/", t(), "--hub", "--token").is_ok());
+    }
+
+    #[test]
+    fn the_hubs_lines_lose_the_token() {
+        let hub = Hub::new(
+            "http://u:p@hub/",
+            Some(Token("sekrit".into())),
+            "--hub",
+            "--token",
+        )
+        .expect("hub");
+        assert_eq!(hub.shown(), "http://hub");
+        assert!(!hub.clean("bad token sekrit\nnext").contains("sekrit"));
+        let u = Uploaded {
+            id: 3,
+            url: "/runs/3".into(),
+            replaced: false,
+        };
+        assert_eq!(hub.page(&u), "http://hub/runs/3");
+    }
+
+    #[test]
+    fn a_directory_without_the_results_files_is_refused_before_sending() {
+        let dir = std::env::temp_dir().join(format!("llmib-upload-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let e = read_results(&dir).expect_err("empty dir");
+        assert!(e.contains("not a results directory: no run.json"), "{e}");
+        let e = read_results(&dir.join("nope")).expect_err("no dir");
+        assert!(e.contains("no such directory"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
