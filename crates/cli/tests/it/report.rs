@@ -63,6 +63,16 @@ pub(crate) fn run_chromium(
     page: &Path,
     extra: &[&str],
 ) -> (String, String) {
+    run_chromium_at(chrome, work, &format!("file://{}", page.display()), extra)
+}
+
+/// Runs headless Chromium on `target` (a URL: a served page, or `file://…`).
+pub(crate) fn run_chromium_at(
+    chrome: &Path,
+    work: &Path,
+    target: &str,
+    extra: &[&str],
+) -> (String, String) {
     // Chromium loads both cores for a moment: keep it off the timing-sensitive tests.
     let _serial = crate::common::timing_lock();
     let profile = work.join(format!("profile-{}", extra.len()));
@@ -87,7 +97,7 @@ pub(crate) fn run_chromium(
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
-        .arg(format!("file://{}", page.display()))
+        .arg(target)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).expect("stdout file"))
         .stderr(std::fs::File::create(&err).expect("stderr file"))
@@ -101,7 +111,7 @@ pub(crate) fn run_chromium(
         if start.elapsed() > Duration::from_secs(120) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("chromium did not finish within 120 s on {}", page.display());
+            panic!("chromium did not finish within 120 s on {target}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -109,7 +119,7 @@ pub(crate) fn run_chromium(
     (read(&out), read(&err))
 }
 
-const PROBE: &str = r#"<script>
+pub(crate) const PROBE: &str = r#"<script>
 window.__llmib = { errors: [], alerts: [], csp: [] };
 window.addEventListener("error", function (e) { __llmib.errors.push(String(e.message || e.type)); }, true);
 window.addEventListener("unhandledrejection", function (e) { __llmib.errors.push("rejection: " + String(e.reason)); });
