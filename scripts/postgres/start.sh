@@ -51,6 +51,13 @@ if [ "$(id -u)" = 0 ]; then
   fi
   as_pg=(runuser -u postgres --)
   chown postgres: "$dir"
+  # A checkout under a folder closed to other users (/root/…): without a DIR of the caller's
+  # choosing, fall back to one the postgres user can reach, rather than fail the test command.
+  if [ -z "${1:-}" ] && ! "${as_pg[@]}" test -w "$dir"; then
+    dir=/tmp/llmib-postgres
+    install -d -o postgres -m 0700 "$dir"
+    log "the checkout is closed to the postgres user: the cluster lives in $dir"
+  fi
   if ! "${as_pg[@]}" test -w "$dir"; then
     log "error: the postgres user cannot write $dir (a parent folder is closed to it): pass a folder it can reach, e.g. scripts/postgres/start.sh /tmp/llmib-postgres"
     exit 1

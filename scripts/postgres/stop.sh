@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 dir="${1:-target/tmp/postgres}"
+# start.sh's fallback for a checkout closed to the postgres user.
+if [ -z "${1:-}" ] && [ ! -d "$dir/data" ] && [ -d /tmp/llmib-postgres/data ]; then
+  dir=/tmp/llmib-postgres
+fi
 data="$dir/data"
 if [ ! -f "$data/PG_VERSION" ]; then
   echo "postgres: no cluster in $dir: nothing to stop" >&2
