@@ -12,7 +12,8 @@ use crate::config::RunArgs;
 use crate::run_cmd::{self, Exit};
 use anyhow::{Result, bail};
 use clap::Args;
-use llmib_core::{CELLS_FILE, RUN_FILE, redact_text, strip_url_userinfo, terminal_line};
+use llmib_core::{CELLS_FILE, REQUESTS_FILE, RUN_FILE};
+use llmib_core::{redact_text, strip_url_userinfo, terminal_line};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,6 +62,10 @@ pub struct UploadArgs {
     /// Replace a run the hub already holds (it keeps its id) instead of refusing it.
     #[arg(long)]
     pub replace: bool,
+    /// Leave requests.jsonl out: a long run's per-request records can be over the hub's
+    /// upload limit, and the run's figures are in cells.jsonl.
+    #[arg(long)]
+    pub skip_requests: bool,
 }
 
 /// The `run` flags that upload the results when the run ends (kept apart from
@@ -92,6 +97,15 @@ impl std::ops::Deref for RunCommandArgs {
     fn deref(&self) -> &RunArgs {
         &self.run
     }
+}
+
+/// How a directory is uploaded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct How {
+    /// Replace the run if the hub holds it.
+    pub replace: bool,
+    /// Leave requests.jsonl out.
+    pub skip_requests: bool,
 }
 
 /// What the hub answered to a stored upload.
@@ -205,8 +219,10 @@ impl Hub {
     }
 
     /// Uploads one results directory.
-    pub async fn upload(&self, dir: &Path, replace: bool) -> Result<Uploaded, Failure> {
-        let body = read_results(dir).map_err(|e| Failure::Refused(self.clean(&e)))?;
+    pub async fn upload(&self, dir: &Path, how: How) -> Result<Uploaded, Failure> {
+        let body =
+            read_results(dir, how.skip_requests).map_err(|e| Failure::Refused(self.clean(&e)))?;
+        let replace = how.replace;
         let mut url = format!("{}/api/runs", self.base);
         if replace {
             url.push_str("?replace=true");
@@ -248,7 +264,7 @@ impl Hub {
                     self.flag
                 ),
                 413 => format!(
-                    "the upload is larger than the hub accepts (HTTP {status}): upload without requests.jsonl, or ask the hub's admin to raise --max-upload-mb"
+                    "the upload is larger than the hub accepts (HTTP {status}): upload without requests.jsonl (`upload --skip-requests`), or ask the hub's admin to raise --max-upload-mb"
                 ),
                 _ => format!("the hub answered HTTP {status}: {first}"),
             };
@@ -256,6 +272,9 @@ impl Hub {
         match status.as_u16() {
             // The hub says "pass replace"; the flag is ours.
             409 if !error.contains("--replace") => format!("{error} (with --replace)"),
+            413 if error.contains("without requests.jsonl") => {
+                format!("{error} (`upload --skip-requests`)")
+            }
             _ => error,
         }
     }
@@ -290,32 +309,46 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The request body for a results directory: `{"files": {name: text}}` with every results file
-/// present. Refused here: a missing directory, one without run.json or cells.jsonl, a file that
-/// is not UTF-8 text.
-fn read_results(dir: &Path) -> Result<serde_json::Value, String> {
+/// present (requests.jsonl left out on request, without reading it). Refused here: a missing
+/// directory, one without run.json or cells.jsonl, a file that is not UTF-8 text. No size limit:
+/// the hub sets it and names it in its refusal.
+fn read_results(dir: &Path, skip_requests: bool) -> Result<serde_json::Value, String> {
     if !dir.is_dir() {
         return Err(
             "no such directory: give a results directory written by `llm-inference-bench run`"
                 .into(),
         );
     }
-    // No size limit here: the hub sets it and says so in its refusal.
-    let files = llmib_hub::UploadFiles::from_dir(dir, u64::MAX).map_err(|e| e.to_string())?;
+    let mut files = serde_json::Map::new();
+    for name in llmib_hub::ALLOWED_FILES {
+        if skip_requests && name == REQUESTS_FILE {
+            continue;
+        }
+        let path = dir.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                files.insert(name.to_string(), serde_json::Value::String(text));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(format!(
+                    "{name} is not UTF-8 text: upload a directory written by `llm-inference-bench run`"
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{}: {e} (check the directory's permissions)",
+                    path.display()
+                ));
+            }
+        }
+    }
     for required in [RUN_FILE, CELLS_FILE] {
-        if !files.files().iter().any(|(n, _)| n == required) {
+        if !files.contains_key(required) {
             return Err(llmib_hub::UploadError::Missing(required).to_string());
         }
     }
-    let mut map = serde_json::Map::new();
-    for (name, bytes) in files.files() {
-        let text = String::from_utf8(bytes.clone()).map_err(|_| {
-            format!(
-                "{name} is not UTF-8 text: upload a directory written by `llm-inference-bench run`"
-            )
-        })?;
-        map.insert(name.clone(), serde_json::Value::String(text));
-    }
-    Ok(serde_json::json!({ "files": map }))
+    Ok(serde_json::json!({ "files": files }))
 }
 
 /// `upload`: each directory in turn; a refused one is reported and the next one tried. An
@@ -324,7 +357,11 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
     let hub = Hub::new(&a.hub, a.token, "--hub", "--token")?;
     let mut failed = 0usize;
     for (i, dir) in a.dirs.iter().enumerate() {
-        match hub.upload(dir, a.replace).await {
+        let how = How {
+            replace: a.replace,
+            skip_requests: a.skip_requests,
+        };
+        match hub.upload(dir, how).await {
             Ok(u) => println!(
                 "uploaded {} → {}{}",
                 dir.display(),
@@ -395,7 +432,7 @@ pub async fn run(a: RunCommandArgs) -> Result<Exit> {
         );
         return Ok(exit);
     }
-    match hub.upload(&dir, false).await {
+    match hub.upload(&dir, How::default()).await {
         Ok(u) => {
             eprintln!("uploaded {} → {}", dir.display(), hub.page(&u));
             Ok(exit)
@@ -471,9 +508,9 @@ mod tests {
     fn a_directory_without_the_results_files_is_refused_before_sending() {
         let dir = std::env::temp_dir().join(format!("llmib-upload-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
-        let e = read_results(&dir).expect_err("empty dir");
+        let e = read_results(&dir, false).expect_err("empty dir");
         assert!(e.contains("not a results directory: no run.json"), "{e}");
-        let e = read_results(&dir.join("nope")).expect_err("no dir");
+        let e = read_results(&dir.join("nope"), false).expect_err("no dir");
         assert!(e.contains("no such directory"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }

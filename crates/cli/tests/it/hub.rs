@@ -345,6 +345,11 @@ fn a_revoked_token_and_an_oversize_upload_are_refused_and_the_rest_still_uploads
         text(&o)
     );
     assert_eq!(api_runs(&hub)["total"], 1);
+    // The line names the way out, and it works: the run without its requests fits.
+    assert!(err(&o).contains("--skip-requests"), "{}", text(&o));
+    let o = hub.upload(&[&big], Some(&token), &["--skip-requests"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(api_runs(&hub)["total"], 2);
 }
 
 #[test]
