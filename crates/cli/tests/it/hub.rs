@@ -528,3 +528,30 @@ fn serve_on_postgresql_uploads_and_stops_cleanly() {
     );
     llmib_hub::testing::drop_postgres_database(&url).expect("drop the test database");
 }
+
+#[test]
+fn a_database_from_a_newer_version_is_refused_in_one_line() {
+    let dir = out_dir("hub-newer");
+    let db = dir.join("hub.db");
+    let db_s = db.to_str().expect("utf-8");
+    let o = hub_bin(&["hub", "token", "list", "--db", db_s], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let conn = rusqlite::Connection::open(&db).expect("open the hub's file");
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', '')",
+        [],
+    )
+    .expect("mark it newer");
+    drop(conn);
+    let o = hub_bin(
+        &["hub", "serve", "--db", db_s, "--listen", "127.0.0.1:0"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(err(&o).lines().count(), 1, "{}", text(&o));
+    assert!(
+        err(&o).contains("run a newer llm-inference-bench hub"),
+        "{}",
+        text(&o)
+    );
+}
