@@ -1,0 +1,227 @@
+//! `GET /model?name=<model id>`: a model's ranking of hardware and engines on the headline
+//! figures of every stored run of it, per context: decode tok/s at N = 1 and at the largest
+//! Valid N, prefill tok/s, and the capacity at the run's SLO where it measured one. Runs of a
+//! standard matrix are ranked in their own table, apart from free-form runs, since only they
+//! measured like with like. `/api/model?name=` is the JSON twin.
+
+use crate::error::WebError;
+use crate::pages::layout::{esc, figure, html, page as shell, text};
+use crate::state::AppState;
+use crate::want::Want;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use llmib_hub::{CellRow, Headline, ListFilter, Page, RunId, Store};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+/// One ranked row: a run's headline at one context, with its standard and capacity.
+#[derive(Debug, Clone)]
+struct Ranked {
+    head: Headline,
+    standard: Option<String>,
+    capacity: Option<(Option<f64>, Option<u32>)>,
+}
+
+/// The handler.
+pub(crate) async fn page(
+    State(state): State<AppState>,
+    want: Want,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    match answer(state, want, raw).await {
+        Ok(r) => r,
+        Err(e) => e.respond(want),
+    }
+}
+
+fn model_name(raw: Option<&str>) -> Result<String, WebError> {
+    crate::params::pairs(raw)?
+        .into_iter()
+        .find(|(k, v)| k == "name" && !v.trim().is_empty())
+        .map(|(_, v)| v)
+        .ok_or_else(|| {
+            WebError::BadRequest(
+                "the model page needs ?name=<model id>: follow a model link in the run list".into(),
+            )
+        })
+}
+
+async fn answer(state: AppState, want: Want, raw: Option<String>) -> Result<Response, WebError> {
+    let model = model_name(raw.as_deref())?;
+    let wanted = model.clone();
+    let ranked = state.with_store(move |s| ranked(s, &wanted)).await?;
+    Ok(match want {
+        Want::Json => {
+            let (std, free): (Vec<&Ranked>, Vec<&Ranked>) =
+                ranked.iter().partition(|r| r.standard.is_some());
+            crate::json::ok(json!({
+                "model": model,
+                "standard": std.iter().map(|r| row_json(r)).collect::<Vec<_>>(),
+                "free_form": free.iter().map(|r| row_json(r)).collect::<Vec<_>>(),
+            }))
+        }
+        Want::Html => html(StatusCode::OK, shell(&model, "", &render(&model, &ranked))),
+    })
+}
+
+/// Every stored run of `model`: its standard, by id (the list's rows, a page at a time).
+fn standards(s: &Store, model: &str) -> Result<HashMap<RunId, Option<String>>, WebError> {
+    let filter = ListFilter {
+        model: Some(model.to_string()),
+        ..ListFilter::default()
+    };
+    let mut out = HashMap::new();
+    let mut page = Page {
+        limit: Page::MAX_LIMIT,
+        ..Page::default()
+    };
+    loop {
+        let list = s.list(&filter, &page)?;
+        let n = list.runs.len();
+        out.extend(list.runs.into_iter().map(|r| (r.id, r.standard)));
+        if n < page.limit as usize || out.len() as u64 >= list.total {
+            return Ok(out);
+        }
+        page.offset = page.offset.saturating_add(page.limit);
+    }
+}
+
+/// The headlines of `model`, with each run's standard and, per context, its capacity row.
+fn ranked(s: &Store, model: &str) -> Result<Vec<Ranked>, WebError> {
+    let heads = s.headlines(model)?;
+    let standards = standards(s, model)?;
+    let mut ids: Vec<RunId> = heads.iter().map(|h| h.run_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let capacity: HashMap<(RunId, u64), (Option<f64>, Option<u32>)> = s
+        .cells_of(&ids)?
+        .into_iter()
+        .filter(|c: &CellRow| c.phase == "capacity")
+        .map(|c| {
+            (
+                (c.run_id, c.context_tokens),
+                (c.capacity_request_rate, c.capacity_concurrency),
+            )
+        })
+        .collect();
+    Ok(heads
+        .into_iter()
+        .map(|head| Ranked {
+            standard: standards.get(&head.run_id).cloned().flatten(),
+            capacity: capacity.get(&(head.run_id, head.context_tokens)).copied(),
+            head,
+        })
+        .collect())
+}
+
+fn row_json(r: &Ranked) -> Value {
+    let h = &r.head;
+    json!({
+        "run_id": h.run_id,
+        "url": format!("/runs/{}", h.run_id),
+        "standard": r.standard,
+        "engine": h.engine,
+        "engine_version": h.engine_version,
+        "quantization": h.quantization,
+        "gpu_name": h.gpu_name,
+        "gpu_count": h.gpu_count,
+        "context_tokens": h.context_tokens,
+        "context_label": h.context_label,
+        "decode_c1_tok_per_s": h.decode_c1_tok_per_s,
+        "peak_concurrency": h.peak_concurrency,
+        "peak_decode_tok_per_s": h.peak_decode_tok_per_s,
+        "prefill_tok_per_s": h.prefill_tok_per_s,
+        "capacity_request_rate": r.capacity.and_then(|c| c.0),
+        "capacity_concurrency": r.capacity.and_then(|c| c.1),
+    })
+}
+
+fn render(model: &str, ranked: &[Ranked]) -> String {
+    let mut out = format!(
+        "<h1>{}</h1><p class=\"muted\">Every stored run of this model, ranked per context by decode \
+         throughput at the largest Valid concurrency. <a href=\"/?{}\">Its runs</a></p>",
+        esc(model),
+        esc(&crate::params::encode(&[("model", model)])),
+    );
+    let (std, free): (Vec<&Ranked>, Vec<&Ranked>) =
+        ranked.iter().partition(|r| r.standard.is_some());
+    if ranked.is_empty() {
+        out.push_str("<p>No stored run of this model has a Valid prefill or decode cell.</p>");
+    }
+    if !std.is_empty() {
+        out.push_str("<h2>Standard matrix runs</h2><p class=\"muted\">Measured with the same fixed matrix: like with like.</p>");
+        out.push_str(&tables(&std));
+    }
+    if !free.is_empty() {
+        out.push_str("<h2>Free-form runs</h2><p class=\"muted\">Each run's own settings: compare with care.</p>");
+        out.push_str(&tables(&free));
+    }
+    out
+}
+
+/// One table per context, ascending, each in the store's rank order (best peak decode first).
+fn tables(rows: &[&Ranked]) -> String {
+    let mut contexts: Vec<(u64, &str)> = rows
+        .iter()
+        .map(|r| (r.head.context_tokens, r.head.context_label.as_str()))
+        .collect();
+    contexts.sort_unstable();
+    contexts.dedup_by_key(|c| c.0);
+    let mut out = String::new();
+    for (tokens, label) in contexts {
+        out.push_str(&format!(
+            "<h3>Context {}</h3><table class=\"rank\"><thead><tr><th>#</th><th>Run</th><th>Engine</th>\
+             <th>Quantization</th><th>GPU</th><th>Decode tok/s at N = 1</th><th>Largest Valid N</th>\
+             <th>Decode tok/s there</th><th>Prefill tok/s</th><th>Capacity (req/s, N) at SLO</th></tr></thead><tbody>",
+            esc(label)
+        ));
+        for (i, r) in rows
+            .iter()
+            .filter(|r| r.head.context_tokens == tokens)
+            .enumerate()
+        {
+            out.push_str(&rank_row(i + 1, r));
+        }
+        out.push_str("</tbody></table>");
+    }
+    out
+}
+
+fn rank_row(rank: usize, r: &Ranked) -> String {
+    let h = &r.head;
+    let engine = [h.engine.as_deref(), h.engine_version.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let gpu = match (&h.gpu_name, h.gpu_count) {
+        (Some(g), Some(n)) => format!("{} ×{n}", esc(g)),
+        (g, _) => text(g.as_deref()),
+    };
+    let capacity = match r.capacity {
+        Some((rate, n)) => format!(
+            "{} · {}",
+            figure(rate),
+            n.map_or("—".to_string(), |n| n.to_string())
+        ),
+        None => "—".to_string(),
+    };
+    let badge = r
+        .standard
+        .as_deref()
+        .map(|s| format!(" <span class=\"badge\">standard {}</span>", esc(s)))
+        .unwrap_or_default();
+    format!(
+        "<tr><td>{rank}</td><td><a href=\"/runs/{id}\">#{id}</a>{badge}</td><td>{}</td><td>{}</td><td>{gpu}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{capacity}</td></tr>",
+        text(Some(&engine)),
+        text(h.quantization.as_deref()),
+        figure(h.decode_c1_tok_per_s),
+        h.peak_concurrency
+            .map_or("—".to_string(), |n| n.to_string()),
+        figure(h.peak_decode_tok_per_s),
+        figure(h.prefill_tok_per_s),
+        id = h.run_id,
+    )
+}
