@@ -230,6 +230,10 @@ fn serve(a: ServeArgs) -> Result<Exit> {
         read_needs_token: a.read_needs_token,
     };
     let store = open_store(&a.db.db, settings)?;
+    // Said at start so an upgrade's log shows the migration it applied.
+    let schema = store
+        .schema_version()
+        .context("cannot read the database's schema version")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -248,7 +252,7 @@ fn serve(a: ServeArgs) -> Result<Exit> {
         // Installed before the line is printed: a SIGTERM sent right after it is caught.
         let stop = stop_signal()?;
         eprintln!(
-            "hub: listening on http://{addr} (database: {})",
+            "hub: listening on http://{addr} (database: {}, schema version {schema})",
             terminal_name(&shown)
         );
         llmib_hub_web::serve(listener, store, stop).await?;
