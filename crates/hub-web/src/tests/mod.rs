@@ -32,8 +32,16 @@ pub(crate) fn seed_cells() -> String {
 /// over two; each run.json differs (its start time), so each is its own run.
 pub(crate) fn varied(i: usize) -> Value {
     let mut run = seed_run();
-    run["engine"]["name"] = json!(if i.is_multiple_of(2) { "sglang" } else { "vllm" });
-    run["engine"]["kind"] = json!(if i.is_multiple_of(2) { "sglang" } else { "vllm" });
+    run["engine"]["name"] = json!(if i.is_multiple_of(2) {
+        "sglang"
+    } else {
+        "vllm"
+    });
+    run["engine"]["kind"] = json!(if i.is_multiple_of(2) {
+        "sglang"
+    } else {
+        "vllm"
+    });
     run["model"]["served_model"] = json!(format!("org/model-{}", i % 3));
     run["hardware"]["gpu_name"] = json!(if i % 4 < 2 { "H100" } else { "B200" });
     run["started_at"] = json!(format!("2026-01-{:02}T10:00:00Z", 1 + i % 28));
