@@ -11,9 +11,8 @@ use crate::want::Want;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use llmib_hub::{CellRow, Headline, ListFilter, Page, RunId, Store};
+use llmib_hub::{Headline, Store};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 
 /// One ranked row: a run's headline at one context, with its standard and capacity.
 #[derive(Debug, Clone)]
@@ -65,51 +64,15 @@ async fn answer(state: AppState, want: Want, raw: Option<String>) -> Result<Resp
     })
 }
 
-/// Every stored run of `model`: its standard, by id (the list's rows, a page at a time).
-fn standards(s: &Store, model: &str) -> Result<HashMap<RunId, Option<String>>, WebError> {
-    let filter = ListFilter {
-        model: Some(model.to_string()),
-        ..ListFilter::default()
-    };
-    let mut out = HashMap::new();
-    let mut page = Page {
-        limit: Page::MAX_LIMIT,
-        ..Page::default()
-    };
-    loop {
-        let list = s.list(&filter, &page)?;
-        let n = list.runs.len();
-        out.extend(list.runs.into_iter().map(|r| (r.id, r.standard)));
-        if n < page.limit as usize || out.len() as u64 >= list.total {
-            return Ok(out);
-        }
-        page.offset = page.offset.saturating_add(page.limit);
-    }
-}
-
-/// The headlines of `model`, with each run's standard and, per context, its capacity row.
+/// The headlines of `model`: the store gives each its run's standard and its context's
+/// capacity row.
 fn ranked(s: &Store, model: &str) -> Result<Vec<Ranked>, WebError> {
-    let heads = s.headlines(model)?;
-    let standards = standards(s, model)?;
-    let mut ids: Vec<RunId> = heads.iter().map(|h| h.run_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let capacity: HashMap<(RunId, u64), (Option<f64>, Option<u32>)> = s
-        .cells_of(&ids)?
-        .into_iter()
-        .filter(|c: &CellRow| c.phase == "capacity")
-        .map(|c| {
-            (
-                (c.run_id, c.context_tokens),
-                (c.capacity_request_rate, c.capacity_concurrency),
-            )
-        })
-        .collect();
-    Ok(heads
+    Ok(s.headlines(model)?
         .into_iter()
         .map(|head| Ranked {
-            standard: standards.get(&head.run_id).cloned().flatten(),
-            capacity: capacity.get(&(head.run_id, head.context_tokens)).copied(),
+            standard: head.standard.clone(),
+            capacity: (head.capacity_request_rate.is_some() || head.capacity_concurrency.is_some())
+                .then_some((head.capacity_request_rate, head.capacity_concurrency)),
             head,
         })
         .collect())
