@@ -4,55 +4,10 @@
 //! against the published JSON schema.
 
 use crate::error::WebError;
-use llmib_core::{CELLS_FILE, RUN_FILE, SCHEMA_VERSION, TELEMETRY_FILE};
-use llmib_hub::{ALLOWED_FILES, UploadError, UploadFiles};
+use llmib_core::{CELLS_FILE, RUN_FILE, TELEMETRY_FILE};
+use llmib_hub::{UploadError, UploadFiles};
 use llmib_report::{Format, Report};
 use serde_json::Value;
-
-/// Size, names and schema version, as the store words them.
-fn store_checks(files: &UploadFiles, limit: u64) -> Result<(), UploadError> {
-    let bytes = files.total_bytes();
-    if bytes > limit {
-        return Err(UploadError::TooLarge { bytes, limit });
-    }
-    let mut seen: Vec<&str> = Vec::new();
-    for (name, _) in files.files() {
-        let Some(known) = ALLOWED_FILES.iter().find(|k| **k == name.as_str()) else {
-            return Err(UploadError::UnknownFile(llmib_core::sanitize_terminal(
-                name,
-            )));
-        };
-        if seen.contains(known) {
-            return Err(UploadError::DuplicateFile(name.clone()));
-        }
-        seen.push(known);
-    }
-    for required in [RUN_FILE, CELLS_FILE] {
-        if !seen.contains(&required) {
-            return Err(UploadError::Missing(required));
-        }
-    }
-    let run: Value =
-        serde_json::from_slice(file(files, RUN_FILE)).map_err(|e| UploadError::Malformed {
-            file: RUN_FILE,
-            detail: one_line(&e.to_string()),
-        })?;
-    // Before the typed parse, so a newer run is told "upgrade the hub", not a parse error.
-    let found = run
-        .get("schema_version")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| UploadError::Malformed {
-            file: RUN_FILE,
-            detail: "no schema_version number".into(),
-        })?;
-    if found > u64::from(SCHEMA_VERSION) {
-        return Err(UploadError::FutureSchema {
-            found,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    Ok(())
-}
 
 fn file<'a>(files: &'a UploadFiles, name: &str) -> &'a [u8] {
     files
@@ -69,7 +24,8 @@ fn one_line(s: &str) -> String {
 /// Every check the web layer makes before the store: the store's first ones, then the run's
 /// `results.json` against the published schema.
 pub(crate) fn check(files: &UploadFiles, limit: u64) -> Result<(), WebError> {
-    store_checks(files, limit)?;
+    // The store's own first checks, so each refusal is its one clear line.
+    llmib_hub::precheck(files, limit)?;
     let telemetry = files
         .files()
         .iter()

@@ -27,7 +27,7 @@ pub use query::{
     CellRow, Headline, ListFilter, ListPage, Page, RunFile, RunSummary, SortKey, StoredRun,
 };
 pub use tokens::{NewToken, TokenInfo};
-pub use upload::{ALLOWED_FILES, UploadFiles};
+pub use upload::{ALLOWED_FILES, UploadFiles, precheck};
 
 use backend::Backend;
 use rusqlite::Connection;

@@ -134,38 +134,38 @@ fn check_lines(name: &'static str, bytes: &[u8]) -> Result<(), UploadError> {
     }
 }
 
-/// Sorts the upload's files by name into the allowed set, refusing unknown and repeated ones.
-fn known_files(files: UploadFiles) -> Result<Vec<(&'static str, Vec<u8>)>, UploadError> {
-    let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
-    for (name, bytes) in files.files {
-        let Some(known) = ALLOWED_FILES.iter().find(|k| **k == name) else {
-            return Err(UploadError::UnknownFile(llmib_core::sanitize_terminal(
-                &name,
-            )));
-        };
-        if out.iter().any(|(n, _)| n == known) {
-            return Err(UploadError::DuplicateFile(name));
-        }
-        out.push((known, bytes));
-    }
-    for required in [RUN_FILE, CELLS_FILE] {
-        if !out.iter().any(|(n, _)| *n == required) {
-            return Err(UploadError::Missing(required));
-        }
-    }
-    Ok(out)
-}
-
-/// Every check of an upload but the token's, and its redaction and hashes.
-pub(crate) fn prepare(files: UploadFiles, limit: u64) -> Result<Prepared, UploadError> {
+/// An upload's first checks, in order, each refusal one clear line: the size (before anything
+/// is parsed), the file names (only results files, each once, `run.json` and `cells.jsonl`
+/// present) and the results schema version `run.json` claims. Returns `run.json` parsed.
+/// `Store::upload` makes them first; a caller that does more before the store (the web layer
+/// builds `results.json` to check it against the schema) makes them first too, so its
+/// refusals read as the store's.
+pub fn precheck(files: &UploadFiles, limit: u64) -> Result<Value, UploadError> {
     let bytes = files.total_bytes();
     if bytes > limit {
         return Err(UploadError::TooLarge { bytes, limit });
     }
-    let files = known_files(files)?;
+    let mut seen: Vec<&str> = Vec::new();
+    for (name, _) in &files.files {
+        let Some(known) = ALLOWED_FILES.iter().find(|k| **k == name.as_str()) else {
+            return Err(UploadError::UnknownFile(llmib_core::sanitize_terminal(
+                name,
+            )));
+        };
+        if seen.contains(known) {
+            return Err(UploadError::DuplicateFile(name.clone()));
+        }
+        seen.push(known);
+    }
+    for required in [RUN_FILE, CELLS_FILE] {
+        if !seen.contains(&required) {
+            return Err(UploadError::Missing(required));
+        }
+    }
     let run_bytes = files
+        .files
         .iter()
-        .find(|(n, _)| *n == RUN_FILE)
+        .find(|(n, _)| n == RUN_FILE)
         .map_or(&[][..], |f| f.1.as_slice());
     let run_value: Value =
         serde_json::from_slice(run_bytes).map_err(|e| UploadError::Malformed {
@@ -173,6 +173,23 @@ pub(crate) fn prepare(files: UploadFiles, limit: u64) -> Result<Prepared, Upload
             detail: one_line(e),
         })?;
     check_schema_version(&run_value)?;
+    Ok(run_value)
+}
+
+/// Every check of an upload but the token's, and its redaction and hashes.
+pub(crate) fn prepare(files: UploadFiles, limit: u64) -> Result<Prepared, UploadError> {
+    let run_value = precheck(&files, limit)?;
+    // Every name is a known one now: take the allowed list's `'static` spelling of each.
+    let files: Vec<(&'static str, Vec<u8>)> = files
+        .files
+        .into_iter()
+        .filter_map(|(name, bytes)| {
+            ALLOWED_FILES
+                .iter()
+                .find(|k| **k == name)
+                .map(|k| (*k, bytes))
+        })
+        .collect();
     let secrets = redaction::secrets_of(&run_value);
     let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
     let mut stored = Vec::with_capacity(files.len());
