@@ -46,6 +46,32 @@ impl std::str::FromStr for Flavor {
     }
 }
 
+/// How `/v1/messages` splits a prompt's tokens in `usage` (`messages_usage`): the two readings
+/// of Anthropic's fields that servers follow, so a client can be tested against both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MessagesUsage {
+    /// Anthropic's reading, which vLLM follows in `message_delta` and the non-streamed body:
+    /// `input_tokens` counts only the prompt tokens neither read from nor written to the prefix
+    /// cache, beside `cache_creation_input_tokens` and `cache_read_input_tokens`; the three sum
+    /// to the prompt. `message_start` still reports the whole prompt as `input_tokens`.
+    #[default]
+    Anthropic,
+    /// The other reading: `input_tokens` is the whole prompt on every event, and
+    /// `cache_read_input_tokens` (a part of it) what the prefix cache served.
+    Inclusive,
+}
+
+impl MessagesUsage {
+    /// The knob's value as written in TOML (`anthropic` or `inclusive`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessagesUsage::Anthropic => "anthropic",
+            MessagesUsage::Inclusive => "inclusive",
+        }
+    }
+}
+
 /// Fault injection knobs. Every rate is a probability per request in `[0, 1]`; decisions are
 /// drawn from the seeded PRNG so a given seed and request order always fail the same way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,6 +207,14 @@ pub struct SimConfig {
     /// (a reasoning model's thinking) rather than `content`; they count as output.
     #[serde(default)]
     pub reasoning_tokens: u32,
+    /// `/v1/messages`: how `usage` splits the prompt between uncached, cache-written and
+    /// cache-read tokens (see [`MessagesUsage`]).
+    #[serde(default)]
+    pub messages_usage: MessagesUsage,
+    /// `/v1/messages`: send Anthropic's `ping` event after `message_start`. vLLM sends none,
+    /// hence off by default; on, a client can be shown to ignore it.
+    #[serde(default)]
+    pub messages_ping: bool,
     /// Loop mode: every answer is this sentence repeated, token by token, until `max_tokens`
     /// (EOS, `eos_rate` and fixture scripts are ignored; finish `length`): a model stuck in a
     /// loop. ASCII only, and two copies in a row must tokenize as two single copies (end it

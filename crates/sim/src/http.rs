@@ -1,45 +1,49 @@
 //! The HTTP server: routes, API-key checks, and the generation endpoints.
 //!
-//! A generation handler checks the request, draws its faults, submits it to the engine and
-//! turns the engine's token events into SSE events (or one JSON body) as they arrive. The
-//! request's [`AbortGuard`] lives inside the response stream: when the client goes away, hyper
-//! drops the stream, the guard tells the engine, and the request's KV is freed.
+//! Every generation route (`/v1/completions`, `/v1/chat/completions`, `/v1/messages`,
+//! `/v1/responses`) runs the same handler: it parses the body the route's way, counts the
+//! request, draws its faults, submits it to the engine and hands the token events to `sse`
+//! with the route's framing (`frames`, `messages_api`, `responses_api`). So the prefix cache,
+//! faults, stamps, metrics and the API key behave the same on every route.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
-use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::api::Api;
 use crate::config::{Flavor, SimConfig};
-use crate::engine::{AbortGuard, NewRequest, TokenEvent};
+use crate::engine::NewRequest;
 use crate::faults::{self, FaultPlan};
-use crate::reply::{json_response, reject};
+use crate::frames::{Frames, OpenAiFrames};
+use crate::messages_api::{self, MessagesFrames};
+use crate::reply::{json_response, reject_on};
 use crate::request::{self, GenRequest, Reject};
+use crate::responses_api::ResponsesFrames;
 use crate::rng::hash_tokens;
-use crate::stamps::{ArrivalStamp, ChunkStamp, StampLog};
+use crate::stamps::ArrivalStamp;
 use crate::state::{AppState, unix_now};
-use crate::wire::{self, Kind, Writer};
-use crate::{abort, info, metrics};
+use crate::wire::{self, Writer};
+use crate::{abort, agent_request, info, metrics, sse};
 
 /// A rejection for load (queue full, quota spent) with `faults.queue_full_status` and, when
 /// `faults.retry_after_s` is set, the `Retry-After` a client should honour.
-fn refuse_for_load(cfg: &SimConfig, message: &str) -> Response {
+fn refuse_for_load(cfg: &SimConfig, api: Api, message: &str) -> Response {
     let status = cfg.faults.queue_full_status;
     let err_type = if status == 429 {
         "TooManyRequestsError"
     } else {
         "ServiceUnavailableError"
     };
-    let mut r = reject(
+    let mut r = reject_on(
         cfg,
+        api,
         &Reject {
             status,
             err_type,
@@ -66,6 +70,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     let mut r = Router::new()
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
         .route("/v1/models", get(info::models))
         .route("/tokenize", post(info::tokenize))
         .route("/detokenize", post(info::detokenize))
@@ -105,7 +112,9 @@ fn finish_router(r: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
 }
 
 /// The API key check, where each engine applies it: vLLM guards `/v1/*` only (case-blind
-/// scheme), SGLang everything but `/health*` and `/metrics` (exact `Bearer <key>`).
+/// scheme), SGLang everything but `/health*` and `/metrics` (exact `Bearer <key>`). On
+/// `/v1/messages*` the key may also come as Anthropic's `x-api-key: <key>` (an
+/// `anthropic-version` header is accepted and not needed).
 async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(key) = st.cfg.api_key.as_deref() {
         let path = req.uri().path();
@@ -114,63 +123,90 @@ async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Resp
                 Flavor::Vllm => path.starts_with("/v1"),
                 Flavor::Sglang => !(path.starts_with("/health") || path.starts_with("/metrics")),
             };
-        if protected {
-            let given = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let ok = match st.cfg.flavor {
-                Flavor::Sglang => given.strip_prefix("Bearer ") == Some(key),
-                Flavor::Vllm => given
-                    .split_once(' ')
-                    .is_some_and(|(scheme, k)| scheme.eq_ignore_ascii_case("bearer") && k == key),
-            };
-            if !ok {
-                return json_response(
-                    StatusCode::UNAUTHORIZED,
-                    "{\"error\":\"Unauthorized\"}".into(),
-                );
-            }
+        if protected && !key_given(&st.cfg, key, &req) {
+            return json_response(
+                StatusCode::UNAUTHORIZED,
+                "{\"error\":\"Unauthorized\"}".into(),
+            );
         }
     }
     next.run(req).await
 }
 
+/// Whether `req` carries `key` in a form its route accepts.
+fn key_given(cfg: &SimConfig, key: &str, req: &Request) -> bool {
+    let header = |name| {
+        req.headers()
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+            .unwrap_or("")
+    };
+    let given = header(header::AUTHORIZATION.as_str());
+    let bearer = match cfg.flavor {
+        Flavor::Sglang => given.strip_prefix("Bearer ") == Some(key),
+        Flavor::Vllm => given
+            .split_once(' ')
+            .is_some_and(|(scheme, k)| scheme.eq_ignore_ascii_case("bearer") && k == key),
+    };
+    bearer || (req.uri().path().starts_with("/v1/messages") && header("x-api-key") == key)
+}
+
 async fn completions(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
-    generate(st, Kind::Completion, body).await
+    generate(st, Api::Completions, body).await
 }
 
 async fn chat_completions(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
-    generate(st, Kind::Chat, body).await
+    generate(st, Api::Chat, body).await
 }
 
-async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
-    // Taken first: the request's arrival as the server saw it (the body is already read).
-    let arrived = std::time::Instant::now();
-    let cfg = Arc::clone(&st.cfg);
-    let req = match request::parse(&cfg, kind, &body) {
-        Ok(r) => r,
-        Err(e) => return reject(&cfg, &e),
-    };
-    if let Some(refused) = refuse_if_overloaded(&st) {
-        return refused;
+async fn messages(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
+    generate(st, Api::Messages, body).await
+}
+
+async fn responses(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
+    generate(st, Api::Responses, body).await
+}
+
+/// `POST /v1/messages/count_tokens`: the prompt tokens `/v1/messages` would report for the
+/// same `model`, `system` and `messages`.
+async fn count_tokens(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
+    match agent_request::count_message_tokens(&st.cfg, &body) {
+        Ok(n) => json_response(StatusCode::OK, messages_api::count_tokens_json(n)),
+        Err(e) => reject_on(&st.cfg, Api::Messages, &e),
     }
-    let (id, plan) = draw_id_and_faults(&st, kind, req.max_tokens);
-    // SGLang answers with the client's `rid` as the response id.
-    let id = match (&req.rid, cfg.flavor) {
-        (Some(rid), Flavor::Sglang) => rid.clone(),
-        _ => id,
-    };
-    if let Some(d) = plan.slow_first_byte {
-        tokio::time::sleep(d).await;
+}
+
+/// Parses a body the route's way.
+fn parse(cfg: &SimConfig, api: Api, body: &[u8]) -> Result<GenRequest, Reject> {
+    match api {
+        Api::Completions | Api::Chat => request::parse(cfg, api.kind(), body),
+        Api::Messages => agent_request::parse_messages(cfg, body),
+        Api::Responses => agent_request::parse_responses(cfg, body),
     }
-    if plan.http_error {
-        return reject(&cfg, &injected_server_error(&cfg));
+}
+
+/// The route's framing of `req`, answered by `writer`.
+fn frames_for(cfg: &SimConfig, api: Api, req: &GenRequest, writer: Writer) -> Box<dyn Frames> {
+    match api {
+        Api::Completions | Api::Chat => Box::new(OpenAiFrames {
+            writer,
+            include_usage: req.include_usage,
+            continuous_usage: req.continuous_usage,
+        }),
+        Api::Messages => Box::new(MessagesFrames::new(writer, cfg)),
+        Api::Responses => Box::new(ResponsesFrames::new(
+            writer,
+            req.echo.clone(),
+            req.max_tokens,
+        )),
     }
-    let writer = Writer {
+}
+
+/// The writer of a request's answers: its id, model, reported prompt tokens and thinking.
+fn writer_for(cfg: &SimConfig, api: Api, req: &GenRequest, id: String) -> Writer {
+    Writer {
         flavor: cfg.flavor,
-        kind,
+        kind: api.kind(),
         id,
         created: unix_now(),
         model: req.model.clone(),
@@ -183,7 +219,35 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
         } else {
             cfg.reasoning_tokens
         },
+    }
+}
+
+async fn generate(st: Arc<AppState>, api: Api, body: Bytes) -> Response {
+    // Taken first: the request's arrival as the server saw it (the body is already read).
+    let arrived = std::time::Instant::now();
+    let cfg = Arc::clone(&st.cfg);
+    let req = match parse(&cfg, api, &body) {
+        Ok(r) => r,
+        Err(e) => return reject_on(&cfg, api, &e),
     };
+    if let Some(refused) = refuse_if_overloaded(&st, api) {
+        return refused;
+    }
+    let (id, plan) = draw_id_and_faults(&st, api, req.max_tokens);
+    // SGLang answers with the client's `rid` as the response id.
+    let id = match (&req.rid, cfg.flavor) {
+        (Some(rid), Flavor::Sglang) => rid.clone(),
+        _ => id,
+    };
+    if let Some(d) = plan.slow_first_byte {
+        tokio::time::sleep(d).await;
+    }
+    if plan.http_error {
+        return reject_on(&cfg, api, &injected_server_error(&cfg));
+    }
+    let writer = writer_for(&cfg, api, &req, id);
+    let prompt_tokens = writer.prompt_tokens;
+    let frames = frames_for(&cfg, api, &req, writer);
     let script = cfg
         .answer_accuracy
         .and_then(|p| crate::answers::script(&body, p, cfg.answer_words));
@@ -201,21 +265,21 @@ async fn generate(st: Arc<AppState>, kind: Kind, body: Bytes) -> Response {
     if cfg.stamp_chunks {
         st.stamps.push_arrival(ArrivalStamp {
             request: guard.id(),
-            prompt_tokens: writer.prompt_tokens,
+            prompt_tokens,
             at: arrived,
         });
     }
     if req.stream {
         let stamps = cfg.stamp_chunks.then(|| Arc::clone(&st.stamps));
-        stream_response(cfg.flavor, req, writer, plan, rx, guard, stamps).await
+        sse::stream_response(cfg.flavor, frames, plan, rx, guard, stamps).await
     } else {
-        full_response(&cfg, writer, plan, rx, guard).await
+        sse::full_response(&cfg, api, frames, plan, rx, guard).await
     }
 }
 
 /// Counts a checked request and refuses it when the queue is full (`faults.max_queue_len`)
 /// or the simulated quota is spent (`faults.refuse_after_requests`).
-fn refuse_if_overloaded(st: &AppState) -> Option<Response> {
+fn refuse_if_overloaded(st: &AppState, api: Api) -> Option<Response> {
     let cfg = &st.cfg;
     let seen = st.generate_requests.fetch_add(1, Ordering::Relaxed);
     let queue_full = cfg
@@ -226,6 +290,7 @@ fn refuse_if_overloaded(st: &AppState) -> Option<Response> {
     (queue_full || quota_spent).then(|| {
         refuse_for_load(
             cfg,
+            api,
             if queue_full {
                 "The request queue is full."
             } else {
@@ -237,17 +302,12 @@ fn refuse_if_overloaded(st: &AppState) -> Option<Response> {
 
 /// The response id and the request's fault plan, drawn from the shared generator in arrival
 /// order (so a seed replays the same faults).
-fn draw_id_and_faults(st: &AppState, kind: Kind, max_tokens: u32) -> (String, FaultPlan) {
+fn draw_id_and_faults(st: &AppState, api: Api, max_tokens: u32) -> (String, FaultPlan) {
     let mut rng = match st.rng.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
-    let prefix = if kind == Kind::Chat {
-        "chatcmpl-"
-    } else {
-        "cmpl-"
-    };
-    let id = wire::make_id(prefix, &mut rng);
+    let id = wire::make_id(api.id_prefix(), &mut rng);
     (id, faults::plan(&st.cfg.faults, &mut rng, max_tokens))
 }
 
@@ -263,239 +323,4 @@ fn injected_server_error(cfg: &SimConfig) -> Reject {
             _ => "Simulated internal server error (fault injection).".into(),
         },
     }
-}
-
-/// Waits for the whole output, then answers one JSON body.
-async fn full_response(
-    cfg: &SimConfig,
-    mut writer: Writer,
-    plan: FaultPlan,
-    mut rx: UnboundedReceiver<TokenEvent>,
-    mut guard: AbortGuard,
-) -> Response {
-    let mut text = String::new();
-    while let Some(ev) = rx.recv().await {
-        text.push_str(&ev.text);
-        writer.cached_tokens = ev.cached_tokens;
-        let broken = [plan.stream_error_after, plan.disconnect_after]
-            .iter()
-            .flatten()
-            .any(|&n| ev.completion_tokens >= n);
-        if broken && ev.finish.is_none() {
-            let r = Reject {
-                status: 500,
-                err_type: "InternalServerError",
-                message: "Simulated failure during generation (fault injection).".into(),
-            };
-            return reject(cfg, &r);
-        }
-        if let Some(f) = ev.finish {
-            guard.disarm();
-            return json_response(
-                StatusCode::OK,
-                writer.full_response(&text, u64::from(ev.completion_tokens), f.as_str()),
-            );
-        }
-    }
-    let r = Reject {
-        status: 503,
-        err_type: "ServiceUnavailableError",
-        message: "The server is shutting down.".into(),
-    };
-    reject(cfg, &r)
-}
-
-/// The `malformed_at` fault: the event's JSON cut in half (at a char boundary), so the client
-/// must survive a chunk it cannot parse.
-fn cut_in_half(e: &str) -> String {
-    let cut = e.len() / 2;
-    let cut = (0..=cut)
-        .rev()
-        .find(|&i| e.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{}\n\n", &e[..cut])
-}
-
-type Item = Result<Bytes, std::io::Error>;
-
-/// The state of one SSE response.
-struct Sse {
-    writer: Writer,
-    req: GenRequest,
-    plan: FaultPlan,
-    rx: UnboundedReceiver<TokenEvent>,
-    guard: AbortGuard,
-    pending: VecDeque<Item>,
-    first: bool,
-    done: bool,
-    /// The `stall` fault fired: the body stays open and silent until the client leaves.
-    stalled: bool,
-    /// Where content chunks are stamped (`stamp_chunks`).
-    stamps: Option<Arc<StampLog>>,
-}
-
-impl Sse {
-    /// Turns one engine step into SSE events (plus the faults that fire at this point).
-    fn push_event(&mut self, ev: TokenEvent) {
-        // Known since the engine admitted the request; every usage object reports it.
-        self.writer.cached_tokens = ev.cached_tokens;
-        let n = ev.completion_tokens;
-        let prev = n - ev.n;
-        let crosses = |at: Option<u32>| at.is_some_and(|a| prev < a && n >= a);
-        self.push_tokens(&ev, prev, crosses(self.plan.malformed_at));
-        if ev.finish.is_some() {
-            self.push_end(n);
-        } else if crosses(self.plan.stream_error_after) {
-            self.push_stream_error();
-        } else if crosses(self.plan.stall_after) {
-            self.stalled = true;
-        } else if crosses(self.plan.disconnect_after) {
-            self.push_disconnect();
-        }
-    }
-
-    /// The chat role chunk before the first step, then the step's chunks (cut in half when
-    /// `malformed`), the first one stamped.
-    fn push_tokens(&mut self, ev: &TokenEvent, prev: u32, malformed: bool) {
-        let n = ev.completion_tokens;
-        if self.first && self.req.kind == Kind::Chat {
-            let role = self.writer.role_chunk(self.req.continuous_usage);
-            self.pending.push_back(Ok(Bytes::from(role)));
-        }
-        self.first = false;
-        let finish = ev.finish.map(|f| f.as_str());
-        // The first `reasoning_tokens` of a chat answer are the model's thinking.
-        let reasoning = self.req.kind == Kind::Chat && prev < self.writer.reasoning_tokens;
-        let events = self.writer.token_events(
-            &ev.text,
-            u64::from(n),
-            finish,
-            self.req.continuous_usage,
-            reasoning,
-        );
-        for (i, e) in events.into_iter().enumerate() {
-            let e = if malformed { cut_in_half(&e) } else { e };
-            // The first event carries the tokens; it is stamped once its bytes are built, just
-            // before `next_item` yields them to hyper. (An abort's last event carries none.)
-            if i == 0
-                && ev.n > 0
-                && let Some(log) = &self.stamps
-            {
-                log.push(ChunkStamp {
-                    request: self.guard.id(),
-                    prompt_tokens: self.writer.prompt_tokens,
-                    cached_tokens: self.writer.cached_tokens,
-                    completion_tokens: n,
-                    at: std::time::Instant::now(),
-                    finished: ev.finish.is_some(),
-                });
-            }
-            self.pending.push_back(Ok(Bytes::from(e)));
-        }
-    }
-
-    /// The `stream_error_after` fault: an error event, `[DONE]`, and the end of the body.
-    fn push_stream_error(&mut self) {
-        let e = self.writer.stream_error(
-            "Simulated failure during generation (fault injection).",
-            "InternalServerError",
-            500,
-        );
-        self.pending.push_back(Ok(Bytes::from(e)));
-        self.pending
-            .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
-        self.done = true;
-    }
-
-    /// The `disconnect_after` fault: the body fails (after half an event, when asked).
-    fn push_disconnect(&mut self) {
-        if self.plan.disconnect_mid_event {
-            // Half of the next event, cut inside its JSON: what a proxy that dies mid-write
-            // leaves on the wire.
-            self.pending.push_back(Ok(Bytes::from_static(
-                b"data: {\"id\":\"cut\",\"object\":\"text_completion\",\"choi",
-            )));
-        }
-        self.pending.push_back(Err(std::io::Error::new(
-            std::io::ErrorKind::ConnectionAborted,
-            "simulated mid-stream disconnect",
-        )));
-        self.done = true;
-    }
-
-    /// The request finished after `n` tokens: the usage chunk when asked for, then `[DONE]`.
-    fn push_end(&mut self, n: u32) {
-        if self.req.include_usage {
-            self.pending
-                .push_back(Ok(Bytes::from(self.writer.usage_chunk(u64::from(n)))));
-        }
-        self.pending
-            .push_back(Ok(Bytes::from_static(wire::DONE.as_bytes())));
-        self.guard.disarm();
-        self.done = true;
-    }
-
-    /// The next piece of the body, or `None` at its end.
-    async fn next_item(&mut self) -> Option<Item> {
-        loop {
-            if let Some(item) = self.pending.pop_front() {
-                return Some(item);
-            }
-            if self.done {
-                return None;
-            }
-            if self.stalled {
-                // Silent forever; the client's disconnect drops this future and the request's
-                // abort guard with it.
-                std::future::pending::<()>().await;
-            }
-            match self.rx.recv().await {
-                Some(ev) => self.push_event(ev),
-                // The engine stopped (server shutdown): end the body.
-                None => self.done = true,
-            }
-        }
-    }
-}
-
-async fn stream_response(
-    flavor: Flavor,
-    req: GenRequest,
-    writer: Writer,
-    plan: FaultPlan,
-    mut rx: UnboundedReceiver<TokenEvent>,
-    guard: AbortGuard,
-    stamps: Option<Arc<StampLog>>,
-) -> Response {
-    let mut sse = Sse {
-        writer,
-        req,
-        plan,
-        rx: tokio::sync::mpsc::unbounded_channel().1,
-        guard,
-        pending: VecDeque::new(),
-        first: true,
-        done: false,
-        stalled: false,
-        stamps,
-    };
-    // SGLang awaits the first chunk before it answers, so its headers arrive with the first
-    // token; vLLM answers the headers at once.
-    if flavor == Flavor::Sglang {
-        match rx.recv().await {
-            Some(ev) => sse.push_event(ev),
-            None => sse.done = true,
-        }
-    }
-    sse.rx = rx;
-    let stream = futures_util::stream::unfold(sse, |mut s| async move {
-        let item = s.next_item().await?;
-        Some((item, s))
-    });
-    let mut r = Response::new(Body::from_stream(stream));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
-    r
 }

@@ -5,6 +5,9 @@
 //! - `config`: every knob ([`SimConfig`]), and `profiles` ([`builtin_profile`]) that fill them;
 //! - `server`: start-up ([`serve`], [`spawn`]); `http`, `request`, `info`, `metrics`: the
 //!   router, its endpoints and each engine's bodies, with what they share (`state`, `reply`);
+//! - `api`, `agent_request`, `frames`, `sse`, `messages_api`, `responses_api`: the generation
+//!   routes (OpenAI completions and chat, Anthropic's Messages API, OpenAI's Responses API),
+//!   each a parser and a framing over one engine submission and one SSE driver;
 //! - `tokenizer`: the simulator's own deterministic tokenizer (not one token per character);
 //! - `engine`: the scheduler thread (KV admission, prefix cache, prefill, decode steps);
 //! - `wire`: the exact JSON and SSE bytes each engine writes;
@@ -17,25 +20,37 @@
 //! shutdown signal). `docs/simulator.md` describes the model and shows transcripts.
 
 mod abort;
+mod agent_request;
 pub mod answers;
+mod api;
 mod config;
 mod emitted;
 mod engine;
 mod error;
 mod faults;
+mod frames;
 mod http;
 mod info;
+mod messages_api;
 mod metrics;
 mod profiles;
 mod reply;
 mod request;
+mod responses_api;
 mod rng;
 mod server;
+mod sse;
 mod stamps;
 mod state;
 mod tokenizer;
 mod wire;
 
+#[cfg(test)]
+#[path = "tests/agent_apis.rs"]
+mod agent_apis;
+#[cfg(test)]
+#[path = "tests/agent_faults.rs"]
+mod agent_faults;
 #[cfg(test)]
 #[path = "tests/control.rs"]
 mod control_tests;
@@ -52,7 +67,7 @@ mod sessions_tests;
 #[path = "tests/spec_loop.rs"]
 mod spec_loop_tests;
 
-pub use config::{FaultConfig, Flavor, SimConfig};
+pub use config::{FaultConfig, Flavor, MessagesUsage, SimConfig};
 pub use emitted::{EmittedFigures, ServedRequest, served_requests};
 pub use error::SimError;
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use crate::SimError;
-use crate::config::{FaultConfig, Flavor, SimConfig, from_table, merge_tables};
+use crate::config::{FaultConfig, Flavor, MessagesUsage, SimConfig, from_table, merge_tables};
 
 /// Names accepted by [`builtin_profile`] (plus `seed:N` for another scale).
 const NAMES: &[&str] = &[
@@ -135,6 +135,8 @@ pub(crate) fn tiny() -> SimConfig {
         add_bos: true,
         eos_rate: 0.0,
         reasoning_tokens: 0,
+        messages_usage: MessagesUsage::Anthropic,
+        messages_ping: false,
         answer_loop: None,
         answer_loop_reasoning: false,
         foreign_running: 0,
@@ -230,6 +232,8 @@ pub(crate) fn seed(scale: u32) -> SimConfig {
         add_bos: true,
         eos_rate: 0.0,
         reasoning_tokens: 0,
+        messages_usage: MessagesUsage::Anthropic,
+        messages_ping: false,
         answer_loop: None,
         answer_loop_reasoning: false,
         foreign_running: 0,

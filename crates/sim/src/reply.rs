@@ -1,10 +1,12 @@
 //! The responses every endpoint shares: a JSON body with its status, and an error in the
-//! engine's own shape.
+//! engine's own shape (or the route's, for `/v1/messages`).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::api::Api;
 use crate::config::SimConfig;
+use crate::messages_api;
 use crate::request::Reject;
 use crate::wire;
 
@@ -25,4 +27,16 @@ pub(crate) fn reject(cfg: &SimConfig, r: &Reject) -> Response {
         status,
         wire::error_json(cfg.flavor, &r.message, r.err_type, r.status),
     )
+}
+
+/// An error response in the shape of the route it answers: Anthropic's on `/v1/messages`,
+/// the engine's on the OpenAI routes (vLLM answers `/v1/responses` errors as chat's).
+pub(crate) fn reject_on(cfg: &SimConfig, api: Api, r: &Reject) -> Response {
+    match api {
+        Api::Messages => {
+            let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
+            json_response(status, messages_api::error_json(r.status, &r.message))
+        }
+        Api::Completions | Api::Chat | Api::Responses => reject(cfg, r),
+    }
 }

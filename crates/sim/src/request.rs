@@ -56,8 +56,6 @@ struct RawRequest {
 /// A checked generation request.
 #[derive(Debug, Clone)]
 pub(crate) struct GenRequest {
-    /// Completion or chat.
-    pub kind: Kind,
     /// The model name to echo in responses.
     pub model: String,
     /// Prompt token ids (after the chat template for chat).
@@ -77,6 +75,21 @@ pub(crate) struct GenRequest {
     /// SGLang's `rid`: the client's id of the request (a string, or a list of one), by
     /// which `POST /abort_request` names it; SGLang answers with it as the response `id`.
     pub rid: Option<String>,
+    /// What a Responses API answer echoes of its request (empty on the other routes).
+    pub echo: Echo,
+}
+
+/// The request fields the Responses API's response object echoes back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Echo {
+    /// `instructions`
+    pub instructions: Option<String>,
+    /// `max_output_tokens` as asked (`None`: not given).
+    pub max_output_tokens: Option<u32>,
+    /// `temperature`
+    pub temperature: Option<f64>,
+    /// `top_p`
+    pub top_p: Option<f64>,
 }
 
 /// Parses chat messages (string content, or a list of `{type: text, text}` parts).
@@ -109,7 +122,8 @@ pub(crate) fn parse_messages(raw: &[serde_json::Value]) -> Result<Vec<ChatMessag
         .collect()
 }
 
-fn to_u32(v: Option<i64>, name: &str) -> Result<Option<u32>, Reject> {
+/// A count from JSON: absent, or a non-negative 32-bit integer (else a 400 naming `name`).
+pub(crate) fn to_u32(v: Option<i64>, name: &str) -> Result<Option<u32>, Reject> {
     match v {
         None => Ok(None),
         Some(x) if (0..=i64::from(u32::MAX)).contains(&x) => Ok(Some(x as u32)),
@@ -133,7 +147,6 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
     check_length(cfg, p, max_tokens)?;
     let (include_usage, continuous_usage) = usage_options(cfg, raw.stream_options);
     Ok(GenRequest {
-        kind,
         model,
         prompt,
         max_tokens,
@@ -147,11 +160,12 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
             Some(serde_json::Value::Array(a)) if a.len() == 1 => a[0].as_str().map(str::to_string),
             _ => None,
         },
+        echo: Echo::default(),
     })
 }
 
 /// The model name to echo, after vLLM's check that the client asked for the served one.
-fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<String, Reject> {
+pub(crate) fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<String, Reject> {
     let vllm = cfg.flavor == Flavor::Vllm;
     if let Some(m) = asked.filter(|m| vllm && *m != cfg.model) {
         return Err(Reject {
@@ -229,7 +243,7 @@ fn max_tokens(cfg: &SimConfig, kind: Kind, raw: &RawRequest, p: u64) -> Result<u
 }
 
 /// The engine's context-length checks (worded as it words them), then the KV cache's.
-fn check_length(cfg: &SimConfig, p: u64, max_tokens: u32) -> Result<(), Reject> {
+pub(crate) fn check_length(cfg: &SimConfig, p: u64, max_tokens: u32) -> Result<(), Reject> {
     let ctx = cfg.context_length;
     let total = p + u64::from(max_tokens);
     if cfg.flavor == Flavor::Vllm {

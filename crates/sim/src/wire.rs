@@ -30,7 +30,8 @@ pub(crate) enum Field<T> {
 }
 
 impl<T> Field<T> {
-    fn is_absent(&self) -> bool {
+    /// Whether serde leaves the member out (`skip_serializing_if`).
+    pub(crate) fn is_absent(&self) -> bool {
         matches!(self, Field::Absent)
     }
 }
@@ -170,11 +171,13 @@ pub(crate) struct Writer {
     pub reasoning_tokens: u32,
 }
 
-fn sse(json: &str) -> String {
+/// One SSE event without an `event:` line: `data: <json>` and a blank line.
+pub(crate) fn sse(json: &str) -> String {
     format!("data: {json}\n\n")
 }
 
-fn to_json<T: Serialize>(v: &T) -> String {
+/// Compact JSON of a plain struct (members in declaration order).
+pub(crate) fn to_json<T: Serialize>(v: &T) -> String {
     // Serializing these plain structs cannot fail (no maps with non-string keys, no I/O).
     serde_json::to_string(v).unwrap_or_default()
 }

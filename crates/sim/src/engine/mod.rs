@@ -9,12 +9,12 @@
 
 mod messages;
 mod prefix_cache;
-pub(crate) use prefix_cache::{prompt_blocks, prompt_tail};
+pub(crate) use prefix_cache::{CACHE_BLOCK_TOKENS, prompt_blocks, prompt_tail};
 mod scheduler;
 mod spec;
 
 use messages::Cmd;
-pub(crate) use messages::{NewRequest, Stats, TokenEvent};
+pub(crate) use messages::{Finish, NewRequest, Stats, TokenEvent};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;

@@ -11,11 +11,22 @@ use tokio::net::TcpStream;
 
 /// Sends one request on a fresh connection (`Connection: close`).
 async fn send(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> TcpStream {
+    send_with(addr, method, path, "", body).await
+}
+
+/// [`send`] with extra header lines (`headers`: each `Name: value\r\n`).
+async fn send_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: Option<&str>,
+) -> TcpStream {
     let mut s = TcpStream::connect(addr).await.expect("connects");
     let _ = s.set_nodelay(true);
     let body = body.unwrap_or("");
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     s.write_all(head.as_bytes()).await.expect("writes");
@@ -30,6 +41,19 @@ pub(crate) async fn exchange(
     body: Option<&str>,
 ) -> (u16, String) {
     let mut s = send(addr, method, path, body).await;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("reads");
+    split_response(&out)
+}
+
+/// [`exchange`] with extra header lines (each `Name: value\r\n`).
+pub(crate) async fn exchange_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &str,
+    body: &Value,
+) -> (u16, String) {
+    let mut s = send_with(addr, "POST", path, headers, Some(&body.to_string())).await;
     let mut out = String::new();
     s.read_to_string(&mut out).await.expect("reads");
     split_response(&out)
@@ -60,6 +84,21 @@ pub(crate) fn events(body: &str) -> Vec<Value> {
         .filter(|d| *d != "[DONE]")
         .map(|d| serde_json::from_str(d).expect("event JSON"))
         .collect()
+}
+
+/// The `(event, data)` pairs of an SSE body whose events have `event:` lines.
+pub(crate) fn named_events(body: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for l in body.lines() {
+        if let Some(n) = l.strip_prefix("event: ") {
+            name = n.to_string();
+        } else if let Some(d) = l.strip_prefix("data: ") {
+            let v = serde_json::from_str(d).expect("event JSON");
+            out.push((std::mem::take(&mut name), v));
+        }
+    }
+    out
 }
 
 /// The sum of a metric's samples in `/metrics` (`None` when it is not there).
@@ -144,5 +183,41 @@ impl OpenStream {
             .expect("reads");
         self.raw.push_str(&String::from_utf8_lossy(&rest));
         self.raw
+    }
+}
+
+/// How a raw response ended.
+pub(crate) struct Ending {
+    /// Everything read (headers included).
+    pub raw: String,
+    /// The chunked body ended with its terminating empty chunk.
+    pub clean: bool,
+    /// Nothing more came for `limit` and the connection was still open.
+    pub silent: bool,
+}
+
+/// POSTs `body` and reads until the server closes, the connection fails, or nothing comes
+/// for `limit`.
+pub(crate) async fn read_ending(
+    addr: SocketAddr,
+    path: &str,
+    body: &Value,
+    limit: Duration,
+) -> Ending {
+    let mut s = send(addr, "POST", path, Some(&body.to_string())).await;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let silent = loop {
+        match tokio::time::timeout(limit, s.read(&mut buf)).await {
+            Err(_) => break true,
+            Ok(Ok(0) | Err(_)) => break false,
+            Ok(Ok(n)) => raw.extend_from_slice(&buf[..n]),
+        }
+    };
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    Ending {
+        clean: raw.ends_with("\r\n0\r\n\r\n"),
+        raw,
+        silent,
     }
 }

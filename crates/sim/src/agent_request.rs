@@ -1,0 +1,274 @@
+//! Reading `/v1/messages` (Anthropic's Messages API) and `/v1/responses` (OpenAI's Responses
+//! API) bodies into the same [`GenRequest`] chat completions make, so the three routes share
+//! the engine, the prefix cache and the faults.
+//!
+//! Both are rendered through the chat template exactly as vLLM converts them to a chat
+//! request first: Messages puts every system text (the top-level `system`, a string or text
+//! blocks, then any `system`-role message) into one system message, joined without a
+//! separator, then the other messages; Responses puts `instructions` first as a system
+//! message, then `input` (a string is one user message). Text blocks (`text` or `input_text`)
+//! are joined; other blocks (images, tool calls, thinking) carry no text here. So the same
+//! messages give the same prompt tokens on the three routes.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::{Flavor, SimConfig};
+use crate::request::{self, Echo, GenRequest, Reject};
+use crate::tokenizer::{self, ChatMessage};
+
+#[derive(Debug, Deserialize)]
+struct RawMessages {
+    model: Option<String>,
+    messages: Option<Vec<Value>>,
+    system: Option<Value>,
+    max_tokens: Option<i64>,
+    min_tokens: Option<i64>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawResponses {
+    model: Option<String>,
+    input: Option<Value>,
+    instructions: Option<String>,
+    max_output_tokens: Option<i64>,
+    min_tokens: Option<i64>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+}
+
+fn read<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Reject> {
+    serde_json::from_slice(body).map_err(|e| Reject::bad(format!("invalid request body: {e}")))
+}
+
+/// The text of a system value: a string, or text blocks joined without a separator.
+fn system_text(v: &Value) -> Result<String, Reject> {
+    match v {
+        Value::Null => Ok(String::new()),
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(blocks) => Ok(blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect()),
+        _ => Err(Reject::bad(
+            "`system` must be a string or a list of text blocks",
+        )),
+    }
+}
+
+/// The chat messages of a Messages body: one system message (when any system text was
+/// given), then the conversation.
+fn messages_chat(
+    system: Option<&Value>,
+    messages: Option<&[Value]>,
+) -> Result<Vec<ChatMessage>, Reject> {
+    let raw = messages.ok_or_else(|| Reject::bad("`messages` is required"))?;
+    let mut sys = match system {
+        Some(v) => system_text(v)?,
+        None => String::new(),
+    };
+    let (system_msgs, rest): (Vec<&Value>, Vec<&Value>) = raw
+        .iter()
+        .partition(|m| m.get("role").and_then(Value::as_str) == Some("system"));
+    for m in request::parse_messages(&system_msgs.into_iter().cloned().collect::<Vec<_>>())? {
+        sys.push_str(&m.content);
+    }
+    let mut out = Vec::with_capacity(rest.len() + 1);
+    if !sys.is_empty() {
+        out.push(ChatMessage {
+            role: "system".into(),
+            content: sys,
+        });
+    }
+    out.extend(request::parse_messages(
+        &rest.into_iter().cloned().collect::<Vec<_>>(),
+    )?);
+    Ok(out)
+}
+
+/// The templated prompt of a chat conversation; never empty.
+fn chat_prompt(msgs: &[ChatMessage]) -> Result<Vec<u32>, Reject> {
+    let prompt = tokenizer::encode_chat(msgs, true);
+    if prompt.is_empty() {
+        return Err(Reject::bad("Prompt cannot be empty"));
+    }
+    Ok(prompt)
+}
+
+/// Parses and checks a `/v1/messages` body (`max_tokens` is required, as Anthropic's is).
+pub(crate) fn parse_messages(cfg: &SimConfig, body: &[u8]) -> Result<GenRequest, Reject> {
+    let raw: RawMessages = read(body)?;
+    let model = request::response_model(cfg, raw.model.as_deref())?;
+    let prompt = chat_prompt(&messages_chat(
+        raw.system.as_ref(),
+        raw.messages.as_deref(),
+    )?)?;
+    let max_tokens = request::to_u32(raw.max_tokens, "max_tokens")?
+        .ok_or_else(|| Reject::bad("`max_tokens` is required"))?;
+    if max_tokens == 0 {
+        return Err(Reject::bad("max_tokens must be positive"));
+    }
+    request::check_length(cfg, prompt.len() as u64, max_tokens)?;
+    Ok(GenRequest {
+        model,
+        prompt,
+        max_tokens,
+        min_tokens: request::to_u32(raw.min_tokens, "min_tokens")?.unwrap_or(0),
+        ignore_eos: raw.ignore_eos.unwrap_or(false),
+        stream: raw.stream.unwrap_or(false),
+        include_usage: false,
+        continuous_usage: false,
+        rid: None,
+        echo: Echo::default(),
+    })
+}
+
+/// The prompt tokens of a `/v1/messages/count_tokens` body (`model`, `messages`, `system`).
+pub(crate) fn count_message_tokens(cfg: &SimConfig, body: &[u8]) -> Result<u64, Reject> {
+    let raw: RawMessages = read(body)?;
+    request::response_model(cfg, raw.model.as_deref())?;
+    let msgs = messages_chat(raw.system.as_ref(), raw.messages.as_deref())?;
+    Ok(chat_prompt(&msgs)?.len() as u64)
+}
+
+/// The chat messages of a Responses body: `instructions` as a system message, then `input`.
+fn responses_chat(raw: &RawResponses) -> Result<Vec<ChatMessage>, Reject> {
+    let mut out = Vec::new();
+    if let Some(i) = &raw.instructions {
+        out.push(ChatMessage {
+            role: "system".into(),
+            content: i.clone(),
+        });
+    }
+    match &raw.input {
+        Some(Value::String(s)) => out.push(ChatMessage {
+            role: "user".into(),
+            content: s.clone(),
+        }),
+        Some(Value::Array(items)) => out.extend(request::parse_messages(items)?),
+        _ => {
+            return Err(Reject::bad(
+                "`input` is required: a string or a list of messages",
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses and checks a `/v1/responses` body. As vLLM does, a prompt that fills the context is
+/// refused in its own words, and `max_output_tokens` is cut to what the context has left
+/// (all of it when not given).
+pub(crate) fn parse_responses(cfg: &SimConfig, body: &[u8]) -> Result<GenRequest, Reject> {
+    let raw: RawResponses = read(body)?;
+    let model = request::response_model(cfg, raw.model.as_deref())?;
+    let prompt = chat_prompt(&responses_chat(&raw)?)?;
+    let p = prompt.len() as u64;
+    let ctx = cfg.context_length;
+    if cfg.flavor == Flavor::Vllm && p >= ctx {
+        return Err(Reject {
+            status: 400,
+            err_type: "invalid_request_error",
+            message: format!(
+                "The engine prompt length {p} exceeds the max_model_len {ctx}. Please reduce prompt."
+            ),
+        });
+    }
+    let asked = request::to_u32(raw.max_output_tokens, "max_output_tokens")?;
+    if asked == Some(0) {
+        return Err(Reject::bad("max_output_tokens must be at least 1, got 0."));
+    }
+    // SGLang keeps one token to spare, as on its chat route.
+    let spare = u64::from(cfg.flavor == Flavor::Sglang);
+    let room = ctx.saturating_sub(p + spare).min(u64::from(u32::MAX)) as u32;
+    let max_tokens = asked.map_or(room, |a| a.min(room)).max(1);
+    request::check_length(cfg, p, max_tokens)?;
+    Ok(GenRequest {
+        model,
+        prompt,
+        max_tokens,
+        min_tokens: request::to_u32(raw.min_tokens, "min_tokens")?.unwrap_or(0),
+        ignore_eos: raw.ignore_eos.unwrap_or(false),
+        stream: raw.stream.unwrap_or(false),
+        include_usage: false,
+        continuous_usage: false,
+        rid: None,
+        echo: Echo {
+            instructions: raw.instructions,
+            max_output_tokens: asked,
+            temperature: raw.temperature,
+            top_p: raw.top_p,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Kind;
+    use serde_json::json;
+
+    fn cfg() -> SimConfig {
+        SimConfig {
+            flavor: Flavor::Vllm,
+            model: "m".into(),
+            context_length: 200,
+            ..SimConfig::default()
+        }
+    }
+
+    fn chat_tokens(c: &SimConfig, messages: Value) -> Vec<u32> {
+        let body = json!({"model": "m", "messages": messages, "max_tokens": 4}).to_string();
+        request::parse(c, Kind::Chat, body.as_bytes())
+            .expect("chat parses")
+            .prompt
+    }
+
+    #[test]
+    fn messages_render_like_chat_with_system_first() {
+        let c = cfg();
+        let body = json!({
+            "model": "m", "max_tokens": 4,
+            "system": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Say hi"}]}],
+        });
+        let m = parse_messages(&c, body.to_string().as_bytes()).expect("parses");
+        let same = chat_tokens(
+            &c,
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}]),
+        );
+        assert_eq!(m.prompt, same);
+        assert_eq!(m.max_tokens, 4);
+        let missing = json!({"model": "m", "messages": [{"role": "user", "content": "x"}]});
+        let e = parse_messages(&c, missing.to_string().as_bytes()).expect_err("no max_tokens");
+        assert!(e.message.contains("max_tokens"), "{e:?}");
+    }
+
+    #[test]
+    fn responses_render_instructions_then_input_and_clamp_the_output() {
+        let c = cfg();
+        let body = json!({"model": "m", "instructions": "Be brief.", "input": "Say hi",
+                          "max_output_tokens": 100_000});
+        let r = parse_responses(&c, body.to_string().as_bytes()).expect("parses");
+        let same = chat_tokens(
+            &c,
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}]),
+        );
+        assert_eq!(r.prompt, same);
+        assert_eq!(u64::from(r.max_tokens) + r.prompt.len() as u64, 200);
+        assert_eq!(r.echo.max_output_tokens, Some(100_000));
+        let parts = json!({"model": "m", "input": [{"role": "user",
+                           "content": [{"type": "input_text", "text": "Say hi"}]}]});
+        let r = parse_responses(&c, parts.to_string().as_bytes()).expect("parses");
+        assert_eq!(
+            r.prompt,
+            chat_tokens(&c, json!([{"role": "user", "content": "Say hi"}]))
+        );
+        let long = json!({"model": "m", "input": "word ".repeat(400)});
+        let e = parse_responses(&c, long.to_string().as_bytes()).expect_err("too long");
+        assert!(e.message.contains("exceeds the max_model_len 200"), "{e:?}");
+    }
+}
