@@ -164,12 +164,18 @@ pub struct RunArgs {
     pub format: Option<Formats>,
     /// The endpoint the requests go to: `completions` (`/v1/completions`), `chat`
     /// (`/v1/chat/completions`, one user message; the chat template's tokens are measured and
-    /// subtracted so prompts stay exact), or `auto` (the default): completions for a detected
-    /// engine, chat for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat
-    /// only).
+    /// subtracted so prompts stay exact), `messages` (Anthropic Messages, `/v1/messages`),
+    /// `responses` (OpenAI Responses, `/v1/responses`), or `auto` (the default): completions
+    /// for a detected engine, chat for an unknown OpenAI-compatible endpoint (hosted APIs often
+    /// serve chat only).
     #[arg(long, value_enum)]
     #[serde(deserialize_with = "de::value_enum")]
     pub api: Option<ApiArg>,
+    /// Which headers carry the API key: `bearer` (`Authorization: Bearer`), `x-api-key`
+    /// (Anthropic's), or `both`; default: both for `--api messages`, bearer otherwise.
+    #[arg(long, value_enum)]
+    #[serde(deserialize_with = "de::value_enum")]
+    pub api_key_header: Option<KeyHeaderArg>,
     /// Make every decode cell a Burst / E2E cell: R measured requests, at most N in flight,
     /// timed from the first send to the last end (the sustained matrix is not run).
     #[arg(long, value_name = "R")]
@@ -393,6 +399,31 @@ pub enum ApiArg {
     Completions,
     /// `/v1/chat/completions`.
     Chat,
+    /// `/v1/messages` (Anthropic Messages).
+    Messages,
+    /// `/v1/responses` (OpenAI Responses).
+    Responses,
+}
+
+/// `--api-key-header`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeyHeaderArg {
+    /// `Authorization: Bearer KEY`.
+    Bearer,
+    /// `x-api-key: KEY`.
+    XApiKey,
+    /// Both headers.
+    Both,
+}
+
+impl From<KeyHeaderArg> for llmib_client::KeyHeader {
+    fn from(a: KeyHeaderArg) -> Self {
+        match a {
+            KeyHeaderArg::Bearer => llmib_client::KeyHeader::Bearer,
+            KeyHeaderArg::XApiKey => llmib_client::KeyHeader::XApiKey,
+            KeyHeaderArg::Both => llmib_client::KeyHeader::Both,
+        }
+    }
 }
 
 impl ApiArg {
@@ -402,6 +433,8 @@ impl ApiArg {
         match self {
             ApiArg::Completions => Some(Api::Completions),
             ApiArg::Chat => Some(Api::Chat),
+            ApiArg::Messages => Some(Api::Messages),
+            ApiArg::Responses => Some(Api::Responses),
             ApiArg::Auto => None,
         }
     }
@@ -514,6 +547,7 @@ impl RunArgs {
             values: url, api_key, model, engine, standard, contexts, concurrency, duration, max_output,
                 kv_capacity, dcp_size, max_time, readiness_timeout, first_token_timeout,
                 idle_timeout, busy_timeout, forced_token_id, hardware, launch_command, config, output, resume, format, api,
+                api_key_header,
                 request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 decode_warmup_seconds,
                 prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,

@@ -146,6 +146,7 @@ fn classified(args: &RunArgs) {
         retry_failed: _,
         // Per call: not saved with the run.
         api_key: _,
+        api_key_header: _,
         config: _,
         resume: _,
         format: _,

@@ -364,7 +364,12 @@ async fn probe_server(
         respect_eos: settings.respect_eos,
         local_tokenizer,
         request: settings.request.clone(),
+        key_header: args.api_key_header.map(Into::into),
     };
+    // A control the API has no key for is refused before anything is sent.
+    if let Some(refused) = opts.api.and_then(|a| settings.request.refused_on(a)) {
+        bail!("{refused}");
+    }
     let mut probe = Engine::probe(&opts).await?;
     // The run's own choice, per call: a resumed run reads as this invocation says.
     let set = match args.http_reader.unwrap_or_default() {

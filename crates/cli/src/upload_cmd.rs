@@ -172,6 +172,7 @@ impl Hub {
             api_key: Some(secret.clone()),
             connect_timeout: Duration::from_secs(10),
             max_idle_per_host: 1,
+            ..llmib_client::HttpOptions::default()
         })
         // The client's message speaks of an API key; here it is the hub token.
         .map_err(|e| match e {

@@ -9,6 +9,7 @@
 #![warn(unnameable_types)]
 
 mod accuracy;
+mod agent_usage;
 mod arrival;
 mod burst;
 mod capacity;
@@ -56,6 +57,9 @@ mod warmup;
 mod workload;
 
 // What a run is asked to do: settings, the validated plan, sizes and durations.
+pub use agent_usage::{
+    InputReading, MessagesUsage, UsageConflict, infer_reading, request_prompt_tokens,
+};
 pub use capacity::kv_tokens_needed;
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX,
@@ -63,7 +67,7 @@ pub use plan::{
     SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
     first_token_default_s, prompt_tolerance,
 };
-pub use request_controls::{ExtraBodyError, OWN_BODY_KEYS, RequestControls};
+pub use request_controls::{ControlRefused, ExtraBodyError, OWN_BODY_KEYS, RequestControls};
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
     parse_duration, parse_tokens,

@@ -30,12 +30,16 @@ pub struct RequestControls {
 
 /// The body keys the tool owns: `--extra-body` may not set them, since each one changes what
 /// is measured (the prompt, its length, the output length, streaming, usage, the EOS rule).
-pub const OWN_BODY_KEYS: [&str; 10] = [
+pub const OWN_BODY_KEYS: [&str; 14] = [
     "model",
     "prompt",
     "messages",
+    "system",
+    "input",
+    "instructions",
     "max_tokens",
     "max_completion_tokens",
+    "max_output_tokens",
     "stream",
     "stream_options",
     "ignore_eos",
@@ -61,7 +65,39 @@ pub enum ExtraBodyError {
     OwnKey(String),
 }
 
+/// A control the chosen API has no key for: refused before the run, never dropped silently.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{control} has no counterpart in the {api} API: drop it, or use --api chat (a server's own extension key can go in --extra-body)"
+)]
+pub struct ControlRefused {
+    /// The flag.
+    pub control: &'static str,
+    /// The API's label.
+    pub api: &'static str,
+}
+
 impl RequestControls {
+    /// The first control that `api` cannot carry, if any: neither the Messages API nor the
+    /// Responses API has a sampling `seed` or a `logit_bias` (which forced-token decode needs).
+    /// Temperature and top-p exist in every API.
+    pub fn refused_on(&self, api: crate::Api) -> Option<ControlRefused> {
+        if !matches!(api, crate::Api::Messages | crate::Api::Responses) {
+            return None;
+        }
+        let control = if self.seed.is_some() {
+            "--seed"
+        } else if self.forced_token_id.is_some() {
+            "--forced-token-id"
+        } else {
+            return None;
+        };
+        Some(ControlRefused {
+            control,
+            api: api.label(),
+        })
+    }
+
     /// Nothing beyond the tool's own keys.
     pub fn is_empty(&self) -> bool {
         *self == RequestControls::default()
@@ -128,6 +164,26 @@ mod tests {
         assert_eq!(body["logit_bias"], serde_json::json!({"1234": 100}));
         assert_eq!(body["temperature"], 0.0);
         assert_eq!(body["top_k"], 20);
+        assert_eq!(c.refused_on(crate::Api::Chat), None);
+        let refused = c.refused_on(crate::Api::Messages).expect("no logit_bias");
+        assert_eq!(refused.control, "--forced-token-id");
+        let seeded = RequestControls {
+            seed: Some(7),
+            temperature: Some(0.5),
+            ..RequestControls::default()
+        };
+        let refused = seeded.refused_on(crate::Api::Responses).expect("no seed");
+        assert!(
+            refused
+                .to_string()
+                .contains("--seed has no counterpart in the responses API")
+        );
+        let plain = RequestControls {
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            ..RequestControls::default()
+        };
+        assert_eq!(plain.refused_on(crate::Api::Messages), None);
         let mut plain = serde_json::Map::new();
         RequestControls::default().apply(&mut plain);
         assert!(plain.is_empty());

@@ -98,7 +98,7 @@ async fn histories(
     n: u32,
 ) -> Result<Vec<Conversation>, CellFailure> {
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    let chat = m.engine.api() == llmib_core::Api::Chat;
+    let chat = m.engine.api().is_conversation();
     let st = sx.settings;
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {

@@ -73,7 +73,7 @@ async fn openings(
             replay.sessions.len()
         )));
     }
-    let chat = m.engine.api() == llmib_core::Api::Chat;
+    let chat = m.engine.api().is_conversation();
     let mut out = Vec::with_capacity(replay.sessions.len());
     let shortest = shortest_opening(replay);
     for (i, s) in replay.sessions.iter().enumerate() {

@@ -328,7 +328,7 @@ impl PromptBuilder {
         }
         let (template, chat) = match self.engine.api() {
             Api::Completions => (0, ChatCount::Completions),
-            Api::Chat => {
+            Api::Chat | Api::Messages | Api::Responses => {
                 // A message that starts and ends as every prompt does (the tag, the end mark),
                 // so the template's joins with the message tokenize as in the real prompts.
                 let mut sample = self.tag(0, u32::MAX, "template-");

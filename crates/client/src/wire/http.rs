@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use thiserror::Error;
 
 use crate::wire::chunk::error_body_message;
@@ -21,11 +21,54 @@ use crate::wire::chunk::error_body_message;
 /// The most concurrent streams the tool runs; the idle pool keeps this many connections.
 pub const MAX_STREAMS: usize = 1024;
 
+/// Which headers carry the API key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI's, and what vLLM and SGLang check).
+    #[default]
+    Bearer,
+    /// `x-api-key: KEY` (Anthropic's).
+    XApiKey,
+    /// Both: a Messages server may check either (the default of `--api messages`).
+    Both,
+}
+
+/// The version header Anthropic's API asks every request to carry; servers that copy the API
+/// take it and need none.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The headers that carry `key` as `how` says, plus `anthropic-version` where `anthropic`
+/// (the Messages API): one list for the reqwest client and the raw reader.
+pub(crate) fn key_headers(
+    key: Option<&str>,
+    how: KeyHeader,
+    anthropic: bool,
+) -> Vec<(&'static str, String)> {
+    let mut h = Vec::new();
+    if let Some(key) = key.filter(|k| !k.is_empty()) {
+        if how != KeyHeader::XApiKey {
+            h.push(("authorization", format!("Bearer {key}")));
+        }
+        if how != KeyHeader::Bearer {
+            h.push(("x-api-key", key.to_owned()));
+        }
+    }
+    if anthropic {
+        h.push(("anthropic-version", ANTHROPIC_VERSION.to_owned()));
+    }
+    h
+}
+
 /// How the client is built.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// Sent as `Authorization: Bearer KEY` on every request.
+    /// Sent on every request, in the headers `key_header` names.
     pub api_key: Option<String>,
+    /// Which headers carry the key.
+    pub key_header: KeyHeader,
+    /// Send `anthropic-version` (the Messages API).
+    pub anthropic: bool,
     /// Limit for establishing a TCP (and TLS) connection.
     pub connect_timeout: Duration,
     /// Idle connections kept per host (at least the run's largest concurrency).
@@ -36,6 +79,8 @@ impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
             api_key: None,
+            key_header: KeyHeader::Bearer,
+            anthropic: false,
             connect_timeout: Duration::from_secs(5),
             max_idle_per_host: MAX_STREAMS,
         }
@@ -60,12 +105,11 @@ pub fn build_client(opts: &HttpOptions) -> Result<reqwest::Client, HttpError> {
     #[cfg(feature = "tls")]
     install_crypto_provider();
     let mut headers = HeaderMap::new();
-    if let Some(key) = opts.api_key.as_deref().filter(|k| !k.is_empty()) {
-        let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
-            .map_err(|_| HttpError::InvalidApiKey)?;
+    for (name, value) in key_headers(opts.api_key.as_deref(), opts.key_header, opts.anthropic) {
+        let mut v = HeaderValue::from_str(&value).map_err(|_| HttpError::InvalidApiKey)?;
         // Keeps the key out of reqwest's Debug output.
-        v.set_sensitive(true);
-        headers.insert(AUTHORIZATION, v);
+        v.set_sensitive(name != "anthropic-version");
+        headers.insert(HeaderName::from_static(name), v);
     }
     reqwest::Client::builder()
         .default_headers(headers)

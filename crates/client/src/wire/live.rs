@@ -9,7 +9,7 @@
 //! a lock the stream only ever tries: a viewer that holds it costs the viewer that read's
 //! text, never the stream a wait.
 
-use crate::wire::chunk::{StreamItem, parse_event};
+use crate::wire::chunk::{StreamItem, parse_event_of};
 use crate::wire::sse::SseDecoder;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, TryLockError};
@@ -126,7 +126,9 @@ impl TextState {
         self.decoder.push(bytes);
         while let Some(ev) = self.decoder.next_event() {
             // The stream's own decoder judges errors; the viewer skips what it cannot read.
-            let Ok(Ok(StreamItem::Chunk(c))) = ev.map(|ev| parse_event(&ev)) else {
+            // The viewer is not told the route: the event's name says which API sent it.
+            let parsed = ev.map(|ev| parse_event_of(crate::wire::agent_events::api_of(&ev), &ev));
+            let Ok(Ok(StreamItem::Chunk(c))) = parsed else {
                 continue;
             };
             if let Some(r) = c.reasoning.as_deref() {

@@ -1,11 +1,12 @@
 //! One request's bytes: the HTTP clients (reqwest, and the raw HTTP/1.1 reader over the socket
 //! with its TLS and kernel receive timestamps), the body they hand over, SSE framing, the
-//! chunk parser, and the request executor (`stream`) that turns one request into a timed
+//! chunk parsers (chat's, and the agents' APIs'), and the request executor (`stream`) that turns one request into a timed
 //! record. A new HTTP reader goes here.
 //!
 //! May import: `llmib-core` only. The wire knows nothing of engines, prompts, progress or cells:
 //! what an engine adds to a request (its URL, body, headers) comes in as a `stream::RequestSpec`.
 
+pub(crate) mod agent_events;
 pub(crate) mod body;
 pub(crate) mod chunk;
 pub(crate) mod error_kind;

@@ -148,6 +148,28 @@ pub(crate) fn unreadable(u: &reqwest::Url) -> Option<Unreadable> {
     None
 }
 
+/// The API key and the headers that carry it, as the reqwest client sends them.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyAuth<'a> {
+    /// The key, where one is sent.
+    pub key: Option<&'a str>,
+    /// Which headers carry it.
+    pub header: crate::wire::http::KeyHeader,
+    /// Send `anthropic-version` too.
+    pub anthropic: bool,
+}
+
+impl<'a> KeyAuth<'a> {
+    /// `Authorization: Bearer` only, without `anthropic-version`.
+    pub fn bearer(key: Option<&'a str>) -> KeyAuth<'a> {
+        KeyAuth {
+            key,
+            header: crate::wire::http::KeyHeader::Bearer,
+            anthropic: false,
+        }
+    }
+}
+
 /// An HTTP failure of the raw reader before the response body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RawError {
@@ -207,19 +229,30 @@ impl RawTarget {
     /// feature: rustls and the platform's roots, as the reqwest client). The headers are those
     /// the reqwest client sends: `host`, `user-agent`, `authorization` (with `api_key`),
     /// `content-type`, `accept`, `content-length`.
-    pub fn new(
+    #[cfg(test)]
+    pub(crate) fn new(
         url: &str,
         api_key: Option<&str>,
         connect_timeout: Duration,
     ) -> Result<RawTarget, RawReaderError> {
-        Self::with_roots(url, api_key, connect_timeout, Vec::new())
+        Self::with_roots(url, KeyAuth::bearer(api_key), connect_timeout, Vec::new())
+    }
+
+    /// [`RawTarget::new`] with the key in the headers `auth` names (the Messages API's
+    /// `x-api-key`, and its `anthropic-version`).
+    pub fn with_auth(
+        url: &str,
+        auth: KeyAuth<'_>,
+        connect_timeout: Duration,
+    ) -> Result<RawTarget, RawReaderError> {
+        Self::with_roots(url, auth, connect_timeout, Vec::new())
     }
 
     /// [`RawTarget::new`], trusting `extra_roots` (DER certificates) beside the platform's
     /// roots (a test's own authority).
     pub(crate) fn with_roots(
         url: &str,
-        api_key: Option<&str>,
+        auth: KeyAuth<'_>,
         connect_timeout: Duration,
         #[cfg_attr(not(feature = "tls"), allow(unused_variables))] extra_roots: Vec<Vec<u8>>,
     ) -> Result<RawTarget, RawReaderError> {
@@ -257,11 +290,10 @@ impl RawTarget {
             "POST {path} HTTP/1.1\r\nhost: {host_header}\r\nuser-agent: llm-inference-bench/{}\r\n",
             env!("CARGO_PKG_VERSION")
         );
-        if let Some(key) = api_key.filter(|k| !k.is_empty()) {
+        for (name, value) in crate::wire::http::key_headers(auth.key, auth.header, auth.anthropic) {
             // The check reqwest makes: nothing a header cannot carry (no CR, LF or NUL).
-            reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| RawReaderError::ApiKey)?;
-            head.push_str(&format!("authorization: Bearer {key}\r\n"));
+            reqwest::header::HeaderValue::from_str(&value).map_err(|_| RawReaderError::ApiKey)?;
+            head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("content-type: application/json\r\naccept: text/event-stream\r\n");
         ktime::keep_enabled();

@@ -2,7 +2,7 @@
 //! authority (`testdata/tls`: a CA and a `localhost`/`127.0.0.1` leaf, valid for a century;
 //! the key is a test fixture and guards nothing).
 
-use crate::wire::rawhttp::{RawError, RawTarget};
+use crate::wire::rawhttp::{KeyAuth, RawError, RawTarget};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -157,7 +157,10 @@ fn read_request(tls: &mut rustls::ServerConnection, tcp: &mut TcpStream) -> bool
 
 fn target(port: u16, roots: Vec<Vec<u8>>) -> Arc<RawTarget> {
     let url = format!("https://localhost:{port}/v1/completions");
-    Arc::new(RawTarget::with_roots(&url, None, Duration::from_secs(5), roots).expect("target"))
+    Arc::new(
+        RawTarget::with_roots(&url, KeyAuth::bearer(None), Duration::from_secs(5), roots)
+            .expect("target"),
+    )
 }
 
 /// The body's bytes and each piece's (arrival, kernel-stamped) after `sent`.

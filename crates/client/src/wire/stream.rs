@@ -8,7 +8,7 @@
 //! one read share that read's instant: they did arrive together.
 
 use crate::wire::body::Body;
-use crate::wire::chunk::{StreamItem, error_body_message, parse_event};
+use crate::wire::chunk::{StreamItem, error_body_message, parse_event_of};
 use crate::wire::error_kind::RequestErrorKind;
 use crate::wire::live::StreamLive;
 use crate::wire::sse::SseDecoder;
@@ -84,6 +84,11 @@ pub struct RequestSpec {
     pub keep_answer: bool,
     /// The id the body gives the request (`rid`), where the engine can abort by it.
     pub rid: Option<std::sync::Arc<str>>,
+    /// The route's API: which events the stream sends.
+    pub api: llmib_core::Api,
+    /// How the server means a Messages usage's `input_tokens` (the run's reading, learned by
+    /// the calibration); unused by the other APIs.
+    pub reading: llmib_core::InputReading,
 }
 
 impl RequestSpec {
@@ -104,6 +109,8 @@ impl RequestSpec {
             raw: None,
             keep_answer: false,
             rid: None,
+            api: llmib_core::Api::Completions,
+            reading: llmib_core::InputReading::Exclusive,
         })
     }
 }
@@ -263,7 +270,7 @@ async fn drive(
         let t = at.map_or_else(now, |at| ns(origin, at));
         let had_token = !m.record.chunks.is_empty();
         dec.push(&bytes);
-        if let Err(ended) = read_events(&mut dec, m, t, spec.counting, &mut seen) {
+        if let Err(ended) = read_events(&mut dec, m, t, spec, &mut seen) {
             return (t, ended);
         }
         if let Some(live) = live {
@@ -279,15 +286,39 @@ async fn drive(
     }
     let end = now();
     if let Some(Ok(ev)) = dec.finish()
-        && matches!(parse_event(&ev), Ok(StreamItem::Done))
+        && matches!(
+            parse_event_of(spec.api, &ev),
+            Ok(StreamItem::Done | StreamItem::Final(_))
+        )
     {
         seen.done = true;
     }
     held_back_token(m, &seen, spec.counting);
+    if let Err(conflict) = messages_prompt(m, &seen, spec.reading) {
+        return (end, conflict);
+    }
     (
         end,
-        end_outcome(seen.done, seen.finish, m.record.chunks.len()),
+        end_outcome(spec.api, seen.done, seen.finish, m.record.chunks.len()),
     )
+}
+
+/// A Messages stream's prompt length, from all of its usage reports read together (see
+/// `llmib_core::request_prompt_tokens`); reports that agree under no reading fail the request
+/// with the server's numbers, never a guessed length.
+fn messages_prompt(
+    m: &mut Measured,
+    seen: &Seen,
+    reading: llmib_core::InputReading,
+) -> Result<(), Outcome> {
+    match llmib_core::request_prompt_tokens(&seen.messages_usage, reading) {
+        Ok(Some((n, _))) => {
+            m.record.prompt_tokens_reported = Some(n);
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) => Err(error(RequestErrorKind::CountDisagreement, e.to_string())),
+    }
 }
 
 /// What the stream has said so far beyond its chunks.
@@ -304,6 +335,8 @@ struct Seen {
     /// When the first event with a finish reason or a completion count of at least one
     /// arrived: the instant of a token whose text never came (see [`held_back_token`]).
     ended_ns: Option<u64>,
+    /// The Messages API's usage reports, in order (empty on the other APIs).
+    messages_usage: Vec<llmib_core::MessagesUsage>,
 }
 
 /// Deferred counting keeps only chunks with text, so a stream whose every token was held back
@@ -335,17 +368,22 @@ fn read_events(
     dec: &mut SseDecoder,
     m: &mut Measured,
     t: u64,
-    counting: Counting,
+    spec: &RequestSpec,
     seen: &mut Seen,
 ) -> Result<(), Outcome> {
+    let counting = spec.counting;
     while let Some(ev) = dec.next_event() {
         let c = match ev
             .map_err(|e| e.to_string())
-            .and_then(|ev| parse_event(&ev).map_err(|e| e.to_string()))
+            .and_then(|ev| parse_event_of(spec.api, &ev).map_err(|e| e.to_string()))
         {
             Ok(StreamItem::Done) => {
                 seen.done = true;
                 continue;
+            }
+            Ok(StreamItem::Final(c)) => {
+                seen.done = true;
+                c
             }
             Ok(StreamItem::Error(e)) => {
                 return Err(error(
@@ -368,6 +406,9 @@ fn read_events(
                     "the server's usage claims {ct} completion tokens for a request of at most {max} (max_tokens): no figure is taken from it"
                 ),
             ));
+        }
+        if let Some(u) = c.messages_usage {
+            seen.messages_usage.push(u);
         }
         account(m, &c, t, counting, &mut seen.last_completion);
         let counted = claimed.is_some_and(|n| n >= 1);
@@ -622,19 +663,25 @@ fn silent(limits: StreamLimits, chunks: usize) -> Outcome {
     }
 }
 
-/// How a stream that ended on its own ended: `[DONE]` with a finish reason is a finished
-/// request; anything else is an error of the server's.
-fn end_outcome(done: bool, finish: Option<String>, chunks: usize) -> Outcome {
+/// How a stream that ended on its own ended: its API's end event (`[DONE]`, `message_stop`,
+/// `response.completed`) with a finish reason is a finished request; anything else is an error
+/// of the server's.
+fn end_outcome(api: llmib_core::Api, done: bool, finish: Option<String>, chunks: usize) -> Outcome {
+    let end = match api {
+        llmib_core::Api::Completions | llmib_core::Api::Chat => "[DONE]",
+        llmib_core::Api::Messages => "message_stop",
+        llmib_core::Api::Responses => "response.completed",
+    };
     match (done, finish) {
         (true, Some(reason)) => Outcome::Finished { reason },
         (true, None) => error(
             RequestErrorKind::NoFinishReason,
-            "the stream ended with [DONE] but no finish_reason".into(),
+            format!("the stream ended with {end} but no stop reason"),
         ),
         (false, _) => error(
             RequestErrorKind::NoDone,
             format!(
-                "the stream ended without [DONE] after {chunks} chunks (the server closed the connection)"
+                "the stream ended without {end} after {chunks} chunks (the server closed the connection)"
             ),
         ),
     }

@@ -13,6 +13,8 @@
 //! left `None` (unknown), never guessed.
 
 mod abort;
+mod agent_probe;
+mod bodies;
 mod cache;
 mod generic;
 mod llamacpp;
@@ -37,7 +39,7 @@ use crate::server::local_tokenizer::LocalTokenizer;
 use llmib_core::{Api, Targeting};
 use llmib_core::{EngineInfo, EngineKind, ModelInfo};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -241,6 +243,11 @@ pub struct Engine {
     local_tokenizer: Option<Arc<LocalTokenizer>>,
     /// The raw reader's target when the measured streams read with it (`--http-reader raw`).
     raw: Option<Arc<crate::wire::rawhttp::RawTarget>>,
+    /// Which headers carry the API key (`--api-key-header`).
+    key_header: crate::wire::http::KeyHeader,
+    /// The server's reading of a Messages usage's `input_tokens`, once calibrated (shared by
+    /// the engine's clones, since every stream reads by it).
+    reading: Arc<std::sync::OnceLock<llmib_core::InputReading>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -340,10 +347,24 @@ impl Engine {
 
     /// `POST` target of generation requests: completions or chat completions.
     pub fn generate_url(&self) -> String {
-        match self.api {
-            Api::Completions => self.completions_url(),
-            Api::Chat => format!("{}/v1/chat/completions", self.base_url),
-        }
+        format!("{}{}", self.base_url, self.api.path())
+    }
+
+    /// Whether the requests go to one of the agents' APIs (Messages, Responses), whose bodies,
+    /// events and usage differ from OpenAI's two.
+    pub(crate) fn agent_api(&self) -> bool {
+        matches!(self.api, Api::Messages | Api::Responses)
+    }
+
+    /// How the server means a Messages usage's `input_tokens`: learned by the prompt
+    /// calibration's probes ([`Engine::learn_reading`]); Anthropic's until then.
+    pub fn input_reading(&self) -> llmib_core::InputReading {
+        self.reading.get().copied().unwrap_or_default()
+    }
+
+    /// Records the server's reading of `input_tokens` (once: the first calibration's).
+    pub(crate) fn set_input_reading(&self, r: llmib_core::InputReading) {
+        let _ = self.reading.set(r);
     }
 
     /// Whether a prompt may be sent as token ids: the engine takes them and the requests go
@@ -361,85 +382,11 @@ impl Engine {
             .await
     }
 
-    /// Builds a completion request body in the engine's dialect: `ignore_eos: true` where
-    /// honoured (else `min_tokens = max_tokens` where that is), and for streams
-    /// `stream_options.include_usage` plus `continuous_usage_stats` where supported.
-    pub fn completion_body(
-        &self,
-        model: &str,
-        prompt: PromptInput,
-        max_tokens: u32,
-        stream: bool,
-    ) -> Value {
-        let prompt = match prompt {
-            PromptInput::Text(t) => Value::String(t),
-            PromptInput::Ids(ids) => json!(ids),
-            PromptInput::Messages(m) if self.api == Api::Chat => {
-                return self.finish_body(
-                    json!({
-                        "model": model,
-                        "messages": m,
-                        "max_tokens": max_tokens,
-                        "stream": stream,
-                    }),
-                    max_tokens,
-                    stream,
-                );
-            }
-            // Never built for a completions endpoint; its texts in order are the nearest
-            // prompt, rather than a body the server would refuse.
-            PromptInput::Messages(m) => Value::String(messages_text(&m)),
-        };
-        let body = match self.api {
-            Api::Completions => json!({
-                "model": model,
-                "prompt": prompt,
-                "max_tokens": max_tokens,
-                "stream": stream,
-            }),
-            // The prompt builder never makes token ids for chat (`takes_token_ids`).
-            Api::Chat => json!({
-                "model": model,
-                "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": max_tokens,
-                "stream": stream,
-            }),
-        };
-        self.finish_body(body, max_tokens, stream)
-    }
-
-    /// The dialect's keys on a body: the user's controls, then the tool's own (EOS handling,
-    /// usage in the stream), which are never theirs to set.
-    fn finish_body(&self, mut body: Value, max_tokens: u32, stream: bool) -> Value {
-        if let Value::Object(m) = &mut body {
-            self.request.apply(m);
-            let d = &self.dialect;
-            if self.respect_eos {
-                // The model decides the length; `max_tokens` only caps it.
-            } else if d.ignore_eos {
-                m.insert("ignore_eos".into(), Value::Bool(true));
-            } else if d.min_tokens {
-                m.insert("min_tokens".into(), json!(max_tokens));
-            }
-            if d.abort_by_rid {
-                m.insert("rid".into(), Value::String(abort::next_rid()));
-            }
-            if stream && d.include_usage {
-                let mut so = serde_json::Map::new();
-                so.insert("include_usage".into(), Value::Bool(true));
-                if d.continuous_usage {
-                    so.insert("continuous_usage_stats".into(), Value::Bool(true));
-                }
-                m.insert("stream_options".into(), Value::Object(so));
-            }
-        }
-        body
-    }
-
     /// How a stream from this engine tells tokens per chunk: cumulative usage on every chunk
     /// where the server streams it, else counted after the request.
     pub fn counting(&self) -> Counting {
-        if self.info().capabilities.continuous_usage_stats == Some(true) {
+        // The agents' APIs stream no per-chunk usage: their final usage counts the output.
+        if self.info().capabilities.continuous_usage_stats == Some(true) && !self.agent_api() {
             Counting::UsagePerChunk
         } else {
             Counting::Deferred
@@ -468,6 +415,8 @@ impl Engine {
         spec.limits = limits;
         spec.max_tokens = Some(max_tokens);
         spec.rid = body.get("rid").and_then(Value::as_str).map(Arc::from);
+        spec.api = self.api;
+        spec.reading = self.input_reading();
         spec.raw = self.raw.clone();
         Ok(spec)
     }
@@ -594,17 +543,4 @@ pub(crate) fn gauges_from(kind: EngineKind, m: &Metrics<'_>) -> Gauges {
         EngineKind::Tgi => tgi::gauges(m),
         EngineKind::TrtLlm | EngineKind::Ollama | EngineKind::Generic => Gauges::default(),
     }
-}
-
-/// The contents of a `messages` array in order, one blank line apart.
-fn messages_text(m: &Value) -> String {
-    let parts: Vec<&str> = m
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.get("content")?.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    parts.join("\n\n")
 }

@@ -53,9 +53,22 @@ pub struct ProbeOptions {
     pub local_tokenizer: Option<Arc<LocalTokenizer>>,
     /// Sampling and extra keys every generation request carries.
     pub request: llmib_core::RequestControls,
+    /// Which headers carry the key (`--api-key-header`); `None`: both `Authorization: Bearer`
+    /// and `x-api-key` for the Messages API (a server that copies it may check either),
+    /// Bearer otherwise.
+    pub key_header: Option<crate::wire::http::KeyHeader>,
 }
 
 impl ProbeOptions {
+    /// The headers that carry the key: as asked, else by the API (see `key_header`).
+    pub fn key_header(&self) -> crate::wire::http::KeyHeader {
+        use crate::wire::http::KeyHeader;
+        self.key_header.unwrap_or(match self.api {
+            Some(Api::Messages) => KeyHeader::Both,
+            _ => KeyHeader::Bearer,
+        })
+    }
+
     /// Options for `base_url` with defaults: no key, auto model, auto engine, 5 s timeout,
     /// completions (`api: None` chooses by the engine, as `run --api auto` does), automatic
     /// targeting, `ignore_eos`, no local tokenizer.
@@ -73,6 +86,7 @@ impl ProbeOptions {
             respect_eos: false,
             request: llmib_core::RequestControls::default(),
             local_tokenizer: None,
+            key_header: None,
         }
     }
 }
@@ -228,6 +242,8 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     }
     let client = build_client(&HttpOptions {
         api_key: opts.api_key.clone(),
+        key_header: opts.key_header(),
+        anthropic: opts.api == Some(Api::Messages),
         connect_timeout: opts.timeout,
         ..HttpOptions::default()
     })?;
@@ -283,6 +299,8 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             request: opts.request.clone(),
             local_tokenizer: opts.local_tokenizer.clone(),
             raw: None,
+            key_header: opts.key_header(),
+            reading: Arc::default(),
         },
         served_models,
         notes,

@@ -23,9 +23,14 @@ impl Engine {
         self.raw = match reader {
             crate::wire::body::HttpReader::Reqwest => None,
             crate::wire::body::HttpReader::Raw => {
-                Some(Arc::new(crate::wire::rawhttp::RawTarget::new(
+                let auth = crate::wire::rawhttp::KeyAuth {
+                    key: self.api_key.as_deref(),
+                    header: self.key_header,
+                    anthropic: self.api == llmib_core::Api::Messages,
+                };
+                Some(Arc::new(crate::wire::rawhttp::RawTarget::with_auth(
                     &self.generate_url(),
-                    self.api_key.as_deref(),
+                    auth,
                     connect_timeout,
                 )?))
             }

@@ -30,6 +30,8 @@ fn completion_bodies_per_dialect() {
         request: llmib_core::RequestControls::default(),
         local_tokenizer: None,
         raw: None,
+        key_header: crate::wire::http::KeyHeader::Bearer,
+        reading: Arc::default(),
     };
     let mut sg =
         mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);

@@ -19,7 +19,8 @@ impl Engine {
             false,
         );
         let v = self.generate_json(&body).await?;
-        usage_prompt_tokens(&v, &self.generate_url())
+        let url = self.generate_url();
+        super::agent_probe::answer_prompt_tokens(self.api, self.input_reading(), &v, &url)
     }
 
     /// Tokens the chat template adds around one user message (role markers, BOS, the
@@ -32,15 +33,24 @@ impl Engine {
         &self,
         content: &str,
     ) -> Result<ChatCalibration, EngineError> {
-        let url = format!("{}/v1/chat/completions", self.base_url);
-        let body = json!({
-            "model": self.model.served_model,
-            "messages": [{"role": "user", "content": content}],
-            "max_tokens": 1,
-            "stream": false,
-        });
-        let v = self.post_json(&url, &body).await?;
-        let total = usage_prompt_tokens(&v, &url)?;
+        // The agents' routes count the request their own way (another template path, a
+        // system prompt of their own): their count is the one the cells must match.
+        let (total, url) = if self.agent_api() {
+            (
+                self.agent_prompt_tokens(content).await?,
+                self.generate_url(),
+            )
+        } else {
+            let url = format!("{}/v1/chat/completions", self.base_url);
+            let body = json!({
+                "model": self.model.served_model,
+                "messages": [{"role": "user", "content": content}],
+                "max_tokens": 1,
+                "stream": false,
+            });
+            let v = self.post_json(&url, &body).await?;
+            (usage_prompt_tokens(&v, &url)?, url)
+        };
         let own = self.tokenize(content, false).await?.len() as u64;
         let template = total.checked_sub(own).ok_or_else(|| EngineError::Parse {
             url,
