@@ -21,6 +21,10 @@ pub struct EvalArgs {
     /// Model to request (default: the one the server lists).
     #[arg(long)]
     pub model: Option<String>,
+    /// The API the answers come from: chat (the default), messages (Anthropic Messages) or
+    /// responses (OpenAI Responses).
+    #[arg(long, value_enum)]
+    pub api: Option<EvalApi>,
     /// Profile: gsm8k, mmlu-pro or gpqa-diamond (accuracy), or long-answer (completion-token
     /// statistics of one task; implied by --prompt or --prompt-file).
     #[arg(long, value_enum, hide_possible_values = true)]
@@ -74,12 +78,34 @@ pub struct EvalArgs {
     pub min_results: usize,
 }
 
+/// `eval --api`: the conversation APIs (a profile sends chat messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EvalApi {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/messages`.
+    Messages,
+    /// `/v1/responses`.
+    Responses,
+}
+
+impl EvalApi {
+    fn api(self) -> llmib_core::Api {
+        match self {
+            EvalApi::Chat => llmib_core::Api::Chat,
+            EvalApi::Messages => llmib_core::Api::Messages,
+            EvalApi::Responses => llmib_core::Api::Responses,
+        }
+    }
+}
+
 /// Runs the profile the arguments name.
 pub async fn run(a: EvalArgs) -> Result<()> {
     let server = Server {
         url: a.url.clone(),
         api_key: a.api_key.clone(),
         model: a.model.clone(),
+        api: a.api.map(EvalApi::api),
     };
     let given_prompt = a.prompt.is_some() || a.prompt_file.is_some();
     match (a.profile, given_prompt) {

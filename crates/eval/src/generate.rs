@@ -1,4 +1,5 @@
-//! One non-streamed generation for accuracy profiles: the prompt (or one chat message),
+//! One non-streamed generation for accuracy profiles: the prompt (or one message, on chat or
+//! the agents' APIs),
 //! temperature 0, ending where the model stops; the answer text, why it ended and its tokens.
 
 use llmib_client::{Engine, EngineError, PromptInput};
@@ -11,8 +12,8 @@ pub enum GenerateError {
     /// The request failed (transport, status, shape of the answer).
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The answer held no choice.
-    #[error("no choices in the answer")]
+    /// The answer held no choice (no content, no output on the agents' APIs).
+    #[error("no answer in the server's reply (no choices, content or output)")]
     NoChoices,
 }
 
@@ -48,24 +49,11 @@ pub async fn generate(
     }
     let t0 = Instant::now();
     let v = engine.generate_json(&body).await?;
-    let choice = v.pointer("/choices/0").ok_or(GenerateError::NoChoices)?;
-    let str_at = |p: &str| choice.pointer(p).and_then(Value::as_str).unwrap_or("");
-    let out = [
-        str_at("/message/reasoning_content"),
-        str_at("/message/reasoning"),
-        str_at("/message/content"),
-        str_at("/text"),
-    ]
-    .concat();
+    let a = llmib_client::answer_of(engine.api(), &v).ok_or(GenerateError::NoChoices)?;
     Ok(Generated {
-        text: out,
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        completion_tokens: v
-            .pointer("/usage/completion_tokens")
-            .and_then(Value::as_u64),
+        text: a.text,
+        finish_reason: a.finish_reason,
+        completion_tokens: a.completion_tokens,
         latency_ms: t0.elapsed().as_secs_f64() * 1e3,
     })
 }

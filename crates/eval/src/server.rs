@@ -15,6 +15,9 @@ pub struct Server {
     pub api_key: Option<String>,
     /// Model to request (default: the one the server lists).
     pub model: Option<String>,
+    /// The API the answers come from (default chat; Messages or Responses to score the route
+    /// agents use; completions is refused, since profiles send chat messages).
+    pub api: Option<llmib_core::Api>,
 }
 
 /// Probes the server for an eval (accuracy or long-answer) and makes the results folder
@@ -26,7 +29,7 @@ pub(crate) async fn answering_engine(server: &Server, output: &Path) -> Result<E
         model: server.model.clone(),
         timeout: Duration::from_secs(10),
         respect_eos: true,
-        api: Some(llmib_core::Api::Chat),
+        api: Some(server.api.unwrap_or(llmib_core::Api::Chat)),
         ..ProbeOptions::new(server.url.clone())
     })
     .await?;

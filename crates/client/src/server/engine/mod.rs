@@ -14,6 +14,7 @@
 
 mod abort;
 mod agent_probe;
+mod answers;
 mod bodies;
 mod cache;
 mod generic;
@@ -47,6 +48,7 @@ use crate::server::metrics::{Metrics, parse_trtllm_json};
 use crate::wire::http::{describe_request_error, describe_status, send_fresh};
 use crate::wire::stream::{Counting, RequestSpec, StreamLimits};
 
+pub use answers::{Answer, answer_of};
 pub use probe::{Probe, ProbeError, ProbeOptions};
 
 /// A prompt as sent in a completion request.
