@@ -3,7 +3,8 @@
 //! read from here: how the body is parsed (`request`, `agent_request`), how answers and errors
 //! are framed (`frames`, `messages_api`, `responses_api`, `reply`) and the response id's prefix.
 
-use crate::wire::Kind;
+use crate::rng::Rng;
+use crate::wire::{self, Kind};
 
 /// A generation route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,13 +29,20 @@ impl Api {
         }
     }
 
-    /// The prefix of the response id. vLLM answers `/v1/messages` with the id of the chat
-    /// completion it runs underneath (`chatcmpl-…`) and names responses `resp_…`.
-    pub(crate) fn id_prefix(self) -> &'static str {
-        match self {
-            Api::Completions => "cmpl-",
-            Api::Chat | Api::Messages => "chatcmpl-",
-            Api::Responses => "resp_",
-        }
+    /// A response id drawn from `rng`: `cmpl-` / `chatcmpl-` and 32 hex digits on the OpenAI
+    /// routes; vLLM 0.32 answers `/v1/messages` with the id of the chat completion it runs
+    /// underneath (`chatcmpl-` and 16 hex digits) and names responses `resp_` and 16 hex
+    /// digits. Every route draws the same two values, so the faults drawn after the id do not
+    /// depend on the route.
+    pub(crate) fn make_id(self, rng: &mut Rng) -> String {
+        let (prefix, digits) = match self {
+            Api::Completions => ("cmpl-", 32),
+            Api::Chat => ("chatcmpl-", 32),
+            Api::Messages => ("chatcmpl-", 16),
+            Api::Responses => ("resp_", 16),
+        };
+        let mut id = wire::make_id(prefix, rng);
+        id.truncate(prefix.len() + digits);
+        id
     }
 }

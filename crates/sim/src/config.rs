@@ -211,6 +211,10 @@ pub struct SimConfig {
     /// cache-read tokens (see [`MessagesUsage`]).
     #[serde(default)]
     pub messages_usage: MessagesUsage,
+    /// `/v1/messages`: also accept the API key as Anthropic's `x-api-key` header. vLLM reads
+    /// only `Authorization: Bearer` (an `x-api-key` alone gets 401), hence off by default.
+    #[serde(default)]
+    pub messages_x_api_key: bool,
     /// `/v1/messages`: send Anthropic's `ping` event after `message_start`. vLLM sends none,
     /// hence off by default; on, a client can be shown to ignore it.
     #[serde(default)]

@@ -3,8 +3,11 @@
 //! injected failure, as one JSON body), and the OpenAI routes' own ([`OpenAiFrames`]:
 //! `/v1/completions` and `/v1/chat/completions`). The SSE driver (`sse`) runs any of them, so
 //! faults, chunk stamps and aborts behave the same on every route, each in its own shape.
+//! [`PromptSplit`] is the prefix-cache accounting the agent routes report (Anthropic's
+//! `cache_creation_input_tokens` / `cache_read_input_tokens`, the Responses API's
+//! `cached_tokens` / `cache_write_tokens`).
 
-use crate::engine::Finish;
+use crate::engine::{CACHE_BLOCK_TOKENS, Finish};
 use crate::wire::{self, Kind, Writer};
 
 /// One engine step as a route sees it.
@@ -37,6 +40,37 @@ pub(crate) struct Answer {
     pub reasoning: String,
     /// The rest.
     pub text: String,
+}
+
+/// How a prompt's tokens divide between the prefix cache's reads, its writes and the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PromptSplit {
+    /// Tokens neither read from nor written to the cache.
+    pub uncached: u64,
+    /// Tokens this request wrote to the cache as new whole blocks.
+    pub creation: u64,
+    /// Tokens the cache served.
+    pub read: u64,
+}
+
+impl PromptSplit {
+    /// The split of a `prompt`-token prompt that was served `cached` tokens: the cache reads
+    /// those, writes the prompt's other whole blocks (none with the cache off), and the
+    /// prompt's last partial block is neither. The three sum to the prompt.
+    pub(crate) fn of(prompt: u64, cached: u64, cache_on: bool) -> PromptSplit {
+        let read = cached.min(prompt);
+        let block = CACHE_BLOCK_TOKENS as u64;
+        let creation = if cache_on {
+            (prompt / block * block).saturating_sub(read)
+        } else {
+            0
+        };
+        PromptSplit {
+            uncached: prompt - read - creation,
+            creation,
+            read,
+        }
+    }
 }
 
 /// One route's framing of one request.
@@ -141,5 +175,36 @@ impl Frames for OpenAiFrames {
         let text = format!("{}{}", answer.reasoning, answer.text);
         self.writer
             .full_response(&text, u64::from(completion), finish.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_sums_to_the_prompt() {
+        // Cold: 1758 tokens = 109 whole blocks (1744) written + 14 in the last partial block.
+        assert_eq!(
+            PromptSplit::of(1758, 0, true),
+            PromptSplit {
+                uncached: 14,
+                creation: 1744,
+                read: 0
+            }
+        );
+        // Warm, served whole: nothing written, nothing left.
+        assert_eq!(
+            PromptSplit::of(1758, 1758, true),
+            PromptSplit {
+                uncached: 0,
+                creation: 0,
+                read: 1758
+            }
+        );
+        // A longer prompt served its first 1744: the new whole blocks are written.
+        let s = PromptSplit::of(1800, 1744, true);
+        assert_eq!((s.read, s.creation, s.uncached), (1744, 48, 8));
+        assert_eq!(PromptSplit::of(40, 0, false).uncached, 40);
     }
 }

@@ -29,7 +29,7 @@ use crate::responses_api::ResponsesFrames;
 use crate::rng::hash_tokens;
 use crate::stamps::ArrivalStamp;
 use crate::state::{AppState, unix_now};
-use crate::wire::{self, Writer};
+use crate::wire::Writer;
 use crate::{abort, agent_request, info, metrics, sse};
 
 /// A rejection for load (queue full, quota spent) with `faults.queue_full_status` and, when
@@ -48,6 +48,7 @@ fn refuse_for_load(cfg: &SimConfig, api: Api, message: &str) -> Response {
             status,
             err_type,
             message: message.into(),
+            param: None,
         },
     );
     if let Some(s) = cfg.faults.retry_after_s {
@@ -112,9 +113,9 @@ fn finish_router(r: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
 }
 
 /// The API key check, where each engine applies it: vLLM guards `/v1/*` only (case-blind
-/// scheme), SGLang everything but `/health*` and `/metrics` (exact `Bearer <key>`). On
-/// `/v1/messages*` the key may also come as Anthropic's `x-api-key: <key>` (an
-/// `anthropic-version` header is accepted and not needed).
+/// scheme), SGLang everything but `/health*` and `/metrics` (exact `Bearer <key>`). With
+/// `messages_x_api_key`, `/v1/messages*` also takes Anthropic's `x-api-key: <key>`; an
+/// `anthropic-version` header is ignored either way, as vLLM ignores it.
 async fn auth(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(key) = st.cfg.api_key.as_deref() {
         let path = req.uri().path();
@@ -148,7 +149,11 @@ fn key_given(cfg: &SimConfig, key: &str, req: &Request) -> bool {
             .split_once(' ')
             .is_some_and(|(scheme, k)| scheme.eq_ignore_ascii_case("bearer") && k == key),
     };
-    bearer || (req.uri().path().starts_with("/v1/messages") && header("x-api-key") == key)
+    // vLLM reads Bearer only; an Anthropic-style server also takes `x-api-key`.
+    bearer
+        || (cfg.messages_x_api_key
+            && req.uri().path().starts_with("/v1/messages")
+            && header("x-api-key") == key)
 }
 
 async fn completions(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
@@ -198,6 +203,7 @@ fn frames_for(cfg: &SimConfig, api: Api, req: &GenRequest, writer: Writer) -> Bo
             writer,
             req.echo.clone(),
             req.max_tokens,
+            cfg.prefix_cache_tokens > 0,
         )),
     }
 }
@@ -307,7 +313,7 @@ fn draw_id_and_faults(st: &AppState, api: Api, max_tokens: u32) -> (String, Faul
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
-    let id = wire::make_id(api.id_prefix(), &mut rng);
+    let id = api.make_id(&mut rng);
     (id, faults::plan(&st.cfg.faults, &mut rng, max_tokens))
 }
 
@@ -322,5 +328,6 @@ fn injected_server_error(cfg: &SimConfig) -> Reject {
             }
             _ => "Simulated internal server error (fault injection).".into(),
         },
+        param: None,
     }
 }

@@ -52,6 +52,9 @@ mod agent_apis;
 #[path = "tests/agent_faults.rs"]
 mod agent_faults;
 #[cfg(test)]
+#[path = "tests/agent_transcripts.rs"]
+mod agent_transcripts;
+#[cfg(test)]
 #[path = "tests/control.rs"]
 mod control_tests;
 #[cfg(test)]

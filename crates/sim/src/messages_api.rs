@@ -1,14 +1,22 @@
-//! `/v1/messages` on the wire: Anthropic's Messages API as vLLM serves it ([`MessagesFrames`]),
-//! its error bodies and the `count_tokens` answer.
+//! `/v1/messages` on the wire: Anthropic's Messages API as vLLM 0.32 serves it
+//! ([`MessagesFrames`]), its error bodies and the `count_tokens` answer. Shapes and field order
+//! follow the recorded transcripts (`crates/client/fixtures/transcripts/vllm/live/messages_*`).
 //!
-//! A stream is SSE with an `event:` line naming each event's `type`:
-//! `message_start` (with the first token, as vLLM builds it from the chat stream's first
-//! chunk; `usage.input_tokens` is the whole prompt), an optional `ping` (`messages_ping`; vLLM
-//! sends none), then per block `content_block_start`, `content_block_delta`s and
-//! `content_block_stop` (a reasoning answer's thinking first, as a `thinking` block closed by a
-//! `signature_delta`, then the text block at the next index), then `message_delta` (stop
-//! reason and the final usage) and `message_stop`. A failure mid-stream is an `error` event
-//! and the end of the body, without `message_stop`.
+//! A stream is SSE with an `event:` line naming each event's `type`, no `[DONE]` and no `ping`
+//! (vLLM sends none; `messages_ping` adds Anthropic's, for a client test):
+//! `message_start` (sent with the first token: vLLM builds it from the chat stream's first
+//! chunk; `usage` holds only `input_tokens`, the whole prompt, and `output_tokens` 0), then per
+//! block `content_block_start`, `content_block_delta`s and `content_block_stop` (a reasoning
+//! answer's thinking first, as a `thinking` block closed by a `signature_delta`, then the text
+//! block at the next index), then `message_delta` (stop reason and the final usage) and
+//! `message_stop`. A failure mid-stream is an `error` event (`internal_error`, as vLLM's
+//! converter words it) and the end of the body, without `message_stop`.
+//!
+//! Where vLLM differs from Anthropic's API (and so does the simulator): the message id is the
+//! chat completion's (`chatcmpl-…`); `index` comes after `content_block` / `delta`; the
+//! non-streamed body leaves out a null `stop_sequence`; an error's `type` is vLLM's error type
+//! (`BadRequestError`), not Anthropic's (`invalid_request_error`); only
+//! `Authorization: Bearer` opens the route (`x-api-key` only with `messages_x_api_key`).
 //!
 //! The final usage reproduces vLLM's cache accounting ([`PromptSplit`]): with the default
 //! `messages_usage = "anthropic"`, `input_tokens` counts only the prompt tokens neither read
@@ -18,41 +26,10 @@
 use serde::Serialize;
 
 use crate::config::{MessagesUsage, SimConfig};
-use crate::engine::{CACHE_BLOCK_TOKENS, Finish};
-use crate::frames::{Answer, Frames, Step, StepEvents};
+use crate::engine::Finish;
+use crate::frames::{Answer, Frames, PromptSplit, Step, StepEvents};
 use crate::rng::{Rng, hash_tokens};
 use crate::wire::{Field, Writer, to_json};
-
-/// How a prompt's tokens divide between the prefix cache's reads, its writes and the rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PromptSplit {
-    /// Tokens neither read from nor written to the cache.
-    pub uncached: u64,
-    /// Tokens this request wrote to the cache as new whole blocks.
-    pub creation: u64,
-    /// Tokens the cache served.
-    pub read: u64,
-}
-
-impl PromptSplit {
-    /// The split of a `prompt`-token prompt that was served `cached` tokens: the cache reads
-    /// those, writes the prompt's other whole blocks (none with the cache off), and the
-    /// prompt's last partial block is neither. The three sum to the prompt.
-    pub(crate) fn of(prompt: u64, cached: u64, cache_on: bool) -> PromptSplit {
-        let read = cached.min(prompt);
-        let block = CACHE_BLOCK_TOKENS as u64;
-        let creation = if cache_on {
-            (prompt / block * block).saturating_sub(read)
-        } else {
-            0
-        };
-        PromptSplit {
-            uncached: prompt - read - creation,
-            creation,
-            read,
-        }
-    }
-}
 
 /// Anthropic's `usage` object.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -88,7 +65,10 @@ struct Message<'a> {
     content: Vec<Block<'a>>,
     model: &'a str,
     stop_reason: Option<&'static str>,
-    stop_sequence: Option<&'static str>,
+    /// `null` in `message_start`; left out of the non-streamed body (vLLM dumps it without
+    /// `None`s), where only a matched stop string would show (not modelled).
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    stop_sequence: Field<&'static str>,
     usage: Usage,
 }
 
@@ -112,7 +92,8 @@ struct StopDelta {
     stop_sequence: Option<&'static str>,
 }
 
-/// Every streamed event: `type` first, then the members that event has.
+/// Every streamed event, its members in the order of vLLM's `AnthropicStreamEvent` (so
+/// `index` comes after `content_block` and `delta`), only those the event has.
 #[derive(Debug, Serialize)]
 struct Event<'a> {
     #[serde(rename = "type")]
@@ -120,15 +101,15 @@ struct Event<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<Message<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    index: Option<u32>,
+    delta: Option<DeltaKind<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     content_block: Option<Block<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    delta: Option<DeltaKind<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage>,
+    index: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorInfo<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
 }
 
 #[derive(Debug, Serialize)]
@@ -171,26 +152,13 @@ impl<'a> Event<'a> {
     }
 }
 
-/// The Anthropic error type of an HTTP status (Anthropic's own table).
-fn error_type(status: u16) -> &'static str {
-    match status {
-        401 => "authentication_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        503 | 529 => "overloaded_error",
-        400..=499 => "invalid_request_error",
-        _ => "api_error",
-    }
-}
-
-/// An HTTP error body in Anthropic's shape, its type chosen by the status.
-pub(crate) fn error_json(status: u16, message: &str) -> String {
+/// An HTTP error body in Anthropic's shape, as vLLM translates its own errors: the `type` is
+/// the engine's error type (`BadRequestError`), with no `param` or `code`.
+pub(crate) fn error_json(err_type: &str, message: &str) -> String {
     to_json(&ErrorBody {
         kind: "error",
         error: ErrorInfo {
-            kind: error_type(status),
+            kind: err_type,
             message,
         },
     })
@@ -337,7 +305,7 @@ impl Frames for MessagesFrames {
             content: Vec::new(),
             model: &self.writer.model,
             stop_reason: None,
-            stop_sequence: None,
+            stop_sequence: Field::Null,
             usage: Usage {
                 input_tokens: self.writer.prompt_tokens,
                 output_tokens: 0,
@@ -402,14 +370,14 @@ impl Frames for MessagesFrames {
     fn failure(&mut self, message: &str) -> Vec<String> {
         let mut e = Event::new("error");
         e.error = Some(ErrorInfo {
-            kind: "overloaded_error",
+            kind: "internal_error",
             message,
         });
         vec![e.sse()]
     }
 
     fn torn_event(&self) -> &'static str {
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_d"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_d"
     }
 
     fn body(&self, answer: &Answer, completion: u32, finish: Finish) -> String {
@@ -435,7 +403,7 @@ impl Frames for MessagesFrames {
             content,
             model: &self.writer.model,
             stop_reason: stop_reason(finish),
-            stop_sequence: None,
+            stop_sequence: Field::Absent,
             usage: self.final_usage(completion),
         })
     }
@@ -446,38 +414,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_split_sums_to_the_prompt() {
-        // Cold: 1758 tokens = 109 whole blocks (1744) written + 14 in the last partial block.
+    fn errors_keep_the_engines_type_in_anthropics_shape() {
         assert_eq!(
-            PromptSplit::of(1758, 0, true),
-            PromptSplit {
-                uncached: 14,
-                creation: 1744,
-                read: 0
-            }
+            error_json("BadRequestError", "too long"),
+            "{\"type\":\"error\",\"error\":{\"type\":\"BadRequestError\",\"message\":\"too long\"}}"
         );
-        // Warm, served whole: nothing written, nothing left.
-        assert_eq!(
-            PromptSplit::of(1758, 1758, true),
-            PromptSplit {
-                uncached: 0,
-                creation: 0,
-                read: 1758
-            }
-        );
-        // A longer prompt served its first 1744: the new whole blocks are written.
-        let s = PromptSplit::of(1800, 1744, true);
-        assert_eq!((s.read, s.creation, s.uncached), (1744, 48, 8));
-        assert_eq!(PromptSplit::of(40, 0, false).uncached, 40);
-    }
-
-    #[test]
-    fn errors_take_anthropic_types() {
-        assert_eq!(
-            error_json(400, "too long"),
-            "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"too long\"}}"
-        );
-        assert!(error_json(503, "full").contains("overloaded_error"));
-        assert!(error_json(500, "x").contains("api_error"));
     }
 }

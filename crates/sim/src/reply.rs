@@ -25,17 +25,18 @@ pub(crate) fn reject(cfg: &SimConfig, r: &Reject) -> Response {
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
     json_response(
         status,
-        wire::error_json(cfg.flavor, &r.message, r.err_type, r.status),
+        wire::error_json(cfg.flavor, &r.message, r.err_type, r.status, r.param),
     )
 }
 
-/// An error response in the shape of the route it answers: Anthropic's on `/v1/messages`,
-/// the engine's on the OpenAI routes (vLLM answers `/v1/responses` errors as chat's).
+/// An error response in the shape of the route it answers: Anthropic's on `/v1/messages`
+/// (its `type` the engine's error type, as vLLM translates it), the engine's on the OpenAI
+/// routes (vLLM answers `/v1/responses` errors as chat's).
 pub(crate) fn reject_on(cfg: &SimConfig, api: Api, r: &Reject) -> Response {
     match api {
         Api::Messages => {
             let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
-            json_response(status, messages_api::error_json(r.status, &r.message))
+            json_response(status, messages_api::error_json(r.err_type, &r.message))
         }
         Api::Completions | Api::Chat | Api::Responses => reject(cfg, r),
     }

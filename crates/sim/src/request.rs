@@ -19,6 +19,8 @@ pub(crate) struct Reject {
     pub err_type: &'static str,
     /// The message, worded as the engine words it.
     pub message: String,
+    /// The request field the error is about, where the engine names one (`param`).
+    pub param: Option<&'static str>,
 }
 
 impl Reject {
@@ -28,6 +30,7 @@ impl Reject {
             status: 400,
             err_type: "BadRequestError",
             message: message.into(),
+            param: None,
         }
     }
 }
@@ -84,11 +87,9 @@ pub(crate) struct GenRequest {
 pub(crate) struct Echo {
     /// `instructions`
     pub instructions: Option<String>,
-    /// `max_output_tokens` as asked (`None`: not given).
-    pub max_output_tokens: Option<u32>,
     /// `temperature`
     pub temperature: Option<f64>,
-    /// `top_p`
+    /// `top_p` (`None` under greedy sampling, which resets it)
     pub top_p: Option<f64>,
 }
 
@@ -172,6 +173,7 @@ pub(crate) fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<Str
             status: 404,
             err_type: "NotFoundError",
             message: format!("The model `{m}` does not exist."),
+            param: None,
         });
     }
     // vLLM answers with its served name; SGLang echoes what the client sent.

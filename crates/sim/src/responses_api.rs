@@ -24,7 +24,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::engine::Finish;
-use crate::frames::{Answer, Frames, Step, StepEvents};
+use crate::frames::{Answer, Frames, PromptSplit, Step, StepEvents};
 use crate::request::Echo;
 use crate::rng::{Rng, hash_tokens};
 use crate::wire::{Writer, to_json};
@@ -91,12 +91,14 @@ pub(crate) struct ResponsesFrames {
     open: bool,
     /// Item ids are drawn from the response id, so a seed replays them.
     ids: Rng,
+    /// The prefix cache is on (`cache_write_tokens` is then what the prompt wrote to it).
+    cache_on: bool,
 }
 
 impl ResponsesFrames {
     /// The framing of a request answered by `writer`, echoing `echo`, generating at most
-    /// `max_tokens`.
-    pub(crate) fn new(writer: Writer, echo: Echo, max_tokens: u32) -> Self {
+    /// `max_tokens`, on an engine whose prefix cache is on or not (`cache_on`).
+    pub(crate) fn new(writer: Writer, echo: Echo, max_tokens: u32, cache_on: bool) -> Self {
         let id: Vec<u32> = writer.id.bytes().map(u32::from).collect();
         ResponsesFrames {
             ids: Rng::derive(0x1d5, hash_tokens(&id)),
@@ -106,31 +108,51 @@ impl ResponsesFrames {
             seq: 0,
             items: Vec::new(),
             open: false,
+            cache_on,
         }
     }
 
-    /// One event: `event: <type>`, and its members then `sequence_number` and `type` (the
-    /// order of the OpenAI SDK's event models).
+    /// One event: `event: <type>`, and its members with `sequence_number` and `type`, in
+    /// alphabetical order as the OpenAI SDK's event models declare them (`members` come
+    /// sorted; `type` is always last).
     fn event(&mut self, kind: &'static str, mut members: Vec<(&'static str, Json)>) -> String {
-        members.push(("sequence_number", v(json!(self.seq))));
+        let at = members
+            .iter()
+            .position(|(k, _)| *k > "sequence_number")
+            .unwrap_or(members.len());
+        members.insert(at, ("sequence_number", v(json!(self.seq))));
         members.push(("type", v(json!(kind))));
         self.seq += 1;
         format!("event: {kind}\ndata: {}\n\n", to_json(&Json::Obj(members)))
     }
 
+    /// The usage of `response.completed`: OpenAI's reading (cached tokens inside the input
+    /// tokens) with vLLM's extras (`cache_write_tokens`, per-turn lists, tool tokens).
     fn usage(&self, completion: u32) -> Json {
         let w = &self.writer;
         let reasoning = completion.min(w.reasoning_tokens);
+        let split = PromptSplit::of(w.prompt_tokens, w.cached_tokens, self.cache_on);
+        let empty = || Json::Arr(Vec::new());
         Json::Obj(vec![
             ("input_tokens", v(json!(w.prompt_tokens))),
             (
                 "input_tokens_details",
-                Json::Obj(vec![("cached_tokens", v(json!(w.cached_tokens)))]),
+                Json::Obj(vec![
+                    ("cached_tokens", v(json!(split.read))),
+                    ("cache_write_tokens", v(json!(split.creation))),
+                    ("input_tokens_per_turn", empty()),
+                    ("cached_tokens_per_turn", empty()),
+                ]),
             ),
             ("output_tokens", v(json!(completion))),
             (
                 "output_tokens_details",
-                Json::Obj(vec![("reasoning_tokens", v(json!(reasoning)))]),
+                Json::Obj(vec![
+                    ("reasoning_tokens", v(json!(reasoning))),
+                    ("tool_output_tokens", v(json!(0))),
+                    ("output_tokens_per_turn", empty()),
+                    ("tool_output_tokens_per_turn", empty()),
+                ]),
             ),
             (
                 "total_tokens",
@@ -159,7 +181,7 @@ impl ResponsesFrames {
             ("output", Json::Arr(output)),
             ("parallel_tool_calls", v(json!(true))),
             ("temperature", v(json!(e.temperature.unwrap_or(1.0)))),
-            ("tool_choice", v(json!("auto"))),
+            ("tool_choice", v(json!("none"))),
             ("tools", Json::Arr(Vec::new())),
             ("top_p", v(json!(e.top_p.unwrap_or(1.0)))),
             ("background", v(json!(false))),
@@ -175,17 +197,31 @@ impl ResponsesFrames {
             ("truncation", v(json!("disabled"))),
             ("usage", usage.unwrap_or(v(Value::Null))),
             ("user", v(Value::Null)),
+            ("presence_penalty", v(json!(0.0))),
+            ("frequency_penalty", v(json!(0.0))),
+            ("kv_transfer_params", v(Value::Null)),
+            ("ec_transfer_params", v(Value::Null)),
+            ("input_messages", v(Value::Null)),
+            ("output_messages", v(Value::Null)),
         ])
     }
 
-    /// A content part: `output_text` (with annotations and logprobs) or `reasoning_text`.
-    fn part(kind: Item, text: &str) -> Json {
+    /// A content part: `output_text` (with annotations and logprobs: `[]` while it streams,
+    /// `null` once done, as vLLM writes them) or `reasoning_text`.
+    fn part(kind: Item, text: &str, done: bool) -> Json {
         match kind {
             Item::Message => Json::Obj(vec![
                 ("annotations", Json::Arr(Vec::new())),
                 ("text", v(json!(text))),
                 ("type", v(json!("output_text"))),
-                ("logprobs", Json::Arr(Vec::new())),
+                (
+                    "logprobs",
+                    if done {
+                        v(Value::Null)
+                    } else {
+                        Json::Arr(Vec::new())
+                    },
+                ),
             ]),
             Item::Reasoning => Json::Obj(vec![
                 ("text", v(json!(text))),
@@ -204,7 +240,7 @@ impl ResponsesFrames {
                 (
                     "content",
                     Json::Arr(if done {
-                        vec![Self::part(Item::Message, &it.text)]
+                        vec![Self::part(Item::Message, &it.text, true)]
                     } else {
                         Vec::new()
                     }),
@@ -212,6 +248,7 @@ impl ResponsesFrames {
                 ("role", v(json!("assistant"))),
                 ("status", status),
                 ("type", v(json!("message"))),
+                ("phase", v(Value::Null)),
             ]),
             Item::Reasoning => Json::Obj(vec![
                 ("id", v(json!(it.id))),
@@ -220,7 +257,7 @@ impl ResponsesFrames {
                 (
                     "content",
                     if done {
-                        Json::Arr(vec![Self::part(Item::Reasoning, &it.text)])
+                        Json::Arr(vec![Self::part(Item::Reasoning, &it.text, true)])
                     } else {
                         v(Value::Null)
                     },
@@ -247,11 +284,7 @@ impl ResponsesFrames {
             return;
         }
         self.close_item(out);
-        let id = format!(
-            "msg_{:016x}{:016x}",
-            self.ids.next_u64(),
-            self.ids.next_u64()
-        );
+        let id = format!("msg_{:016x}", self.ids.next_u64());
         self.items.push(OutItem {
             kind,
             id,
@@ -266,7 +299,7 @@ impl ResponsesFrames {
         );
         out.push(e);
         let mut members = self.place();
-        members.insert(3, ("part", Self::part(kind, "")));
+        members.insert(3, ("part", Self::part(kind, "", false)));
         let e = self.event("response.content_part.added", members);
         out.push(e);
     }
@@ -291,7 +324,7 @@ impl ResponsesFrames {
         let e = self.event(done_kind, members);
         out.push(e);
         let mut members = self.place();
-        members.push(("part", Self::part(kind, &text)));
+        members.insert(3, ("part", Self::part(kind, &text, true)));
         let e = self.event("response.content_part.done", members);
         out.push(e);
         let item = Self::item_json(&self.items[index], true);
@@ -378,7 +411,7 @@ impl Frames for ResponsesFrames {
         let e = self.event(
             "error",
             vec![
-                ("code", v(json!("server_error"))),
+                ("code", v(json!("InternalServerError"))),
                 ("message", v(json!(message))),
                 ("param", v(Value::Null)),
             ],
@@ -403,7 +436,7 @@ impl Frames for ResponsesFrames {
             }
             let it = OutItem {
                 kind,
-                id: format!("msg_{:016x}{:016x}", ids.next_u64(), ids.next_u64()),
+                id: format!("msg_{:016x}", ids.next_u64()),
                 text: text.clone(),
             };
             output.push(Self::item_json(&it, true));

@@ -61,6 +61,7 @@ pub(crate) async fn full_response(
                 status: 500,
                 err_type: "InternalServerError",
                 message: FAILURE.into(),
+                param: None,
             };
             return reject_on(cfg, api, &r);
         }
@@ -76,6 +77,7 @@ pub(crate) async fn full_response(
         status: 503,
         err_type: "ServiceUnavailableError",
         message: "The server is shutting down.".into(),
+        param: None,
     };
     reject_on(cfg, api, &r)
 }

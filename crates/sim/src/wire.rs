@@ -494,21 +494,28 @@ struct Wrapped<T> {
     error: T,
 }
 
-/// The body of an HTTP error (`400`, `404`, `500`, ...) in the engine's shape.
-pub(crate) fn error_json(flavor: Flavor, message: &str, err_type: &str, code: u16) -> String {
+/// The body of an HTTP error (`400`, `404`, `500`, ...) in the engine's shape; `param` names
+/// the request field it is about, where the engine says.
+pub(crate) fn error_json(
+    flavor: Flavor,
+    message: &str,
+    err_type: &str,
+    code: u16,
+    param: Option<&str>,
+) -> String {
     match flavor {
         Flavor::Sglang => to_json(&SglangError {
             object: "error",
             message,
             err_type,
-            param: None,
+            param,
             code,
         }),
         Flavor::Vllm => to_json(&Wrapped {
             error: VllmErrorInfo {
                 message,
                 err_type,
-                param: None,
+                param,
                 code,
             },
         }),
@@ -630,11 +637,11 @@ mod tests {
     #[test]
     fn errors_in_each_shape() {
         assert_eq!(
-            error_json(Flavor::Sglang, "bad", "BadRequestError", 400),
+            error_json(Flavor::Sglang, "bad", "BadRequestError", 400, None),
             "{\"object\":\"error\",\"message\":\"bad\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}"
         );
         assert_eq!(
-            error_json(Flavor::Vllm, "bad", "BadRequestError", 400),
+            error_json(Flavor::Vllm, "bad", "BadRequestError", 400, None),
             "{\"error\":{\"message\":\"bad\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}"
         );
         assert_eq!(

@@ -272,7 +272,8 @@ async fn responses_stream_the_openai_event_sequence() {
     assert_eq!(end["status"], "incomplete");
     assert_eq!(end["incomplete_details"]["reason"], "max_output_tokens");
     assert_eq!(end["output"][0]["content"][0]["text"], text.as_str());
-    let (prompt, _) = chat_usage(addr, "Say hi").await;
+    // One more than chat's: the second BOS.
+    let prompt = chat_usage(addr, "Say hi").await.0 + 1;
     let u = &end["usage"];
     assert_eq!(
         (&u["input_tokens"], &u["output_tokens"], &u["total_tokens"]),
@@ -332,44 +333,47 @@ async fn non_streamed_bodies_carry_the_whole_answer() {
 }
 
 #[tokio::test]
-async fn x_api_key_opens_the_messages_route_only() {
-    let sim = crate::spawn(SimConfig {
+async fn x_api_key_opens_the_messages_route_only_when_asked() {
+    let keyed = |x_api_key| SimConfig {
         api_key: Some("k1".into()),
+        messages_x_api_key: x_api_key,
         ..vllm()
-    })
-    .await
-    .expect("starts");
-    let addr = sim.addr();
+    };
     let m = messages_body("Say hi", 2, false);
-    let status = |r: (u16, String)| r.0;
-    assert_eq!(
-        status(exchange_with(addr, "/v1/messages", "", &m).await),
-        401
-    );
     let anthropic = "x-api-key: k1\r\nanthropic-version: 2023-06-01\r\n";
+    let bearer = "Authorization: Bearer k1\r\nanthropic-version: 2023-06-01\r\n";
+    // vLLM reads Bearer only: Anthropic's header alone is refused, in the common 401 body.
+    let sim = crate::spawn(keyed(false)).await.expect("starts");
+    let (status, body) = exchange_with(sim.addr(), "/v1/messages", anthropic, &m).await;
     assert_eq!(
-        status(exchange_with(addr, "/v1/messages", anthropic, &m).await),
-        200
+        (status, body.as_str()),
+        (401, "{\"error\":\"Unauthorized\"}")
     );
-    let bearer = "Authorization: Bearer k1\r\n";
-    assert_eq!(
-        status(exchange_with(addr, "/v1/messages", bearer, &m).await),
-        200
-    );
-    assert_eq!(
-        status(exchange_with(addr, "/v1/messages", "x-api-key: nope\r\n", &m).await),
-        401
-    );
-    let r = responses_body("Say hi", 2, false);
-    assert_eq!(
-        status(exchange_with(addr, "/v1/responses", "x-api-key: k1\r\n", &r).await),
-        401,
-        "x-api-key is Anthropic's header only"
-    );
-    assert_eq!(
-        status(exchange_with(addr, "/v1/responses", bearer, &r).await),
-        200
-    );
+    let (status, _) = exchange_with(sim.addr(), "/v1/messages", bearer, &m).await;
+    assert_eq!(status, 200);
+    sim.shutdown().await;
+
+    let sim = crate::spawn(keyed(true)).await.expect("starts");
+    let addr = sim.addr();
+    let status = |r: (u16, String)| r.0;
+    for (path, headers, want) in [
+        ("/v1/messages", "", 401),
+        ("/v1/messages", anthropic, 200),
+        ("/v1/messages", bearer, 200),
+        ("/v1/messages", "x-api-key: nope\r\n", 401),
+        ("/v1/messages/count_tokens", "x-api-key: k1\r\n", 200),
+        // Anthropic's header is for Anthropic's route only.
+        ("/v1/responses", "x-api-key: k1\r\n", 401),
+        ("/v1/responses", bearer, 200),
+    ] {
+        let body = if path == "/v1/responses" {
+            responses_body("Say hi", 2, false)
+        } else {
+            m.clone()
+        };
+        let got = status(exchange_with(addr, path, headers, &body).await);
+        assert_eq!(got, want, "{path} with {headers:?}");
+    }
     sim.shutdown().await;
 }
 
@@ -378,35 +382,50 @@ async fn errors_take_each_route_shape() {
     let sim = crate::spawn(vllm()).await.expect("starts");
     let addr = sim.addr();
     let long = long_text(5000);
-    let (status, body) = exchange(
-        addr,
-        "POST",
-        "/v1/messages",
-        Some(&messages_body(&long, 10, true).to_string()),
-    )
-    .await;
-    assert_eq!(status, 400, "{body}");
-    let e: Value = serde_json::from_str(&body).expect("error JSON");
-    assert_eq!(e["type"], "error");
-    assert_eq!(e["error"]["type"], "invalid_request_error");
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("context length"))
-    );
-    let (status, body) = exchange(
-        addr,
-        "POST",
-        "/v1/responses",
-        Some(&responses_body(&long, 10, true).to_string()),
-    )
-    .await;
-    assert_eq!(status, 400, "{body}");
-    let e: Value = serde_json::from_str(&body).expect("error JSON");
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("max_model_len"))
+    for (path, body) in [
+        ("/v1/messages", messages_body(&long, 10, true)),
+        ("/v1/responses", responses_body(&long, 10, true)),
+    ] {
+        // Streamed or not, a prompt over the context is a JSON 400, not a stream.
+        let (status, text) = exchange(addr, "POST", path, Some(&body.to_string())).await;
+        assert_eq!(status, 400, "{text}");
+        let e: Value = serde_json::from_str(&text).expect("error JSON");
+        let message = if path == "/v1/messages" {
+            // vLLM keeps its own error type inside Anthropic's shape.
+            assert_eq!(
+                (&e["type"], &e["error"]["type"]),
+                (&json!("error"), &json!("BadRequestError"))
+            );
+            &e["error"]["message"]
+        } else {
+            assert_eq!(e["error"]["param"], "input_tokens");
+            &e["error"]["message"]
+        };
+        assert!(
+            message
+                .as_str()
+                .is_some_and(|m| m.contains("maximum context length is 4096 tokens")),
+            "{e}"
+        );
+    }
+    // Prompt + output over the context is not refused: the output is cut to fit.
+    let fits = long_text(4000);
+    let m: Value =
+        serde_json::from_str(&post(addr, "/v1/messages", &messages_body(&fits, 500, false)).await)
+            .expect("message JSON");
+    let u = &m["usage"];
+    let total: u64 = [
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+    ]
+    .iter()
+    .map(|k| u[k].as_u64().unwrap_or(0))
+    .sum();
+    assert_eq!(
+        (total, &m["stop_reason"]),
+        (4096, &json!("max_tokens")),
+        "{m}"
     );
     sim.shutdown().await;
 }
@@ -425,25 +444,30 @@ async fn stamps_and_metrics_count_both_routes() {
     let prompt = m[0]["message"]["usage"]["input_tokens"]
         .as_u64()
         .expect("prompt");
+    let _ = post(addr, "/v1/messages", &messages_body(&text, 4, true)).await;
     let _ = post(addr, "/v1/responses", &responses_body(&text, 6, true)).await;
     let served = served_requests(&sim.take_arrival_stamps(), &sim.take_chunk_stamps());
     let seen: Vec<(u64, u32, bool, u64)> = served
         .iter()
         .map(|r| (r.prompt_tokens, r.tokens, r.finished, r.cached_tokens))
         .collect();
-    // The second request is served the first's prompt from the prefix cache.
-    assert_eq!(seen, vec![(prompt, 4, true, 0), (prompt, 6, true, prompt)]);
+    // The second request is served the first's prompt from the prefix cache; the Responses
+    // prompt starts with a second BOS, so it shares no block with them.
     assert_eq!(
-        wait_metric(addr, "vllm:generation_tokens_total", 10.0).await,
-        10.0
+        seen,
+        vec![
+            (prompt, 4, true, 0),
+            (prompt, 4, true, prompt),
+            (prompt + 1, 6, true, 0)
+        ]
     );
-    assert_eq!(
-        wait_metric(addr, "vllm:prompt_tokens_total", 2.0 * prompt as f64).await,
-        2.0 * prompt as f64
-    );
-    assert_eq!(
-        wait_metric(addr, "vllm:prefix_cache_hits_total", prompt as f64).await,
-        prompt as f64
-    );
+    let p = prompt as f64;
+    for (name, want) in [
+        ("vllm:generation_tokens_total", 14.0),
+        ("vllm:prompt_tokens_total", 3.0 * p + 1.0),
+        ("vllm:prefix_cache_hits_total", p),
+    ] {
+        assert_eq!(wait_metric(addr, name, want).await, want, "{name}");
+    }
     sim.shutdown().await;
 }

@@ -1,6 +1,6 @@
 //! The simulator's faults on `/v1/messages` and `/v1/responses`, each in the route's own shape:
-//! a mid-stream error (Anthropic's `error` event with `overloaded_error`; the Responses API's
-//! `error` event), a disconnect (the body breaks off before `message_stop` /
+//! a mid-stream error (Anthropic's `error` event with vLLM's `internal_error`; the Responses
+//! API's `error` event), a disconnect (the body breaks off before `message_stop` /
 //! `response.completed`, half an event first when asked), a malformed event (the route's
 //! token event with its JSON cut), a stall, an injected HTTP 500, a slow first byte and a
 //! full queue.
@@ -74,7 +74,7 @@ async fn a_stream_error_is_the_routes_error_event() {
         assert_eq!(last["type"], "error", "{path}: {last}");
         assert!(e.raw.contains("event: error\ndata: "), "{}", e.raw);
         if path == "/v1/messages" {
-            assert_eq!(last["error"]["type"], "overloaded_error");
+            assert_eq!(last["error"]["type"], "internal_error");
         } else {
             assert!(
                 last["message"]
@@ -162,7 +162,7 @@ async fn refusals_and_injected_errors_take_each_route_shape() {
         if path == "/v1/messages" {
             assert_eq!(
                 (&v["type"], &v["error"]["type"]),
-                (&"error".into(), &"api_error".into())
+                (&"error".into(), &"InternalServerError".into())
             );
         } else {
             assert_eq!(v["error"]["code"], 500, "{v}");
@@ -181,7 +181,7 @@ async fn refusals_and_injected_errors_take_each_route_shape() {
     let (status, text) = exchange(sim.addr(), "POST", path, Some(&body.to_string())).await;
     assert_eq!(status, 503, "{text}");
     let v: Value = serde_json::from_str(&text).expect("error JSON");
-    assert_eq!(v["error"]["type"], "overloaded_error", "{v}");
+    assert_eq!(v["error"]["type"], "ServiceUnavailableError", "{v}");
     sim.shutdown().await;
 
     let sim = crate::spawn(with_faults(FaultConfig {
