@@ -471,3 +471,38 @@ async fn stamps_and_metrics_count_both_routes() {
     }
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_ping_only_when_asked_and_sglang_serves_the_same_routes() {
+    let sim = crate::spawn(SimConfig {
+        messages_ping: true,
+        ..vllm()
+    })
+    .await
+    .expect("starts");
+    let evs = named_events(&post(sim.addr(), "/v1/messages", &messages_body("Hi", 2, true)).await);
+    let first: Vec<&str> = evs.iter().take(3).map(|(n, _)| n.as_str()).collect();
+    assert_eq!(first, ["message_start", "ping", "content_block_start"]);
+    sim.shutdown().await;
+
+    let sim = crate::spawn(SimConfig {
+        decode_step_ms: vec![(1, 0.5)],
+        ..builtin_profile("tiny").expect("tiny")
+    })
+    .await
+    .expect("starts");
+    let addr = sim.addr();
+    for (path, body, end) in [
+        ("/v1/messages", messages_body("Hi", 3, true), "message_stop"),
+        (
+            "/v1/responses",
+            responses_body("Hi", 3, true),
+            "response.completed",
+        ),
+    ] {
+        let evs = named_events(&post(addr, path, &body).await);
+        assert_eq!(evs.last().map(|(n, _)| n.as_str()), Some(end), "{path}");
+        assert!(!evs.iter().any(|(n, _)| n == "ping"), "{path}");
+    }
+    sim.shutdown().await;
+}

@@ -184,6 +184,21 @@ async fn refusals_and_injected_errors_take_each_route_shape() {
     assert_eq!(v["error"]["type"], "ServiceUnavailableError", "{v}");
     sim.shutdown().await;
 
+    // A failure mid-generation of a non-streamed answer is a 500 in the route's shape.
+    let sim = crate::spawn(with_faults(FaultConfig {
+        stream_error_rate: 1.0,
+        ..FaultConfig::default()
+    }))
+    .await
+    .expect("starts");
+    let body = super::agent_apis::messages_body("Go", 20, false);
+    let (status, text) =
+        exchange(sim.addr(), "POST", "/v1/messages", Some(&body.to_string())).await;
+    assert_eq!(status, 500, "{text}");
+    let v: Value = serde_json::from_str(&text).expect("error JSON");
+    assert_eq!(v["type"], "error", "{v}");
+    sim.shutdown().await;
+
     let sim = crate::spawn(with_faults(FaultConfig {
         slow_first_byte_rate: 1.0,
         slow_first_byte_ms: 150,
