@@ -399,6 +399,12 @@ impl Report {
                     f("Max output", number::tokens(u64::from(s.max_output))),
                 ]
                 .into_iter()
+                // The route measured, where it is not the default completions: a server can be
+                // fast on one route and slow on the one its agents use.
+                .chain(
+                    (s.api != llmib_core::Api::Completions)
+                        .then(|| f("API", format!("{} ({})", s.api.label(), s.api.path()))),
+                )
                 .chain(request_controls(&s.request).map(|t| f("Request controls", t)))
                 .collect(),
             },

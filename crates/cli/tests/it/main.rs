@@ -2,6 +2,7 @@
 //! Each module is one suite; they share helpers from `common`.
 
 mod api;
+mod api_agents;
 mod common;
 mod dashboard;
 mod datasets;

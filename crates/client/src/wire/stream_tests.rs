@@ -54,6 +54,16 @@ fn both(spec: RequestSpec) -> [RequestSpec; 2] {
 
 /// A server that answers every request with these SSE events and `[DONE]`.
 async fn sse_server(events: Vec<String>) -> String {
+    let mut body = String::new();
+    for e in events {
+        body.push_str(&format!("data: {e}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    raw_sse_server(body).await
+}
+
+/// A server that answers every request with `body` as an event stream, then closes.
+async fn raw_sse_server(body: String) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -61,15 +71,10 @@ async fn sse_server(events: Vec<String>) -> String {
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         while let Ok((mut s, _)) = listener.accept().await {
-            let events = events.clone();
+            let body = body.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
                 let _ = s.read(&mut buf).await;
-                let mut body = String::new();
-                for e in events {
-                    body.push_str(&format!("data: {e}\n\n"));
-                }
-                body.push_str("data: [DONE]\n\n");
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
@@ -307,5 +312,71 @@ async fn a_body_cut_inside_its_framing_is_a_broken_stream_with_the_reason() {
                 "the stream broke after 1 chunks: the connection closed inside the chunked body (no last chunk)"
             );
         }
+    }
+}
+
+/// vLLM 0.32's warm Messages stream (recorded): the prompt is the start event's whole 1,708,
+/// which the end event's 44 uncached + 1,664 read agree with, whatever the run's reading; cut
+/// before `message_stop`, the same stream is an error that names the missing event; with a
+/// start event that agrees with the end under no reading, no prompt length is taken.
+#[tokio::test]
+async fn a_messages_stream_reads_its_prompt_from_every_report_and_needs_its_end_event() {
+    let warm = include_str!("../../fixtures/transcripts/vllm/live/messages_stream_long_warm.sse");
+    let client = crate::wire::http::build_client(&crate::wire::http::HttpOptions::default())
+        .expect("client");
+    let cancel = CancellationToken::new();
+    let run = |body: String, reading| {
+        let client = client.clone();
+        let cancel = cancel.clone();
+        async move {
+            let url = raw_sse_server(body).await;
+            let mut spec =
+                RequestSpec::new(url, &serde_json::json!({}), Counting::Deferred).expect("spec");
+            spec.api = llmib_core::Api::Messages;
+            spec.reading = reading;
+            spec.max_tokens = Some(8);
+            let mut out = Vec::new();
+            for spec in both(spec) {
+                out.push(measure(&client, &spec, 0, Instant::now(), &cancel, None).await);
+            }
+            out
+        }
+    };
+    for reading in [
+        llmib_core::InputReading::Exclusive,
+        llmib_core::InputReading::Inclusive,
+    ] {
+        for m in run(warm.to_string(), reading).await {
+            assert!(
+                matches!(m.record.outcome, Outcome::Finished { .. }),
+                "{:?}",
+                m.record.outcome
+            );
+            assert_eq!(m.record.prompt_tokens_reported, Some(1708));
+            assert_eq!(m.record.cached_tokens_reported, Some(1664));
+            assert_eq!(m.record.completion_tokens_reported, Some(8));
+            assert_eq!(m.record.chunks.len(), 8);
+        }
+    }
+    let cut = warm[..warm.find("event: message_stop").expect("end event")].to_string();
+    for m in run(cut, llmib_core::InputReading::Exclusive).await {
+        let Outcome::Error { message, .. } = &m.record.outcome else {
+            panic!("{:?}", m.record.outcome);
+        };
+        assert!(message.contains("without message_stop"), "{message}");
+    }
+    let odd = warm.replace(
+        r#""usage":{"input_tokens":1708,"output_tokens":0}"#,
+        r#""usage":{"input_tokens":1708,"output_tokens":0,"cache_read_input_tokens":1664}"#,
+    );
+    assert_ne!(odd, warm);
+    for m in run(odd, llmib_core::InputReading::Exclusive).await {
+        let Outcome::Error { message, .. } = &m.record.outcome else {
+            panic!("{:?}", m.record.outcome);
+        };
+        assert!(
+            message.contains("disagree on the prompt's length"),
+            "{message}"
+        );
     }
 }
