@@ -227,3 +227,70 @@ fn a_control_the_api_lacks_is_refused_in_one_line() {
         assert!(!dir.join("cells.jsonl").exists(), "{api}: nothing measured");
     }
 }
+
+/// Sessions on the agents' routes: 4 sessions × 3 turns from a 1K history with a system
+/// prompt (sent as Messages' `system`, Responses' `instructions`): every turn's prompt is
+/// exact by the route's own count (Responses counts one token more than the chat template's
+/// render on vLLM, as the simulator does), and each turn's cache is what the block cache
+/// predicts.
+#[test]
+fn sessions_run_turn_by_turn_on_the_agents_routes() {
+    let _serial = timing_lock();
+    for api in APIS {
+        let sim = sim(|c| {
+            c.kv_capacity_tokens = 200_000;
+            c.prefix_cache_tokens = 200_000;
+        });
+        let dir = out_dir(&format!("agents-sessions-{api}"));
+        let d = dir.to_str().unwrap_or_default();
+        let o = run_bin(&[
+            "run",
+            "--url",
+            &sim.url,
+            "--api",
+            api,
+            "--contexts",
+            "1K",
+            "--sessions",
+            "4",
+            "--turns",
+            "3",
+            "--turn-input-len",
+            "64",
+            "--turn-output-len",
+            "16",
+            "--system-prompt-len",
+            "128",
+            "--duration",
+            "60s",
+            "--max-output",
+            "16",
+            "--save-requests",
+            "--output",
+            d,
+            "--format",
+            "none",
+        ]);
+        assert!(o.status.success(), "{api}: {}", text(&o));
+        let rows = cells(&dir);
+        let row = rows
+            .iter()
+            .find(|r| r["phase"] == "session")
+            .unwrap_or_else(|| panic!("{api}: no session row in {rows:?}"));
+        let status = row["status"].as_str().unwrap_or_default();
+        assert!(
+            matches!(status, "valid" | "requests_queued"),
+            "{api}: {row}"
+        );
+        assert_eq!(row["turns_completed"], 12, "{api}: {row}");
+        assert_eq!(row["prompt_check"]["mismatched"], 0, "{api}: {row}");
+        let turns = row["per_turn"].as_array().cloned().unwrap_or_default();
+        for t in turns.iter().skip(1) {
+            assert_eq!(
+                num(t, "cached_tokens"),
+                num(t, "predicted_cached_tokens"),
+                "{api}: turn {t}"
+            );
+        }
+    }
+}

@@ -77,7 +77,7 @@ impl Conversation {
             transport,
         };
         let n = match &self.messages {
-            Some(m) => match engine.count_messages(&Value::Array(m.clone())).await {
+            Some(m) => match count_on_route(engine, m).await {
                 Ok(Some(n)) => n,
                 Ok(None) => {
                     return Err(fail(
@@ -101,6 +101,19 @@ impl Conversation {
         self.tokens = n;
         Ok(n)
     }
+}
+
+/// The route's count of a conversation: the chat template's render, plus what the agents'
+/// routes add to it (`Engine::route_extra_tokens`).
+async fn count_on_route(
+    engine: &Engine,
+    m: &[Value],
+) -> Result<Option<u64>, crate::server::engine::EngineError> {
+    let Some(n) = engine.count_messages(&Value::Array(m.to_vec())).await? else {
+        return Ok(None);
+    };
+    let extra = engine.route_extra_tokens().await?;
+    Ok(Some(n.saturating_add_signed(extra)))
 }
 
 /// The history of one session: `system`, then a first user message sized so that the whole

@@ -250,6 +250,9 @@ pub struct Engine {
     /// The server's reading of a Messages usage's `input_tokens`, once calibrated (shared by
     /// the engine's clones, since every stream reads by it).
     reading: Arc<std::sync::OnceLock<llmib_core::InputReading>>,
+    /// What the agents' route counts beyond the chat template's render of the same messages,
+    /// once measured ([`Engine::route_extra_tokens`]).
+    route_extra: Arc<std::sync::OnceLock<i64>>,
 }
 
 impl std::fmt::Debug for Engine {

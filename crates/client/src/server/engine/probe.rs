@@ -301,6 +301,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             raw: None,
             key_header: opts.key_header(),
             reading: Arc::default(),
+            route_extra: Arc::default(),
         },
         served_models,
         notes,

@@ -32,6 +32,7 @@ fn completion_bodies_per_dialect() {
         raw: None,
         key_header: crate::wire::http::KeyHeader::Bearer,
         reading: Arc::default(),
+        route_extra: Arc::default(),
     };
     let mut sg =
         mk(EngineKind::Sglang).completion_body("m", PromptInput::Text("p".into()), 16, true);

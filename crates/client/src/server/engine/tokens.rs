@@ -120,6 +120,27 @@ impl Engine {
         })
     }
 
+    /// What the generation route counts for a conversation beyond the chat template's render
+    /// of it ([`Engine::count_messages`]): 0 on chat; on the agents' routes measured once, on a
+    /// sample, as the route's own count minus the render's (vLLM's Responses route adds a
+    /// second BOS, +1). A session's turns add it, so their prompts stay exact on every route.
+    pub async fn route_extra_tokens(&self) -> Result<i64, EngineError> {
+        if !self.agent_api() {
+            return Ok(0);
+        }
+        if let Some(v) = self.route_extra.get() {
+            return Ok(*v);
+        }
+        let sample = "Reply with one word: which colour is the sky on a clear day?";
+        let Some(rendered) = self.chat_prompt_tokens(sample).await? else {
+            // Nothing to add to: a conversation cannot be counted on this engine at all.
+            return Ok(0);
+        };
+        let route = self.agent_prompt_tokens(sample).await?;
+        let extra = route as i64 - rendered as i64;
+        Ok(*self.route_extra.get_or_init(|| extra))
+    }
+
     /// Whether the engine has a tokenize endpoint.
     pub fn has_tokenizer(&self) -> bool {
         self.dialect.tokenizer != TokenizerKind::None
