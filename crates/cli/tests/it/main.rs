@@ -32,3 +32,4 @@ mod spec_accept;
 mod stable;
 mod telemetry;
 mod vllm;
+mod vllm_agents;

@@ -16,8 +16,9 @@ fn repo_root() -> PathBuf {
 }
 
 /// A vLLM server started by `scripts/vllm/start.sh`, stopped on drop.
-struct Vllm {
-    url: String,
+pub(crate) struct Vllm {
+    /// The server's base URL (`http://127.0.0.1:PORT`).
+    pub(crate) url: String,
     pidfile: String,
 }
 
@@ -25,9 +26,15 @@ impl Vllm {
     /// Starts vLLM, or `None` (with the reason printed) where it is not installed and `CI` is
     /// unset.
     fn start() -> Option<Vllm> {
+        Vllm::start_with(&[])
+    }
+
+    /// As [`Vllm::start`], with more of `start.sh`'s arguments (`--api-key K`).
+    pub(crate) fn start_with(args: &[&str]) -> Option<Vllm> {
         let out = Command::new("bash")
             .arg(repo_root().join("scripts/vllm/start.sh"))
             .args(["--max-num-seqs", "4"])
+            .args(args)
             .stderr(Stdio::inherit())
             .output()
             .expect("run scripts/vllm/start.sh");
