@@ -144,8 +144,7 @@ fn classified(args: &RunArgs) {
         save_requests: _,
         tokenizer: _,
         retry_failed: _,
-        // Per call: not saved with the run.
-        api_key: _,
+        api_key: _, // Per call from here: not saved with the run.
         api_key_header: _,
         config: _,
         resume: _,

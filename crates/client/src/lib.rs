@@ -25,9 +25,8 @@ mod wire;
 
 // One request, streamed and measured: the wire format and the record.
 pub use wire::body::{HttpReader, http_proxy_var};
-pub use wire::chunk::{
-    Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event, parse_event_of,
-};
+pub use wire::chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
+pub use wire::events::parse_event_of;
 pub use wire::http::{
     ANTHROPIC_VERSION, HttpError, HttpOptions, KeyHeader, build_client, describe_request_error,
 };

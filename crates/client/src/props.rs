@@ -3,7 +3,8 @@
 //! across reads, and never panic. Each property runs proptest's default 256 cases.
 
 use crate::server::metrics::Metrics;
-use crate::wire::chunk::{StreamItem, parse_event, parse_event_of};
+use crate::wire::chunk::{StreamItem, parse_event};
+use crate::wire::events::parse_event_of;
 use crate::wire::sse::SseDecoder;
 use proptest::prelude::*;
 

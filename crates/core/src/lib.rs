@@ -10,6 +10,7 @@
 
 mod accuracy;
 mod agent_usage;
+mod api;
 mod arrival;
 mod burst;
 mod capacity;

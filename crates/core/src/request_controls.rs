@@ -81,8 +81,8 @@ impl RequestControls {
     /// The first control that `api` cannot carry, if any: neither the Messages API nor the
     /// Responses API has a sampling `seed` or a `logit_bias` (which forced-token decode needs).
     /// Temperature and top-p exist in every API.
-    pub fn refused_on(&self, api: crate::Api) -> Option<ControlRefused> {
-        if !matches!(api, crate::Api::Messages | crate::Api::Responses) {
+    pub fn refused_on(&self, api: crate::api::Api) -> Option<ControlRefused> {
+        if !matches!(api, crate::api::Api::Messages | crate::api::Api::Responses) {
             return None;
         }
         let control = if self.seed.is_some() {
@@ -164,15 +164,19 @@ mod tests {
         assert_eq!(body["logit_bias"], serde_json::json!({"1234": 100}));
         assert_eq!(body["temperature"], 0.0);
         assert_eq!(body["top_k"], 20);
-        assert_eq!(c.refused_on(crate::Api::Chat), None);
-        let refused = c.refused_on(crate::Api::Messages).expect("no logit_bias");
+        assert_eq!(c.refused_on(crate::api::Api::Chat), None);
+        let refused = c
+            .refused_on(crate::api::Api::Messages)
+            .expect("no logit_bias");
         assert_eq!(refused.control, "--forced-token-id");
         let seeded = RequestControls {
             seed: Some(7),
             temperature: Some(0.5),
             ..RequestControls::default()
         };
-        let refused = seeded.refused_on(crate::Api::Responses).expect("no seed");
+        let refused = seeded
+            .refused_on(crate::api::Api::Responses)
+            .expect("no seed");
         assert!(
             refused
                 .to_string()
@@ -183,7 +187,7 @@ mod tests {
             top_p: Some(0.9),
             ..RequestControls::default()
         };
-        assert_eq!(plain.refused_on(crate::Api::Messages), None);
+        assert_eq!(plain.refused_on(crate::api::Api::Messages), None);
         let mut plain = serde_json::Map::new();
         RequestControls::default().apply(&mut plain);
         assert!(plain.is_empty());

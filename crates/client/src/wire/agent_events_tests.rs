@@ -27,7 +27,7 @@ fn summarize(api: Api, parts: &[&[u8]], reading: InputReading) -> Summary {
     let mut s = Summary::default();
     let mut reports = Vec::new();
     let mut fold = |ev: &SseEvent<'_>, s: &mut Summary| {
-        let item = crate::wire::chunk::parse_event_of(api, ev).expect("parses");
+        let item = crate::wire::events::parse_event_of(api, ev).expect("parses");
         let c = match item {
             StreamItem::Done => {
                 s.done = true;
@@ -247,7 +247,7 @@ fn broken_events_are_malformed_never_text() {
         (Api::Responses, r#"{"type":"response.completed"}"#),
         (Api::Responses, "not json"),
     ] {
-        let e = crate::wire::chunk::parse_event_of(api, &ev("", data)).expect_err(data);
+        let e = crate::wire::events::parse_event_of(api, &ev("", data)).expect_err(data);
         assert!(e.to_string().starts_with("malformed chunk"), "{e}");
     }
 }

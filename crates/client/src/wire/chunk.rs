@@ -168,19 +168,6 @@ pub fn parse_data(data: &str) -> Result<StreamItem<'_>, ChunkError> {
     Ok(StreamItem::Chunk(chunk))
 }
 
-/// Parses one SSE event of a stream from `api`'s route ([`parse_event`] for completions and
-/// chat; the agents' APIs have parsers of their own).
-pub fn parse_event_of<'a>(
-    api: llmib_core::Api,
-    ev: &SseEvent<'a>,
-) -> Result<StreamItem<'a>, ChunkError> {
-    match api {
-        llmib_core::Api::Completions | llmib_core::Api::Chat => parse_event(ev),
-        llmib_core::Api::Messages => crate::wire::agent_events::parse_messages_event(ev),
-        llmib_core::Api::Responses => crate::wire::agent_events::parse_responses_event(ev),
-    }
-}
-
 /// Parses one SSE event, honouring an error event type (llama.cpp's `error:` field, or an
 /// `event: error`) whose data may be JSON or plain text.
 pub fn parse_event<'a>(ev: &SseEvent<'a>) -> Result<StreamItem<'a>, ChunkError> {

@@ -9,7 +9,8 @@
 //! a lock the stream only ever tries: a viewer that holds it costs the viewer that read's
 //! text, never the stream a wait.
 
-use crate::wire::chunk::{StreamItem, parse_event_of};
+use crate::wire::chunk::StreamItem;
+use crate::wire::events::parse_event_of;
 use crate::wire::sse::SseDecoder;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, TryLockError};

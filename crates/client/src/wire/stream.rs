@@ -8,10 +8,12 @@
 //! one read share that read's instant: they did arrive together.
 
 use crate::wire::body::Body;
-use crate::wire::chunk::{StreamItem, error_body_message, parse_event_of};
+use crate::wire::chunk::{StreamItem, error_body_message};
 use crate::wire::error_kind::RequestErrorKind;
+use crate::wire::events::parse_event_of;
 use crate::wire::live::StreamLive;
 use crate::wire::sse::SseDecoder;
+use crate::wire::stream_end::{broken, end_outcome, error, messages_prompt, silent};
 use bytes::Bytes;
 use llmib_core::TokenCountSource;
 use llmib_core::{Chunk, LoopGuard, Outcome, RequestRecord};
@@ -158,23 +160,6 @@ fn ns(origin: Instant, t: Instant) -> u64 {
     t.saturating_duration_since(origin).as_nanos() as u64
 }
 
-fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or("").trim();
-    if line.chars().count() > 300 {
-        line.chars().take(300).collect::<String>() + "…"
-    } else {
-        line.to_string()
-    }
-}
-
-/// An error outcome with its first line only.
-fn error(kind: RequestErrorKind, msg: String) -> Outcome {
-    Outcome::Error {
-        kind: kind.name().into_owned(),
-        message: first_line(&msg),
-    }
-}
-
 /// Sends `spec` and measures the stream until it ends or `cancel` fires. Never fails: every error becomes an [`Outcome::Error`] in the record.
 /// `live`, when given, gets the stream's first-token flag as soon as the first content chunk
 /// arrives (readiness watches it) and its running token count (live views).
@@ -258,7 +243,7 @@ async fn drive(
             // Dropping the body closes the connection, so the server aborts the request and
             // frees its KV cache.
             _ = &mut cancelled => return (now(), Outcome::Cancelled),
-            _ = &mut silence => return (now(), silent(spec.limits, m.record.chunks.len())),
+            _ = &mut silence => return (now(), silent(spec.limits.first_token, spec.limits.idle, m.record.chunks.len())),
             n = body.next() => n,
         };
         let (bytes, at) = match next {
@@ -293,32 +278,19 @@ async fn drive(
     {
         seen.done = true;
     }
-    held_back_token(m, &seen, spec.counting);
-    if let Err(conflict) = messages_prompt(m, &seen, spec.reading) {
-        return (end, conflict);
-    }
-    (
-        end,
-        end_outcome(spec.api, seen.done, seen.finish, m.record.chunks.len()),
-    )
+    (end, ended_on_its_own(m, seen, spec))
 }
 
-/// A Messages stream's prompt length, from all of its usage reports read together (see
-/// `llmib_core::request_prompt_tokens`); reports that agree under no reading fail the request
-/// with the server's numbers, never a guessed length.
-fn messages_prompt(
-    m: &mut Measured,
-    seen: &Seen,
-    reading: llmib_core::InputReading,
-) -> Result<(), Outcome> {
-    match llmib_core::request_prompt_tokens(&seen.messages_usage, reading) {
-        Ok(Some((n, _))) => {
-            m.record.prompt_tokens_reported = Some(n);
-            Ok(())
-        }
-        Ok(None) => Ok(()),
-        Err(e) => Err(error(RequestErrorKind::CountDisagreement, e.to_string())),
+/// How a stream that the server ended ended: its held-back token counted, a Messages stream's
+/// prompt read from all its usage reports, then finished or failed by its end event.
+fn ended_on_its_own(m: &mut Measured, seen: Seen, spec: &RequestSpec) -> Outcome {
+    held_back_token(m, &seen, spec.counting);
+    match messages_prompt(&seen.messages_usage, spec.reading) {
+        Ok(Some(n)) => m.record.prompt_tokens_reported = Some(n),
+        Ok(None) => {}
+        Err(conflict) => return conflict,
     }
+    end_outcome(spec.api, seen.done, seen.finish, m.record.chunks.len())
 }
 
 /// What the stream has said so far beyond its chunks.
@@ -479,7 +451,7 @@ async fn send(
     let resp = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err((now(), Outcome::Cancelled)),
-        _ = limit => return Err((now(), silent(spec.limits, 0))),
+        _ = limit => return Err((now(), silent(spec.limits.first_token, spec.limits.idle, 0))),
         r = crate::wire::http::send_fresh(req, || *sent_ns = now()) => r,
     };
     let resp = resp.map_err(|e| {
@@ -527,7 +499,7 @@ async fn send_raw(
     let answer = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err((now(), Outcome::Cancelled)),
-        _ = limit => return Err((now(), silent(spec.limits, 0))),
+        _ = limit => return Err((now(), silent(spec.limits.first_token, spec.limits.idle, 0))),
         r = raw.send(&spec.body, || *sent_ns = now()) => r,
     };
     let (resp, head) = answer.map_err(|e| match e {
@@ -632,58 +604,6 @@ fn account(
                 }
             }
         }
-    }
-}
-
-/// The outcome of a stream whose body broke after `chunks` chunks.
-fn broken(chunks: usize, e: &dyn std::fmt::Display) -> Outcome {
-    let msg = format!("the stream broke after {chunks} chunks: {e}");
-    error(RequestErrorKind::StreamBroken, msg)
-}
-
-/// The outcome of a stream given up for silence, with what to do about it.
-fn silent(limits: StreamLimits, chunks: usize) -> Outcome {
-    let secs = |d: Duration| format!("{:.0} s", d.as_secs_f64());
-    if chunks == 0 {
-        error(
-            RequestErrorKind::TimeoutFirstToken,
-            format!(
-                "no token within {} of sending the request: the server accepted it but stayed silent (raise --first-token-timeout if its prefill is that slow)",
-                secs(limits.first_token)
-            ),
-        )
-    } else {
-        error(
-            RequestErrorKind::TimeoutIdle,
-            format!(
-                "the stream went silent for {} after {chunks} chunks (raise --idle-timeout if the server stalls that long on purpose)",
-                secs(limits.idle)
-            ),
-        )
-    }
-}
-
-/// How a stream that ended on its own ended: its API's end event (`[DONE]`, `message_stop`,
-/// `response.completed`) with a finish reason is a finished request; anything else is an error
-/// of the server's.
-fn end_outcome(api: llmib_core::Api, done: bool, finish: Option<String>, chunks: usize) -> Outcome {
-    let end = match api {
-        llmib_core::Api::Completions | llmib_core::Api::Chat => "[DONE]",
-        llmib_core::Api::Messages => "message_stop",
-        llmib_core::Api::Responses => "response.completed",
-    };
-    match (done, finish) {
-        (true, Some(reason)) => Outcome::Finished { reason },
-        (true, None) => error(
-            RequestErrorKind::NoFinishReason,
-            format!("the stream ended with {end} but no stop reason"),
-        ),
-        (false, _) => error(
-            RequestErrorKind::NoDone,
-            format!(
-                "the stream ended without {end} after {chunks} chunks (the server closed the connection)"
-            ),
-        ),
     }
 }
 

@@ -10,7 +10,8 @@
 use serde_json::{Value, json};
 
 use super::{Engine, EngineError, GENERATION_TIMEOUT, PromptInput};
-use crate::wire::chunk::{StreamItem, parse_event_of};
+use crate::wire::chunk::StreamItem;
+use crate::wire::events::parse_event_of;
 use crate::wire::sse::SseDecoder;
 use llmib_core::{Api, MessagesUsage};
 

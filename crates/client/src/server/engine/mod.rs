@@ -362,7 +362,7 @@ impl Engine {
     }
 
     /// How the server means a Messages usage's `input_tokens`: learned by the prompt
-    /// calibration's probes ([`Engine::learn_reading`]); Anthropic's until then.
+    /// calibration's probes (`agent_prompt_tokens`); Anthropic's until then.
     pub fn input_reading(&self) -> llmib_core::InputReading {
         self.reading.get().copied().unwrap_or_default()
     }

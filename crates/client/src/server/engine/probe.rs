@@ -226,6 +226,18 @@ pub(crate) fn normalize_base_url(url: &str) -> Result<String, ProbeError> {
     Ok(t.to_owned())
 }
 
+/// The client every request of the run goes through: the key in the headers the API wants,
+/// and `anthropic-version` on the Messages API.
+fn client_for(opts: &ProbeOptions) -> Result<reqwest::Client, ProbeError> {
+    Ok(build_client(&HttpOptions {
+        api_key: opts.api_key.clone(),
+        key_header: opts.key_header(),
+        anthropic: opts.api == Some(Api::Messages),
+        connect_timeout: opts.timeout,
+        ..HttpOptions::default()
+    })?)
+}
+
 pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     let mut base = normalize_base_url(&opts.base_url)?;
     let mut notes = Vec::new();
@@ -240,13 +252,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             base = bare;
         }
     }
-    let client = build_client(&HttpOptions {
-        api_key: opts.api_key.clone(),
-        key_header: opts.key_header(),
-        anthropic: opts.api == Some(Api::Messages),
-        connect_timeout: opts.timeout,
-        ..HttpOptions::default()
-    })?;
+    let client = client_for(opts)?;
     let t = opts.timeout;
 
     // 1. The server answers, the key works, the model exists.
