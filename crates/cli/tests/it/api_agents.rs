@@ -294,3 +294,38 @@ fn sessions_run_turn_by_turn_on_the_agents_routes() {
         }
     }
 }
+
+/// The key on the Messages API goes as Bearer and as `x-api-key` by default (a server copying
+/// Anthropic's API may check either; vLLM checks Bearer): the run measures against a
+/// Bearer-only server, `--api-key-header x-api-key` alone is refused there with the probe's
+/// one-line key error, and the key reaches no file.
+#[test]
+fn the_messages_key_goes_in_both_headers_and_nowhere_else() {
+    let _serial = timing_lock();
+    let key = "sk-agents-secret-7";
+    let sim = sim(|c| c.api_key = Some(key.into()));
+    let dir = out_dir("agents-key");
+    let extra = ["--api", "messages", "--api-key", key];
+    let o = run_small(&sim.url, &dir, "512", "1", "1s", "8", &extra);
+    assert!(o.status.success(), "{}", text(&o));
+    for entry in std::fs::read_dir(&dir).expect("results") {
+        let path = entry.expect("entry").path();
+        let body = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!body.contains(key), "the key in {}", path.display());
+    }
+    assert!(!text(&o).contains(key), "the key on the terminal");
+    let dir = out_dir("agents-key-xapi");
+    let only = [
+        "--api",
+        "messages",
+        "--api-key",
+        key,
+        "--api-key-header",
+        "x-api-key",
+    ];
+    let o = run_small(&sim.url, &dir, "512", "1", "1s", "8", &only);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("--api-key"), "says what to check: {err}");
+    assert!(!err.contains(key), "{err}");
+}
