@@ -1,4 +1,6 @@
-//! `/v1/responses` on the wire: OpenAI's Responses API as vLLM serves it ([`ResponsesFrames`]).
+//! `/v1/responses` on the wire: OpenAI's Responses API as vLLM 0.32 serves it
+//! ([`ResponsesFrames`]), shapes and key order as recorded
+//! (`crates/client/fixtures/transcripts/vllm/live/responses_*`).
 //!
 //! A stream is SSE with an `event:` line naming each event's `type`, every event numbered by
 //! `sequence_number` from 0: `response.created` and `response.in_progress` at once (the
@@ -11,11 +13,17 @@
 //! `response.content_part.done`, `response.output_item.done`), and last
 //! `response.completed`. vLLM ends a length stop with `response.completed` too, its response
 //! saying `status: "incomplete"` and `incomplete_details: {"reason": "max_output_tokens"}`.
-//! No `[DONE]`. A failure mid-stream is an `error` event and the end of the body.
+//! No `[DONE]`. A failure mid-stream is an `error` event (`code` `InternalServerError`, the
+//! type vLLM gives a generation error; not recorded) and the end of the body.
 //!
 //! Usage follows OpenAI's reading: `input_tokens` includes the cached ones
 //! (`input_tokens_details.cached_tokens`), `output_tokens` the reasoning ones
-//! (`output_tokens_details.reasoning_tokens`).
+//! (`output_tokens_details.reasoning_tokens`), with vLLM's extras: `cache_write_tokens` (what
+//! the prompt wrote to the prefix cache, as `/v1/messages` reports its creation), empty
+//! per-turn lists and `tool_output_tokens`. Where vLLM differs from OpenAI (and so does the
+//! simulator): ids are `resp_` / `msg_` and 16 hex digits, `tool_choice` is `"none"`, message
+//! items carry `phase: null`, a part's `logprobs` is `[]` while it streams and `null` once
+//! done, and the response object ends with vLLM's own members (`kv_transfer_params`, …).
 //!
 //! Members are written in the order vLLM's pydantic models declare them, which a `Value` map
 //! would sort; hence the small ordered [`Json`] tree.
