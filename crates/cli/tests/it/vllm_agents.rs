@@ -13,9 +13,10 @@
 //!   plus the run's unrecorded requests (warm-ups, calibration probes), equal vLLM's
 //!   `vllm:generation_tokens_total` delta exactly.
 //!
-//! On Messages, a session cell too: each session's later turns read the cache
-//! (`cache_read_input_tokens` > 0), and vLLM's prefix-cache counter equals their sum. (Not on
-//! Responses: the turns are counted by `/tokenize`, one BOS short of that route's count.)
+//! Per route, a session cell too: every turn's prompt exact (on Responses, the route's extra
+//! BOS added to the rendered conversation's count), each session's later turns read the cache
+//! (Messages' `cache_read_input_tokens`, Responses' `cached_tokens`, > 0), and vLLM's
+//! prefix-cache counter equals their sum.
 //!
 //! vLLM's Messages route ignores `ignore_eos`, so a model may stop early there; the tiny model
 //! does not, but an early stop is printed, and named in the failure where it costs a cell its
@@ -46,10 +47,8 @@ fn vllm_agents_routes_exact_prompts_every_token_counted_and_the_cache_read() {
     for api in ["messages", "responses"] {
         sustained_matrix(&server.url, api);
         burst_matrix_counts_every_token(&server.url, api);
+        session_reads_the_cache(&server.url, api);
     }
-    // Not on Responses yet: a session's turns are counted by vLLM's `/tokenize` of their
-    // messages, one BOS short of what that route counts, so its turns are one token long.
-    session_reads_the_cache(&server.url, "messages");
 }
 
 /// Runs the binary on `api` into a fresh directory `name` with `args` after the common flags,
