@@ -121,18 +121,33 @@ fn conflict(reports: &[MessagesUsage]) -> UsageConflict {
 
 /// The run's reading, from the usage reports of several requests *of the same prompt* (the
 /// calibration's probe sent cold, then again warm from the cache, each with its start and end
-/// reports): the reading under which every report of every request claims one length.
-/// Anthropic's (exclusive) where both do (a server that reported no cache counts, where the
-/// readings agree); an error where neither does.
-pub fn infer_reading(requests: &[Vec<MessagesUsage>]) -> Result<InputReading, UsageConflict> {
+/// reports): the reading under which every report of every request claims one length. Where
+/// both readings do (a server that reported no cache counts, where they give the same length;
+/// or one that repeats the cache's part of the whole on every report), the one whose length is
+/// nearer `near` (the prompt's length by another count, the chat template's render), and
+/// Anthropic's (exclusive) on a tie or without `near`. An error where neither reading agrees.
+pub fn infer_reading(
+    requests: &[Vec<MessagesUsage>],
+    near: Option<u64>,
+) -> Result<InputReading, UsageConflict> {
     let all: Vec<MessagesUsage> = requests.iter().flatten().copied().collect();
     if all.is_empty() {
         return Ok(InputReading::Exclusive);
     }
-    [InputReading::Exclusive, InputReading::Inclusive]
+    let found: Vec<(InputReading, u64)> = [InputReading::Exclusive, InputReading::Inclusive]
         .into_iter()
-        .find(|r| agreed(&all, *r).is_some())
-        .ok_or_else(|| conflict(&all))
+        .filter_map(|r| agreed(&all, r).map(|n| (r, n)))
+        .collect();
+    match (found.as_slice(), near) {
+        ([], _) => Err(conflict(&all)),
+        ([(r, _)], _) | ([(r, _), _], None) => Ok(*r),
+        ([(ex, a), (inc, b), ..], Some(near)) => Ok(if b.abs_diff(near) < a.abs_diff(near) {
+            *inc
+        } else {
+            *ex
+        }),
+        ([_, _, _, ..], None) => Ok(InputReading::Exclusive),
+    }
 }
 
 #[cfg(test)]
@@ -195,21 +210,47 @@ mod tests {
     #[test]
     fn the_runs_reading_comes_from_a_cold_and_a_warm_probe() {
         assert_eq!(
-            infer_reading(&[vllm_cold(), vllm_warm()]).expect("one"),
+            infer_reading(&[vllm_cold(), vllm_warm()], Some(94)).expect("one"),
             InputReading::Exclusive
         );
         let cold = vec![u(1758, Some(0), None), u(1758, Some(0), None)];
         assert_eq!(
-            infer_reading(&[cold, inclusive_warm()]).expect("one"),
+            infer_reading(&[cold, inclusive_warm()], None).expect("one"),
             InputReading::Inclusive
         );
         // No cache counts anywhere: the readings agree, Anthropic's is named.
         let plain = vec![u(500, None, None), u(500, None, None)];
         assert_eq!(
-            infer_reading(&[plain.clone(), plain]).expect("one"),
+            infer_reading(&[plain.clone(), plain], Some(500)).expect("one"),
             InputReading::Exclusive
         );
-        assert_eq!(infer_reading(&[]).expect("none"), InputReading::Exclusive);
+        assert_eq!(
+            infer_reading(&[], None).expect("none"),
+            InputReading::Exclusive
+        );
+    }
+
+    /// A server of the other reading that reports the cache's write as a part of the whole
+    /// too: cold and warm agree under both readings (3,372 with the cache added, 1,758 alone);
+    /// the prompt's length by the chat render (1,757 here, one BOS less) decides.
+    #[test]
+    fn where_both_readings_agree_the_length_nearer_the_render_decides() {
+        let cold = vec![u(1758, Some(0), Some(1664)), u(1758, Some(0), Some(1664))];
+        let r = [cold, inclusive_warm()];
+        assert_eq!(
+            infer_reading(&r, Some(1757)).expect("one"),
+            InputReading::Inclusive
+        );
+        assert_eq!(
+            infer_reading(&r, None).expect("one"),
+            InputReading::Exclusive
+        );
+        // Equally near: Anthropic's.
+        let tie = [vec![u(100, Some(10), None)], vec![u(100, Some(10), None)]];
+        assert_eq!(
+            infer_reading(&tie, Some(105)).expect("one"),
+            InputReading::Exclusive
+        );
     }
 
     #[test]
@@ -219,7 +260,7 @@ mod tests {
         assert_eq!(e.exclusive, vec![3422, 94]);
         assert_eq!(e.inclusive, vec![1758, 94]);
         assert!(e.to_string().contains("no prompt length"), "{e}");
-        assert!(infer_reading(&[r.to_vec()]).is_err());
+        assert!(infer_reading(&[r.to_vec()], Some(1758)).is_err());
         assert_eq!(
             request_prompt_tokens(&[], InputReading::Exclusive),
             Ok(None)

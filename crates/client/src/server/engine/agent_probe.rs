@@ -2,10 +2,11 @@
 //! prompt builder's calibration, and the run's reading of a Messages usage.
 //!
 //! The count is the route's own: a one-token streamed request's usage, which covers the
-//! template and any system prompt the route adds. On Messages the probe is sent twice, cold
-//! then warm from the prefix cache, and every usage report of both (each stream's
-//! `message_start` and `message_delta`) goes to `llmib_core::infer_reading`: the reading under
-//! which they all agree is the server's, and every measured stream reads its usage by it.
+//! template and any system prompt the route adds. On Messages, once per run, a longer prompt of
+//! the run's own (two cache blocks at least) is sent twice, cold then warm from the prefix
+//! cache, and every usage report of both (each stream's `message_start` and `message_delta`)
+//! goes to `llmib_core::infer_reading`: the reading under which they all agree is the
+//! server's, and every measured stream reads its usage by it.
 
 use serde_json::{Value, json};
 
@@ -40,15 +41,49 @@ impl Engine {
         if self.api != Api::Messages {
             return cold.prompt_tokens.ok_or_else(|| no_usage(&url));
         }
-        let warm = self.probe_stream(&url, &body).await?;
-        let reading = llmib_core::infer_reading(&[cold.reports.clone(), warm.reports])
-            .map_err(|e| parse_error(&url, e.to_string()))?;
-        self.set_input_reading(reading);
+        let reading = match self.reading.get() {
+            Some(r) => *r,
+            None => {
+                let r = self.learn_reading(&url, content).await?;
+                self.set_input_reading(r);
+                r
+            }
+        };
         match llmib_core::request_prompt_tokens(&cold.reports, reading) {
             Ok(Some((n, _))) => Ok(n),
             Ok(None) => Err(no_usage(&url)),
             Err(e) => Err(parse_error(&url, e.to_string())),
         }
+    }
+
+    /// The server's reading of a Messages usage's `input_tokens`: a prompt of this run alone
+    /// (a fresh tag, so its first send is cold) and at least two of the server's cache blocks
+    /// long (a shorter one is never cached, and then both readings agree), sent twice, cold
+    /// then warm; every usage report of both goes to `llmib_core::infer_reading`, with the chat
+    /// template's render of the same prompt as the tie-break where both readings agree.
+    async fn learn_reading(
+        &self,
+        url: &str,
+        sample: &str,
+    ) -> Result<llmib_core::InputReading, EngineError> {
+        let block = self.cache_block_tokens().unwrap_or(128).max(16);
+        // The sample is about a hundred tokens; enough copies for two blocks and a spare.
+        let copies = (2 * block + 64).div_ceil(80).max(4) as usize;
+        let nonce = llmib_core::unix_now_ns();
+        let text = format!("[{nonce}] {}", vec![sample; copies].join(" "));
+        let messages = json!([{"role": "user", "content": text}]);
+        let body = self.completion_body(
+            &self.model.served_model,
+            PromptInput::Messages(messages.clone()),
+            1,
+            true,
+        );
+        let cold = self.probe_stream(url, &body).await?;
+        let warm = self.probe_stream(url, &body).await?;
+        // The render's count where the engine can give it: the route may add a token or two.
+        let near = self.count_messages(&messages).await.ok().flatten();
+        llmib_core::infer_reading(&[cold.reports, warm.reports], near)
+            .map_err(|e| parse_error(url, e.to_string()))
     }
 
     /// Sends one streamed probe and reads its whole answer's usage.
