@@ -144,7 +144,7 @@ pub fn api_of(ev: &SseEvent<'_>) -> llmib_core::Api {
 
 /// A stop reason in chat's words: the API's word for the length limit (`limit`) is `length`;
 /// Anthropic's `end_turn` and `stop_sequence` are `stop`; any other word is kept.
-fn chat_reason<'a>(reason: Cow<'a, str>, limit: &str) -> Cow<'a, str> {
+pub(crate) fn chat_reason<'a>(reason: Cow<'a, str>, limit: &str) -> Cow<'a, str> {
     match reason.as_ref() {
         r if r == limit => Cow::Borrowed("length"),
         "end_turn" | "stop_sequence" => Cow::Borrowed("stop"),

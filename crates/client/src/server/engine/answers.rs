@@ -89,13 +89,7 @@ pub fn answer_of(api: Api, v: &Value) -> Option<Answer> {
 
 /// The API's stop reason in chat's words, as the stream parsers give it.
 fn chat_words(reason: &str, limit: &str) -> String {
-    match reason {
-        r if r == limit => "length",
-        "end_turn" | "stop_sequence" => "stop",
-        "tool_use" => "tool_calls",
-        other => other,
-    }
-    .to_owned()
+    crate::wire::agent_events::chat_reason(reason.into(), limit).into_owned()
 }
 
 #[cfg(test)]
