@@ -329,3 +329,46 @@ fn the_messages_key_goes_in_both_headers_and_nowhere_else() {
     assert!(err.contains("--api-key"), "says what to check: {err}");
     assert!(!err.contains(key), "{err}");
 }
+
+/// `eval --api messages|responses`: the accuracy profile's answers read from each API's whole
+/// body score exactly what the simulator's set accuracy decides, item by item.
+#[test]
+fn eval_scores_answers_read_from_the_agents_routes() {
+    use llmib_sim::answers::answers_correctly;
+    let _serial = timing_lock();
+    let base = out_dir("agents-eval");
+    let _ = std::fs::remove_dir_all(&base);
+    let data = base.join("data");
+    let (gsm_ids, _) = crate::eval::write_fixtures(&data);
+    let sim = sim(|c| c.answer_accuracy = Some(0.8));
+    let want = gsm_ids
+        .iter()
+        .filter(|id| answers_correctly(id, 0.8))
+        .count();
+    for api in APIS {
+        let out = base.join(api);
+        let o = run_bin(&[
+            "eval",
+            "--url",
+            &sim.url,
+            "--api",
+            api,
+            "--profile",
+            "gsm8k",
+            "--dataset-dir",
+            data.to_str().unwrap_or_default(),
+            "--concurrency",
+            "4",
+            "--max-output",
+            "64",
+            "--output",
+            out.to_str().unwrap_or_default(),
+        ]);
+        assert!(o.status.success(), "{api}: {}", text(&o));
+        let e: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).expect("eval"))
+                .expect("JSON");
+        assert_eq!(e["accuracy"]["n"], 40, "{api}: {e:#}");
+        assert_eq!(e["accuracy"]["correct"], want, "{api}: {e:#}");
+    }
+}

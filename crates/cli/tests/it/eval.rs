@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Fixture datasets: GSM8K-style numbers and MMLU-Pro-style letters, each question carrying the
 /// simulator's `⟦sim:ID:ANSWER⟧` marker.
-fn write_fixtures(dir: &Path) -> (Vec<String>, Vec<String>) {
+pub(crate) fn write_fixtures(dir: &Path) -> (Vec<String>, Vec<String>) {
     std::fs::create_dir_all(dir).expect("dataset dir");
     let mut gsm = String::new();
     let mut gsm_ids = Vec::new();
