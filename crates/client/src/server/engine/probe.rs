@@ -274,6 +274,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     let (mut info, model, launch) = describe(kind, &d, served);
     let dialect = Dialect::of(kind);
     metric_capabilities(kind, dialect, &d, &mut info, &mut notes);
+    notes.extend(route_note(opts, kind));
     apply_overrides(opts, &mut info);
     for v in info.extra.values_mut() {
         redact_json(v);
@@ -613,6 +614,14 @@ fn metric_capabilities(
             None => {}
         },
     }
+}
+
+/// What the chosen route cannot do on this engine that the run relies on: vLLM's Messages
+/// route drops `ignore_eos` (recorded on 0.32), so an answer may end before `max_tokens`.
+fn route_note(opts: &ProbeOptions, kind: EngineKind) -> Option<String> {
+    (opts.api == Some(Api::Messages) && kind == EngineKind::Vllm && !opts.respect_eos).then(|| {
+        "vLLM's /v1/messages ignores ignore_eos: an answer may end at the model's end of sequence before max_tokens (each cell counts such early stops)".to_string()
+    })
 }
 
 /// `--kv-capacity` replaces the capacity; `--dcp-size` multiplies the reported one.
