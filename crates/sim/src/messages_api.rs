@@ -72,18 +72,9 @@ struct Message<'a> {
     usage: Usage,
 }
 
-/// A block's delta.
-#[derive(Debug, Serialize)]
-struct Delta<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signature: Option<&'a str>,
-}
+/// A block's delta: the same members as a block (`type`, then its text, thinking or
+/// signature).
+type Delta<'a> = Block<'a>;
 
 /// `message_delta`'s delta.
 #[derive(Debug, Serialize)]
