@@ -3,7 +3,8 @@
 //! together: an answer or an error, never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use llmib_client::{SseDecoder, StreamItem, parse_event_of};
+use llmib_client::{ChunkError, SseDecoder, StreamItem, parse_event_of};
+use llmib_core::MessagesUsage;
 use llmib_core::{Api, InputReading, request_prompt_tokens};
 
 fuzz_target!(|data: &[u8]| {
@@ -20,21 +21,23 @@ fuzz_target!(|data: &[u8]| {
     let cut = rest.first().map_or(0, |&b| usize::from(b)).min(rest.len());
     let mut dec = SseDecoder::new();
     let mut reports = Vec::new();
-    let mut take = |item| {
-        if let Ok(StreamItem::Chunk(c) | StreamItem::Final(c)) = item {
-            reports.extend(c.messages_usage);
-        }
-    };
     for part in [&rest[..cut], &rest[cut..]] {
         dec.push(part);
         while let Some(ev) = dec.next_event() {
             if let Ok(ev) = ev {
-                take(parse_event_of(api, &ev));
+                take(parse_event_of(api, &ev), &mut reports);
             }
         }
     }
     if let Some(Ok(ev)) = dec.finish() {
-        take(parse_event_of(api, &ev));
+        take(parse_event_of(api, &ev), &mut reports);
     }
     let _ = request_prompt_tokens(&reports, reading);
 });
+
+/// Keeps a Messages usage report, if the event carried one.
+fn take(item: Result<StreamItem<'_>, ChunkError>, reports: &mut Vec<MessagesUsage>) {
+    if let Ok(StreamItem::Chunk(c) | StreamItem::Final(c)) = item {
+        reports.extend(c.messages_usage);
+    }
+}
