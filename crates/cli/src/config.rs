@@ -349,11 +349,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "TIME", value_parser = parse::start_at)]
     #[serde(deserialize_with = "de::start_at")]
     pub start_at: Option<String>,
-    /// With --shard: each cell's preparation time in the timetable (prompts built and warmed,
-    /// a prefill measured), seconds (default 60). A shard that needs longer is late, and its
-    /// part of the cell is marked.
+    /// With --shard: the first cell's preparation after --start-at (its prompts built and
+    /// warmed), seconds (default 10; longer where the plan's prompts need it). A shard that
+    /// needs longer is late, and its part of the cell is marked.
     #[arg(long, value_name = "SECONDS")]
     pub shard_prep_seconds: Option<f64>,
+    /// With --shard: the server's prefill rate the timetable sizes each cell's preparation and
+    /// decode ramp for, prompt tokens per second (default 10000): the prefill row's rate, or
+    /// less. Too high, and a shard is late for a cell; too low, and slots wait longer.
+    #[arg(long, value_name = "TOK/S")]
+    pub shard_prefill_rate: Option<f64>,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -554,7 +559,7 @@ impl RunArgs {
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 input_len, output_len, workload, time_scale, until_stable,
                 session,
-                shard, shards, start_at, shard_prep_seconds,
+                shard, shards, start_at, shard_prep_seconds, shard_prefill_rate,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader, events,
                 hardware_info;

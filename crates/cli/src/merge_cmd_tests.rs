@@ -21,6 +21,7 @@ fn info(shard: Option<ShardSpec>) -> RunInfo {
             start_at: "2027-01-15T10:00:00Z".into(),
             start_unix_ns: DUE,
             prep_s: 10.0,
+            prefill_tok_per_s: 10_000.0,
         }),
         ..Settings::default()
     };
@@ -83,6 +84,7 @@ fn shard_cell(index: u32, requests: u64, window: bool) -> Box<ShardCell> {
         requests,
         server_generation_tokens: None,
         clock: None,
+        slot: None,
     })
 }
 
@@ -131,6 +133,7 @@ fn write_shard(dir: &Path, index: u32) {
         mine,
         prompt_tokens: None,
         expected_prompt_tokens: 1024,
+        slot: None,
     })
     .expect("schedule");
 }

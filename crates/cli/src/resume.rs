@@ -132,8 +132,8 @@ fn classified(args: &RunArgs) {
         shards: _,
         start_at: _,
         shard_prep_seconds: _,
-        // Changeable: `apply_changes` (and the URL note in `decide`).
-        url: _,
+        shard_prefill_rate: _,
+        url: _, // Changeable from here: `apply_changes` (and the URL note in `decide`).
         max_time: _,
         decode_warmup_seconds: _,
         until_stable: _,

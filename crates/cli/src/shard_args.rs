@@ -1,4 +1,5 @@
-//! The run's shard settings (`--shard`, `--shards`, `--start-at`, `--shard-prep-seconds`):
+//! The run's shard settings (`--shard`, `--shards`, `--start-at`, `--shard-prep-seconds`,
+//! `--shard-prefill-rate`):
 //! which shard this process is, the timetable every shard shares, and the settings a shard
 //! cannot take (each would make the shards' plans drift apart while they run).
 
@@ -22,10 +23,13 @@ impl RunArgs {
     /// `None` without `--shard`.
     pub fn sharded(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Option<Sharded>> {
         let Some(arg) = self.shard else {
-            if self.start_at.is_some() || self.shards.is_some() || self.shard_prep_seconds.is_some()
+            if self.start_at.is_some()
+                || self.shards.is_some()
+                || self.shard_prep_seconds.is_some()
+                || self.shard_prefill_rate.is_some()
             {
                 bail!(
-                    "--start-at, --shards and --shard-prep-seconds are for a sharded run: add --shard I/N (or auto)"
+                    "--start-at, --shards, --shard-prep-seconds and --shard-prefill-rate are for a sharded run: add --shard I/N (or auto)"
                 );
             }
             return Ok(None);
@@ -56,6 +60,14 @@ impl RunArgs {
         if !(prep_s.is_finite() && (1.0..=3600.0).contains(&prep_s)) {
             bail!("--shard-prep-seconds takes 1 to 3600 seconds");
         }
+        let prefill_tok_per_s = self
+            .shard_prefill_rate
+            .unwrap_or(llmib_core::DEFAULT_SHARD_PREFILL_TOK_PER_S);
+        if !(prefill_tok_per_s.is_finite() && (100.0..=1e9).contains(&prefill_tok_per_s)) {
+            bail!(
+                "--shard-prefill-rate takes 100 to 1e9 prompt tokens per second (the server's prefill rate, e.g. the prefill row's)"
+            );
+        }
         Ok(Some(Sharded {
             spec,
             prompt_seed: llmib_core::fnv1a(start_at.as_bytes()).max(1),
@@ -63,6 +75,7 @@ impl RunArgs {
                 start_at,
                 start_unix_ns,
                 prep_s,
+                prefill_tok_per_s,
             },
         }))
     }

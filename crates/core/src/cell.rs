@@ -5,6 +5,7 @@
 
 use crate::figures::{DecodeFigures, PrefillFigures};
 use crate::meta::TokenCountSource;
+use crate::slot::SlotRecord;
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -580,6 +581,10 @@ pub struct ShardCell {
     /// The host's clock discipline at the cell, where the kernel tells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockSync>,
+    /// The cell's slot of the timetable: what it was sized from, and how long this shard's
+    /// preparation took against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<SlotRecord>,
 }
 
 /// What a merged row says of its shards (`cells.jsonl`, `merged`).
@@ -612,4 +617,10 @@ pub struct MergedShard {
     /// Its clock's own error bound, where the kernel told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockSync>,
+    /// How long its preparation took, ms (from its slot's start until it was ready).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prep_ms: Option<f64>,
+    /// The slot's preparation it was held to, ms (the same on every shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prep_budget_ms: Option<f64>,
 }

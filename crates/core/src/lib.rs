@@ -43,6 +43,7 @@ mod session;
 mod shard;
 mod size;
 mod slo;
+mod slot;
 mod spec;
 mod stable;
 mod standard;
@@ -180,6 +181,7 @@ pub use redact::{
     sanitize_terminal, strip_url_userinfo, url_password,
 };
 pub use run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
+pub use slot::{Slot, SlotKind, SlotRecord};
 pub use store::{
     CELLS_FILE, JsonLines, LoadedRun, REQUESTS_FILE, RUN_FILE, RunDir, SCHEDULES_FILE, StoreError,
     TELEMETRY_FILE, parse_cells, parse_requests, parse_schedules, parse_telemetry, records_by_cell,
@@ -192,8 +194,10 @@ pub use telemetry::{
 pub use terminal::{LINE_MAX_CHARS, NAME_MAX_CHARS, cut_text, terminal_line, terminal_name};
 pub use time::{now_rfc3339, parse_rfc3339_ns, rfc3339, rfc3339_nanos, unix_now_ns};
 pub use timetable::{
-    DEFAULT_PREP_S, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS, ShardSchedule, Slot, SlotKind,
-    Timetable, TimetableSettings, parse_chrony_tracking, slot_lateness,
+    BUILD_TOK_PER_S, DEFAULT_PREP_S, DEFAULT_SHARD_PREFILL_TOK_PER_S, MatrixSlotSettings,
+    PREFILL_FLOOR_NS, PREP_FIXED_NS, RAMP_FLOOR_NS, RATE_START_TOLERANCE_NS, SLOT_GRACE_NS,
+    ShardSchedule, SlotParts, Timetable, TimetableSettings, matrix_slot_kind,
+    parse_chrony_tracking, prefill_overrun, slot_lateness, slot_parts,
 };
 
 // The live view's arithmetic (rates, ETA) and the records of an eval run.

@@ -182,6 +182,8 @@ fn merged_shards(parts: &[ShardPart<'_>], complete: bool) -> MergedShards {
                     origin_late_ms: sc.map_or(0.0, |s| origin_late_ns(s) as f64 / 1e6),
                     ready_at_open: sc.and_then(|s| s.ready_at_open),
                     clock: sc.and_then(|s| s.clock),
+                    prep_ms: sc.and_then(|s| s.slot?.ready_ns).map(|n| n as f64 / 1e6),
+                    prep_budget_ms: sc.and_then(|s| s.slot).map(|r| r.prep_ns() as f64 / 1e6),
                 }
             })
             .collect(),

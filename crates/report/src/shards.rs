@@ -134,14 +134,16 @@ fn merged_view(report: &Report) -> Option<MergedView> {
     })
 }
 
-/// `This run was merged from 4 shards that followed one timetable from T with 60 s
-/// preparation per cell.`
+/// `This run was merged from 4 shards that followed one timetable from T, each cell's slot
+/// sized from the plan at R prompt tok/s (the first cell's preparation at least S).`
 fn intro(report: &Report, shards: usize) -> String {
     match &report.info.plan.settings.timetable {
         Some(t) => format!(
-            "This run was merged from {shards} shards that followed one timetable from {} with \
-             {} preparation per cell.",
+            "This run was merged from {shards} shards that followed one timetable from {}, each \
+             cell's slot sized from the plan at {} prompt tok/s (the first cell's preparation \
+             at least {}).",
             t.start_at,
+            number::grouped(t.prefill_tok_per_s, 0),
             number::setting_seconds(t.prep_s)
         ),
         None => format!(
@@ -196,6 +198,7 @@ fn long(rows: &[&CellResult]) -> (Vec<String>, Vec<Vec<PartCell>>) {
         "Complete",
         "Shard",
         "Requests",
+        "Prep",
         "Origin late",
         "Ready at open",
         "Clock error",
@@ -213,7 +216,8 @@ fn long(rows: &[&CellResult]) -> (Vec<String>, Vec<Vec<PartCell>>) {
             } else {
                 s.index.to_string()
             };
-            let texts = [first, requests(c.phase, s), late(s)]
+            let prep = prep(s).unwrap_or_else(|| NULL.to_string());
+            let texts = [first, requests(c.phase, s), prep, late(s)]
                 .into_iter()
                 .chain([
                     ready(s).unwrap_or(NULL).to_string(),
@@ -235,10 +239,12 @@ fn plain(text: &str) -> PartCell {
     }
 }
 
-/// One shard's part in one table cell: `9 streams · +0.4 ms · ready · ±1.7 ms`, then its status
-/// and reason when it is not Valid.
+/// One shard's part in one table cell: `9 streams · prep 1.2 of 3.0 s · +0.4 ms · ready ·
+/// ±1.7 ms`, then its status and reason when it is not Valid.
 fn compact(phase: Phase, s: &MergedShard) -> PartCell {
-    let mut parts = vec![requests(phase, s), late(s)];
+    let mut parts = vec![requests(phase, s)];
+    parts.extend(prep(s));
+    parts.push(late(s));
     parts.extend(ready(s).map(str::to_string));
     parts.push(clock(s.clock.as_ref()));
     parts.extend(status(s));
@@ -281,6 +287,16 @@ fn ms(v: f64) -> String {
     } else {
         format!("{} ms", number::grouped(v, 1))
     }
+}
+
+/// `prep 1.2 of 3.0 s`: how long the shard's preparation took of its slot's, where recorded.
+fn prep(s: &MergedShard) -> Option<String> {
+    let (used, budget) = (s.prep_ms?, s.prep_budget_ms?);
+    Some(format!(
+        "prep {} of {} s",
+        number::grouped(used / 1e3, 1),
+        number::grouped(budget / 1e3, 1)
+    ))
 }
 
 /// The origin's lateness, signed: `+0.40 ms` (a negative one was early).

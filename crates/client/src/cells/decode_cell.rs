@@ -8,7 +8,7 @@
 use crate::cells::context::MatrixRun;
 use crate::cells::inputs::{CellFailure, CellInputs};
 use crate::cells::outlet::finished_records;
-use crate::cells::shard::{instant_at, late_for};
+use crate::cells::shard::instant_at;
 use crate::cells::window::{WindowAt, WindowRun, WindowSpec, run_window};
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::progress::live::LiveWindow;
@@ -89,7 +89,8 @@ fn cell_window(
     let mut spec = window_spec(m, n);
     spec.warm_ttft = warm_ttft_ms.map(|ms| duration_from_secs(ms / 1000.0));
     if let Some(slot) = slot {
-        if let Some(late) = late_for(slot, true) {
+        // Ready now: the shard's row records how long its preparation took.
+        if let Some(late) = m.shard.as_deref().and_then(|s| s.late_for(slot, true)) {
             return Err(CellFailure {
                 kind: "shard_late",
                 message: late,

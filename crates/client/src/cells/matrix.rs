@@ -11,14 +11,16 @@ use crate::cells::decode_cell::decode_cell;
 use crate::cells::inputs::{Wanted, prepare};
 use crate::cells::outlet::save;
 use crate::cells::prefill::{prefill_cell, prefill_inputs};
-use crate::cells::shard::{NO_STREAMS, PREFILL_ON_SHARD_0, ShardRun, mine, unix_now_ns};
+use crate::cells::shard::{
+    NO_STREAMS, PREFILL_ON_SHARD_0, ShardRun, instant_at, mine, sleep_until_precise, unix_now_ns,
+};
 use crate::cells::skip::SKIPPED;
 use crate::cells::state::{AtContext, RunState};
 use crate::cells::telemetry::CellRecorder;
 use crate::progress::events::ProgressEvent;
 use llmib_core::{
-    CellResult, CellStatus, Phase, PlannedCell, Slot, SlotKind, bare_result, failed_result,
-    interrupted_result, now_rfc3339, over_capacity_result,
+    CellResult, CellStatus, MatrixSlotSettings, Phase, PlannedCell, Slot, SlotKind, bare_result,
+    failed_result, interrupted_result, now_rfc3339, over_capacity_result,
 };
 use tokio::time::Instant;
 
@@ -158,7 +160,7 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
     let mut at = st.at_context(key.context_tokens);
     let slot = match &m.shard {
         Some(shard) => {
-            let kind = slot_kind(m, key.phase);
+            let kind = slot_kind(m, cell);
             let Some(slot) = shard.next_slot(kind, m.progress, &m.cancel).await else {
                 return interrupted_result(cell);
             };
@@ -226,21 +228,27 @@ async fn decode(
     }
 }
 
-/// The timetable's slot of a matrix cell: a prefill is measured inside the preparation; a
-/// decode cell ramps for at most the readiness limit, then runs its window.
-fn slot_kind(m: &MatrixRun<'_>, phase: Phase) -> SlotKind {
+/// The timetable's slot of a matrix cell, from the plan alone (`llmib_core::matrix_slot_kind`:
+/// its prompt tokens, the readiness limit, the window).
+fn slot_kind(m: &MatrixRun<'_>, cell: &PlannedCell) -> SlotKind {
     let s = &m.plan.settings;
-    match phase {
-        Phase::Decode => SlotKind::Decode {
-            ramp_s: s.readiness_timeout_s,
-            window_s: s.duration_s,
-        },
-        _ => SlotKind::Prefill,
-    }
+    let cells = &m.plan.cells;
+    let keys: Vec<_> = cells.iter().map(|c| c.key).collect();
+    let index = cells.iter().position(|c| c.key == cell.key).unwrap_or(0);
+    let measured = |i: usize| cells.get(i).is_some_and(|c| m.plan.measures(c));
+    let settings = MatrixSlotSettings {
+        prefill_repeats: s.prefill_repeats,
+        readiness_limit_s: s.readiness_timeout_s,
+        window_s: s.duration_s,
+    };
+    llmib_core::matrix_slot_kind(&keys, index, &measured, settings)
 }
 
 /// A prefill cell on a shard: shard 0 measures it (one cold prefill at a time is what the
-/// cell measures; two machines would measure each other's queue), the others say so.
+/// cell measures; two machines would measure each other's queue), the others say so. Shard
+/// 0 builds its prompts in the preparation and measures from the slot's origin, when every
+/// shard's previous cell has stopped; a measurement that ends past the slot's close fails
+/// (the next cell's warm-ups may have run beside it).
 async fn shard_prefill(
     m: &MatrixRun<'_>,
     at: &mut AtContext<'_>,
@@ -248,17 +256,33 @@ async fn shard_prefill(
     shard: &ShardRun,
     slot: Slot,
 ) -> CellResult {
-    let placed = Slot {
-        origin_unix_ns: slot.start_unix_ns,
-        ..slot
-    };
-    let started = unix_now_ns();
-    let (mut row, requests) = if shard.spec.index == 0 {
-        (prefill(m, at, cell).await, 1)
-    } else {
+    if shard.spec.index != 0 {
         let why = Some(PREFILL_ON_SHARD_0.to_string());
-        (bare_result(cell, CellStatus::NotRun, why), 0)
+        let mut row = bare_result(cell, CellStatus::NotRun, why);
+        row.shard = Some(shard.cell(&slot, slot.origin_unix_ns, 0));
+        return row;
+    }
+    let inputs = prefill_inputs(m, at, cell).await;
+    shard.mark_ready(unix_now_ns());
+    let inputs = match inputs {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            let mut row = e.row(cell);
+            row.shard = Some(shard.cell(&slot, slot.origin_unix_ns, 0));
+            return row;
+        }
     };
-    row.shard = Some(shard.cell(&placed, started, requests));
+    if !sleep_until_precise(instant_at(slot.origin_unix_ns), &m.cancel).await {
+        return interrupted_result(cell);
+    }
+    let started = unix_now_ns();
+    at.prompts.warmed.insert(0);
+    let mut row = prefill_cell(m, cell, inputs).await;
+    if row.status.has_figures()
+        && let Some(over) = llmib_core::prefill_overrun(unix_now_ns(), &slot)
+    {
+        row = failed_result(cell, "shard_late", over);
+    }
+    row.shard = Some(shard.cell(&slot, started, 1));
     row
 }

@@ -11,7 +11,7 @@ use crate::cells::outlet::{finished_records_as, report_errors};
 use crate::cells::section::{
     Section, fresh_requests, scale_at, take_streams, trace_rate_of, varying_requests,
 };
-use crate::cells::shard::{instant_at, late_for, mine};
+use crate::cells::shard::{instant_at, mine};
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::progress::live::OpenLoopLive;
 use crate::prompts::prompt::PromptBuilder;
@@ -85,14 +85,24 @@ fn cell_plan(
     })
 }
 
-/// On a shard: the cell's slot of the timetable (sized by the whole schedule, the same on
-/// every shard), once its preparation starts. `Err`: Ctrl-C while waiting.
-async fn rate_slot(m: &MatrixRun<'_>, s: &Section<'_>, due: &[u64]) -> Result<Option<Slot>, ()> {
+/// On a shard: the cell's slot of the timetable (sized by the whole schedule and every
+/// request's prompt, the same on every shard), once its preparation starts. `Err`: Ctrl-C
+/// while waiting.
+async fn rate_slot(
+    m: &MatrixRun<'_>,
+    s: &Section<'_>,
+    plan: &CellPlan,
+) -> Result<Option<Slot>, ()> {
     let Some(shard) = &m.shard else {
         return Ok(None);
     };
+    let build_tokens = match &plan.requests {
+        Some(r) => r.iter().map(|q| q.input_tokens).sum(),
+        None => (plan.due.len() as u64).saturating_mul(s.ctx.tokens),
+    };
     let kind = SlotKind::Rate {
-        span_s: due.last().copied().unwrap_or(0) as f64 / 1e9,
+        build_tokens,
+        span_s: plan.due.last().copied().unwrap_or(0) as f64 / 1e9,
         drain_s: s.load.drain_s,
     };
     match shard.next_slot(kind, m.progress, &m.cancel).await {
@@ -191,7 +201,7 @@ pub(crate) async fn rate_cell_row(
         Err(e) => return e.row(cell),
     };
     let part = MyPart::of(m, s, &plan);
-    let Ok(slot) = rate_slot(m, s, &plan.due).await else {
+    let Ok(slot) = rate_slot(m, s, &plan).await else {
         return interrupted_result(cell);
     };
     let (requests, built) = match build_part(m, builder, s, &part).await {
@@ -202,7 +212,8 @@ pub(crate) async fn rate_cell_row(
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);
     }
-    if let Some(late) = slot.as_ref().and_then(|x| late_for(x, false)) {
+    let shard = m.shard.as_deref();
+    if let Some(late) = slot.zip(shard).and_then(|(x, s)| s.late_for(&x, false)) {
         return failed_result(cell, "shard_late", late);
     }
     let mut spec = open_loop_spec(s.load, part.due.clone(), plan.scale, st);
@@ -282,6 +293,7 @@ fn shard_part(
         mine,
         prompt_tokens,
         expected_prompt_tokens,
+        slot: shard.record(),
     };
     if let Err(e) = m.store.append_schedule(&line) {
         *row = failed_result(cell, "store", format!("could not save the schedule: {e}"));

@@ -1,7 +1,9 @@
 //! A shard's side of a run spread over several client machines (`run --shard I/N`): its
 //! place in the shared timetable (`llmib_core::Timetable`), waits on the wall clock until a
-//! slot's instants, the row's record of the slot ([`llmib_core::ShardCell`]), and the host's
-//! clock discipline. Which requests and streams are this shard's is `llmib_core::ShardSpec`'s.
+//! slot's instants, the row's record of the slot ([`llmib_core::ShardCell`], with the slot's
+//! sizing and when this shard's preparation was done: `llmib_core::SlotRecord`), and the
+//! host's clock discipline. Which requests and streams are this shard's is
+//! `llmib_core::ShardSpec`'s.
 //!
 //! Why the wall clock: shards on different machines share no monotonic clock; the timetable's
 //! instants are wall-clock ones, converted once per slot to this process's monotonic clock
@@ -11,7 +13,8 @@
 
 use crate::progress::events::{Progress, ProgressEvent};
 use llmib_core::{
-    ClockSync, Plan, ShardCell, ShardSpec, Slot, SlotKind, Timetable, parse_chrony_tracking,
+    ClockSync, Plan, ShardCell, ShardSpec, Slot, SlotKind, SlotRecord, Timetable,
+    parse_chrony_tracking,
 };
 use std::sync::Mutex;
 use std::time::{Duration, UNIX_EPOCH};
@@ -24,8 +27,15 @@ pub struct ShardRun {
     /// The shard.
     pub spec: ShardSpec,
     table: Mutex<Timetable>,
+    /// The slot handed out last (cells run one at a time), with when this shard was ready.
+    current: Mutex<Option<SlotRecord>>,
     /// The host's clock discipline, read once when the run starts.
     pub clock: Option<ClockSync>,
+}
+
+/// The value behind `m`, whether or not a panic poisoned it (the data is plain).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub use llmib_core::unix_now_ns;
@@ -34,11 +44,6 @@ pub use llmib_core::unix_now_ns;
 pub fn instant_at(unix_ns: u64) -> Instant {
     let (now, wall) = (Instant::now(), unix_now_ns());
     now + Duration::from_nanos(unix_ns.saturating_sub(wall))
-}
-
-/// Whether this shard, ready now, is too late for `slot` (`llmib_core::slot_lateness`).
-pub fn late_for(slot: &Slot, decode: bool) -> Option<String> {
-    llmib_core::slot_lateness(unix_now_ns(), slot, decode)
 }
 
 /// A shard's row of a cell another shard measures, or one it has no part in.
@@ -99,8 +104,30 @@ impl ShardRun {
         Some(ShardRun {
             spec,
             table: Mutex::new(table),
+            current: Mutex::new(None),
             clock: read_clock_sync(),
         })
+    }
+
+    /// Records that this shard's preparation for the current slot is done (the first call
+    /// counts), and says whether it is too late for `slot` (`llmib_core::slot_lateness`).
+    pub fn late_for(&self, slot: &Slot, decode: bool) -> Option<String> {
+        let now = unix_now_ns();
+        self.mark_ready(now);
+        llmib_core::slot_lateness(now, slot, decode)
+    }
+
+    /// Records that this shard was ready for the current slot's origin at `now_unix_ns`.
+    pub fn mark_ready(&self, now_unix_ns: u64) {
+        if let Some(r) = lock(&self.current).as_mut() {
+            r.ready_ns
+                .get_or_insert(now_unix_ns.saturating_sub(r.slot.start_unix_ns));
+        }
+    }
+
+    /// The current slot's record: its sizing, and when this shard was ready.
+    pub fn record(&self) -> Option<SlotRecord> {
+        *lock(&self.current)
     }
 
     /// The next slot of the timetable, once its preparation starts (a note first, where that
@@ -112,10 +139,16 @@ impl ShardRun {
         progress: &dyn Progress,
         cancel: &CancellationToken,
     ) -> Option<Slot> {
-        let slot = match self.table.lock() {
-            Ok(mut t) => t.slot(kind),
-            Err(poisoned) => poisoned.into_inner().slot(kind),
+        let (slot, rate) = {
+            let mut t = lock(&self.table);
+            (t.slot(kind), t.prefill_tok_per_s())
         };
+        *lock(&self.current) = Some(SlotRecord {
+            slot,
+            sized_from: kind,
+            prefill_tok_per_s: rate,
+            ready_ns: None,
+        });
         if let Some(note) = waiting_note(self, &slot) {
             progress.event(ProgressEvent::Note(note));
         }
@@ -138,6 +171,7 @@ impl ShardRun {
             requests,
             server_generation_tokens: None,
             clock: self.clock,
+            slot: self.record().filter(|r| r.slot == *slot),
         })
     }
 }

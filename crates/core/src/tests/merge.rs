@@ -101,6 +101,7 @@ fn shard_cell(index: u32, late: u64, requests: u64) -> ShardCell {
         requests,
         server_generation_tokens: Some(240.0),
         clock: None,
+        slot: None,
     }
 }
 
@@ -303,6 +304,7 @@ fn schedule(due: &[u64], index: u32) -> ShardSchedule {
         mine: (0..due.len() as u32).filter(|i| i % 2 == index).collect(),
         prompt_tokens: None,
         expected_prompt_tokens: 1024,
+        slot: None,
     }
 }
 

@@ -35,6 +35,8 @@ fn part(index: u32, requests: u64, late_ms: f64, max_error_ms: f64) -> MergedSha
             est_error_ms: max_error_ms / 2.0,
             max_error_ms,
         }),
+        prep_ms: None,
+        prep_budget_ms: None,
     }
 }
 
@@ -54,14 +56,17 @@ fn merged() -> Report {
         start_at: "2026-12-04T22:00:00Z".into(),
         start_unix_ns: 1_796_421_600_000_000_000,
         prep_s: 60.0,
+        prefill_tok_per_s: 10_000.0,
     });
     let decode: Vec<usize> = (0..r.cells.len())
         .filter(|i| r.cells[*i].phase == Phase::Decode)
         .take(2)
         .collect();
+    let mut prepared = part(0, 9, 0.4, 1.7);
+    (prepared.prep_ms, prepared.prep_budget_ms) = (Some(1_234.0), Some(3_000.0));
     merge(
         &mut r.cells[decode[0]],
-        vec![part(0, 9, 0.4, 1.7), part(1, 8, 1.3, 0.05)],
+        vec![prepared, part(1, 8, 1.3, 0.05)],
     );
     let mut broken = part(1, 8, 2.0, 1.5);
     broken.ready_at_open = Some(false);
@@ -86,9 +91,10 @@ fn the_markdown_has_each_shards_figures_and_marks_the_part_not_ready() {
     let section = &md[md.find("\n## Shards\n").expect("section")..];
     for text in [
         "This run was merged from 2 shards that followed one timetable from \
-         2026-12-04T22:00:00Z with 60 s preparation per cell.",
+         2026-12-04T22:00:00Z, each cell's slot sized from the plan at 10,000 prompt tok/s \
+         (the first cell's preparation at least 60 s).",
         "| Cell | Status | Complete | Shard 0 | Shard 1 |",
-        "| 8K × 1 | Valid | yes | 9 streams · +0.40 ms · ready · ±1.7 ms | \
+        "| 8K × 1 | Valid | yes | 9 streams · prep 1.2 of 3.0 s · +0.40 ms · ready · ±1.7 ms | \
          8 streams · +1.3 ms · ready · ±0.05 ms |",
         "| Failed | no | 9 streams · +0.30 ms · ready · ±1.7 ms | \
          **⚠ 8 streams · +2.0 ms · not ready · ±1.5 ms · Failed: \
@@ -172,14 +178,14 @@ fn many_shards_get_a_row_per_part() {
     merge(&mut r.cells[i], parts);
     let md = render(&r, Format::Markdown);
     assert!(md.contains(
-        "| Cell | Status | Complete | Shard | Requests | Origin late | Ready at open | \
+        "| Cell | Status | Complete | Shard | Requests | Prep | Origin late | Ready at open | \
          Clock error | Shard status |"
     ));
+    assert!(md.contains(
+        "| 8K × 1 | Valid | no | 9 | 3 streams | — | +0.50 ms | ready | ±1.0 ms | Valid |"
+    ));
     assert!(
-        md.contains("| 8K × 1 | Valid | no | 9 | 3 streams | +0.50 ms | ready | ±1.0 ms | Valid |")
-    );
-    assert!(
-        md.contains("| 8K × 1 | Valid | no | **⚠ 7** | **3 streams** | **+0.50 ms** |"),
+        md.contains("| 8K × 1 | Valid | no | **⚠ 7** | **3 streams** | **—** | **+0.50 ms** |"),
         "{md}"
     );
     assert_eq!(md.matches("| 8K × 1 | Valid | no |").count(), 10);
