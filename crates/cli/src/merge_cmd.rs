@@ -5,8 +5,8 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use llmib_core::{
-    CELLS_FILE, JsonLines, REQUESTS_FILE, RUN_FILE, RunDir, ShardResults, merge_shards,
-    records_by_cell,
+    CELLS_FILE, CellResult, JsonLines, MergedShard, Phase, REQUESTS_FILE, RUN_FILE, RunDir,
+    ShardResults, merge_shards, records_by_cell,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,10 @@ pub struct MergeArgs {
 /// Merges `args.dirs` into `args.output` and lists the files written, one per line.
 pub fn run(args: MergeArgs) -> anyhow::Result<()> {
     let written = merge(&args.dirs, &args.output, args.force)?;
+    let rows = RunDir::open(&args.output)?.load()?.cells;
+    if let Some(note) = prep_note(&rows) {
+        eprintln!("{note}");
+    }
     let list: String = written
         .iter()
         .map(|p| format!("{}\n", p.display()))
@@ -37,6 +41,40 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing to standard output"),
     }
+}
+
+/// What `merge` says of the slots' preparation: the shard's part that used the most of its
+/// slot's (where the shards recorded it), the figure to size the next run's
+/// `--shard-prefill-rate` by. `None` where no part recorded its preparation.
+fn prep_note(rows: &[CellResult]) -> Option<String> {
+    let share = |s: &MergedShard| Some(s.prep_ms? / s.prep_budget_ms.filter(|b| *b > 0.0)?);
+    let (row, part, used) = rows
+        .iter()
+        .flat_map(|r| {
+            r.merged
+                .iter()
+                .flat_map(move |m| m.shards.iter().map(move |s| (r, s)))
+        })
+        .filter_map(|(r, s)| Some((r, s, share(s)?)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))?;
+    let cell = match row.phase {
+        Phase::Rate => format!(
+            "{} at {}/s",
+            row.context_label,
+            row.request_rate.unwrap_or(0.0)
+        ),
+        Phase::Decode => format!("{} × {}", row.context_label, row.concurrency),
+        _ => row.context_label.clone(),
+    };
+    let secs = |ms: Option<f64>| ms.unwrap_or(0.0) / 1e3;
+    Some(format!(
+        "slots: the fullest preparation was shard {}'s of the {} {cell} cell, {:.1} s of its slot's {:.1} s ({:.0} %; above 100 % the shard was late: lower --shard-prefill-rate)",
+        part.index,
+        row.phase.label().to_lowercase(),
+        secs(part.prep_ms),
+        secs(part.prep_budget_ms),
+        used * 100.0
+    ))
 }
 
 /// Checks a JSON-lines file read back: a torn last line (a shard killed mid-write lost only

@@ -5,7 +5,7 @@
 use super::*;
 use llmib_core::{
     CellResult, CellStatus, Chunk, ContextSpec, Outcome, Phase, Plan, RequestRecord, RunInfo,
-    Settings, ShardCell, ShardSchedule, ShardSpec, TimetableSettings,
+    Settings, ShardCell, ShardSchedule, ShardSpec, Slot, SlotKind, SlotRecord, TimetableSettings,
 };
 
 const MS: u64 = 1_000_000;
@@ -84,7 +84,24 @@ fn shard_cell(index: u32, requests: u64, window: bool) -> Box<ShardCell> {
         requests,
         server_generation_tokens: None,
         clock: None,
-        slot: None,
+        // A decode part records its preparation: shard I was ready I + 1 s into 10 s.
+        slot: window.then(|| SlotRecord {
+            slot: Slot {
+                start_unix_ns: DUE - 10_000 * MS,
+                origin_unix_ns: DUE,
+                open_unix_ns: DUE + 500 * MS,
+                close_unix_ns: DUE + 2_000 * MS,
+                end_unix_ns: DUE + 2_000 * MS,
+            },
+            sized_from: SlotKind::Decode {
+                warm_tokens: 2048,
+                stream_tokens: 2048,
+                readiness_limit_s: 0.5,
+                window_s: 1.5,
+            },
+            prefill_tok_per_s: 10_000.0,
+            ready_ns: Some((u64::from(index) + 1) * 1_000 * MS),
+        }),
     })
 }
 
@@ -187,6 +204,14 @@ fn two_shards_merge_into_one_run() {
         .load_requests()
         .expect("requests");
     assert_eq!(records.rows.len(), 6, "2 decode + 4 rate records");
+    // The decode parts recorded their preparation: shard 1's used the most of its slot's.
+    let note = prep_note(&run.cells).expect("a note");
+    assert!(
+        note.contains(
+            "shard 1's of the sustained decode 1K × 2 cell, 2.0 s of its slot's 10.0 s (20 %"
+        ),
+        "{note}"
+    );
     // The same directory again is refused without --force, replaced with it.
     assert!(merge(&[a.clone(), b.clone()], &out, false).is_err());
     merge(&[a.clone(), b.clone()], &out, true).expect("--force replaces");
