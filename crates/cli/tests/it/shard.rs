@@ -434,3 +434,99 @@ fn two_shards_replay_a_trace_as_one() {
     late.sort_by(f64::total_cmp);
     assert!(late[late.len() * 9 / 10] < 2.0, "send − due, ms: {late:?}");
 }
+
+/// Issue 34's case, small: two shards send one 3 s rate cell, and each records the slot the
+/// timetable computed from the plan (`llmib_core::slot_parts`: a preparation of at least the
+/// agreed first one, no ramp, the schedule's span, the drain limit), sized from the cell's
+/// own prompt tokens, with when its preparation was done; the merged row shows both.
+#[test]
+fn two_shards_take_the_slot_the_timetable_computed() {
+    let _serial = timing_lock();
+    let sim = Sim::start(crate::run::exact_sim());
+    let start_at = instant_in(6);
+    let dirs: Vec<PathBuf> = (0..2)
+        .map(|i| out_dir(&format!("shard-slot-{i}")))
+        .collect();
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            let (d, shard) = (dirs[i].to_string_lossy().to_string(), format!("{i}/2"));
+            let mut args = vec!["run", "--url", &sim.url, "--output", &d];
+            args.extend(["--shard", &shard, "--start-at", &start_at]);
+            args.extend(["--shard-prep-seconds", "2", "--shard-prefill-rate", "50000"]);
+            args.extend(["--contexts", "512", "--max-output", "32", "--seed", "7"]);
+            args.extend(["--skip-decode", "--skip-prefill", "--request-rate", "10"]);
+            args.extend([
+                "--duration",
+                "3s",
+                "--drain-timeout",
+                "5s",
+                "--format",
+                "none",
+            ]);
+            args.extend(["--display", "plain", "--no-hw-monitor"]);
+            Command::new(bin())
+                .args(&args)
+                .env_remove("OPENAI_API_KEY")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start a shard")
+        })
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let o = c.wait_with_output().expect("a shard ends");
+        assert!(o.status.success(), "shard {i}: {}", text(&o));
+    }
+    let out = out_dir("shard-slot-merged");
+    let o = merge(&dirs, &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let merged = cells(&out);
+    let r = row(&merged, "rate");
+    assert_eq!(
+        (&r["status"], &r["merged"]["complete"]),
+        (&"valid".into(), &true.into()),
+        "{r:#}"
+    );
+    assert_eq!(r["requests_sent"], r["rate"]["scheduled"], "{r:#}");
+    let start_ns = llmib_core::parse_rfc3339_ns(&start_at).expect("the start instant");
+    let records: Vec<llmib_core::SlotRecord> = dirs
+        .iter()
+        .map(|d| {
+            let line = std::fs::read_to_string(d.join("schedules.jsonl")).expect("schedules");
+            let s: llmib_core::ShardSchedule =
+                serde_json::from_str(line.lines().next().expect("a line")).expect("a schedule");
+            let rec = s.slot.expect("the slot's record");
+            // Sized from the whole cell: every request's 512-token prompt, the last due
+            // instant, the drain limit.
+            let span_s = s.due_ns.last().copied().expect("due") as f64 / 1e9;
+            let kind = llmib_core::SlotKind::Rate {
+                build_tokens: s.due_ns.len() as u64 * 512,
+                span_s,
+                drain_s: 5.0,
+            };
+            assert_eq!(rec.sized_from, kind);
+            assert!(rec.ready_ns.is_some(), "{rec:?}");
+            rec
+        })
+        .collect();
+    assert_eq!(records[0].slot, records[1].slot, "both shards, one slot");
+    let (rec, slot) = (records[0], records[0].slot);
+    let parts = llmib_core::slot_parts(rec.sized_from, 50_000.0);
+    assert_eq!(slot.start_unix_ns, start_ns);
+    assert_eq!(
+        slot.origin_unix_ns - slot.start_unix_ns,
+        parts.prep_ns.max(2_000_000_000)
+    );
+    assert_eq!((slot.open_unix_ns, parts.ramp_ns), (slot.origin_unix_ns, 0));
+    assert_eq!(slot.close_unix_ns - slot.open_unix_ns, parts.body_ns);
+    assert_eq!(slot.end_unix_ns - slot.close_unix_ns, 5_000_000_000);
+    for s in r["merged"]["shards"].as_array().expect("parts") {
+        let budget = s["prep_budget_ms"].as_f64().expect("budget");
+        assert_eq!(
+            budget,
+            (slot.origin_unix_ns - slot.start_unix_ns) as f64 / 1e6,
+            "{s:#}"
+        );
+        assert!(s["prep_ms"].as_f64().is_some(), "{s:#}");
+    }
+}
