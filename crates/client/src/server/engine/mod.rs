@@ -22,6 +22,7 @@ mod llamacpp;
 mod ollama;
 mod probe;
 mod reader;
+mod route;
 mod sglang;
 mod tgi;
 mod tokens;

@@ -20,9 +20,7 @@ use thiserror::Error;
 use super::{Dialect, Engine, MetricsKind, generic, llamacpp, ollama, sglang, tgi, trtllm, vllm};
 use crate::server::local_tokenizer::LocalTokenizer;
 use crate::server::metrics::Metrics;
-use crate::wire::http::{
-    HttpError, HttpOptions, build_client, describe_request_error, describe_status,
-};
+use crate::wire::http::{HttpError, describe_request_error, describe_status};
 
 /// What to probe.
 #[derive(Debug, Clone)]
@@ -226,18 +224,6 @@ pub(crate) fn normalize_base_url(url: &str) -> Result<String, ProbeError> {
     Ok(t.to_owned())
 }
 
-/// The client every request of the run goes through: the key in the headers the API wants,
-/// and `anthropic-version` on the Messages API.
-fn client_for(opts: &ProbeOptions) -> Result<reqwest::Client, ProbeError> {
-    Ok(build_client(&HttpOptions {
-        api_key: opts.api_key.clone(),
-        key_header: opts.key_header(),
-        anthropic: opts.api == Some(Api::Messages),
-        connect_timeout: opts.timeout,
-        ..HttpOptions::default()
-    })?)
-}
-
 pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     let mut base = normalize_base_url(&opts.base_url)?;
     let mut notes = Vec::new();
@@ -252,7 +238,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
             base = bare;
         }
     }
-    let client = client_for(opts)?;
+    let client = super::route::client_for(opts)?;
     let t = opts.timeout;
 
     // 1. The server answers, the key works, the model exists.
@@ -274,7 +260,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     let (mut info, model, launch) = describe(kind, &d, served);
     let dialect = Dialect::of(kind);
     metric_capabilities(kind, dialect, &d, &mut info, &mut notes);
-    notes.extend(route_note(opts, kind));
+    notes.extend(super::route::route_note(opts, kind));
     apply_overrides(opts, &mut info);
     for v in info.extra.values_mut() {
         redact_json(v);
@@ -614,14 +600,6 @@ fn metric_capabilities(
             None => {}
         },
     }
-}
-
-/// What the chosen route cannot do on this engine that the run relies on: vLLM's Messages
-/// route drops `ignore_eos` (recorded on 0.32), so an answer may end before `max_tokens`.
-fn route_note(opts: &ProbeOptions, kind: EngineKind) -> Option<String> {
-    (opts.api == Some(Api::Messages) && kind == EngineKind::Vllm && !opts.respect_eos).then(|| {
-        "vLLM's /v1/messages ignores ignore_eos: an answer may end at the model's end of sequence before max_tokens (each cell counts such early stops)".to_string()
-    })
 }
 
 /// `--kv-capacity` replaces the capacity; `--dcp-size` multiplies the reported one.
