@@ -347,9 +347,12 @@ impl PromptBuilder {
                 {
                     // The chat endpoint's count against the rendered prompt's, on the same
                     // message: 0 where they agree, else the constant the endpoint adds.
-                    Some(n) => ChatCount::Rendered {
-                        offset: cal.total as i64 - n as i64,
-                    },
+                    Some(n) => {
+                        let offset = cal.total as i64 - n as i64;
+                        // On an agents' route this is what a session's turns add too.
+                        self.engine.note_route_extra(offset);
+                        ChatCount::Rendered { offset }
+                    }
                     None => ChatCount::Subtracted,
                 };
                 (cal.template, chat)

@@ -39,7 +39,9 @@ impl Engine {
         );
         let cold = self.probe_stream(&url, &body).await?;
         if self.api != Api::Messages {
-            return cold.prompt_tokens.ok_or_else(|| no_usage(&url));
+            return cold
+                .prompt_tokens
+                .ok_or_else(|| no_usage(&url, "input_tokens"));
         }
         let reading = match self.reading.get() {
             Some(r) => *r,
@@ -51,7 +53,7 @@ impl Engine {
         };
         match llmib_core::request_prompt_tokens(&cold.reports, reading) {
             Ok(Some((n, _))) => Ok(n),
-            Ok(None) => Err(no_usage(&url)),
+            Ok(None) => Err(no_usage(&url, "input_tokens")),
             Err(e) => Err(parse_error(&url, e.to_string())),
         }
     }
@@ -132,6 +134,10 @@ pub(crate) fn answer_prompt_tokens(
     url: &str,
 ) -> Result<u64, EngineError> {
     let at = |p: &str| v.pointer(p).and_then(Value::as_u64);
+    let field = match api {
+        Api::Completions | Api::Chat => "prompt_tokens",
+        Api::Messages | Api::Responses => "input_tokens",
+    };
     let n = match api {
         Api::Completions | Api::Chat => at("/usage/prompt_tokens"),
         Api::Responses => at("/usage/input_tokens"),
@@ -143,11 +149,12 @@ pub(crate) fn answer_prompt_tokens(
             })
         }),
     };
-    n.ok_or_else(|| no_usage(url))
+    n.ok_or_else(|| no_usage(url, field))
 }
 
-fn no_usage(url: &str) -> EngineError {
-    parse_error(url, "no prompt count in the answer's usage".into())
+/// The answer from `url` carries no `usage.<field>`.
+fn no_usage(url: &str, field: &str) -> EngineError {
+    parse_error(url, format!("no usage.{field} in the answer"))
 }
 
 fn parse_error(url: &str, detail: String) -> EngineError {

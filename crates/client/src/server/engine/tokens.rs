@@ -49,7 +49,13 @@ impl Engine {
                 "stream": false,
             });
             let v = self.post_json(&url, &body).await?;
-            (usage_prompt_tokens(&v, &url)?, url)
+            let n = super::agent_probe::answer_prompt_tokens(
+                Api::Chat,
+                self.input_reading(),
+                &v,
+                &url,
+            )?;
+            (n, url)
         };
         let own = self.tokenize(content, false).await?.len() as u64;
         let template = total.checked_sub(own).ok_or_else(|| EngineError::Parse {
@@ -141,6 +147,15 @@ impl Engine {
         Ok(*self.route_extra.get_or_init(|| extra))
     }
 
+    /// Keeps what the prompt builder's calibration measured as the route's count beyond the
+    /// render (the same difference, on its own sample), so [`Engine::route_extra_tokens`] need
+    /// not measure it again; the first measure stays.
+    pub(crate) fn note_route_extra(&self, extra: i64) {
+        if self.agent_api() {
+            let _ = self.route_extra.set(extra);
+        }
+    }
+
     /// Whether the engine has a tokenize endpoint.
     pub fn has_tokenizer(&self) -> bool {
         self.dialect.tokenizer != TokenizerKind::None
@@ -211,16 +226,6 @@ impl Engine {
     fn no_tokenizer(&self) -> EngineError {
         EngineError::Unsupported(format!("{} exposes no tokenize endpoint", self.kind.name()))
     }
-}
-
-/// `usage.prompt_tokens` of a non-streamed answer from `url`.
-fn usage_prompt_tokens(v: &Value, url: &str) -> Result<u64, EngineError> {
-    v.pointer("/usage/prompt_tokens")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| EngineError::Parse {
-            url: url.to_owned(),
-            detail: "no usage.prompt_tokens in the answer".into(),
-        })
 }
 
 /// Token ids from any tokenize answer: `{"tokens": [ids]}`, `{"tokens": [{"id": …}]}`
