@@ -12,8 +12,9 @@ use crate::config::RunArgs;
 use crate::run_cmd::{self, Exit};
 use anyhow::{Result, bail};
 use clap::Args;
-use llmib_core::{CELLS_FILE, REQUESTS_FILE, RUN_FILE};
+use llmib_core::REQUESTS_FILE;
 use llmib_core::{redact_text, strip_url_userinfo, terminal_line};
+use llmib_hub::{UploadError, UploadFiles};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -221,8 +222,8 @@ impl Hub {
 
     /// Uploads one results directory.
     pub async fn upload(&self, dir: &Path, how: How) -> Result<Uploaded, Failure> {
-        let body =
-            read_results(dir, how.skip_requests).map_err(|e| Failure::Refused(self.clean(&e)))?;
+        let body = read_results(dir, how.skip_requests)
+            .map_err(|e| Failure::Refused(self.clean(&e.to_string())))?;
         let replace = how.replace;
         let mut url = format!("{}/api/runs", self.base);
         if replace {
@@ -313,43 +314,18 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 /// present (requests.jsonl left out on request, without reading it). Refused here: a missing
 /// directory, one without run.json or cells.jsonl, a file that is not UTF-8 text. No size limit:
 /// the hub sets it and names it in its refusal.
-fn read_results(dir: &Path, skip_requests: bool) -> Result<serde_json::Value, String> {
-    if !dir.is_dir() {
-        return Err(
-            "no such directory: give a results directory written by `llm-inference-bench run`"
-                .into(),
-        );
+fn read_results(dir: &Path, skip_requests: bool) -> Result<serde_json::Value, UploadError> {
+    let skip: &[&str] = if skip_requests { &[REQUESTS_FILE] } else { &[] };
+    let files = UploadFiles::from_dir_except(dir, u64::MAX, skip)?;
+    // The hub's own first checks (names, run.json and cells.jsonl present, the schema version),
+    // so a directory it would refuse is refused here before anything is sent.
+    llmib_hub::precheck(&files, u64::MAX)?;
+    let mut text = serde_json::Map::new();
+    for (name, bytes) in files.into_files() {
+        let t = String::from_utf8(bytes).map_err(|_| UploadError::NotText(name.clone()))?;
+        text.insert(name, serde_json::Value::String(t));
     }
-    let mut files = serde_json::Map::new();
-    for name in llmib_hub::ALLOWED_FILES {
-        if skip_requests && name == REQUESTS_FILE {
-            continue;
-        }
-        let path = dir.join(name);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                files.insert(name.to_string(), serde_json::Value::String(text));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(format!(
-                    "{name} is not UTF-8 text: upload a directory written by `llm-inference-bench run`"
-                ));
-            }
-            Err(e) => {
-                return Err(format!(
-                    "{}: {e} (check the directory's permissions)",
-                    path.display()
-                ));
-            }
-        }
-    }
-    for required in [RUN_FILE, CELLS_FILE] {
-        if !files.contains_key(required) {
-            return Err(llmib_hub::UploadError::Missing(required).to_string());
-        }
-    }
-    Ok(serde_json::json!({ "files": files }))
+    Ok(serde_json::json!({ "files": text }))
 }
 
 /// `upload`: each directory in turn; a refused one is reported and the next one tried. An
@@ -509,9 +485,13 @@ mod tests {
     fn a_directory_without_the_results_files_is_refused_before_sending() {
         let dir = std::env::temp_dir().join(format!("llmib-upload-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
-        let e = read_results(&dir, false).expect_err("empty dir");
+        let e = read_results(&dir, false)
+            .expect_err("empty dir")
+            .to_string();
         assert!(e.contains("not a results directory: no run.json"), "{e}");
-        let e = read_results(&dir.join("nope"), false).expect_err("no dir");
+        let e = read_results(&dir.join("nope"), false)
+            .expect_err("no dir")
+            .to_string();
         assert!(e.contains("no such directory"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }

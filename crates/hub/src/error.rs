@@ -147,6 +147,15 @@ pub enum UploadError {
     /// A file appears twice in one upload.
     #[error("`{0}` is in the upload twice: send each file once")]
     DuplicateFile(String),
+    /// The results directory is not there (or is not a directory).
+    #[error(
+        "{}: no such directory: give a results directory written by `llm-inference-bench run`",
+        .0.display()
+    )]
+    NoDirectory(PathBuf),
+    /// A results file that is not UTF-8 text (the upload's JSON carries each file as a string).
+    #[error("{0} is not UTF-8 text: upload a directory written by `llm-inference-bench run`")]
+    NotText(String),
     /// A file could not be read from the directory.
     #[error("{path}: {source} (check the results directory's path and permissions)")]
     Io {

@@ -54,6 +54,11 @@ impl UploadFiles {
         &self.files
     }
 
+    /// The files, by name, as added, taken out.
+    pub fn into_files(self) -> Vec<(String, Vec<u8>)> {
+        self.files
+    }
+
     /// All bytes together.
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|(_, b)| b.len() as u64).sum()
@@ -63,9 +68,19 @@ impl UploadFiles {
     /// `.torn` side file or anything else is not part of the run). Stops reading past
     /// `max_bytes` in all, with [`UploadError::TooLarge`].
     pub fn from_dir(dir: &Path, max_bytes: u64) -> Result<Self, UploadError> {
+        Self::from_dir_except(dir, max_bytes, &[])
+    }
+
+    /// [`UploadFiles::from_dir`] without the files named in `skip`, which are not read at all
+    /// (`upload --skip-requests`: requests.jsonl can be the largest file by far). A path that
+    /// is not a directory is [`UploadError::NoDirectory`], not a missing run.json.
+    pub fn from_dir_except(dir: &Path, max_bytes: u64, skip: &[&str]) -> Result<Self, UploadError> {
+        if !dir.is_dir() {
+            return Err(UploadError::NoDirectory(dir.to_path_buf()));
+        }
         let mut out = UploadFiles::new();
         let mut total = 0u64;
-        for name in ALLOWED_FILES {
+        for name in ALLOWED_FILES.into_iter().filter(|n| !skip.contains(n)) {
             let path = dir.join(name);
             let file = match std::fs::File::open(&path) {
                 Ok(f) => f,

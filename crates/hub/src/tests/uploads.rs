@@ -156,6 +156,26 @@ fn not_a_results_directory_is_refused() {
     }
 }
 
+/// A path that is no directory is named as such; a skipped file is not read (a file in its
+/// place that cannot be read would fail the read otherwise).
+#[test]
+fn a_directory_is_read_without_the_skipped_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = UploadFiles::from_dir(&dir.path().join("nope"), u64::MAX).expect_err("no dir");
+    assert!(matches!(e, UploadError::NoDirectory(_)), "{e}");
+    assert!(e.to_string().contains("no such directory"), "{e}");
+    for name in ["run.json", "cells.jsonl"] {
+        std::fs::write(dir.path().join(name), b"{}\n").expect("write");
+    }
+    // A directory where requests.jsonl should be: reading it fails, skipping it does not.
+    std::fs::create_dir(dir.path().join("requests.jsonl")).expect("mkdir");
+    assert!(UploadFiles::from_dir(dir.path(), u64::MAX).is_err());
+    let files = UploadFiles::from_dir_except(dir.path(), u64::MAX, &["requests.jsonl"])
+        .expect("read without requests.jsonl");
+    let names: Vec<String> = files.into_files().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["run.json", "cells.jsonl"]);
+}
+
 #[test]
 fn replace_overwrites_the_stored_run_and_keeps_its_id() {
     for db in databases("replace_overwrites_the_s") {
