@@ -22,9 +22,8 @@ What is checked, per crate (crates/<crate>/src):
   is still read; files declared by `#[cfg(test)] mod x;`, files named `tests.rs` or `*_tests.rs`,
   files under a `tests/` folder of src and files starting `#![cfg(test)]` are no nodes.
 - Comments and string/char literals are blanked before anything is read.
-- Exemption: in crates/client the engine adapters and their dispatcher may import each other by
-  design: every file inside a folder named `engine` (at any depth; with an `engine.rs` beside the
-  folder) is ONE node, `<path>/engine/*`; edges inside it are ignored, edges in and out kept.
+- No exemption: every file is its own node, the engine adapters and their dispatcher included
+  (their shared types live in `engine/dialect.rs`, `discovery.rs` and `options.rs`, below both).
 
 Rooms: a top-level folder of a crate's src whose mod.rs says `//! May import: ...` is a room
 (crates/client: machine/, wire/, server/, prompts/, progress/, cells/). The first sentence after
@@ -556,19 +555,6 @@ class Crate:
         return self.mod2file[module]
 
     # --- the graph -----------------------------------------------------------------------------
-    def node(self, rel):
-        """The node a file is: itself, or its client `engine` folder (see the docstring)."""
-        if self.name != "client":
-            return rel
-        parts = rel.split("/")
-        for k, p in enumerate(parts[:-1]):
-            if p == "engine":
-                return "/".join(parts[:k + 1]) + "/*"
-        folder = os.path.join(self.src, *parts[:-1], "engine")
-        if parts[-1] == "engine.rs" and os.path.isdir(folder):
-            return "/".join(parts[:-1] + ["engine"]) + "/*"
-        return rel
-
     def edges(self):
         """{node: {node: (file, line, import as written)}}, the first import making each edge."""
         out = {}
@@ -576,7 +562,7 @@ class Crate:
         def add(rel, line, label, target):
             if target is None or target in self.test:
                 return
-            a, b = self.node(rel), self.node(target)
+            a, b = rel, target
             if a == b:
                 return
             prev = out.setdefault(a, {}).get(b)

@@ -6,8 +6,8 @@
 use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::Value;
 
-use super::probe::Discovery;
-use super::{Dialect, MetricsKind, TokenizerKind};
+use super::dialect::{Dialect, MetricsKind, TokenizerKind};
+use super::discovery::Discovery;
 
 pub(crate) const DIALECT: Dialect = Dialect {
     ignore_eos: false,

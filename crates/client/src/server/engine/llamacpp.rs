@@ -12,9 +12,9 @@
 use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
-use super::probe::Discovery;
+use super::dialect::{Dialect, Gauges, MetricsKind, TokenizerKind};
+use super::discovery::Discovery;
 use super::util::{commit_from_version, sourced, str_at, u64_at};
-use super::{Dialect, Gauges, MetricsKind, TokenizerKind};
 use crate::server::metrics::Metrics;
 
 pub(crate) const DIALECT: Dialect = Dialect {

@@ -17,9 +17,13 @@ mod agent_probe;
 mod answers;
 mod bodies;
 mod cache;
+mod dialect;
+mod discovery;
+mod dispatch;
 mod generic;
 mod llamacpp;
 mod ollama;
+mod options;
 mod probe;
 mod reader;
 mod route;
@@ -50,7 +54,10 @@ use crate::wire::http::{describe_request_error, describe_status, send_fresh};
 use crate::wire::stream::{Counting, RequestSpec, StreamLimits};
 
 pub use answers::{Answer, answer_of};
-pub use probe::{Probe, ProbeError, ProbeOptions};
+pub(crate) use dialect::{Dialect, MetricsKind, TokenizerKind};
+pub use dialect::{Gauges, SpecCounters};
+pub(crate) use dispatch::gauges_from;
+pub use options::{ProbeError, ProbeOptions};
 
 /// A prompt as sent in a completion request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,65 +71,15 @@ pub enum PromptInput {
     Messages(Value),
 }
 
-/// Queue gauges and token counters read from the engine's metrics. `None`: the engine does not
-/// report it (or the read failed for that metric).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Gauges {
-    /// Requests running (in the batch).
-    pub running: Option<f64>,
-    /// Requests waiting in the engine's queue.
-    pub waiting: Option<f64>,
-    /// Cumulative generated tokens.
-    pub generation_tokens_total: Option<f64>,
-    /// Cumulative prompt tokens.
-    pub prompt_tokens_total: Option<f64>,
-    /// Cumulative prompt tokens served from the prefix cache.
-    pub cached_prompt_tokens_total: Option<f64>,
-    /// Cumulative prompt tokens looked up in the prefix cache (vLLM `prefix_cache_queries`):
-    /// with `cached_prompt_tokens_total`, the cache's hit rate over an interval.
-    pub prefix_cache_queries_total: Option<f64>,
-    /// Cumulative preemptions: requests the scheduler evicted to free KV cache (vLLM
-    /// `num_preemptions`, SGLang `num_retracted_requests`).
-    pub preemptions_total: Option<f64>,
-    /// KV cache in use, as a fraction of its capacity (SGLang `token_usage`, vLLM
-    /// `kv_cache_usage_perc`; the mean over ranks).
-    pub kv_usage: Option<f64>,
-    /// Speculative decoding: fraction of draft tokens accepted, as the engine reports it
-    /// (SGLang `spec_accept_rate`).
-    pub spec_accept_rate: Option<f64>,
-    /// Speculative decoding: mean tokens per step (SGLang `spec_accept_length`).
-    pub spec_accept_length: Option<f64>,
-    /// Speculative decoding counters (vLLM): drafts, draft tokens, accepted tokens. A live view
-    /// derives rate and length from their deltas.
-    pub spec_counters: Option<SpecCounters>,
-    /// Cumulative seconds the server spent on prefill (llama.cpp `prompt_seconds_total`, vLLM
-    /// `request_prefill_time_seconds_sum`): with `prompt_tokens_total`, the server's own
-    /// prefill rate over an interval.
-    pub prompt_seconds_total: Option<f64>,
-}
-
-/// vLLM's cumulative speculative-decoding counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SpecCounters {
-    /// `spec_decode_num_drafts_total`.
-    pub drafts: f64,
-    /// `spec_decode_num_draft_tokens_total`.
-    pub draft_tokens: f64,
-    /// `spec_decode_num_accepted_tokens_total`.
-    pub accepted_tokens: f64,
-}
-
-impl SpecCounters {
-    /// Acceptance rate and mean tokens per step between two readings (`None` when no draft
-    /// was made in between): rate = accepted / draft tokens, length = 1 + accepted / drafts
-    /// (each step emits the accepted tokens plus the one the target model samples).
-    pub fn since(&self, before: &SpecCounters) -> Option<(f64, f64)> {
-        let drafts = self.drafts - before.drafts;
-        let draft_tokens = self.draft_tokens - before.draft_tokens;
-        let accepted = self.accepted_tokens - before.accepted_tokens;
-        (drafts > 0.0 && draft_tokens > 0.0 && accepted >= 0.0)
-            .then(|| (accepted / draft_tokens, 1.0 + accepted / drafts))
-    }
+/// The result of a probe.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The engine, ready for requests.
+    pub engine: Engine,
+    /// Every model id `/v1/models` listed.
+    pub served_models: Vec<String>,
+    /// Things worth telling the user that did not stop the probe (a metrics endpoint missing).
+    pub notes: Vec<String>,
 }
 
 /// An engine request that failed.
@@ -157,66 +114,6 @@ pub struct ChatCalibration {
     pub total: u64,
     /// The tokens the template added around the message: `total` minus the message's own.
     pub template: u64,
-}
-
-/// How an engine wants completion requests and how it exposes metrics and tokenization.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Dialect {
-    /// Send `ignore_eos: true`.
-    pub ignore_eos: bool,
-    /// Send `min_tokens = max_tokens` (only where `ignore_eos` is not honoured).
-    pub min_tokens: bool,
-    /// Send `stream_options.include_usage`.
-    pub include_usage: bool,
-    /// Send `stream_options.continuous_usage_stats`.
-    pub continuous_usage: bool,
-    /// Where `/metrics` is and in which format.
-    pub metrics: MetricsKind,
-    /// The tokenizer endpoints' shape.
-    pub tokenizer: TokenizerKind,
-    /// Requests carry an id (`rid`) the client can abort by (SGLang's `/abort_request`): a
-    /// dropped stream keeps generating there until it is aborted.
-    pub abort_by_rid: bool,
-}
-
-/// The metrics format of an engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MetricsKind {
-    /// Prometheus text at `/metrics`.
-    Prometheus,
-    /// TensorRT-LLM's JSON iteration stats at `/metrics` (drained by each read).
-    TrtLlmJson,
-    /// No metrics.
-    None,
-}
-
-/// The tokenizer endpoints of an engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TokenizerKind {
-    /// vLLM/SGLang: `POST /tokenize {"model","prompt","add_special_tokens"}` → `{"tokens"}`;
-    /// `POST /detokenize {"model","tokens"}` → `{"prompt"}` (vLLM) or `{"text"}` (SGLang).
-    OpenAiStyle,
-    /// llama.cpp: `POST /tokenize {"content","add_special"}` → `{"tokens"}`;
-    /// `POST /detokenize {"tokens"}` → `{"content"}`.
-    LlamaCpp,
-    /// TGI: `POST /tokenize {"inputs","add_special_tokens"}` → `[{"id",…}]`; no detokenize.
-    Tgi,
-    /// No tokenizer endpoint.
-    None,
-}
-
-impl Dialect {
-    fn of(kind: EngineKind) -> Dialect {
-        match kind {
-            EngineKind::Sglang => sglang::DIALECT,
-            EngineKind::Vllm => vllm::DIALECT,
-            EngineKind::LlamaCpp => llamacpp::DIALECT,
-            EngineKind::Tgi => tgi::DIALECT,
-            EngineKind::TrtLlm => trtllm::DIALECT,
-            EngineKind::Ollama => ollama::DIALECT,
-            EngineKind::Generic => generic::DIALECT,
-        }
-    }
 }
 
 /// A probed engine: everything the driver needs to talk to it. Its `Debug` leaves out the API
@@ -281,7 +178,41 @@ impl Engine {
     /// Probes the server (see [`ProbeOptions`]): fails fast with a one-line [`ProbeError`] when
     /// the server does not answer, the key is refused or the model is not served.
     pub async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
-        probe::probe(opts).await
+        let found = probe::probe(opts).await?;
+        let has_tokenizer = found.dialect.tokenizer != TokenizerKind::None;
+        let engine = Engine {
+            kind: found.kind,
+            base_url: found.base_url,
+            client: found.client,
+            info: found.info,
+            model: found.model,
+            launch_command: found.launch_command,
+            dialect: found.dialect,
+            side_timeout: Duration::from_secs(60),
+            api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
+            // What the run decided, resolved against what the probe found.
+            api: opts.api.unwrap_or(match found.kind {
+                EngineKind::Generic => Api::Chat,
+                _ => Api::Completions,
+            }),
+            targeting: opts.targeting.unwrap_or(if has_tokenizer {
+                Targeting::Exact
+            } else {
+                Targeting::Estimate
+            }),
+            respect_eos: opts.respect_eos,
+            request: opts.request.clone(),
+            local_tokenizer: opts.local_tokenizer.clone(),
+            raw: None,
+            key_header: opts.key_header(),
+            reading: Arc::default(),
+            route_extra: Arc::default(),
+        };
+        Ok(Probe {
+            engine,
+            served_models: found.served_models,
+            notes: found.notes,
+        })
     }
 
     /// The engine kind (detected or forced).
@@ -537,16 +468,5 @@ impl Engine {
             url: url.to_owned(),
             detail: e.to_string(),
         })
-    }
-}
-
-/// The gauges of a Prometheus page, in the engine's metric names.
-pub(crate) fn gauges_from(kind: EngineKind, m: &Metrics<'_>) -> Gauges {
-    match kind {
-        EngineKind::Sglang => sglang::gauges(m),
-        EngineKind::Vllm => vllm::gauges(m),
-        EngineKind::LlamaCpp => llamacpp::gauges(m),
-        EngineKind::Tgi => tgi::gauges(m),
-        EngineKind::TrtLlm | EngineKind::Ollama | EngineKind::Generic => Gauges::default(),
     }
 }

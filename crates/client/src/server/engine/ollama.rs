@@ -10,9 +10,9 @@
 use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
-use super::probe::Discovery;
+use super::dialect::{Dialect, MetricsKind, TokenizerKind};
+use super::discovery::Discovery;
 use super::util::{sourced, str_at, u64_at};
-use super::{Dialect, MetricsKind, TokenizerKind};
 
 pub(crate) const DIALECT: Dialect = Dialect {
     ignore_eos: false,

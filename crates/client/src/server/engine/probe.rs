@@ -11,206 +11,16 @@
 use std::time::Duration;
 
 use llmib_core::redact_json;
-use llmib_core::{Api, Targeting};
 use llmib_core::{EngineInfo, EngineKind, ModelInfo, Sourced};
 use serde_json::Value;
-use std::sync::Arc;
-use thiserror::Error;
 
-use super::{Dialect, Engine, MetricsKind, generic, llamacpp, ollama, sglang, tgi, trtllm, vllm};
-use crate::server::local_tokenizer::LocalTokenizer;
+use super::dialect::{Dialect, MetricsKind};
+use super::discovery::{Discovery, model_max_len};
+use super::dispatch::{dialect_of, gauges_from};
+use super::options::{ProbeError, ProbeOptions};
+use super::{generic, llamacpp, ollama, sglang, tgi, trtllm, vllm};
 use crate::server::metrics::Metrics;
-use crate::wire::http::{HttpError, describe_request_error, describe_status};
-
-/// What to probe.
-#[derive(Debug, Clone)]
-pub struct ProbeOptions {
-    /// Server URL (`http://host:8000` or `http://host:8000/v1`).
-    pub base_url: String,
-    /// API key, sent as `Authorization: Bearer`.
-    pub api_key: Option<String>,
-    /// The model to use; auto-detected from `/v1/models` when `None`.
-    pub model: Option<String>,
-    /// Forces the engine kind (`--engine`) instead of detecting it.
-    pub engine: Option<EngineKind>,
-    /// `--kv-capacity`: KV capacity in tokens, overriding what the engine reports.
-    pub kv_capacity: Option<u64>,
-    /// `--dcp-size`: the reported per-rank capacity is multiplied by this.
-    pub dcp_size: Option<u64>,
-    /// Timeout of each probe request (and the connect timeout of the client).
-    pub timeout: Duration,
-    /// The endpoint generation requests go to; `None`: completions for a detected engine,
-    /// chat for an unknown OpenAI-compatible endpoint (hosted APIs often serve chat only).
-    pub api: Option<Api>,
-    /// How prompts are made C tokens long; `None`: exact where the engine has a tokenize
-    /// endpoint, estimated otherwise.
-    pub targeting: Option<Targeting>,
-    /// Let requests end at the model's EOS (no `ignore_eos` / `min_tokens`).
-    pub respect_eos: bool,
-    /// A tokenizer file that counts chunk texts where the server has no tokenize endpoint.
-    pub local_tokenizer: Option<Arc<LocalTokenizer>>,
-    /// Sampling and extra keys every generation request carries.
-    pub request: llmib_core::RequestControls,
-    /// Which headers carry the key (`--api-key-header`); `None`: both `Authorization: Bearer`
-    /// and `x-api-key` for the Messages API (a server that copies it may check either),
-    /// Bearer otherwise.
-    pub key_header: Option<crate::wire::http::KeyHeader>,
-}
-
-impl ProbeOptions {
-    /// The headers that carry the key: as asked, else by the API (see `key_header`).
-    pub fn key_header(&self) -> crate::wire::http::KeyHeader {
-        use crate::wire::http::KeyHeader;
-        self.key_header.unwrap_or(match self.api {
-            Some(Api::Messages) => KeyHeader::Both,
-            _ => KeyHeader::Bearer,
-        })
-    }
-
-    /// Options for `base_url` with defaults: no key, auto model, auto engine, 5 s timeout,
-    /// completions (`api: None` chooses by the engine, as `run --api auto` does), automatic
-    /// targeting, `ignore_eos`, no local tokenizer.
-    pub fn new(base_url: impl Into<String>) -> Self {
-        ProbeOptions {
-            base_url: base_url.into(),
-            api_key: None,
-            model: None,
-            engine: None,
-            kv_capacity: None,
-            dcp_size: None,
-            timeout: Duration::from_secs(5),
-            api: Some(Api::Completions),
-            targeting: None,
-            respect_eos: false,
-            request: llmib_core::RequestControls::default(),
-            local_tokenizer: None,
-            key_header: None,
-        }
-    }
-}
-
-/// The result of a probe.
-#[derive(Debug, Clone)]
-pub struct Probe {
-    /// The engine, ready for requests.
-    pub engine: Engine,
-    /// Every model id `/v1/models` listed.
-    pub served_models: Vec<String>,
-    /// Things worth telling the user that did not stop the probe (a metrics endpoint missing).
-    pub notes: Vec<String>,
-}
-
-/// Why a probe failed. Each message is one line that says what to do.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ProbeError {
-    /// The URL is not usable.
-    #[error("invalid --url {0:?}: expected something like http://host:8000 or http://host:8000/v1")]
-    InvalidUrl(String),
-    /// No HTTP answer.
-    #[error("{0}")]
-    Unreachable(String),
-    /// The key was refused.
-    #[error("{0}")]
-    Auth(String),
-    /// `/v1/models` is not there and no model was given: the URL is not an OpenAI-compatible
-    /// server's root.
-    #[error(
-        "{url}/v1/models answered HTTP 404: check --url (the server's root, e.g. http://host:8000); --model NAME only helps a server that serves completions but lists no models"
-    )]
-    NotAnApi {
-        /// The server.
-        url: String,
-    },
-    /// The requested model is not served.
-    #[error(
-        "model {:?} is not served at {url}; server serves: {}; pass --model with one of them",
-        short(model),
-        short_list(available)
-    )]
-    ModelNotFound {
-        /// The server.
-        url: String,
-        /// The model asked for.
-        model: String,
-        /// What the server lists.
-        available: Vec<String>,
-    },
-    /// No model given and the server lists none (or cannot list them).
-    #[error("cannot tell which model to use: {0}; pass --model NAME")]
-    NoModel(String),
-    /// No model given and the server lists several.
-    #[error(
-        "{url} serves several models: {}; pass --model with one of them",
-        short_list(models)
-    )]
-    SeveralModels {
-        /// The server.
-        url: String,
-        /// What it lists.
-        models: Vec<String>,
-    },
-    /// Another HTTP error.
-    #[error("{0}")]
-    Http(String),
-    /// The client could not be built.
-    #[error("{0}")]
-    Client(String),
-}
-
-/// A server-provided name cut for a one-line message (a model id can be a megabyte long).
-fn short(s: &str) -> std::borrow::Cow<'_, str> {
-    llmib_core::cut_text(s, llmib_core::NAME_MAX_CHARS)
-}
-
-/// A server's list of names for a one-line message: the first ten, then how many more.
-fn short_list(items: &[String]) -> String {
-    const SHOWN: usize = 10;
-    let mut out: Vec<String> = items
-        .iter()
-        .take(SHOWN)
-        .map(|m| short(m).into_owned())
-        .collect();
-    if items.len() > SHOWN {
-        out.push(format!("… and {} more", items.len() - SHOWN));
-    }
-    out.join(", ")
-}
-
-impl From<HttpError> for ProbeError {
-    fn from(e: HttpError) -> Self {
-        ProbeError::Client(e.to_string())
-    }
-}
-
-/// What the engine-specific endpoints answered (`None`: no usable JSON answer).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Discovery {
-    /// `/v1/models`.
-    pub models: Option<Value>,
-    /// SGLang `/get_server_info`.
-    pub sglang_info: Option<Value>,
-    /// `/version` (vLLM, TensorRT-LLM).
-    pub version: Option<Value>,
-    /// llama.cpp `/props`.
-    pub props: Option<Value>,
-    /// TGI `/info`.
-    pub tgi_info: Option<Value>,
-    /// Ollama `/api/version`.
-    pub ollama_version: Option<Value>,
-    /// `/metrics` body, when it answered 200.
-    pub metrics: Option<String>,
-    /// `/metrics` answered an error status (the engine has it switched off).
-    pub metrics_missing: bool,
-    /// Further engine-specific answers fetched after detection (Ollama `/api/show`, `/api/ps`;
-    /// vLLM `/server_info`).
-    pub extra: Vec<(String, Value)>,
-}
-
-impl Discovery {
-    pub(crate) fn extra(&self, path: &str) -> Option<&Value> {
-        self.extra.iter().find(|(p, _)| p == path).map(|(_, v)| v)
-    }
-}
+use crate::wire::http::{describe_request_error, describe_status};
 
 /// The server root: no trailing slash, no trailing `/v1`.
 pub(crate) fn normalize_base_url(url: &str) -> Result<String, ProbeError> {
@@ -224,7 +34,31 @@ pub(crate) fn normalize_base_url(url: &str) -> Result<String, ProbeError> {
     Ok(t.to_owned())
 }
 
-pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
+/// What the probe found: the engine's parts that come from the server (the dispatcher makes
+/// the [`super::Engine`] from them and the options).
+pub(crate) struct Found {
+    /// The engine, detected or forced.
+    pub kind: EngineKind,
+    /// The server root, credentials dropped where a key is given.
+    pub base_url: String,
+    /// The client every request goes through (the key in the API's headers).
+    pub client: reqwest::Client,
+    /// The Engine card, overrides applied and extras redacted.
+    pub info: EngineInfo,
+    /// The Model card.
+    pub model: ModelInfo,
+    /// The launch command, where the engine tells it.
+    pub launch_command: Option<String>,
+    /// The engine's request dialect.
+    pub dialect: Dialect,
+    /// Every model id `/v1/models` listed.
+    pub served_models: Vec<String>,
+    /// What is worth telling that did not stop the probe.
+    pub notes: Vec<String>,
+}
+
+/// Probes the server (see [`ProbeOptions`]).
+pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Found, ProbeError> {
     let mut base = normalize_base_url(&opts.base_url)?;
     let mut notes = Vec::new();
     // The HTTP client turns URL credentials into Basic auth, which replaces the key's Bearer
@@ -258,7 +92,7 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
     };
     fetch_extra(&client, &base, t, kind, &served, &mut d).await;
     let (mut info, model, launch) = describe(kind, &d, served);
-    let dialect = Dialect::of(kind);
+    let dialect = dialect_of(kind);
     metric_capabilities(kind, dialect, &d, &mut info, &mut notes);
     notes.extend(super::route::route_note(opts, kind));
     apply_overrides(opts, &mut info);
@@ -266,36 +100,14 @@ pub(crate) async fn probe(opts: &ProbeOptions) -> Result<Probe, ProbeError> {
         redact_json(v);
     }
 
-    // 3. What the run decided, resolved against what the probe found: the engine is complete.
-    let has_tokenizer = dialect.tokenizer != super::TokenizerKind::None;
-    Ok(Probe {
-        engine: Engine {
-            kind,
-            base_url: base,
-            client,
-            info,
-            model,
-            launch_command: launch,
-            dialect,
-            side_timeout: Duration::from_secs(60),
-            api_key: opts.api_key.clone().filter(|k| !k.is_empty()),
-            api: opts.api.unwrap_or(match kind {
-                EngineKind::Generic => Api::Chat,
-                _ => Api::Completions,
-            }),
-            targeting: opts.targeting.unwrap_or(if has_tokenizer {
-                Targeting::Exact
-            } else {
-                Targeting::Estimate
-            }),
-            respect_eos: opts.respect_eos,
-            request: opts.request.clone(),
-            local_tokenizer: opts.local_tokenizer.clone(),
-            raw: None,
-            key_header: opts.key_header(),
-            reading: Arc::default(),
-            route_extra: Arc::default(),
-        },
+    Ok(Found {
+        kind,
+        base_url: base,
+        client,
+        info,
+        model,
+        launch_command: launch,
+        dialect,
         served_models,
         notes,
     })
@@ -408,22 +220,6 @@ fn model_ids(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `max_model_len` of the served model in `/v1/models` (vLLM, SGLang and some providers).
-pub(crate) fn model_max_len(d: &Discovery, served: &str) -> Option<Sourced<u64>> {
-    let entry = d
-        .models
-        .as_ref()?
-        .get("data")?
-        .as_array()?
-        .iter()
-        .find(|m| m.get("id").and_then(Value::as_str) == Some(served))?;
-    let n = entry.get("max_model_len")?.as_u64()?;
-    Some(Sourced {
-        value: n,
-        source: "/v1/models max_model_len".to_owned(),
-    })
-}
-
 /// Engine detection: all candidate endpoints at once, first match in a fixed order.
 async fn detect(
     client: &reqwest::Client,
@@ -508,7 +304,7 @@ async fn fetch_for(
         EngineKind::Ollama => d.ollama_version = get("/api/version").await.json(),
         EngineKind::Generic => {}
     }
-    if Dialect::of(k).metrics != MetricsKind::None {
+    if dialect_of(k).metrics != MetricsKind::None {
         let m = fetch_text(client, format!("{base}/metrics"), t).await;
         set_metrics(d, m);
     }
@@ -580,7 +376,7 @@ fn metric_capabilities(
         }
         MetricsKind::Prometheus => match d.metrics.as_deref() {
             Some(body) => {
-                let g = super::gauges_from(kind, &Metrics::parse(body));
+                let g = gauges_from(kind, &Metrics::parse(body));
                 caps.queue_gauge = Some(g.waiting.is_some());
                 caps.generation_counter = Some(g.generation_tokens_total.is_some());
             }

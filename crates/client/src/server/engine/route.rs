@@ -2,7 +2,7 @@
 //! (and `anthropic-version` on the Messages API), and a note where the engine's route drops a
 //! key the run relies on.
 
-use super::probe::{ProbeError, ProbeOptions};
+use super::options::{ProbeError, ProbeOptions};
 use crate::wire::http::{HttpOptions, build_client};
 use llmib_core::{Api, EngineKind};
 

@@ -11,9 +11,9 @@ use llmib_core::{EngineInfo, ModelInfo};
 use llmib_core::{REDACTED, is_secret_name};
 use serde_json::{Map, Value};
 
-use super::probe::Discovery;
+use super::dialect::{Dialect, Gauges, MetricsKind, TokenizerKind};
+use super::discovery::Discovery;
 use super::util::{commit_from_version, quantization_label, sourced, str_at, u64_at};
-use super::{Dialect, Gauges, MetricsKind, TokenizerKind};
 use crate::server::metrics::Metrics;
 
 pub(crate) const DIALECT: Dialect = Dialect {
@@ -99,7 +99,7 @@ pub(crate) fn fill(d: &Discovery, info: &mut EngineInfo, model: &mut ModelInfo) 
         info.context_length = Some(sourced(c, "sglang server_args context_length"));
     }
     // The effective context length is what /v1/models reports (model config + flag).
-    if let Some(c) = super::probe::model_max_len(d, &model.served_model) {
+    if let Some(c) = super::discovery::model_max_len(d, &model.served_model) {
         info.context_length = Some(sourced(c.value, "sglang /v1/models max_model_len"));
     }
     model.model_path = str_at(s, "model_path");

@@ -21,7 +21,7 @@ fn completion_bodies_per_dialect() {
         info: EngineInfo::default(),
         model: ModelInfo::default(),
         launch_command: None,
-        dialect: Dialect::of(kind),
+        dialect: super::dispatch::dialect_of(kind),
         side_timeout: Duration::from_secs(1),
         api_key: None,
         api: llmib_core::Api::Completions,

@@ -10,9 +10,9 @@
 
 use llmib_core::{EngineInfo, ModelInfo};
 
-use super::probe::Discovery;
+use super::dialect::{Dialect, Gauges, MetricsKind, TokenizerKind};
+use super::discovery::Discovery;
 use super::util::{commit_from_version, sourced, str_at};
-use super::{Dialect, Gauges, MetricsKind, TokenizerKind};
 use crate::server::metrics::{TrtLlmStats, parse_trtllm_json};
 
 pub(crate) const DIALECT: Dialect = Dialect {

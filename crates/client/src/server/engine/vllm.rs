@@ -8,9 +8,9 @@
 use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
-use super::probe::Discovery;
+use super::dialect::{Dialect, Gauges, MetricsKind, SpecCounters, TokenizerKind};
+use super::discovery::Discovery;
 use super::util::{as_u64, commit_from_version, quantization_label, sourced, str_at, u64_at};
-use super::{Dialect, Gauges, MetricsKind, SpecCounters, TokenizerKind};
 use crate::server::metrics::Metrics;
 
 pub(crate) const DIALECT: Dialect = Dialect {
@@ -72,7 +72,7 @@ pub(crate) fn fill(d: &Discovery, info: &mut EngineInfo, model: &mut ModelInfo) 
         info.version = str_at(v, "version");
         info.commit = info.version.as_deref().and_then(commit_from_version);
     }
-    if let Some(c) = super::probe::model_max_len(d, &model.served_model) {
+    if let Some(c) = super::discovery::model_max_len(d, &model.served_model) {
         info.context_length = Some(sourced(c.value, "vllm /v1/models max_model_len"));
     }
     model.model_path =
