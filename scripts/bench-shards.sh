@@ -12,6 +12,10 @@
 #   DURATION=10s scripts/bench-shards.sh  # the matrix with shorter windows
 #   BIN=path OLD_BIN=path scripts/bench-shards.sh   # another build; OLD_BIN adds its sharded
 #                                                   # runs (an older timetable) to the table
+#   PREFILL_RATE=10000 scripts/bench-shards.sh      # the matrix's --shard-prefill-rate
+#                                                   # (default 100000; 10000 is the flag's own)
+#   SIM_PREFILL=10000 scripts/bench-shards.sh       # the simulator's prefill tok/s (a server
+#                                                   # that prefills like the seed's, 8-11K tok/s)
 #
 # The cases: `rate` is issue 34's: two shards, one 3 s rate cell at 10/s at 1K, started 20 s
 # ahead, every other setting the default; `rate-prefill` the same with the 1K prefill cell
@@ -34,7 +38,8 @@ trap '[ -n "$SIM" ] && kill "$SIM" 2>/dev/null; true' EXIT
 start_sim() {
   "$1" sim --profile tiny-vllm --port "$PORT" --set context_length=16384 \
     --set kv_capacity_tokens=4000000 --set prefix_cache_tokens=4000000 \
-    --set max_running_requests=512 >/dev/null 2>&1 &
+    --set max_running_requests=512 ${SIM_PREFILL:+--set prefill_tok_per_s=$SIM_PREFILL} \
+    >/dev/null 2>&1 &
   SIM=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return; sleep 0.1; done
   echo "the simulator did not start" >&2
@@ -52,7 +57,7 @@ plan() {
     rate-prefill) PLAN=("${common[@]}" --contexts 1K --prefill-contexts none --skip-decode --request-rate 10 --duration 3s --max-output 256)
       SHARDS=2 LEAD=20 SHARD_FLAGS=() ;;
     matrix) PLAN=("${common[@]}" --contexts 1K,2K,4K --prefill-contexts none --concurrency 1,4,16,64 --duration "$DURATION" --readiness-timeout 20s --max-output 256)
-      SHARDS=4 LEAD=10 SHARD_FLAGS=(--shard-prefill-rate 100000) ;;
+      SHARDS=4 LEAD=10 SHARD_FLAGS=(--shard-prefill-rate "${PREFILL_RATE:-100000}") ;;
     *) echo "unknown case $1" >&2; exit 2 ;;
   esac
 }
