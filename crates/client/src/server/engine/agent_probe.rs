@@ -134,20 +134,19 @@ pub(crate) fn answer_prompt_tokens(
     url: &str,
 ) -> Result<u64, EngineError> {
     let at = |p: &str| v.pointer(p).and_then(Value::as_u64);
-    let field = match api {
-        Api::Completions | Api::Chat => "prompt_tokens",
-        Api::Messages | Api::Responses => "input_tokens",
-    };
-    let n = match api {
-        Api::Completions | Api::Chat => at("/usage/prompt_tokens"),
-        Api::Responses => at("/usage/input_tokens"),
-        Api::Messages => at("/usage/input_tokens").map(|input| {
-            reading.prompt_tokens(&MessagesUsage {
-                input_tokens: input,
-                cache_read: at("/usage/cache_read_input_tokens"),
-                cache_creation: at("/usage/cache_creation_input_tokens"),
-            })
-        }),
+    let (field, n) = match api {
+        Api::Completions | Api::Chat => ("prompt_tokens", at("/usage/prompt_tokens")),
+        Api::Responses => ("input_tokens", at("/usage/input_tokens")),
+        Api::Messages => (
+            "input_tokens",
+            at("/usage/input_tokens").map(|input| {
+                reading.prompt_tokens(&MessagesUsage {
+                    input_tokens: input,
+                    cache_read: at("/usage/cache_read_input_tokens"),
+                    cache_creation: at("/usage/cache_creation_input_tokens"),
+                })
+            }),
+        ),
     };
     n.ok_or_else(|| no_usage(url, field))
 }
