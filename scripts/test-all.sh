@@ -72,7 +72,12 @@ log="$(mktemp)"
 trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true' EXIT
 set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
-cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
+# One test at a time: most integration tests time a schedule or a decode window to the
+# millisecond, and on CI's two cores a browser or a second server started by a test beside
+# them made four of them fail in one run (stop 41). `timing_lock` serialises only the timed
+# tests among themselves; this keeps every other test off the cores while they run. It costs
+# the integration binary a few minutes; the unit tests take seconds either way.
+RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # vLLM's own checks (engine detection, KV capacity, exact prompts, per-chunk usage, no API key
