@@ -22,6 +22,7 @@ fn info(shard: Option<ShardSpec>) -> RunInfo {
             start_unix_ns: DUE,
             prep_s: 10.0,
             prefill_tok_per_s: 10_000.0,
+            cached_prompt_block_tokens: None,
         }),
         ..Settings::default()
     };

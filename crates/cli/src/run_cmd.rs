@@ -440,6 +440,11 @@ fn prepare_new(
     let engine = probe.engine;
     settings.api = engine.api();
     settings.token_targeting = engine.targeting();
+    // A shard's decode ramps are sized by what the server caches (the plan then says so, and
+    // its hash sees it): known only now.
+    if let Some(t) = settings.timetable.as_mut() {
+        t.cached_prompt_block_tokens = engine.cached_prompt_block_tokens();
+    }
     let info_engine = engine.info().clone();
     let context_length = info_engine
         .context_length

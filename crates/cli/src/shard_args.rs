@@ -76,6 +76,8 @@ impl RunArgs {
                 start_unix_ns,
                 prep_s,
                 prefill_tok_per_s,
+                // What the server caches is known after the probe (`run_cmd::prepare_new`).
+                cached_prompt_block_tokens: None,
             },
         }))
     }

@@ -23,7 +23,9 @@ pub enum SlotKind {
     Decode {
         /// Prompt tokens built and warmed (the streams no earlier cell at this context ran).
         warm_tokens: u64,
-        /// The N streams' prompt tokens: the ramp takes at most their prefill.
+        /// The N streams' prompt tokens the ramp prefills (at most): all of them, or the
+        /// last cache block of each where the server caches the prompts the preparation
+        /// warmed.
         stream_tokens: u64,
         /// The readiness limit (`--readiness-timeout`), seconds.
         readiness_limit_s: f64,

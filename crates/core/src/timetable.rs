@@ -11,7 +11,8 @@
 //! close. Each part is sized to the cell from what the plan knows ([`slot_parts`]): the
 //! preparation from the prompt tokens it builds and warms, at the tokenizer's and the
 //! server's prefill rate (`--shard-prefill-rate`); a decode ramp from the prefill of the
-//! cell's N prompts at that rate, at most the readiness limit a single machine uses; a rate
+//! cell's N prompts at that rate (of their last cache block only, where the server keeps the
+//! prompts the preparation warmed), at most the readiness limit a single machine uses; a rate
 //! cell has no ramp at all. The first slot's preparation is at least `--shard-prep-seconds`
 //! after the start instant. A measured duration cannot size a slot: it differs between
 //! machines, and shards that cannot talk would disagree on every later instant. Each shard
@@ -69,6 +70,15 @@ pub struct TimetableSettings {
     /// (`--shard-prefill-rate`; a run.json from before it: the default).
     #[serde(default = "default_prefill_rate")]
     pub prefill_tok_per_s: f64,
+    /// Where the server's configuration says it keeps prompts in a prefix cache (vLLM
+    /// `enable_prefix_caching`, SGLang's radix cache): its block size, tokens. A decode
+    /// cell's preparation warms its streams' prompts, so its ramp prefills at most the last
+    /// block of each ([`matrix_slot_kind`]). `None`: off or not said (llama.cpp, a hosted
+    /// API, a run.json from before it), and a ramp is sized as the prefill of whole prompts.
+    /// Read from the server after the probe, so shards of one server agree on it (and shards
+    /// that read it differently have different plan hashes, which a merge refuses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_block_tokens: Option<u64>,
 }
 
 /// [`DEFAULT_SHARD_PREFILL_TOK_PER_S`], for serde.
@@ -178,13 +188,19 @@ pub struct MatrixSlotSettings {
     pub readiness_limit_s: f64,
     /// `--duration`, seconds.
     pub window_s: f64,
+    /// [`TimetableSettings::cached_prompt_block_tokens`]: the server keeps warmed prompts
+    /// in its prefix cache, in blocks of this many tokens.
+    pub cached_prompt_block_tokens: Option<u64>,
 }
 
 /// The slot of the matrix cell `cells[index]` (prefill or decode; the matrix's other phases
 /// never run on shards and are sized as a prefill), from the plan alone: `measured(i)` says
 /// whether cell i takes a slot (one predicted over capacity does not). A decode cell builds
 /// and warms the streams no earlier measured decode cell at its context ran (N ascends, and a
-/// prompt warmed once stays cached).
+/// prompt warmed once stays cached). Its ramp prefills every stream's prompt, or where the
+/// server keeps prompts in a prefix cache, at most the last block of each: the engines
+/// recompute at least a prompt's last token for its logits, and a block cache serves whole
+/// blocks only.
 pub fn matrix_slot_kind(
     cells: &[CellKey],
     index: usize,
@@ -211,9 +227,12 @@ pub fn matrix_slot_kind(
         .map(|i| u64::from(cells[i].concurrency))
         .max()
         .unwrap_or(0);
+    let uncached = s
+        .cached_prompt_block_tokens
+        .map_or(c, |block| c.min(block.max(1)));
     SlotKind::Decode {
         warm_tokens: n.saturating_sub(ran).saturating_mul(c),
-        stream_tokens: n.saturating_mul(c),
+        stream_tokens: n.saturating_mul(uncached),
         readiness_limit_s: s.readiness_limit_s,
         window_s: s.window_s,
     }

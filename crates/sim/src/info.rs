@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::config::Flavor;
+use crate::engine::CACHE_BLOCK_TOKENS;
 use crate::reply::{json_response, reject};
 use crate::request::{Reject, parse_messages};
 use crate::state::AppState;
@@ -154,6 +155,10 @@ pub(crate) async fn server_info(State(st): State<Arc<AppState>>) -> Response {
             cfg.max_running_requests.map_or(Value::Null, |m| json!(m)),
         ),
         ("chunked_prefill_size", json!(cfg.chunked_prefill_tokens)),
+        // The prefix cache the simulator really runs, in its own blocks: a client sizes its
+        // cache predictions and a shard's ramps by them.
+        ("disable_radix_cache", json!(cfg.prefix_cache_tokens == 0)),
+        ("page_size", json!(CACHE_BLOCK_TOKENS)),
     ];
     let mut fields: Vec<(String, Value)> = Vec::new();
     let mut set = |k: &str, v: Value| match fields.iter_mut().find(|(n, _)| n == k) {

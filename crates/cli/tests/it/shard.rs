@@ -174,8 +174,13 @@ fn four_merged_shards_send_what_one_process_sends() {
         })
         .collect();
     off.sort_by(f64::total_cmp);
-    // Both send on the seeded schedule: the sends agree within the pacing of a loaded host.
-    assert!(off[off.len() * 9 / 10] < 3.0, "send offsets, ms: {off:?}");
+    // Both send on the seeded schedule (another schedule is tens of ms off at 20/s): half
+    // the sends agree within a millisecond, nine in ten within the few ms a debug build on
+    // two shared cores is late now and then while it reads other streams.
+    assert!(
+        off[off.len() / 2] < 1.0 && off[off.len() * 9 / 10] < 10.0,
+        "send offsets, ms: {off:?}"
+    );
     assert_close(
         "achieved request rate",
         num(rm, "achieved_request_rate"),
@@ -211,6 +216,30 @@ fn four_merged_shards_send_what_one_process_sends() {
     let shards = dm["merged"]["shards"].as_array().expect("shards");
     assert_eq!(shards.len(), 4, "{dm:#}");
     assert!(shards.iter().all(|s| s["ready_at_open"] == true), "{dm:#}");
+    // The simulator says it caches prompts in 16-token pages (SGLang's `page_size`): the plan
+    // says so, and the ramp was sized for one page of each of the 4 prompts the preparation
+    // warmed, not for their 512 tokens each.
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(dirs[0].join("run.json")).expect("a shard's run.json"),
+    )
+    .expect("run.json");
+    let timetable = &run["plan"]["settings"]["timetable"];
+    assert_eq!(timetable["cached_prompt_block_tokens"], 16, "{timetable:#}");
+    let own = cells(&dirs[0]);
+    let slot = &row(&own, "decode")["shard"]["slot"];
+    let sized = &slot["sized_from"];
+    assert_eq!(
+        (&sized["warm_tokens"], &sized["stream_tokens"]),
+        (&(4 * 512).into(), &(4 * 16).into()),
+        "{slot:#}"
+    );
+    // The ramp: the 1 s floor and 64 tokens at the default 10,000 tok/s.
+    let at = |k: &str| slot["slot"][k].as_u64().unwrap_or(0);
+    assert_eq!(
+        at("open_unix_ns") - at("origin_unix_ns"),
+        1_006_400_000,
+        "{slot:#}"
+    );
     assert_close(
         "decode total tok/s",
         num(dm, "total_tok_per_s"),
@@ -432,7 +461,13 @@ fn two_shards_replay_a_trace_as_one() {
         })
         .collect();
     late.sort_by(f64::total_cmp);
-    assert!(late[late.len() * 9 / 10] < 2.0, "send − due, ms: {late:?}");
+    // Half within a millisecond of the due instant (a shard that missed the shared origin
+    // would be off on all of them); nine in ten within the few ms a debug build on two shared
+    // cores is late now and then while it reads the streams of the trace's long prompts.
+    assert!(
+        late[late.len() / 2] < 1.0 && late[late.len() * 9 / 10] < 10.0,
+        "send − due, ms: {late:?}"
+    );
 }
 
 /// Issue 34's case, small: two shards send one 3 s rate cell, and each records the slot the

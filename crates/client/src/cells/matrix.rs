@@ -240,6 +240,10 @@ fn slot_kind(m: &MatrixRun<'_>, cell: &PlannedCell) -> SlotKind {
         prefill_repeats: s.prefill_repeats,
         readiness_limit_s: s.readiness_timeout_s,
         window_s: s.duration_s,
+        cached_prompt_block_tokens: s
+            .timetable
+            .as_ref()
+            .and_then(|t| t.cached_prompt_block_tokens),
     };
     llmib_core::matrix_slot_kind(&keys, index, &measured, settings)
 }

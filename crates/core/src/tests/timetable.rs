@@ -14,6 +14,7 @@ fn settings(prep_s: f64, prefill_tok_per_s: f64) -> TimetableSettings {
         start_unix_ns: 1_000 * S,
         prep_s,
         prefill_tok_per_s,
+        cached_prompt_block_tokens: None,
     }
 }
 
@@ -197,6 +198,7 @@ fn a_decode_cell_warms_only_the_streams_no_earlier_measured_cell_ran() {
         prefill_repeats: 3,
         readiness_limit_s: 20.0,
         window_s: 30.0,
+        cached_prompt_block_tokens: None,
     };
     let kind = |i| matrix_slot_kind(&cells, i, &measured, s);
     assert_eq!(
@@ -211,6 +213,29 @@ fn a_decode_cell_warms_only_the_streams_no_earlier_measured_cell_ran() {
     assert_eq!(kind(4), decode(240 * 4096, 256 * 4096));
     // Another context starts from no stream.
     assert_eq!(kind(6), decode(4 * 8192, 4 * 8192));
+    // A server that keeps the warmed prompts in 16-token blocks: each stream's ramp prefills
+    // one block at most; the warm-up is the same; a prompt shorter than a block is whole.
+    let cached = MatrixSlotSettings {
+        cached_prompt_block_tokens: Some(16),
+        ..s
+    };
+    let kind = |i| matrix_slot_kind(&cells, i, &measured, cached);
+    assert_eq!(kind(2), decode(15 * 4096, 16 * 16));
+    assert_eq!(kind(6), decode(4 * 8192, 4 * 16));
+    let short = [key(Phase::Decode, 10, 8)];
+    assert_eq!(
+        matrix_slot_kind(&short, 0, &|_| true, cached),
+        decode(80, 80)
+    );
+    // A block of 0 (a misread config) counts as token-granular, never as a free ramp.
+    let zero = MatrixSlotSettings {
+        cached_prompt_block_tokens: Some(0),
+        ..s
+    };
+    assert_eq!(
+        matrix_slot_kind(&cells, 2, &measured, zero),
+        decode(15 * 4096, 16)
+    );
     assert_eq!(
         kind(99),
         SlotKind::Prefill {
@@ -221,8 +246,9 @@ fn a_decode_cell_warms_only_the_streams_no_earlier_measured_cell_ran() {
 }
 
 /// The timetable of a plan: a prefill slot at each context, then its decode cells in
-/// ascending N, as the matrix asks for them.
-fn run_length(t: &mut Timetable, contexts: &[u64], ns: &[u32]) -> u64 {
+/// ascending N, as the matrix asks for them, on a server that caches prompts in blocks of
+/// `block` tokens (or not).
+fn run_length(t: &mut Timetable, contexts: &[u64], ns: &[u32], block: Option<u64>) -> u64 {
     let mut keys = Vec::new();
     for &c in contexts {
         keys.push(key(Phase::Prefill, c, 1));
@@ -232,6 +258,7 @@ fn run_length(t: &mut Timetable, contexts: &[u64], ns: &[u32]) -> u64 {
         prefill_repeats: 1,
         readiness_limit_s: 20.0,
         window_s: 30.0,
+        cached_prompt_block_tokens: block,
     };
     let mut end = 0;
     for i in 0..keys.len() {
@@ -274,8 +301,22 @@ fn issue_34_the_realistic_matrix_is_all_window_but_a_sixth() {
     // windows in 420.4 s of timetable (it was 1,536 s: 60 s of preparation, the whole 20 s
     // readiness limit and 3 s of grace in every slot).
     let mut t = table(DEFAULT_PREP_S, 100_000.0);
-    let total = run_length(&mut t, &[1024, 2048, 4096], &[1, 4, 16, 64]);
+    let total = run_length(&mut t, &[1024, 2048, 4096], &[1, 4, 16, 64], None);
     assert_eq!(total, 420_416_992_000);
+}
+
+#[test]
+fn issue_34_cached_prompts_ramp_in_a_second_at_the_default_rate() {
+    // The same matrix at the default rate: each ramp is the prefill of its N whole prompts
+    // (503.4 s in all; the 4K × 64 ramp alone 27.2 s, cut to the 20 s readiness limit), or,
+    // on a server that keeps the warmed prompts in 16-token blocks (vLLM's default), the
+    // floor and N blocks (450.1 s: the 4K × 64 ramp 1.1 s).
+    let mut t = table(DEFAULT_PREP_S, DEFAULT_SHARD_PREFILL_TOK_PER_S);
+    let whole = run_length(&mut t, &[1024, 2048, 4096], &[1, 4, 16, 64], None);
+    assert_eq!(whole, 503_380_768_000);
+    let mut t = table(DEFAULT_PREP_S, DEFAULT_SHARD_PREFILL_TOK_PER_S);
+    let cached = run_length(&mut t, &[1024, 2048, 4096], &[1, 4, 16, 64], Some(16));
+    assert_eq!(cached, 450_075_168_000);
 }
 
 #[test]
@@ -294,6 +335,7 @@ fn bad_lengths_never_panic() {
         start_unix_ns: u64::MAX - 5,
         prep_s: 1e30,
         prefill_tok_per_s: 0.0,
+        cached_prompt_block_tokens: Some(u64::MAX),
     });
     let s = far.slot(SlotKind::Rate {
         build_tokens: u64::MAX,
@@ -321,6 +363,10 @@ fn a_record_reads_its_preparation_and_an_old_settings_file_gets_the_default_rate
     let old = r#"{"start_at":"2026-12-04T22:00:00Z","start_unix_ns":1,"prep_s":60.0}"#;
     let s: TimetableSettings = serde_json::from_str(old).expect("reads");
     assert_eq!(s.prefill_tok_per_s, DEFAULT_SHARD_PREFILL_TOK_PER_S);
+    // Nor does it cache prompts, and a plan that does not stays as it was (same plan hash).
+    assert_eq!(s.cached_prompt_block_tokens, None);
+    let json = serde_json::to_string(&s).expect("serializes");
+    assert!(!json.contains("cached_prompt_block_tokens"), "{json}");
 }
 
 #[test]

@@ -57,6 +57,7 @@ fn merged() -> Report {
         start_unix_ns: 1_796_421_600_000_000_000,
         prep_s: 60.0,
         prefill_tok_per_s: 10_000.0,
+        cached_prompt_block_tokens: None,
     });
     let decode: Vec<usize> = (0..r.cells.len())
         .filter(|i| r.cells[*i].phase == Phase::Decode)

@@ -196,6 +196,8 @@ async fn sglang_probe_reads_the_seed_metadata() {
     assert_eq!(i.capabilities.queue_gauge, Some(true));
     assert_eq!(i.capabilities.generation_counter, Some(true));
     assert_eq!(i.capabilities.cached_tokens, Some(true));
+    let cache = (e.prefix_caching(), e.cached_prompt_block_tokens());
+    assert_eq!(cache, (Some(true), Some(1)));
     assert_eq!(
         e.launch_command(),
         Some(format!("{SEED_COMMAND} --enable-cache-report").as_str())
@@ -249,6 +251,8 @@ async fn vllm_probe_capacity_from_cache_config_info() {
     );
     assert_eq!(i.context_length.as_ref().map(|c| c.value), Some(4096));
     assert_eq!(i.kv_cache_dtype.as_deref(), Some("auto"));
+    let cache = (e.prefix_caching(), e.cached_prompt_block_tokens());
+    assert_eq!(cache, (Some(true), Some(128)));
     assert_eq!(e.model().model_path.as_deref(), Some("/models/tiny-llama"));
     assert_eq!(e.launch_command(), None);
     let g = e.gauges().await.expect("gauges");
