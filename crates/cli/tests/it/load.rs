@@ -243,6 +243,10 @@ fn a_failing_server_keeps_the_rate_cell() {
         &[
             "--request-rate",
             "10",
+            // 20 requests every time: a Poisson draw of a few would leave the seeded faults
+            // (one request in five) a chance to miss them all.
+            "--arrival",
+            "constant",
             "--slo",
             "ttft_p99=2s",
             "--skip-decode",
