@@ -219,10 +219,7 @@ fn four_merged_shards_send_what_one_process_sends() {
     // The simulator says it caches prompts in 16-token pages (SGLang's `page_size`): the plan
     // says so, and the ramp was sized for one page of each of the 4 prompts the preparation
     // warmed, not for their 512 tokens each.
-    let run: Value = serde_json::from_str(
-        &std::fs::read_to_string(dirs[0].join("run.json")).expect("a shard's run.json"),
-    )
-    .expect("run.json");
+    let run = run_json(&dirs[0]);
     let timetable = &run["plan"]["settings"]["timetable"];
     assert_eq!(timetable["cached_prompt_block_tokens"], 16, "{timetable:#}");
     let own = cells(&dirs[0]);
