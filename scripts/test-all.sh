@@ -74,7 +74,7 @@ set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
 # One test at a time: most integration tests time a schedule or a decode window to the
 # millisecond, and on CI's two cores a browser or a second server started by a test beside
-# them made four of them fail in one run (stop 41). `timing_lock` serialises only the timed
+# them can hold them up (stop 41's CI ran them so). `timing_lock` serialises only the timed
 # tests among themselves; this keeps every other test off the cores while they run. It costs
 # the integration binary a few minutes; the unit tests take seconds either way.
 RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
