@@ -88,7 +88,7 @@ pub async fn drive(mut d: Drive<'_>) -> Result<MatrixEnd> {
             // The dashboard stops drawing before the terminal is given back, or it would paint
             // over the main screen while the run saves what it has.
             release_terminal();
-            eprintln!("\n{}", stop.words());
+            errln!("\n{}", stop.words());
             c2.cancel();
             if interrupt().await.is_some() {
                 // Forced out: run.json must not keep saying `running` (the rows are saved).
@@ -141,7 +141,7 @@ pub async fn drive(mut d: Drive<'_>) -> Result<MatrixEnd> {
     }
     // After the terminal is back, so the line is read; the results are saved either way.
     if let Some(Err(e)) = events.map(EventWriter::finish) {
-        eprintln!("warning: {e:#}");
+        errln!("warning: {e:#}");
     }
     Ok(end?)
 }
@@ -165,7 +165,7 @@ fn start_tui(
     match Tui::start(dash, hw, cancel.clone(), skip.clone()) {
         Ok(t) => Ok(Some(t)),
         Err(e) => {
-            eprintln!("note: the dashboard cannot start ({e}); printing lines instead");
+            errln!("note: the dashboard cannot start ({e}); printing lines instead");
             Ok(None)
         }
     }

@@ -157,8 +157,8 @@ fn token(t: TokenCommand) -> Result<Exit> {
             let mut store = open_store(&db.db, Settings::default())?;
             let t = store.create_token(name)?;
             // Only the secret on stdout, so `TOKEN=$(… hub token create ci)` captures it.
-            println!("{}", t.secret);
-            eprintln!(
+            outln!("{}", t.secret);
+            errln!(
                 "created token {} `{}`; its secret (above) is shown only now and is not stored: keep it (uploads read it from --token or LLMIB_HUB_TOKEN)",
                 t.id,
                 terminal_name(name)
@@ -168,17 +168,17 @@ fn token(t: TokenCommand) -> Result<Exit> {
             let store = open_store(&db.db, Settings::default())?;
             let tokens = store.list_tokens()?;
             if tokens.is_empty() {
-                eprintln!(
+                errln!(
                     "no tokens yet: create one with `llm-inference-bench hub token create NAME`"
                 );
             } else {
-                print!("{}", token_table(&tokens));
+                out!("{}", token_table(&tokens));
             }
         }
         TokenCommand::Revoke { id, db } => {
             let mut store = open_store(&db.db, Settings::default())?;
             store.revoke_token(id)?;
-            eprintln!("revoked token {id}: it no longer uploads; the runs it uploaded stay");
+            errln!("revoked token {id}: it no longer uploads; the runs it uploaded stay");
         }
     }
     Ok(Exit::Ok)
@@ -251,7 +251,7 @@ fn serve(a: ServeArgs) -> Result<Exit> {
         let addr = listener.local_addr().context("the listener's address")?;
         // Installed before the line is printed: a SIGTERM sent right after it is caught.
         let stop = stop_signal()?;
-        eprintln!(
+        errln!(
             "hub: listening on http://{addr} (database: {}, schema version {schema})",
             terminal_name(&shown)
         );
@@ -262,7 +262,7 @@ fn serve(a: ServeArgs) -> Result<Exit> {
     // PostgreSQL connection closes itself with a blocking call when dropped.
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     served?;
-    eprintln!("hub: stopped");
+    errln!("hub: stopped");
     Ok(Exit::Ok)
 }
 
@@ -277,7 +277,7 @@ fn stop_signal() -> Result<impl Future<Output = ()> + Send + 'static> {
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
-        eprintln!("hub: stopping (requests in flight finish first)");
+        errln!("hub: stopping (requests in flight finish first)");
     })
 }
 

@@ -1,6 +1,8 @@
 //! The `llm-inference-bench` binary: parses arguments, calls one library function per command
 //! and maps the outcome to an exit code. Everything else lives in the library crates.
 
+#[macro_use]
+mod say;
 mod config;
 mod config_load;
 mod config_sessions;
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
                 .take_while(|l| !l.starts_with("For more information"))
                 .filter(|l| !l.is_empty())
                 .collect();
-            eprintln!("{}", sanitize_terminal(&line.join(" ")));
+            errln!("{}", sanitize_terminal(&line.join(" ")));
             return ExitCode::from(1);
         }
         Err(e) => e.exit(),
@@ -92,7 +94,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -124,7 +126,7 @@ fn finish(result: anyhow::Result<run_cmd::Exit>) -> ExitCode {
             let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let line = redact_text(&one_line(&e), &secrets);
             // A server's error body may be a megabyte: the line is cut (`terminal_line`).
-            eprintln!("error: {}", terminal_line(&line));
+            errln!("error: {}", terminal_line(&line));
             ExitCode::from(1)
         }
     }

@@ -30,7 +30,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
     let written = merge(&args.dirs, &args.output, args.force)?;
     let rows = RunDir::open(&args.output)?.load()?.cells;
     if let Some(note) = prep_note(&rows) {
-        eprintln!("{note}");
+        errln!("{note}");
     }
     let list: String = written
         .iter()
@@ -89,7 +89,7 @@ fn check_lines<T>(file: &Path, lines: &JsonLines<T>) -> anyhow::Result<()> {
         );
     }
     if let Some(l) = lines.bad_lines.first() {
-        eprintln!(
+        errln!(
             "warning: {}: its last line ({l}) was cut short and is skipped",
             file.display()
         );
@@ -102,7 +102,7 @@ fn load_shard(dir: &Path) -> anyhow::Result<ShardResults> {
     let rd = RunDir::open(dir)?;
     let run = rd.load()?;
     if run.skipped_lines > 0 {
-        eprintln!(
+        errln!(
             "warning: {}: {} lines could not be read and are skipped",
             dir.join(CELLS_FILE).display(),
             run.skipped_lines

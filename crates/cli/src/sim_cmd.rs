@@ -113,7 +113,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
             )
         })?;
     let addr = listener.local_addr()?;
-    println!(
+    outln!(
         "simulated {} engine `{}` (profile {}) listening on http://{addr}{}; Ctrl-C stops it",
         cfg.flavor.as_str(),
         // A profile may name its model at any length: the line stays a line.

@@ -339,7 +339,7 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
             skip_requests: a.skip_requests,
         };
         match hub.upload(dir, how).await {
-            Ok(u) => println!(
+            Ok(u) => outln!(
                 "uploaded {} → {}{}",
                 dir.display(),
                 hub.page(&u),
@@ -347,11 +347,11 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
             ),
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {}: {e}", dir.display());
+                errln!("error: {}: {e}", dir.display());
                 if let Failure::Unreachable(_) = e {
                     let rest = a.dirs.len() - i - 1;
                     if rest > 0 {
-                        eprintln!("{rest} more director{} not tried", plural_y(rest));
+                        errln!("{rest} more director{} not tried", plural_y(rest));
                     }
                     failed += rest;
                     break;
@@ -360,7 +360,7 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
         }
     }
     if failed > 0 {
-        eprintln!(
+        errln!(
             "{failed} of {} director{} not uploaded",
             a.dirs.len(),
             plural_y(a.dirs.len())
@@ -403,7 +403,7 @@ pub async fn run(a: RunCommandArgs) -> Result<Exit> {
         hub.shown()
     );
     if exit != Exit::Ok {
-        eprintln!(
+        errln!(
             "not uploaded: the run did not end well; its results are in {} (upload them anyway with `{later}`)",
             dir.display()
         );
@@ -411,12 +411,12 @@ pub async fn run(a: RunCommandArgs) -> Result<Exit> {
     }
     match hub.upload(&dir, How::default()).await {
         Ok(u) => {
-            eprintln!("uploaded {} → {}", dir.display(), hub.page(&u));
+            errln!("uploaded {} → {}", dir.display(), hub.page(&u));
             Ok(exit)
         }
         Err(e) => {
-            eprintln!("error: the upload failed: {e}");
-            eprintln!(
+            errln!("error: the upload failed: {e}");
+            errln!(
                 "the results are kept in {}: upload them later with `{later}`",
                 dir.display()
             );

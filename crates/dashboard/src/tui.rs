@@ -22,6 +22,7 @@ use ratatui::crossterm::terminal::{
 };
 use ratatui::crossterm::{cursor, execute};
 use ratatui::prelude::CrosstermBackend;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, Once, TryLockError};
@@ -143,7 +144,8 @@ impl Tui {
         // After the terminal is back, so the line is read: a dashboard that died must not
         // look like a run that showed nothing.
         if let Some(Err(panic)) = joined {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "warning: the dashboard stopped early after a panic ({}); the run went on and its results are saved",
                 panic_text(panic.as_ref())
             );

@@ -20,6 +20,7 @@ use llmib_client::Engine;
 use llmib_core::{Accuracy, Category, EvalSummary, ItemScore, Profile};
 use llmib_core::{redact_text, sanitize_terminal, strip_url_userinfo};
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -212,7 +213,8 @@ fn per_s(tokens: u64, wall_s: f64) -> f64 {
 fn print_outcome(summary: &EvalSummary, output: &Path, errors: usize) {
     let acc = &summary.accuracy;
     let (lo, hi) = acc.wilson_95.unwrap_or((0.0, 0.0));
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "{}: {}/{} correct, accuracy {:.1}% (95% CI {:.1}–{:.1}%), {:?}, {:.0} tok/s; results in {}",
         summary.profile,
         acc.correct,
@@ -225,7 +227,8 @@ fn print_outcome(summary: &EvalSummary, output: &Path, errors: usize) {
         output.display()
     );
     if errors > 0 {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "note: {errors} request(s) failed; they score as unparseable (items.jsonl has each error)"
         );
     }

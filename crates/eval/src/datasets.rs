@@ -16,6 +16,7 @@ use crate::jsonl::read_jsonl;
 use crate::select::{spread, stratified};
 use llmib_core::{Profile, Provenance};
 use sha2::{Digest, Sha256};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -232,14 +233,19 @@ async fn cached(
         if sha256_hex(&bytes) == sha256 {
             return Ok((path, bytes));
         }
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "note: the cached {} no longer matches its sha256; downloading it again",
             path.display()
         );
     }
     // Messages name the URL as shown, never a mirror's token.
     let shown = shown_url(url);
-    eprintln!("downloading {shown} (once; cached under {})", dir.display());
+    let _ = writeln!(
+        std::io::stderr(),
+        "downloading {shown} (once; cached under {})",
+        dir.display()
+    );
     let body = download(url, MAX_BYTES, DOWNLOAD_TIMEOUT).await?;
     let got = sha256_hex(&body);
     if got != sha256 {

@@ -19,6 +19,7 @@ use llmib_client::{Engine, PromptInput};
 use llmib_client::{Measured, RequestSpec, StreamLimits};
 use llmib_core::Outcome;
 use llmib_core::Profile;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -227,9 +228,12 @@ async fn search(sender: &Sender, run: &TaskRun) -> Result<Gathered, EvalError> {
         match next_step(&run.levels, &g.levels, run.min_gain, run.patience) {
             Step::Probe(n) => {
                 let b = sender.batch(n).await?;
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "concurrency {n}: {:.1} tok/s ({} finished, {} failed)",
-                    b.level.tok_per_s, b.level.requests, b.level.errors
+                    b.level.tok_per_s,
+                    b.level.requests,
+                    b.level.errors
                 );
                 g.levels.push(b.level.clone());
                 g.add(b);
@@ -252,7 +256,8 @@ async fn search(sender: &Sender, run: &TaskRun) -> Result<Gathered, EvalError> {
 fn print_outcome(s: &TokensSummary<'_>, run: &TaskRun) {
     let t = s.stats.completion_tokens.as_ref();
     let fmt = |v: Option<f64>| v.map_or("–".into(), |x| format!("{x:.0}"));
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "{}: chose concurrency {} ({}); {} results, completion tokens avg {} p50 {} p90 {} p99 {}, {} hit max tokens{}; results in {}",
         s.profile,
         s.chosen,

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use llmib_hub::{StoreError, UploadError};
 use llmib_report::{ReportError, SchemaViolation};
+use std::io::Write as _;
 
 /// Errors of serving the hub and of answering one request.
 #[derive(Debug, thiserror::Error)]
@@ -98,7 +99,10 @@ impl WebError {
         let status = self.status();
         if status.is_server_error() {
             // The full error (a database's own message) stays in the server's log.
-            eprintln!("llm-inference-bench hub: {status}: {self}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "llm-inference-bench hub: {status}: {self}"
+            );
         }
         let message = self.client_message();
         match want {

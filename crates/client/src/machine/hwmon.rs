@@ -14,6 +14,7 @@ use llmib_core::{
 };
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -287,7 +288,8 @@ impl Drop for HwMonitor {
         if let Some(Err(panic)) = self.thread.take().map(JoinHandle::join) {
             // Dropped at the end of a run, after the dashboard gave the terminal back: one
             // line, so a monitor that died is never mistaken for a machine that was idle.
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "warning: the hardware monitor stopped early after a panic ({}); the rows' hardware figures end there, the measurements are unaffected",
                 panic_text(panic.as_ref())
             );

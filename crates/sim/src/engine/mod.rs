@@ -15,6 +15,7 @@ mod spec;
 
 use messages::Cmd;
 pub(crate) use messages::{Finish, NewRequest, Stats, TokenEvent};
+use std::io::Write as _;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -146,7 +147,8 @@ impl Drop for Engine {
         let _ = self.tx.send(Cmd::Stop);
         // A scheduler that panicked must not vanish with the engine: say so in one line.
         if let Some(Err(_)) = self.thread.take().map(std::thread::JoinHandle::join) {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "simulator: the scheduler thread had panicked; its last requests ended early"
             );
         }
