@@ -108,7 +108,7 @@ pub async fn demo(a: DemoArgs) -> Result<Exit> {
         .await
         .context("the simulator's start-up task died")?
         .context("cannot start the simulator")?;
-    eprintln!(
+    errln!(
         "simulator `{}` listening on {} (1/{scale} of the seed's sizes)",
         a.profile,
         handle.base_url()
@@ -206,7 +206,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         None => prepare_new(&args, settings, &url, probe, diagnostics)?,
     };
     dir.write_info(&info)?;
-    eprintln!("results: {}", dir.path().display());
+    errln!("results: {}", dir.path().display());
 
     let display = llmib_dashboard::resolve(args.display);
     let reader = Arc::clone(&engine);
@@ -274,7 +274,7 @@ fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
             let (rows, _) = dir.load_cells()?;
             match every_measured_cell_failed(&rows) {
                 Some(first) => {
-                    eprintln!(
+                    errln!(
                         "error: every measured cell failed (first error: {}); results are in {}",
                         terminal_line(&first),
                         dir.path().display()
@@ -283,7 +283,7 @@ fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
                 }
                 None => match nothing_measured(&rows) {
                     Some(why) => {
-                        eprintln!(
+                        errln!(
                             "error: the run measured nothing ({}); its rows are in {}",
                             terminal_line(&why),
                             dir.path().display()
@@ -296,7 +296,7 @@ fn exit_of(end: MatrixEnd, dir: &RunDir) -> Result<Exit> {
         }
         MatrixEnd::Interrupted => Exit::Interrupted,
         MatrixEnd::ServerGone(why) => {
-            eprintln!(
+            errln!(
                 "error: {why}; results so far are in {} (finish later with --resume)",
                 dir.path().display()
             );
@@ -455,6 +455,11 @@ fn prepare_new(
         bail!("no contexts to run");
     }
     settings.prompt_seed = settings.prompt_seed.max(1);
+    // The 8K sanity prefill is a default, not a request: on a server too small for it, it is
+    // neither planned nor listed as dropped.
+    if args.prefill_contexts.is_none() && settings.standard.is_none() {
+        settings.prefill_contexts = llmib_core::default_prefill_contexts(context_length);
+    }
     let plan = Plan::build(settings, context_length, kv);
     if plan.contexts.is_empty() {
         bail!(
@@ -550,21 +555,21 @@ fn write_reports(dir: &RunDir, formats: &[llmib_report::Format], tables: bool) {
         Ok(md) => {
             // The tables hold the server's model name, version, launch command and errors: one
             // sanitised line each, a runaway string cut (report.md keeps it whole).
-            println!();
+            outln!();
             for line in md.lines() {
-                println!("{}", terminal_line(line));
+                outln!("{}", terminal_line(line));
             }
         }
-        Err(e) => eprintln!("warning: cannot print the tables: {e}"),
+        Err(e) => errln!("warning: cannot print the tables: {e}"),
     }
     if !formats.is_empty() {
         match llmib_report::write_reports(dir.path(), formats, None) {
             Ok(paths) => {
                 for p in paths {
-                    eprintln!("wrote {}", p.display());
+                    errln!("wrote {}", p.display());
                 }
             }
-            Err(e) => eprintln!(
+            Err(e) => errln!(
                 "warning: the report could not be written ({e}); the results are saved in {}",
                 dir.path().display()
             ),

@@ -91,11 +91,12 @@ impl RunArgs {
                 None => 1,
             },
             // The seed tool's sanity point: a prefill at 8K in every run (it merges with an
-            // 8K decode context; one that does not fit the server is listed as dropped).
-            prefill_contexts: self
-                .prefill_contexts
-                .clone()
-                .map_or_else(|| vec![ContextSpec::Tokens(8192)], |c| c.0),
+            // 8K decode context). Once the server's context length is known, a default that
+            // does not fit is left out (`llmib_core::default_prefill_contexts`), never dropped.
+            prefill_contexts: self.prefill_contexts.clone().map_or_else(
+                || vec![ContextSpec::Tokens(llmib_core::DEFAULT_PREFILL_CONTEXT)],
+                |c| c.0,
+            ),
             burst: self.burst()?,
             load: self.load()?,
             sessions: self.session_settings()?,

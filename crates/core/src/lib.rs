@@ -38,6 +38,7 @@ mod redact;
 mod repetition;
 mod request_controls;
 mod rng;
+mod room;
 mod run;
 mod session;
 mod shard;
@@ -140,6 +141,10 @@ pub use varying::{
 pub use gof::{ks_critical_1pct, ks_statistic, normal_cdf};
 pub use length::{LengthError, LengthSpec};
 pub use rng::SplitMix64;
+pub use room::{
+    DEFAULT_PREFILL_CONTEXT, NoSessionRoom, default_prefill_contexts, session_contexts,
+    session_room,
+};
 pub use session::{
     CACHE_SHORTFALL, PerTurn, SESSIONS_CEILING, SessionColumns, SessionFigures, SessionObservation,
     SessionSettings, ThinkTime, ThinkTimeError, TtftSplit, TurnRecord, cache_note,

@@ -359,10 +359,21 @@ pub fn resolve_contexts(
     limit: Option<u64>,
     max_output: u32,
 ) -> (Vec<PlannedContext>, Vec<DroppedContext>) {
+    resolve_contexts_of("--contexts", specs, limit, max_output)
+}
+
+/// [`resolve_contexts`] for the sizes of `flag` (`--contexts` or `--prefill-contexts`), which a
+/// dropped context's reason names as the flag that would make it fit.
+fn resolve_contexts_of(
+    flag: &'static str,
+    specs: &[ContextSpec],
+    limit: Option<u64>,
+    max_output: u32,
+) -> (Vec<PlannedContext>, Vec<DroppedContext>) {
     let mut out: Vec<PlannedContext> = Vec::new();
     let mut dropped = Vec::new();
     for &spec in specs {
-        match resolve_one(spec, limit, u64::from(max_output)) {
+        match resolve_one(flag, spec, limit, u64::from(max_output)) {
             Ok(p) => {
                 if let Some(existing) = out.iter_mut().find(|e| e.tokens == p.tokens) {
                     existing.decode |= p.decode;
@@ -386,7 +397,7 @@ pub fn resolve_contexts(
 enum DropReason {
     /// An explicit context at or past the server's context length.
     #[error(
-        "{} tokens does not fit the server's context length of {}",
+        "{} tokens does not fit the server's context length of {}; pass smaller {flag}",
         format_tokens(*.tokens),
         format_tokens(*.limit)
     )]
@@ -395,12 +406,16 @@ enum DropReason {
         tokens: u64,
         /// The server's context length.
         limit: u64,
+        /// The flag that asked for it.
+        flag: &'static str,
     },
     /// `max` or `full` without a known context length.
     #[error("the server's context length is unknown; pass explicit sizes")]
     UnknownLimit,
     /// `max` where the output alone fills the context.
-    #[error("max output {max_output} leaves no room in a context of {limit}")]
+    #[error(
+        "max output {max_output} leaves no room in a context of {limit}; pass a smaller --max-output"
+    )]
     NoRoom {
         /// Max output tokens.
         max_output: u64,
@@ -415,6 +430,7 @@ enum DropReason {
 /// One context against the server's limit `limit` with max output `m` (the rules of
 /// [`resolve_contexts`]); the error is the reason it is dropped.
 fn resolve_one(
+    flag: &'static str,
     spec: ContextSpec,
     limit: Option<u64>,
     m: u64,
@@ -432,6 +448,7 @@ fn resolve_one(
         (ContextSpec::Tokens(c), Some(l)) => Err(DropReason::TooLong {
             tokens: c,
             limit: l,
+            flag,
         }),
         (ContextSpec::Max | ContextSpec::Full, None) => Err(DropReason::UnknownLimit),
         (ContextSpec::Max, Some(l)) => {
@@ -599,7 +616,8 @@ impl Plan {
             resolve_contexts(&settings.contexts, context_length, settings.max_output);
         // Prefill-only contexts join the others in size order (a size asked for both keeps
         // its decode cells).
-        let (extra, dropped) = resolve_contexts(
+        let (extra, dropped) = resolve_contexts_of(
+            "--prefill-contexts",
             &settings.prefill_contexts,
             context_length,
             settings.max_output,

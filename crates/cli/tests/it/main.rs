@@ -11,6 +11,7 @@ mod emission;
 mod eval;
 mod events;
 mod faults;
+mod first_use;
 mod guards;
 mod highconc;
 mod hub;

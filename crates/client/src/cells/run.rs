@@ -8,11 +8,20 @@ use crate::cells::load_section;
 use crate::cells::session_section;
 use crate::cells::state::RunState;
 use crate::cells::warm;
+use crate::progress::events::ProgressEvent;
 use tokio::time::Instant;
 
 /// Runs the matrix, then the open-load sections; saves every row as soon as it is known.
 pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     let started = Instant::now();
+    // Said where the run prints, not only in the reports: a context the user asked for that
+    // does not run, with the flag that would make it fit.
+    for d in &m.plan.dropped_contexts {
+        m.progress.event(ProgressEvent::Note(format!(
+            "context {} not run: {}",
+            d.spec, d.reason
+        )));
+    }
     let mut st = RunState::new(&m);
     if let Some(context) = m.first_measured_context() {
         warm::warm_up_once(&m, &mut st, context).await;
@@ -22,7 +31,7 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
     if m.plan.settings.sessions.is_some() {
         if !st.hidden_warmup_done
             && end == MatrixEnd::Completed
-            && let Some(c) = m.plan.contexts.iter().find(|c| c.decode)
+            && let Some(c) = llmib_core::session_contexts(m.plan).0.first()
         {
             warm::warm_up_once(&m, &mut st, c.tokens).await;
         }

@@ -218,7 +218,8 @@ pub(crate) async fn run_session_sections(
         .cache_block_tokens
         .or_else(|| m.engine.cache_block_tokens())
         .unwrap_or(1);
-    let contexts: Vec<&PlannedContext> = m.plan.contexts.iter().filter(|c| c.decode).collect();
+    // A session's room comes from its own lengths, not `--max-output` (`session_contexts`).
+    let (contexts, no_room) = llmib_core::session_contexts(m.plan);
     if let Some(spec) = &st.replay {
         let sx = SessionContext {
             settings: st,
@@ -232,10 +233,14 @@ pub(crate) async fn run_session_sections(
         };
         return crate::cells::session_replay::run_replays(m, builder, &sx, spec, end, &stop).await;
     }
+    // Never dropped without a word: each context without room says why, and the contexts the
+    // plan dropped were said at the run's start.
+    for why in &no_room {
+        m.progress.event(ProgressEvent::Note(why.to_string()));
+    }
     if contexts.is_empty() {
-        // Never dropped without a word: the plan listed why each context was dropped.
         m.progress.event(ProgressEvent::Note(
-            "sessions not run: no planned context has room for a conversation on this server (see the dropped contexts above)".into(),
+            "sessions not run: no planned context has room for a conversation on this server (see the notes above)".into(),
         ));
     }
     let rates = st.session_rates.as_ref().map_or(0, Vec::len);

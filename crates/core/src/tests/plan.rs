@@ -130,7 +130,8 @@ fn seed_staircase_from_kv_capacity() {
     assert_eq!(cells.len(), 9 + 8 * 8);
 }
 
-/// The reasons a dropped context gives are the words `plan.json` has always kept.
+/// The reasons a dropped context gives are the words `plan.json` keeps, each naming the flag
+/// that would make the context fit.
 #[test]
 fn dropped_contexts_keep_their_reasons() {
     let reason = |spec: ContextSpec, limit: Option<u64>, m: u32| {
@@ -139,7 +140,7 @@ fn dropped_contexts_keep_their_reasons() {
     };
     assert_eq!(
         reason(ContextSpec::Tokens(64 * K), Some(32 * K), 4096),
-        ["64K tokens does not fit the server's context length of 32K"]
+        ["64K tokens does not fit the server's context length of 32K; pass smaller --contexts"]
     );
     assert_eq!(
         reason(ContextSpec::Max, None, 4096),
@@ -147,10 +148,32 @@ fn dropped_contexts_keep_their_reasons() {
     );
     assert_eq!(
         reason(ContextSpec::Max, Some(100), 4096),
-        ["max output 4096 leaves no room in a context of 100"]
+        ["max output 4096 leaves no room in a context of 100; pass a smaller --max-output"]
     );
     assert_eq!(
         reason(ContextSpec::Full, Some(2), 1),
         ["context length too small"]
+    );
+}
+
+/// A prefill-only size that does not fit names its own flag, not `--contexts`.
+#[test]
+fn a_dropped_prefill_context_names_its_own_flag() {
+    let settings = Settings {
+        contexts: vec![ContextSpec::Tokens(K)],
+        prefill_contexts: vec![ContextSpec::Tokens(64 * K)],
+        ..Settings::default()
+    };
+    let plan = Plan::build(settings, Some(32 * K), None);
+    let reasons: Vec<&str> = plan
+        .dropped_contexts
+        .iter()
+        .map(|d| d.reason.as_str())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "64K tokens does not fit the server's context length of 32K; pass smaller --prefill-contexts"
+        ]
     );
 }
