@@ -50,6 +50,8 @@ mod stable;
 mod standard;
 mod stats;
 mod store;
+mod sweep;
+mod sweep_pick;
 mod telemetry;
 mod terminal;
 mod time;
@@ -159,6 +161,14 @@ pub use stable::{
     BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSample,
     StableSeries, StableTarget, StableTargetError, StableVerdict, StopReason, batch_means,
     stability, stable_cadence, stable_series, t_975,
+};
+pub use sweep::{
+    Combination, ComboRecord, ComboState, GridParam, PORT_PLACEHOLDER, SWEEP_OWN_RUN_FLAGS,
+    SWEEP_SCHEMA_VERSION, SweepError, SweepFile, SweepSpec, check_templates, combinations,
+    log_tail, own_run_flag, parse_grid, placeholders, render, stored_command, wants_port,
+};
+pub use sweep_pick::{
+    CapacityEntry, ComboRows, FrontierPoint, SloPick, frontier_points, mark_frontier, slo_picks,
 };
 pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,
