@@ -17,6 +17,9 @@ mod run_cmd;
 mod settings;
 mod shard_args;
 mod sim_cmd;
+mod sweep_cmd;
+mod sweep_combo;
+mod sweep_server;
 mod upload_cmd;
 mod workload_check;
 
@@ -29,7 +32,7 @@ use std::process::ExitCode;
 /// context × concurrency, with statuses, as a speed test matrix.
 #[derive(Debug, Parser)]
 #[command(name = "llm-inference-bench", version, about, long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -57,6 +60,10 @@ enum Command {
     Hub(hub_cmd::HubArgs),
     /// Upload results directories to a hub.
     Upload(upload_cmd::UploadArgs),
+    /// Start the server in each configuration of a grid, measure each with the same `run`
+    /// flags (after `--`), stop it, and report which serves best: a table, the Pareto frontier
+    /// of tok/s per GPU against tok/s per user, and the best at each SLO.
+    Sweep(Box<sweep_cmd::SweepArgs>),
 }
 
 fn main() -> ExitCode {
@@ -110,6 +117,7 @@ fn main() -> ExitCode {
             Command::Eval(a) => eval_cmd::run(*a).await.map(|_| run_cmd::Exit::Ok),
             Command::Merge(a) => merge_cmd::run(a).map(|_| run_cmd::Exit::Ok),
             Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
+            Command::Sweep(a) => sweep_cmd::run(*a).await,
         }
     });
     finish(result)

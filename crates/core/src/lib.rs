@@ -165,10 +165,12 @@ pub use stable::{
 pub use sweep::{
     Combination, ComboRecord, ComboState, GridParam, PORT_PLACEHOLDER, SWEEP_OWN_RUN_FLAGS,
     SWEEP_SCHEMA_VERSION, SweepError, SweepFile, SweepSpec, check_templates, combinations,
-    log_tail, own_run_flag, parse_grid, placeholders, render, stored_command, wants_port,
+    holds_redacted, log_tail, own_run_flag, parse_grid, placeholders, redact_args, render,
+    stored_command, wants_port,
 };
 pub use sweep_pick::{
-    CapacityEntry, ComboRows, FrontierPoint, SloPick, frontier_points, mark_frontier, slo_picks,
+    CapacityEntry, ComboRows, FrontierPoint, SloPick, frontier_points, mark_frontier,
+    pareto_frontier, slo_picks,
 };
 pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,

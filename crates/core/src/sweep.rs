@@ -410,6 +410,37 @@ pub fn stored_command(cmd: &str) -> String {
     redact_command(cmd)
 }
 
+/// The user's `run` flags as `sweep.json` keeps them: the value of every secret-named flag
+/// (`--api-key X`, `--api-key=X`) replaced by `<redacted>`, and every argument through the
+/// launch command's redaction (a `Bearer` credential, a URL's password).
+pub fn redact_args(args: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(args.len());
+    let mut secret_next = false;
+    for a in args {
+        if secret_next && !a.starts_with("--") {
+            out.push(crate::redact::REDACTED.to_string());
+            secret_next = false;
+            continue;
+        }
+        secret_next = false;
+        match a.split_once('=') {
+            Some((name, _)) if name.starts_with("--") && crate::redact::is_secret_name(name) => {
+                out.push(format!("{name}={}", crate::redact::REDACTED));
+            }
+            _ => {
+                secret_next = a.starts_with("--") && crate::redact::is_secret_name(a);
+                out.push(redact_command(a));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a stored text lost a secret to redaction (a resumed sweep must be given it again).
+pub fn holds_redacted(text: &str) -> bool {
+    text.contains(crate::redact::REDACTED)
+}
+
 /// The last `n` lines of a log's text, each cut to 300 characters.
 pub fn log_tail(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

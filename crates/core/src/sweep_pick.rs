@@ -72,22 +72,29 @@ pub fn frontier_points(combos: &[ComboRows]) -> Vec<FrontierPoint> {
     points
 }
 
-/// Marks the points that no other point beats on both axes: another point at least as high on
-/// both and strictly higher on one dominates it. Equal points are both on the frontier.
+/// The indexes of the points `(x, y)` that no other point dominates (at least as large on both
+/// axes, larger on one), ascending by x. Equal points are both kept. The one frontier rule of
+/// the tool: a run's Pareto chart and a sweep's both draw it.
+pub fn pareto_frontier(points: &[(f64, f64)]) -> Vec<usize> {
+    let dominated = |i: usize| {
+        let (x, y) = points[i];
+        points
+            .iter()
+            .any(|&(a, b)| a >= x && b >= y && (a > x || b > y))
+    };
+    let mut idx: Vec<usize> = (0..points.len()).filter(|&i| !dominated(i)).collect();
+    idx.sort_by(|&a, &b| points[a].0.total_cmp(&points[b].0));
+    idx
+}
+
+/// Marks the points on the [`pareto_frontier`] of tok/s per user against tok/s per GPU.
 pub fn mark_frontier(points: &mut [FrontierPoint]) {
-    let dominated: Vec<bool> = points
+    let xy: Vec<(f64, f64)> = points
         .iter()
-        .map(|p| {
-            points.iter().any(|q| {
-                q.tok_per_s_per_user >= p.tok_per_s_per_user
-                    && q.tok_per_s_per_gpu >= p.tok_per_s_per_gpu
-                    && (q.tok_per_s_per_user > p.tok_per_s_per_user
-                        || q.tok_per_s_per_gpu > p.tok_per_s_per_gpu)
-            })
-        })
+        .map(|p| (p.tok_per_s_per_user, p.tok_per_s_per_gpu))
         .collect();
-    for (p, d) in points.iter_mut().zip(dominated) {
-        p.on_frontier = !d;
+    for i in pareto_frontier(&xy) {
+        points[i].on_frontier = true;
     }
 }
 

@@ -8,6 +8,14 @@ pub enum ReportError {
     /// The results directory could not be read.
     #[error(transparent)]
     Store(#[from] llmib_core::StoreError),
+    /// A file the report needs could not be read.
+    #[error("{path}: {source} (is it a results or sweep directory?)")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// A report file could not be written.
     #[error("{path}: {source} (check that the output folder exists and is writable)")]
     Write {

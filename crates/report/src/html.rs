@@ -23,6 +23,7 @@ const LOAD_TEMPLATE: &str = include_str!("../templates/load.html");
 const SESSIONS_TEMPLATE: &str = include_str!("../templates/sessions.html");
 const CHART_TEMPLATE: &str = include_str!("../templates/chart.html");
 const TELEMETRY_TEMPLATE: &str = include_str!("../templates/telemetry.html");
+const SWEEP_TEMPLATE: &str = include_str!("../templates/sweep.html");
 
 /// The HTML exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,6 +53,8 @@ pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
         .map_err(err("chart.html"))?;
     env.add_template("telemetry.html", TELEMETRY_TEMPLATE)
         .map_err(err("telemetry.html"))?;
+    env.add_template("sweep.html", SWEEP_TEMPLATE)
+        .map_err(err("sweep.html"))?;
     Ok(env)
 }
 
@@ -301,6 +304,8 @@ impl Exporter for HtmlExporter {
             legend => ser(legend(&report.statuses_present())),
             table => ser(Table::measurements(report, &Column::ALL)),
             hardware => ser(Table::hardware(report)),
+            economics => ser(Table::economics(report)),
+            economics_caption => ser(crate::table::ECONOMICS_CAPTION),
             telemetry => ser(crate::telemetry_chart::view(report)),
             speculative => ser(Table::speculative(report)),
             bursts => ser(Table::bursts(report)),

@@ -43,6 +43,7 @@ mod schema_check;
 mod sessions;
 mod sessions_chart;
 mod shards;
+mod sweep;
 mod table;
 mod telemetry_chart;
 mod telemetry_strips;
@@ -60,3 +61,6 @@ pub use format::Format;
 pub use markdown::escape as escape_markdown;
 pub use model::Report;
 pub use schema_check::{RESULTS_SCHEMA, SchemaViolation, check_results_schema};
+pub use sweep::{
+    ComboLine, SweepReport, sweep_html, sweep_markdown, sweep_report, write_sweep_report,
+};

@@ -27,19 +27,7 @@ pub(crate) struct ParetoPoint {
     pub on_frontier: bool,
 }
 
-/// The indexes of the points `(x, y)` that no other point dominates (at least as large on both
-/// axes, larger on one), ascending by x. Equal points are both kept.
-pub(crate) fn frontier(points: &[(f64, f64)]) -> Vec<usize> {
-    let dominated = |i: usize| {
-        let (x, y) = points[i];
-        points
-            .iter()
-            .any(|&(a, b)| a >= x && b >= y && (a > x || b > y))
-    };
-    let mut idx: Vec<usize> = (0..points.len()).filter(|&i| !dominated(i)).collect();
-    idx.sort_by(|&a, &b| points[a].0.total_cmp(&points[b].0));
-    idx
-}
+pub(crate) use llmib_core::pareto_frontier as frontier;
 
 /// The cell's name on the chart.
 fn label(c: &CellResult) -> String {

@@ -128,3 +128,18 @@ fn a_stored_command_has_its_secrets_redacted_and_a_log_tail_its_last_lines() {
     assert_eq!(log_tail("a\n\nb\nc\n", 2), ["b", "c"]);
     assert!(ComboState::Measured.finished() && !ComboState::Interrupted.finished());
 }
+
+#[test]
+fn the_run_flags_are_kept_with_their_secrets_redacted() {
+    let args: Vec<String> = ["--api-key", "sk-abc", "--contexts", "8K", "--upload-token=t0k", "--x"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let r = redact_args(&args);
+    assert_eq!(
+        r,
+        ["--api-key", "<redacted>", "--contexts", "8K", "--upload-token=<redacted>", "--x"]
+    );
+    assert!(holds_redacted(&r.join(" ")));
+    assert!(!holds_redacted("--contexts 8K"));
+}

@@ -115,3 +115,10 @@ fn without_every_gpu_count_capacities_compare_per_server() {
     assert!((p.margin.expect("margin") - 0.6).abs() < 1e-12);
     assert!(p.never.is_empty());
 }
+
+#[test]
+fn the_frontier_indexes_ascend_by_x_and_keep_equal_points() {
+    let pts = [(1.0, 5.0), (2.0, 4.0), (2.0, 4.0), (1.5, 3.0), (3.0, 1.0)];
+    assert_eq!(pareto_frontier(&pts), vec![0, 1, 2, 4]);
+    assert!(pareto_frontier(&[]).is_empty());
+}
