@@ -332,6 +332,10 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub session: session_args::SessionArgs,
+    /// The price and GPU count of the cost figures (`--gpu-hour-usd`, …: `config_cost_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub cost: cost_args::CostArgs,
     /// Run shard I of N of this plan from one of several client machines (`0/4`), or `auto`:
     /// from a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, with --shards) or a Slurm array
     /// (`SLURM_ARRAY_TASK_ID`/`_COUNT`). Every shard gets the same flags and --start-at;
@@ -515,6 +519,9 @@ mod de;
 #[path = "config_session_args.rs"]
 pub mod session_args;
 
+#[path = "config_cost_args.rs"]
+pub mod cost_args;
+
 impl RunArgs {
     /// Fills every flag that was not given from the `--config` file (flags win; clap has
     /// already applied the environment, which therefore also wins over the file).
@@ -561,7 +568,7 @@ impl RunArgs {
                 session,
                 shard, shards, start_at, shard_prep_seconds, shard_prefill_rate,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
-                hw_gpu_limit, refresh_rate, http_reader, events,
+                hw_gpu_limit, refresh_rate, http_reader, events, cost,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,

@@ -503,3 +503,39 @@ fn the_standard_matrix_fixes_its_cells_and_refuses_a_flag_that_changes_one() {
         .expect("v1");
     assert_eq!(f.standard.as_deref(), Some("v1"));
 }
+
+/// The cost flags reach the settings (run.json's `economics`); the two prices exclude each
+/// other, from flags or from a file and a flag; a price must be above 0 and `gpus` at least 1.
+#[test]
+fn the_cost_flags_reach_the_settings_and_one_price_at_most() {
+    let s = flags(&["--gpu-hour-usd", "2.5", "--gpus", "8"])
+        .expect("flags")
+        .settings()
+        .expect("settings");
+    assert_eq!(s.economics.gpu_hour_usd, Some(2.5));
+    assert_eq!(s.economics.gpus, Some(8));
+    assert_eq!(s.economics.usd_per_hour().ok().map(|p| p.0), Some(20.0));
+    let node = file("node_hour_usd = 30.0\n").expect("file").settings();
+    assert_eq!(node.expect("settings").economics.node_hour_usd, Some(30.0));
+    let none = flags(&[]).expect("flags").settings().expect("settings");
+    assert!(none.economics.is_empty(), "no flag, no cost settings");
+    // Both prices at once: clap refuses the flags, the settings a file plus a flag.
+    let both = flags(&["--gpu-hour-usd", "2", "--node-hour-usd", "20"]).expect_err("refused");
+    assert_eq!(both.kind(), clap::error::ErrorKind::ArgumentConflict);
+    let mixed = flags(&["--gpu-hour-usd", "2"])
+        .expect("flags")
+        .merge_text("node_hour_usd = 20\n", "test.toml")
+        .expect("merged");
+    let e = mixed.settings().expect_err("refused").to_string();
+    assert!(e.contains("exclude each other"), "{e}");
+    for bad in ["--gpu-hour-usd=0", "--node-hour-usd=-1", "--gpus=0"] {
+        let e = flags(&[bad])
+            .expect("parses")
+            .settings()
+            .expect_err("refused")
+            .to_string();
+        let flag = bad.split('=').next().unwrap_or_default();
+        assert!(e.contains(flag), "{bad}: {e}");
+    }
+    assert!(flags(&["--gpus", "two"]).is_err());
+}

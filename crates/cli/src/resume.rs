@@ -65,6 +65,7 @@ fn changeable<T: PartialEq + Debug>(
 pub fn decide(saved: &RunInfo, args: &RunArgs, dir: &Path, url: Option<&str>) -> Result<Resumed> {
     classified(args);
     refuse_changed_measurement(saved, args, dir)?;
+    refuse_changed_price(&saved.plan.settings, args)?;
     let (settings, mut notes) = apply_changes(&saved.plan.settings, args);
     if let Some(u) = url
         && u != saved.url
@@ -128,6 +129,7 @@ fn classified(args: &RunArgs) {
         no_loop_detection: _,
         max_total_tokens: _,
         show_capacity_limited_values: _,
+        cost: _,
         shard: _, // Refused from here: a shard's timetable has passed.
         shards: _,
         start_at: _,
@@ -214,6 +216,15 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
         fixed("hardware", Some(h), saved.hardware.clone())?;
     }
     Ok(())
+}
+
+/// Refuses a price or GPU count other than the saved run's: its rows' cost figures used them,
+/// and the rest must compare with them.
+fn refuse_changed_price(s: &Settings, a: &RunArgs) -> Result<()> {
+    let (c, e) = (&a.cost, &s.economics);
+    fixed("gpu-hour-usd", c.gpu_hour_usd.map(Some), e.gpu_hour_usd)?;
+    fixed("node-hour-usd", c.node_hour_usd.map(Some), e.node_hour_usd)?;
+    fixed("gpus", c.gpus.map(Some), e.gpus)
 }
 
 /// Refuses a change of which cells a context has: bursts, prefill profiles, single-flight,

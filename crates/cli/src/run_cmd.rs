@@ -473,7 +473,8 @@ fn prepare_new(
     let model = engine.model().served_model.clone();
     Ok(Prepared {
         dir,
-        plan,
+        // With the GPU count run.json's hardware gives (`run_info`).
+        plan: info.plan.clone(),
         info,
         done: HashSet::new(),
         engine: Arc::new(engine),
@@ -501,6 +502,9 @@ fn run_info(
         None if is_loopback(url) => llmib_client::detect_local(),
         None => Default::default(),
     };
+    // The cost figures' GPU count when --gpus is not given: the server's machine's.
+    let mut plan = plan.clone();
+    plan.settings.economics.gpus_detected = hardware.gpu_count;
     let (launch_command, launch_command_source) = match (&args.launch_command, &probed_launch) {
         (Some(c), _) => (
             Some(redact_command(c)),
@@ -530,7 +534,7 @@ fn run_info(
         hardware,
         launch_command,
         launch_command_source,
-        plan: plan.clone(),
+        plan,
         notes,
         diagnostics,
     };

@@ -108,6 +108,7 @@ impl RunArgs {
             prompt_seed: sharded.as_ref().map_or_else(fresh_seed, |s| s.prompt_seed),
             shard: sharded.as_ref().map(|s| s.spec),
             timetable: sharded.map(|s| s.timetable),
+            economics: self.cost.settings()?,
             ..d
         })
     }

@@ -333,6 +333,10 @@ pub struct CellResult {
     /// A merged row (`merge`): what each shard's part was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Box<MergedShards>>,
+    /// Cost and energy per token (`crate::energy`): price, GPUs, joules; absent on rows
+    /// without measured figures and in rows saved before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub economics: Option<Box<crate::energy::CellEconomics>>,
     /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
     /// at the row's top level; absent on other rows.
     #[serde(flatten)]
@@ -402,6 +406,7 @@ impl CellResult {
             loop_guard: None,
             speculative: None,
             tokens_per_chunk: None,
+            economics: None,
         }
     }
 

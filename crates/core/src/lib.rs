@@ -223,6 +223,13 @@ pub use live::{
     DEFAULT_CELL_OVERHEAD_S, DEFAULT_PREFILL_TOK_PER_S, EtaInputs, RateMeter, eta_s, short_duration,
 };
 
+// Cost and energy per token, figures of each cell (issue 43).
+mod energy;
+pub use energy::{
+    CellEconomics, CostSettings, CostUnknown, GpusSource, MAX_POWER_GAP_S, PowerInvalid,
+    PriceSource, cell_economics, measured_span, trapezoid, usd_per_m_tokens, window_energy,
+};
+
 #[cfg(test)]
 #[path = "tests/props.rs"]
 mod props;

@@ -135,6 +135,10 @@ pub struct Settings {
     /// `shard`, and shared by every shard (so part of the plan's hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timetable: Option<crate::timetable::TimetableSettings>,
+    /// The price and GPU count of the cost figures (`--gpu-hour-usd`, `--node-hour-usd`,
+    /// `--gpus`; `crate::energy`).
+    #[serde(default, skip_serializing_if = "crate::energy::CostSettings::is_empty")]
+    pub economics: crate::energy::CostSettings,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -313,6 +317,7 @@ impl Default for Settings {
             decode_warmup_s: 0.0,
             shard: None,
             timetable: None,
+            economics: crate::energy::CostSettings::default(),
             until_stable: None,
             tokenizer_file: None,
             prefill_metric: PrefillMetric::Auto,

@@ -327,6 +327,9 @@ fn extra_sections(out: &mut String, report: &Report) {
             &t,
         );
     }
+    if let Some(t) = Table::economics(report) {
+        text_section(out, "Cost and energy", crate::table::ECONOMICS_CAPTION, &t);
+    }
 }
 
 /// The startup diagnostics, where the run recorded them (a server on the measuring machine).

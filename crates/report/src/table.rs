@@ -6,6 +6,13 @@ use crate::model::Report;
 use crate::number;
 use llmib_core::{CellResult, Phase};
 
+/// What the Cost and energy table's figures are (docs/method-notes.md, "Cost and energy per
+/// token"), under its title in Markdown and HTML.
+pub const ECONOMICS_CAPTION: &str = "Per measured cell: output tok/s per GPU; the cost per \
+     million tokens at the price given (--gpu-hour-usd × GPUs, or --node-hour-usd) and the \
+     cell's tok/s; the energy of the server's GPUs over the measured window (the trapezoid of \
+     their power samples) per output token. Power says why a cell has no energy figure.";
+
 /// One column of the All-measurements table, in the seed's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Column {
@@ -406,6 +413,65 @@ impl Table {
                     h.source.clone(),
                 ];
                 (c, texts.to_vec())
+            })
+            .collect();
+        Table::of_texts(&cols, rows)
+    }
+
+    /// Cost and energy per token of each measured cell (`economics` in its row,
+    /// `llmib_core::cell_economics`); `None` when no row has any of those figures (no price, no
+    /// GPU count, no valid power), so a run without them shows no table of dashes.
+    pub fn economics(report: &Report) -> Option<Table> {
+        let cols = [
+            ("Phase", false),
+            ("Context", false),
+            ("Requests at once", true),
+            ("GPUs", true),
+            ("Output tok/s per GPU", true),
+            ("$ per M output tokens", true),
+            ("$ per M input tokens", true),
+            ("Energy", true),
+            ("J per output token", true),
+            ("Output tokens per kWh", true),
+            ("Power", false),
+        ];
+        let cells: Vec<(&CellResult, &llmib_core::CellEconomics)> = report
+            .cells
+            .iter()
+            .filter_map(|c| c.economics.as_deref().map(|e| (c, e)))
+            .collect();
+        let any = cells.iter().any(|(_, e)| {
+            e.output_tok_per_s_per_gpu.is_some() || e.usd_per_hour.is_some() || e.energy_j.is_some()
+        });
+        if !any {
+            return None;
+        }
+        let or = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or(number::NULL.to_string(), f);
+        let usd = |x: f64| format!("${x:.4}");
+        let rows = cells
+            .into_iter()
+            .map(|(c, e)| {
+                let texts = vec![
+                    c.phase.label().to_string(),
+                    Report::context_label(c),
+                    c.concurrency.to_string(),
+                    e.gpus.map_or(number::NULL.to_string(), |g| g.to_string()),
+                    or(e.output_tok_per_s_per_gpu, &number::rate),
+                    or(e.usd_per_m_output_tokens, &usd),
+                    or(e.usd_per_m_input_tokens, &usd),
+                    or(e.energy_j, &|j| format!("{} J", number::rate(j))),
+                    or(e.joules_per_output_token, &|j| format!("{j:.3}")),
+                    or(
+                        e.output_tokens_per_kwh,
+                        &|t| number::count(t.round() as u64),
+                    ),
+                    match (&e.power_reason, e.power_valid) {
+                        (_, true) => "measured".to_string(),
+                        (Some(why), false) => why.clone(),
+                        (None, false) => number::NULL.to_string(),
+                    },
+                ];
+                (c, texts)
             })
             .collect();
         Table::of_texts(&cols, rows)

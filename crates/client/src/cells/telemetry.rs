@@ -2,8 +2,9 @@
 //! the server sampler's (where the engine's metrics may be read), both on the cell's own clock,
 //! and the cell's stages as the progress protocol announces them (the recorder sits in the
 //! progress path and passes every event on), so the report can shade warm-up, ramp and the
-//! measured window. At the end the row gets its hardware summary and verdict, and the series
-//! go to `telemetry.jsonl` before the row is saved.
+//! measured window. At the end the row gets its hardware summary and verdict, and its cost and
+//! energy per token from the same power samples, and the series go to `telemetry.jsonl` before
+//! the row is saved.
 //!
 //! Nothing here is in a measured request's path: the samplers are a thread and a task of their
 //! own, and the recorder only notes the few stage events a cell sends.
@@ -74,7 +75,8 @@ impl<'a> CellRecorder<'a> {
         }
     }
 
-    /// The cell ended: its row gets the hardware summary and verdict, and its series are
+    /// The cell ended: its row gets the hardware summary and verdict and its cost and energy
+    /// figures (`llmib_core::cell_economics`), and its series are
     /// appended to `telemetry.jsonl` (where there is any; a write that fails is a note, since
     /// the row and its figures do not depend on it).
     pub(crate) async fn finish(self, m: &MatrixRun<'_>, row: &mut CellResult) {
@@ -95,6 +97,11 @@ impl<'a> CellRecorder<'a> {
             row.hardware = summary;
             row.hardware_verdict = hw.as_ref().and_then(|h| h.verdict(marks.win));
         }
+        // Cost and energy from the same samples, over the span that holds the row's tokens.
+        let cost = &m.plan.settings.economics;
+        let span = llmib_core::measured_span(row.phase, marks.win, &marks.ph, secs2(dur));
+        let energy = llmib_core::window_energy(hw.as_ref(), span, cost.server_gpus().map(|g| g.0));
+        row.economics = llmib_core::cell_economics(row, cost, span, energy).map(Box::new);
         let mut line = CellTelemetry::new(row.key(), self.t0);
         line.dur = secs2(dur);
         line.ph = marks.ph;
