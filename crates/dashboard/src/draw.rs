@@ -3,8 +3,9 @@
 //! terminal under 100 columns or 30 rows gets the compact layout (no borders, one line per
 //! panel). Everything shown from the server was sanitised when it entered the model.
 
+use super::sessions::session_lines;
 use super::style::{bold, dim};
-use super::tables::{matrix_lines, prefill_lines};
+use super::tables::{matrices, prefill_lines};
 use super::view::{Dashboard, LiveFigures, OpenFigures, cell_name};
 use super::viewer::draw_viewer;
 use llmib_core::short_duration;
@@ -37,9 +38,12 @@ pub fn draw(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant) {
 }
 
 fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
-    // The matrix is as wide as the area less the prefill table (30) and its own borders.
-    let matrix = matrix_lines(d, area.width.saturating_sub(32));
-    let tables_h = (matrix.len() as u16 + 2)
+    // A matrix is as wide as the area less the prefill table (30) and its own borders.
+    let shown = matrices(d, area.width.saturating_sub(32));
+    let heights: Vec<u16> = shown.iter().map(|(_, m)| m.len() as u16 + 2).collect();
+    let tables_h = heights
+        .iter()
+        .sum::<u16>()
         .min(area.height.saturating_sub(16))
         .max(4);
     // The middle row grows to show every GPU (totals, one line each, the CPU, borders) while
@@ -78,10 +82,19 @@ fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, 
         Paragraph::new(prefill_lines(d)).block(Block::bordered().title(" Prefill ")),
         pre,
     );
-    f.render_widget(
-        Paragraph::new(matrix).block(Block::bordered().title(" Sustained decode · total tok/s ")),
-        dec,
-    );
+    // Stacked, each its own block and title; the last takes what the first leave.
+    let n = heights.len();
+    let rows = Layout::vertical(heights.iter().enumerate().map(|(i, h)| match i + 1 == n {
+        true => Constraint::Min(3),
+        false => Constraint::Length(*h),
+    }))
+    .split(dec);
+    for ((title, lines), at) in shown.into_iter().zip(rows.iter()) {
+        f.render_widget(
+            Paragraph::new(lines).block(Block::bordered().title(title)),
+            *at,
+        );
+    }
     let log_rows = log.height.saturating_sub(2) as usize;
     f.render_widget(
         Paragraph::new(log_lines(d, log_rows)).block(Block::bordered().title(" Events ")),
@@ -91,7 +104,11 @@ fn draw_wide(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, 
 }
 
 fn draw_compact(f: &mut Frame, d: &Dashboard, hw: Option<&HwSample>, now: Instant, area: Rect) {
-    let matrix = matrix_lines(d, area.width);
+    // No borders: the matrices one under the other, their heads (N=, S=) telling them apart.
+    let matrix: Vec<Line> = matrices(d, area.width)
+        .into_iter()
+        .flat_map(|(_, m)| m)
+        .collect();
     let [head, cur, server, hwa, tables, log, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(3),
@@ -189,11 +206,14 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
     .areas(inner);
     let elapsed = now.saturating_duration_since(c.started).as_secs_f64();
     let phase = c.phase.label();
+    let name = cell_name(&c.cell);
+    let words = c.words();
     f.render_widget(
         Paragraph::new(Line::from(vec![
-            Span::styled(cell_name(&c.cell), bold()),
+            Span::styled(name.clone(), bold()),
             Span::raw(format!(
-                " · {phase} · {}/{} · {}",
+                "{} · {}/{} · {}",
+                words.strip_prefix(&name).unwrap_or_default(),
                 c.index + 1,
                 c.total,
                 short_duration(elapsed)
@@ -202,6 +222,18 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
         title,
     );
     let l = &d.live;
+    if let Some(s) = &l.sessions {
+        // The turns' bar; before and after the turns, the stage beside it.
+        let (ratio, label) = match (c.doing(), s.bar()) {
+            ("turns", Some(b)) => b,
+            (doing, Some((r, turns))) => (r, format!("{doing} · {turns}")),
+            (doing, None) => (0.0, doing.to_string()),
+        };
+        let gauge = Gauge::default().gauge_style(Style::new().fg(Color::Cyan));
+        f.render_widget(gauge.ratio(ratio).label(label), bar);
+        draw_lines(f, session_lines(l, s, rest.width as usize), rest);
+        return;
+    }
     if let Some(o) = &l.open {
         let ratio = if o.scheduled > 0 {
             o.fired as f64 / o.scheduled as f64
@@ -230,21 +262,24 @@ fn draw_current(f: &mut Frame, d: &Dashboard, now: Instant, area: Rect, bordered
         bar,
     );
     if c.live.is_some() {
-        let lines = live_lines(l);
-        if rest.height as usize >= lines.len() {
-            f.render_widget(Paragraph::new(lines), rest);
-        } else {
-            // Compact: the live figures on one line.
-            let mut one: Vec<Span> = Vec::new();
-            for (i, line) in lines.into_iter().enumerate() {
-                if i > 0 {
-                    one.push(Span::raw(" · "));
-                }
-                one.extend(line.spans);
-            }
-            f.render_widget(Paragraph::new(Line::from(one)), rest);
-        }
+        draw_lines(f, live_lines(l), rest);
     }
+}
+
+/// Live lines in `area`: one a row, or where the rows are too few (compact), on one line.
+fn draw_lines(f: &mut Frame, lines: Vec<Line<'static>>, area: Rect) {
+    if area.height as usize >= lines.len() {
+        f.render_widget(Paragraph::new(lines), area);
+        return;
+    }
+    let mut one: Vec<Span> = Vec::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        if i > 0 {
+            one.push(Span::raw(" · "));
+        }
+        one.extend(line.spans);
+    }
+    f.render_widget(Paragraph::new(Line::from(one)), area);
 }
 
 /// An open-load cell's live lines: the rate asked and kept, the queue, the SLO so far.

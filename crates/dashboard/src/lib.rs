@@ -13,6 +13,7 @@
 mod draw;
 mod lines;
 mod row_words;
+mod sessions;
 mod style;
 mod tables;
 mod tui;
@@ -20,12 +21,15 @@ mod view;
 mod viewer;
 
 #[cfg(test)]
+mod session_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod viewer_tests;
 
 pub use draw::draw;
 pub use lines::{JsonLines, PlainLines, describe};
+pub use sessions::{SessionFigures, loop_words, session_cells};
 pub use tui::{Tui, release_terminal, restore_terminal};
 pub use view::{Current, Dashboard, Doing, Header, LiveFigures, LogLine, OpenFigures};
 pub use viewer::Viewer;

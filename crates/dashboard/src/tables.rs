@@ -1,7 +1,8 @@
-//! The two tables of the dashboard as they fill in: the prefill row per context and the decode
-//! matrix (context × concurrency; for a run of sessions alone, the session matrix: history
-//! depth × concurrent sessions), each cell its figure or its status in as much room as the
-//! terminal gives, with a legend for the short forms.
+//! The tables of the dashboard as they fill in: the prefill row per context, the decode matrix
+//! (context × concurrency) and, in a run of sessions, the sessions' own matrix (history depth ×
+//! concurrent sessions, then each `--session-rate`), each with its own title; each cell its
+//! figure or its status in as much room as the terminal gives, with a legend for the short
+//! forms. A session cell is never drawn in the decode matrix.
 
 use super::style::dim;
 use super::view::Dashboard;
@@ -34,19 +35,73 @@ fn concurrencies(d: &Dashboard) -> Vec<u32> {
     v
 }
 
-/// Which closed-loop cells the matrix shows: the decode cells, or where the run has none, its
-/// session cells (history depth × concurrent sessions), with the columns' letter.
-fn matrix_axis(d: &Dashboard) -> (Phase, Vec<u32>, &'static str) {
-    let ns = concurrencies(d);
-    match &d.plan.settings.sessions {
-        Some(s) if ns.is_empty() && !s.sessions.is_empty() => {
-            let mut v = s.sessions.clone();
-            v.sort_unstable();
-            v.dedup();
-            (Phase::Session, v, "S")
-        }
-        _ => (Phase::Decode, ns, "N"),
+/// A matrix's rows (context tokens and label) and columns (concurrency, rate in mrps, and the
+/// column's head).
+struct Axes {
+    rows: Vec<(u64, String)>,
+    cols: Vec<(u32, u64, String)>,
+}
+
+/// The decode matrix's axes: the plan's contexts × its decode concurrencies.
+fn decode_axes(d: &Dashboard) -> Axes {
+    Axes {
+        rows: contexts(d),
+        cols: concurrencies(d)
+            .into_iter()
+            .map(|n| (n, 0, format!("N={n}")))
+            .collect(),
     }
+}
+
+/// The sessions matrix's axes: the session contexts × S, then each session rate (a replay: its
+/// file × its cells).
+fn session_axes(d: &Dashboard) -> Axes {
+    let mut rows: Vec<(u64, String)> = Vec::new();
+    let mut cols: Vec<(u32, u64, String)> = Vec::new();
+    for c in &d.sessions {
+        let k = c.key;
+        if !rows
+            .iter()
+            .any(|(t, l)| *t == k.context_tokens && *l == c.label)
+        {
+            rows.push((k.context_tokens, c.label.clone()));
+        }
+        if !cols
+            .iter()
+            .any(|(n, r, _)| (*n, *r) == (k.concurrency, k.rate_mrps))
+        {
+            let head = match k.request_rate() {
+                Some(r) => format!("@{r}/s"),
+                None if k.concurrency == 0 => "trace".into(),
+                None => format!("S={}", k.concurrency),
+            };
+            cols.push((k.concurrency, k.rate_mrps, head));
+        }
+    }
+    // Closed loops by S, then the open loops by rate.
+    cols.sort_by_key(|(n, r, _)| (*r, *n));
+    Axes { rows, cols }
+}
+
+/// The matrices the dashboard shows, each with its title: the decode matrix (where the plan
+/// has decode cells, or the run no sessions) and the sessions' (where it plans session cells).
+pub(crate) fn matrices(d: &Dashboard, width: u16) -> Vec<(&'static str, Vec<Line<'static>>)> {
+    let mut v = Vec::new();
+    let decode = decode_axes(d);
+    if !decode.cols.is_empty() || d.sessions.is_empty() {
+        v.push((
+            " Sustained decode · total tok/s ",
+            matrix_lines(d, width, Phase::Decode, &decode),
+        ));
+    }
+    if !d.sessions.is_empty() {
+        let axes = session_axes(d);
+        v.push((
+            " Sessions · total tok/s ",
+            matrix_lines(d, width, Phase::Session, &axes),
+        ));
+    }
+    v
 }
 
 fn status_style(s: CellStatus) -> Style {
@@ -59,7 +114,9 @@ fn status_style(s: CellStatus) -> Style {
 }
 
 fn planned_over_capacity(d: &Dashboard, key: CellKey) -> bool {
-    d.plan.cells.iter().any(|c| c.key == key && c.over_capacity)
+    d.planned_cells()
+        .iter()
+        .any(|c| c.key == key && c.over_capacity)
 }
 
 pub(crate) fn running(d: &Dashboard, key: CellKey) -> bool {
@@ -188,11 +245,16 @@ fn matrix_cell(r: &CellResult, room: usize, inline: bool, legend: &mut Legend) -
         return format!("{compact}*");
     }
     if inline {
-        let t = format!(
-            "{full} {}/{}",
-            r.ttft_ms_p50.map_or("–".into(), ttft_ms),
-            r.tbt_ms_p50.map_or("–".into(), tbt_ms)
-        );
+        let ttft = r.ttft_ms_p50.map_or("–".into(), ttft_ms);
+        // A session row's second figure is its prefix cache's hit rate (it has no TBT).
+        let t = match r.phase {
+            Phase::Session => {
+                let hit = r.session.cache_hit_rate.flatten();
+                let hit = hit.map_or("–".into(), |h| format!("{:.0}%", h * 100.0));
+                format!("{full} {ttft} hit {hit}")
+            }
+            _ => format!("{full} {ttft}/{}", r.tbt_ms_p50.map_or("–".into(), tbt_ms)),
+        };
         if t.chars().count() <= room {
             return t;
         }
@@ -200,11 +262,12 @@ fn matrix_cell(r: &CellResult, room: usize, inline: bool, legend: &mut Legend) -
     fitting([full], room).unwrap_or(compact)
 }
 
-/// The decode matrix: contexts down, N across; each cell its total tok/s (with TTFT and TBT
-/// inline when the column is wide enough), or its status in a word; under it, a legend of what
-/// a narrow column shortened.
-pub(crate) fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
-    let (phase, ns, letter) = matrix_axis(d);
+/// A matrix of `phase`'s cells: contexts down, N (or S, or a session rate) across; each cell
+/// its total tok/s (with TTFT and TBT, or a session's TTFT and hit rate, inline when the
+/// column is wide enough), or its status in a word; under it, a legend of what a narrow column
+/// shortened.
+fn matrix_lines(d: &Dashboard, width: u16, phase: Phase, axes: &Axes) -> Vec<Line<'static>> {
+    let ns = &axes.cols;
     let label_w = 6usize;
     let col = ((width as usize).saturating_sub(label_w + 1) / ns.len().max(1)).clamp(7, 26);
     let room = col - 1;
@@ -212,18 +275,19 @@ pub(crate) fn matrix_lines(d: &Dashboard, width: u16) -> Vec<Line<'static>> {
     let mut head = vec![Span::styled(format!("{:>label_w$} ", "ctx"), dim())];
     head.extend(
         ns.iter()
-            .map(|n| Span::styled(format!("{:>col$}", format!("{letter}={n}")), dim())),
+            .map(|(_, _, h)| Span::styled(format!("{h:>col$}"), dim())),
     );
     let mut v = vec![Line::from(head)];
     let mut legend = Legend::default();
-    for (ctx, label) in contexts(d) {
+    for (ctx, label) in &axes.rows {
+        let label: String = label.chars().take(label_w).collect();
         let mut spans = vec![Span::raw(format!("{label:>label_w$} "))];
-        for &n in &ns {
+        for &(n, rate_mrps, _) in ns {
             let key = CellKey {
                 phase,
-                context_tokens: ctx,
+                context_tokens: *ctx,
                 concurrency: n,
-                rate_mrps: 0,
+                rate_mrps,
             };
             let (text, style) = match d.rows.get(&key) {
                 Some(r) => (

@@ -33,7 +33,11 @@ fn info_with(concurrency: Vec<u32>) -> RunInfo {
         duration_s: 30.0,
         ..Settings::default()
     };
-    let plan = Plan::build(settings, Some(262_144), Some(1_000_000));
+    info_of(Plan::build(settings, Some(262_144), Some(1_000_000)))
+}
+
+/// The run's header of `plan` (an sglang server of 1,000,000 KV tokens).
+pub(crate) fn info_of(plan: Plan) -> RunInfo {
     RunInfo {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo::current(),
@@ -648,7 +652,10 @@ fn a_run_of_sessions_alone_fills_the_session_matrix() {
     assert!(!info.plan.cells.iter().any(|c| c.key.phase == Phase::Decode));
     let done = row(Phase::Session, 8192, 2, CellStatus::Valid, 1234.5);
     let d = Dashboard::new(&info, vec![done], Instant::now());
-    let text: String = crate::tables::matrix_lines(&d, 100)
+    let shown = crate::tables::matrices(&d, 100);
+    assert_eq!(shown.len(), 1, "the session matrix alone");
+    let text: String = shown[0]
+        .1
         .iter()
         .map(|l| {
             l.spans

@@ -3,6 +3,7 @@
 //! few times a second. Pure state with an explicit clock, so the drawing is tested on fixed
 //! states (`tests.rs`).
 
+use super::sessions::{SessionFigures, session_cells};
 use super::viewer::Viewer;
 use llmib_client::{Gauges, SpecCounters};
 use llmib_client::{LiveWindow, OpenLoopLive};
@@ -43,8 +44,11 @@ pub struct Header {
 
 impl Header {
     /// From the run's header. Server strings are sanitised for the terminal and cut
-    /// ([`terminal_name`]: a model id may be a megabyte, redrawn four times a second).
+    /// ([`terminal_name`]: a model id may be a megabyte, redrawn four times a second). The
+    /// cells planned are the plan's and the session section's ([`session_cells`]).
     pub fn from_info(info: &RunInfo) -> Header {
+        let sessions = session_cells(&info.plan);
+        let all = info.plan.cells.iter().chain(&sessions);
         let e = &info.engine;
         let engine = [e.name.as_deref(), e.version.as_deref()]
             .into_iter()
@@ -59,8 +63,8 @@ impl Header {
                 .kv_capacity_tokens
                 .as_ref()
                 .map(|k| (k.value, terminal_name(&k.source))),
-            planned: info.plan.cells.len(),
-            over_capacity: info.plan.cells.iter().filter(|c| c.over_capacity).count(),
+            planned: info.plan.cells.len() + sessions.len(),
+            over_capacity: all.filter(|c| c.over_capacity).count(),
         }
     }
 }
@@ -108,6 +112,29 @@ impl Doing {
     }
 }
 
+impl Current {
+    /// The cell as the current-cell panel's title says it: a session cell in its own words
+    /// (`sessions 1K × 4 · closed loop`, `sessions 1K @ 0.5/s · open loop`), any other cell
+    /// by its name and phase (a session cell's phase is on its bar: [`Current::doing`]).
+    pub fn words(&self) -> String {
+        let name = cell_name(&self.cell);
+        match self.cell.key.phase {
+            Phase::Session => format!("{name} · {}", super::sessions::loop_words(self.cell.key)),
+            _ => format!("{name} · {}", self.phase.label()),
+        }
+    }
+
+    /// What the cell does, in words: a session cell's measured turns run as the stage the
+    /// progress protocol calls `open loop`, for closed loops too, so they read `turns`.
+    pub fn doing(&self) -> &'static str {
+        match (self.cell.key.phase, self.phase) {
+            (Phase::Session, Doing::Stage(Stage::OpenLoop)) => "turns",
+            (Phase::Session, Doing::Stage(Stage::WarmUp)) => "warm-up (turn 0)",
+            (_, d) => d.label(),
+        }
+    }
+}
+
 /// One event log line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
@@ -138,6 +165,8 @@ pub struct LiveFigures {
     pub ramp_s: f64,
     /// An open-load cell's figures, while one runs.
     pub open: Option<OpenFigures>,
+    /// A session cell's figures, while one runs.
+    pub sessions: Option<SessionFigures>,
 }
 
 /// What an open-load cell shows while it sends.
@@ -170,6 +199,8 @@ pub struct Dashboard {
     pub header: Header,
     /// The plan, in run order.
     pub plan: Plan,
+    /// The session cells the run plans after the plan's own ([`session_cells`]).
+    pub sessions: Vec<PlannedCell>,
     /// When the run (this invocation) started.
     pub started: Instant,
     /// Rows saved so far (resumed ones included), by cell.
@@ -200,6 +231,8 @@ pub struct Dashboard {
     pub server_gen_tok_per_s: Option<f64>,
     prefill_rate: Option<f64>,
     overheads: Vec<f64>,
+    /// Wall seconds of the session cells measured so far (the ETA prices the rest by them).
+    session_walls: Vec<f64>,
     warmed: HashMap<u64, u32>,
 }
 
@@ -209,6 +242,7 @@ impl Dashboard {
         let mut d = Dashboard {
             header: Header::from_info(info),
             plan: info.plan.clone(),
+            sessions: session_cells(&info.plan),
             started,
             rows: BTreeMap::new(),
             current: None,
@@ -226,6 +260,7 @@ impl Dashboard {
             server_gen_tok_per_s: None,
             prefill_rate: None,
             overheads: Vec::new(),
+            session_walls: Vec::new(),
             warmed: HashMap::new(),
         };
         for r in rows {
@@ -245,26 +280,37 @@ impl Dashboard {
         });
     }
 
+    /// `cell` starts at `now`, `index` of `total` as its section numbers it. The session
+    /// section numbers its cells among its own: the dashboard places them among all the run's.
+    fn start(&mut self, cell: &PlannedCell, (index, total): (usize, usize), now: Instant) {
+        let planned = self.planned_cells();
+        let (index, total) = match planned.iter().position(|c| c.key == cell.key) {
+            Some(i) if cell.key.phase == Phase::Session => (i, self.progress().1),
+            _ => (index, total),
+        };
+        self.current = Some(Current {
+            cell: cell.clone(),
+            index,
+            total,
+            phase: Doing::Starting,
+            started: now,
+            live: None,
+            open_loop: None,
+        });
+        self.live = LiveFigures::default();
+        self.meter.reset();
+        // Figures derived from the last cell's samples would be shown as this cell's.
+        self.server_gen_tok_per_s = None;
+        self.gen_prev = None;
+        self.spec = None;
+        self.spec_prev = None;
+    }
+
     /// Applies one progress event seen at `now`.
     pub fn apply(&mut self, e: &ProgressEvent, now: Instant) {
         match e {
             ProgressEvent::CellStarted { index, total, cell } => {
-                self.current = Some(Current {
-                    cell: cell.clone(),
-                    index: *index,
-                    total: *total,
-                    phase: Doing::Starting,
-                    started: now,
-                    live: None,
-                    open_loop: None,
-                });
-                self.live = LiveFigures::default();
-                self.meter.reset();
-                // Figures derived from the last cell's samples would be shown as this cell's.
-                self.server_gen_tok_per_s = None;
-                self.gen_prev = None;
-                self.spec = None;
-                self.spec_prev = None;
+                self.start(cell, (*index, *total), now);
             }
             ProgressEvent::Phase(p) => {
                 let what = self.current.as_ref().map(|c| cell_name(&c.cell));
@@ -278,7 +324,10 @@ impl Dashboard {
             ProgressEvent::WindowLive(live) => {
                 if let Some(c) = self.current.as_mut() {
                     c.live = Some(live.clone());
-                    c.phase = Doing::Readiness;
+                    // Sessions have no readiness to wait for: their stages say what they do.
+                    if !live.is_sessions() {
+                        c.phase = Doing::Readiness;
+                    }
                 }
             }
             ProgressEvent::OpenLoopLive(live) => {
@@ -338,6 +387,9 @@ impl Dashboard {
                 if let (Some(wall), Some(window)) = (wall_s, r.measured_s) {
                     self.overheads.push((wall - window).max(0.0));
                 }
+            }
+            Phase::Session if r.status != CellStatus::NotRun => {
+                self.session_walls.extend(wall_s);
             }
             Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity | Phase::Session => {}
         }
@@ -399,6 +451,7 @@ impl Dashboard {
                 .saturating_duration_since(started)
                 .as_secs_f64(),
             open: None,
+            sessions: live.is_sessions().then(|| SessionFigures::read(&live, now)),
         };
         if let Some((at, g)) = live.gauges() {
             self.observe_gauges(at, g);
@@ -434,18 +487,31 @@ impl Dashboard {
         self.gauges = Some(g);
     }
 
-    /// Cells with a row, and cells planned.
+    /// The cells the run plans, in run order: the plan's, then the session section's.
+    pub fn planned_cells(&self) -> Vec<&PlannedCell> {
+        self.plan.cells.iter().chain(&self.sessions).collect()
+    }
+
+    /// Cells with a row, and cells planned. A row of a cell not known in advance (a rate
+    /// cell, a capacity search's point, a capacity row) counts on both sides, so the first
+    /// never passes the second.
     pub fn progress(&self) -> (usize, usize) {
-        (self.rows.len(), self.plan.cells.len())
+        let planned = self.planned_cells();
+        let extra = self
+            .rows
+            .keys()
+            .filter(|k| !planned.iter().any(|c| c.key == **k))
+            .count();
+        let done = self.rows.len();
+        (done, planned.len() + extra)
     }
 
     /// Seconds left at `now`, from the plan and what was measured so far. The running cell
     /// counts only what it has left: its estimate less the time it has run, at least 0.
     pub fn eta_s(&self, now: Instant) -> f64 {
         let remaining: Vec<PlannedCell> = self
-            .plan
-            .cells
-            .iter()
+            .planned_cells()
+            .into_iter()
             .filter(|c| !self.rows.contains_key(&c.key))
             .cloned()
             .collect();
@@ -456,19 +522,42 @@ impl Dashboard {
             prefill_tok_per_s: self.prefill_rate,
             decode_overhead_s: overhead,
         };
-        let all = eta_s(&remaining, &self.warmed, &inputs);
+        let price = |cells: &[PlannedCell]| self.price(cells, &inputs);
+        let all = price(&remaining);
         // The running cell's own share: what it adds to the cells before it (the prompts they
         // warm change its cost, so it is not priced alone).
         let running = self.current.as_ref().and_then(|c| {
             let i = remaining.iter().position(|r| r.key == c.cell.key)?;
-            let own = eta_s(&remaining[..=i], &self.warmed, &inputs)
-                - eta_s(&remaining[..i], &self.warmed, &inputs);
+            let own = price(&remaining[..=i]) - price(&remaining[..i]);
             Some((own, now.saturating_duration_since(c.started).as_secs_f64()))
         });
+        // A session cell's turns so far say best how long it has left.
+        let turns_left = |ran: f64| self.live.sessions.as_ref()?.left_s(ran);
         match running {
-            Some((own, ran)) => all - own + (own - ran).max(0.0),
+            Some((own, ran)) => all - own + turns_left(ran).unwrap_or((own - ran).max(0.0)),
             None => all,
         }
+    }
+
+    /// Seconds `cells` take ([`eta_s`]), a session cell at the mean wall time of the session
+    /// cells measured so far where there is one: its turns and think time, not the window,
+    /// bound it with `--turns`. Session cells warm nothing the others use, so they are priced
+    /// apart.
+    fn price(&self, cells: &[PlannedCell], inputs: &EtaInputs) -> f64 {
+        let (sessions, others): (Vec<PlannedCell>, Vec<PlannedCell>) = cells
+            .iter()
+            .cloned()
+            .partition(|c| c.key.phase == Phase::Session);
+        let learned = (!self.session_walls.is_empty())
+            .then(|| self.session_walls.iter().sum::<f64>() / self.session_walls.len() as f64);
+        let session_s: f64 = sessions
+            .iter()
+            .filter(|c| !c.over_capacity)
+            .map(|c| {
+                learned.unwrap_or_else(|| eta_s(std::slice::from_ref(c), &self.warmed, inputs))
+            })
+            .sum();
+        eta_s(&others, &self.warmed, inputs) + session_s
     }
 }
 
@@ -488,8 +577,9 @@ fn open_figures(l: &OpenLoopLive) -> OpenFigures {
     }
 }
 
-/// `decode 32K × 16`, `prefill 8K`, `burst 8K × 4`, `rate 8K @ 2.5/s`, `capacity 8K`; `width`
-/// right-aligns the context.
+/// `decode 32K × 16`, `prefill 8K`, `burst 8K × 4`, `rate 8K @ 2.5/s`, `capacity 8K`,
+/// `sessions 8K × 4`, `sessions 8K @ 0.5/s`, `sessions trace.jsonl`; `width` right-aligns the
+/// context.
 pub fn what(key: CellKey, label: &str, width: usize) -> String {
     let n = key.concurrency;
     match key.phase {
@@ -501,7 +591,12 @@ pub fn what(key: CellKey, label: &str, width: usize) -> String {
             key.request_rate().unwrap_or(0.0)
         ),
         Phase::Capacity => format!("capacity {label:>width$}"),
-        Phase::Session => format!("sessions {label:>width$} × {n}"),
+        // An open loop's sessions arrive at a rate, a trace's at its recorded starts: no S.
+        Phase::Session => match (n, key.request_rate()) {
+            (0, Some(r)) => format!("sessions {label:>width$} @ {r}/s"),
+            (0, None) => format!("sessions {label:>width$}"),
+            _ => format!("sessions {label:>width$} × {n}"),
+        },
     }
 }
 
@@ -542,6 +637,9 @@ pub fn event_words(e: &ProgressEvent) -> Option<String> {
             format!("[{}/{}] {}", index + 1, total, cell_name(cell))
         }
         ProgressEvent::Phase(p) => p.to_string(),
+        ProgressEvent::WindowLive(w) if w.is_sessions() => {
+            format!("{} sessions started", w.concurrency)
+        }
         ProgressEvent::WindowLive(w) => format!("{} streams started", w.concurrency),
         ProgressEvent::OpenLoopLive(l) => format!(
             "sending {} requests at {}/s",

@@ -2,7 +2,9 @@
 //! `q` stops the run with exit 130 and the results kept, and the terminal is given back
 //! (alternate screen left, cursor shown). Without a terminal (`| cat`) the same run prints
 //! plain lines; `--display json` prints one parseable event per line, readiness, request
-//! errors with their retry and over-capacity skips included.
+//! errors with their retry and over-capacity skips included. A session run's dashboard shows
+//! the session cell in its own words, its cells counted as planned, the server's gauges and
+//! its turns live.
 
 use crate::common::*;
 use expectrl::{Expect, Session};
@@ -49,6 +51,15 @@ fn read_until(
 /// container) cannot run these tests: they say so and skip, as the llama.cpp suite does
 /// without its server, except under CI (`CI` set), where the dashboard must be tested.
 fn spawn_pty(args: &[&str], dir: &std::path::Path) -> Option<expectrl::session::OsSession> {
+    spawn_pty_sized(args, dir, (120, 40))
+}
+
+/// [`spawn_pty`] in a pseudo-terminal of `cols`×`rows`.
+fn spawn_pty_sized(
+    args: &[&str],
+    dir: &std::path::Path,
+    (cols, rows): (u16, u16),
+) -> Option<expectrl::session::OsSession> {
     let mut cmd = std::process::Command::new(bin());
     cmd.args(args)
         .arg("--output")
@@ -66,7 +77,7 @@ fn spawn_pty(args: &[&str], dir: &std::path::Path) -> Option<expectrl::session::
         }
     };
     p.get_process_mut()
-        .set_window_size(120, 40)
+        .set_window_size(cols, rows)
         .expect("window size");
     Some(p)
 }
@@ -74,8 +85,13 @@ fn spawn_pty(args: &[&str], dir: &std::path::Path) -> Option<expectrl::session::
 /// A screen as a terminal would show it: ratatui writes only what changed, with cursor moves
 /// between, so the raw bytes cannot be searched for text.
 fn screen() -> vt100::Parser {
+    screen_sized(120, 40)
+}
+
+/// [`screen`] of `cols`×`rows`.
+fn screen_sized(cols: u16, rows: u16) -> vt100::Parser {
     let size = |n: u16| std::num::NonZeroU16::new(n).expect("non-zero");
-    vt100::Parser::new(size(40), size(120), 0)
+    vt100::Parser::new(size(rows), size(cols), 0)
 }
 
 /// Whether `bytes` hold a sequence only a dashboard frame writes: a cursor position
@@ -418,4 +434,100 @@ fn the_output_viewer_shows_a_streams_text_and_esc_only_closes_it() {
     let status = p.get_process().wait().expect("exit status");
     assert_eq!(exit_code(&status), "0", "the run went on: {status:?}");
     assert_eq!(run_json(&dir)["state"], "completed");
+}
+
+/// The footer's `cells X/Y`, where the screen shows it.
+fn cells_counted(screen: &str) -> Option<(u32, u32)> {
+    // The header's "3 cells planned" has no figure after it: the footer's is the one that
+    // parses.
+    screen.split(" cells ").skip(1).find_map(|rest| {
+        let (done, rest) = rest.split_once('/')?;
+        let planned: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        Some((done.trim().parse().ok()?, planned.parse().ok()?))
+    })
+}
+
+/// A session run on the dashboard (issue 42), in a 160×48 pseudo-terminal against the tiny
+/// vLLM simulator: the current cell says its own words (a closed loop of S sessions, never
+/// "open loop"), the cells are counted as planned (a prefill cell and two session cells: never
+/// more done than planned), the server's gauges are read once a session cell runs, and a live
+/// per-turn figure (the latest turns' TTFTs) shows while it runs.
+#[test]
+fn a_session_run_shows_its_own_words_planned_cells_gauges_and_turns() {
+    let _serial = timing_lock();
+    let sim = Sim::start(llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile"));
+    let dir = out_dir("dashboard-pty-sessions");
+    let args = [
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "1K",
+        "--sessions",
+        "1,2",
+        "--turns",
+        "2",
+        "--turn-input-len",
+        "128",
+        "--turn-output-len",
+        "32",
+        "--system-prompt-len",
+        "256",
+        "--max-output",
+        "64",
+        "--think-time",
+        "1s",
+        "--format",
+        "none",
+    ];
+    let Some(mut p) = spawn_pty_sized(&args, &dir, (160, 48)) else {
+        return;
+    };
+    let (mut screen, mut raw) = (screen_sized(160, 48), Vec::new());
+    let seen = std::cell::RefCell::new(Vec::<String>::new());
+    let counts = std::cell::RefCell::new(Vec::<(u32, u32)>::new());
+    let all = |s: &str| {
+        counts.borrow_mut().extend(cells_counted(s));
+        let mut seen = seen.borrow_mut();
+        let mut note = |what: &str, holds: bool| {
+            if holds && !seen.iter().any(|w| w == what) {
+                seen.push(what.to_string());
+            }
+        };
+        let running = s.contains("sessions 1K × 2 · closed loop");
+        note("words", running && !s.contains("open loop"));
+        note("planned", s.contains("3 cells planned"));
+        note(
+            "gauges",
+            running && s.contains("running ") && !s.contains("no gauges read yet"),
+        );
+        // A latest turn's TTFT, in figures.
+        let ttft = s
+            .split("TTFT latest turns ")
+            .nth(1)
+            .and_then(|t| t.chars().next());
+        note("turns", running && ttft.is_some_and(|c| c.is_ascii_digit()));
+        seen.len() == 4
+    };
+    let shown = read_until(&mut p, &mut screen, &mut raw, all);
+    let last = screen.screen().contents();
+    assert!(shown, "seen only {:?}:\n{last}", seen.borrow());
+    read_until(&mut p, &mut screen, &mut raw, |_| false);
+    let status = p.get_process().wait().expect("exit status");
+    assert_eq!(exit_code(&status), "0", "{status:?}");
+    let counts = counts.into_inner();
+    assert!(
+        counts
+            .iter()
+            .all(|&(done, planned)| planned == 3 && done <= planned),
+        "cells counted as planned: {counts:?}"
+    );
+    let rows = cells(&dir);
+    assert_eq!(
+        rows.iter().filter(|r| r["phase"] == "session").count(),
+        2,
+        "{rows:?}"
+    );
 }

@@ -8,6 +8,10 @@
 //! window): each warms its own history at its arrival and runs its turns. Each session runs as
 //! a task of its own (`session_turns`), so one session's reads never wait on another's. The
 //! row is `llmib_core::session_result`'s.
+//!
+//! While it runs, the cell publishes a live window ([`announce`]): one stream per session, the
+//! measured turns as they end, and the gauges its queue sampler reads, so a dashboard shows
+//! the session cell's own figures and the server's gauges as it does a decode window's.
 
 use crate::cells::context::MatrixRun;
 use crate::cells::inputs::CellFailure;
@@ -16,10 +20,11 @@ use crate::cells::session_turns::{
     Clock, Sent, SessionJob, TurnSpec, answer_tokens, run_session, send_turn, session_stream,
 };
 use crate::progress::events::{ProgressEvent, Stage};
+use crate::progress::live::LiveWindow;
 use crate::prompts::conversation::{Conversation, history};
 use crate::prompts::prompt::{PromptBuilder, TextMaker};
 use crate::server::engine::Engine;
-use crate::wire::stream::Measured;
+use crate::wire::stream::{Counting, Measured};
 use llmib_core::{
     CellResult, Outcome, PlannedCell, SessionObservation, SessionSettings, SplitMix64, TurnRecord,
     session_result,
@@ -43,18 +48,22 @@ pub(crate) struct SessionContext<'a> {
 }
 
 /// Samples the server's queue gauge until `stop`: the highest it read (`None`: no gauge).
+/// Every sample is also the live window's latest, so the dashboard shows the server's gauges
+/// during a session cell as it does during a decode window (no request of its own).
 fn sample_queue(
     engine: Arc<Engine>,
     every: Duration,
     stop: CancellationToken,
+    live: Arc<LiveWindow>,
 ) -> tokio::task::JoinHandle<Option<f64>> {
     tokio::spawn(async move {
         let mut max: Option<f64> = None;
         loop {
-            if let Ok(g) = engine.gauges().await
-                && let Some(w) = g.waiting
-            {
-                max = Some(max.map_or(w, |m: f64| m.max(w)));
+            if let Ok(g) = engine.gauges().await {
+                live.set_gauges(g, std::time::Instant::now());
+                if let Some(w) = g.waiting {
+                    max = Some(max.map_or(w, |m: f64| m.max(w)));
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => return max,
@@ -62,6 +71,19 @@ fn sample_queue(
             }
         }
     })
+}
+
+/// The cell's live window, announced to the displays: `sessions` streams, `planned` measured
+/// turns where known.
+pub(crate) fn announce(m: &MatrixRun<'_>, sessions: u32, planned: Option<u64>) -> Arc<LiveWindow> {
+    let live = Arc::new(LiveWindow::for_sessions(
+        sessions,
+        Duration::from_secs_f64(m.plan.settings.duration_s.max(0.0)),
+        m.engine.counting() == Counting::UsagePerChunk,
+        planned,
+    ));
+    m.progress.event(ProgressEvent::WindowLive(live.clone()));
+    live
 }
 
 /// The server's cumulative cached-prompt-token counter, where it has one.
@@ -127,6 +149,7 @@ async fn warm_ups(
     output: u32,
     convs: &[Conversation],
     origin: Instant,
+    live: &LiveWindow,
 ) -> Vec<Result<Measured, CellFailure>> {
     let limits = m.limits(convs.first().map_or(0, |c| c.tokens), convs.len() as u32);
     m.progress.event(ProgressEvent::Phase(Stage::WarmUp));
@@ -135,6 +158,7 @@ async fn warm_ups(
             origin,
             cancel: &m.cancel,
             limits,
+            live: Some(live),
         };
         send_turn(&m.engine, &m.model, c, output, i as u32, at)
     }))
@@ -142,17 +166,19 @@ async fn warm_ups(
 }
 
 /// Runs the sessions' tasks until they end or `limit` cuts them; with the highest queue gauge
-/// read meanwhile.
+/// read meanwhile (each sample published on `live`).
 pub(crate) async fn run_window(
     m: &MatrixRun<'_>,
     jobs: Vec<SessionJob>,
     limit: Instant,
     cut: &CancellationToken,
+    live: &Arc<LiveWindow>,
 ) -> (Vec<Sent>, Option<f64>) {
     m.progress.event(ProgressEvent::Phase(Stage::OpenLoop));
+    live.open_turns(std::time::Instant::now());
     let stop = CancellationToken::new();
     let every = Duration::from_millis(m.plan.settings.gauge_interval_ms.max(50));
-    let sampler = sample_queue(m.engine.clone(), every, stop.clone());
+    let sampler = sample_queue(m.engine.clone(), every, stop.clone(), live.clone());
     let tasks: Vec<_> = jobs
         .into_iter()
         .map(|j| tokio::spawn(run_session(j)))
@@ -167,6 +193,7 @@ pub(crate) async fn run_window(
     };
     stop.cancel();
     let max_waiting = sampler.await.ok().flatten();
+    live.close(std::time::Instant::now());
     (done.into_iter().flatten().flatten().collect(), max_waiting)
 }
 
@@ -213,10 +240,10 @@ fn job(
     sx: &SessionContext<'_>,
     p: JobParts,
     specs: Vec<TurnSpec>,
-    clock: (Instant, &CancellationToken, u32),
+    clock: (Instant, &CancellationToken, u32, &Arc<LiveWindow>),
 ) -> SessionJob {
     let st = sx.settings;
-    let (origin, cut, in_flight) = clock;
+    let (origin, cut, in_flight, live) = clock;
     SessionJob {
         engine: m.engine.clone(),
         model: m.model.clone(),
@@ -239,6 +266,7 @@ fn job(
             .context_length
             .map(|l| l.saturating_sub(u64::from(st.turn_output))),
         conv: p.conv,
+        live: Some(live.clone()),
     }
 }
 
@@ -248,10 +276,11 @@ async fn closed_loop(
     sx: &SessionContext<'_>,
     cell: &PlannedCell,
     convs: Vec<Conversation>,
+    live: &Arc<LiveWindow>,
 ) -> (Vec<Sent>, Option<f64>) {
     let origin = Instant::now();
     let s = convs.len() as u32;
-    let warm = warm_ups(m, sx.settings.turn_output, &convs, origin).await;
+    let warm = warm_ups(m, sx.settings.turn_output, &convs, origin, live).await;
     let d = m.plan.settings.duration_s;
     let window_end = Instant::now() + Duration::from_secs_f64(d);
     let cut = m.cancel.child_token();
@@ -278,12 +307,12 @@ async fn closed_loop(
             measured: w,
         });
         if ok {
-            jobs.push(job(m, sx, parts, specs, (origin, &cut, s)));
+            jobs.push(job(m, sx, parts, specs, (origin, &cut, s, live)));
         }
     }
     // A turn in flight at the window's close runs to its end, within this limit.
     let limit = window_end + Duration::from_secs_f64(d.max(30.0));
-    let (turns, max_waiting) = run_window(m, jobs, limit, &cut).await;
+    let (turns, max_waiting) = run_window(m, jobs, limit, &cut, live).await;
     sent.extend(turns);
     (sent, max_waiting)
 }
@@ -321,6 +350,7 @@ async fn open_loop(
     cell: &PlannedCell,
     convs: Vec<Conversation>,
     due: &[u64],
+    live: &Arc<LiveWindow>,
 ) -> (Vec<Sent>, Option<f64>) {
     let origin = Instant::now();
     let cut = m.cancel.child_token();
@@ -339,12 +369,12 @@ async fn open_loop(
                 first_as_is: false,
                 conv,
             };
-            job(m, sx, parts, specs, (origin, &cut, in_flight))
+            job(m, sx, parts, specs, (origin, &cut, in_flight, live))
         })
         .collect();
     let d = m.plan.settings.duration_s;
     let limit = origin + Duration::from_secs_f64(d + d.max(120.0));
-    run_window(m, jobs, limit, &cut).await
+    run_window(m, jobs, limit, &cut, live).await
 }
 
 /// Measures one session cell.
@@ -371,9 +401,13 @@ pub(crate) async fn session_cell(
         Err(e) => return e.row(cell),
     };
     let before = cached_counter(&m.engine).await;
+    // Every session runs `--turns` (an open loop's must end); without it a closed loop's
+    // turns are as many as the window holds, not known before.
+    let planned = sx.settings.turns.map(|t| u64::from(t) * u64::from(n));
+    let live = announce(m, n, planned);
     let (sent, max_waiting) = match &due {
-        Some(d) => open_loop(m, sx, cell, convs, d).await,
-        None => closed_loop(m, sx, cell, convs).await,
+        Some(d) => open_loop(m, sx, cell, convs, d, &live).await,
+        None => closed_loop(m, sx, cell, convs, &live).await,
     };
     let ran = Ran {
         sent,

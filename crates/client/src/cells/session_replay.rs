@@ -10,7 +10,7 @@ use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::inputs::CellFailure;
 use crate::cells::outlet::save;
 use crate::cells::session_cell::{
-    Ran, SessionContext, cached_counter, finish_cell, flush, run_window,
+    Ran, SessionContext, announce, cached_counter, finish_cell, flush, run_window,
 };
 use crate::cells::session_turns::{SESSION_STREAMS, SessionJob, TurnSpec, session_stream};
 use crate::cells::telemetry::CellRecorder;
@@ -143,6 +143,12 @@ pub(crate) async fn replay_cell(
     let k = sx.settings.time_scale;
     let n = convs.len() as u32;
     let max_prompt = m.plan.context_length;
+    // A replay plans every recorded turn of its sessions.
+    let planned = (0..convs.len())
+        .filter_map(|i| replay.sessions.get(i))
+        .map(|s| s.turns.len() as u64)
+        .sum();
+    let live = announce(m, n, Some(planned));
     let jobs: Vec<SessionJob> = convs
         .into_iter()
         .enumerate()
@@ -165,12 +171,13 @@ pub(crate) async fn replay_cell(
             limits: m.limits(conv.tokens, n),
             max_prompt,
             conv,
+            live: Some(live.clone()),
         })
         .collect();
     let last = starts_s.iter().copied().fold(0.0, f64::max);
     let d = m.plan.settings.duration_s;
     let limit = origin + Duration::from_secs_f64(last + d.max(120.0) * 4.0);
-    let (sent, max_waiting) = run_window(m, jobs, limit, &cut).await;
+    let (sent, max_waiting) = run_window(m, jobs, limit, &cut, &live).await;
     let ran = Ran {
         sent,
         max_waiting,

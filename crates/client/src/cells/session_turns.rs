@@ -3,9 +3,12 @@
 //! its think time: the model's last answer and a new message appended, the whole prompt counted
 //! by the server, the prefix cache's prediction made, the turn sent and its answer kept. It ends
 //! when its turns are done, a closed loop's window closes, the conversation reaches the model's
-//! context length, or a turn fails (a broken conversation cannot go on).
+//! context length, or a turn fails (a broken conversation cannot go on). Where the cell
+//! publishes a live window, each turn's reads count on its session's stream and each measured
+//! turn's end is told to it (`SessionTurns`), for the dashboard.
 
 use crate::cells::inputs::CellFailure;
+use crate::progress::live::LiveWindow;
 use crate::prompts::conversation::Conversation;
 use crate::prompts::prompt::TextMaker;
 use crate::server::engine::Engine;
@@ -73,6 +76,8 @@ pub(crate) struct SessionJob {
     pub limits: StreamLimits,
     /// The longest prompt a turn may have (the context length less the output).
     pub max_prompt: Option<u64>,
+    /// The cell's live window, where it publishes one.
+    pub live: Option<Arc<LiveWindow>>,
 }
 
 /// A turn sent: which, its built prompt and prediction, and what came back.
@@ -90,6 +95,8 @@ pub(crate) struct Clock<'a> {
     pub origin: Instant,
     pub cancel: &'a CancellationToken,
     pub limits: StreamLimits,
+    /// The cell's live window: the turn's reads count on its stream's atomics.
+    pub live: Option<&'a LiveWindow>,
 }
 
 /// Sends one turn of `conv` as `stream` and keeps its answer.
@@ -105,7 +112,8 @@ pub(crate) async fn send_turn(
         .stream_request(model, conv.input(), output, false, at.limits)
         .map_err(|e| CellFailure::request_body(e.to_string()))?;
     spec.keep_answer = true;
-    Ok(measure(engine.client(), &spec, stream, at.origin, at.cancel, None).await)
+    let live = at.live.and_then(|l| l.stream(stream as usize));
+    Ok(measure(engine.client(), &spec, stream, at.origin, at.cancel, live).await)
 }
 
 /// Output tokens of a finished turn: the server's count, else the chunks'.
@@ -125,6 +133,19 @@ impl SessionJob {
             origin: self.origin,
             cancel: &self.cancel,
             limits: self.limits,
+            live: self.live.as_deref(),
+        }
+    }
+
+    /// Tells the live view, if any, that measured turn `turn` ended.
+    fn told(&self, turn: u32, m: &Measured, predicted: u64) {
+        if let Some(live) = &self.live {
+            live.turn_ended(
+                (self.session, turn),
+                m.record.ttft_ns().map(|ns| ns as f64 / 1e6),
+                !finished(m),
+                (self.conv.tokens, predicted, m.record.cached_tokens_reported),
+            );
         }
     }
 
@@ -209,6 +230,7 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
         );
         let Ok(m) = sent.await else { break };
         let ok = finished(&m);
+        j.told(k, &m, predicted);
         (prev_prompt, prev_answer) = (j.conv.tokens, answer_tokens(&m));
         j.answer = m.answer.clone().unwrap_or_default();
         out.push(Sent {
