@@ -113,11 +113,22 @@ async fn launched(
             "stopped before the server answered".into(),
         ),
     }
+    let grace = Duration::from_secs_f64(file.spec.stop_grace_s);
+    stop_server(rec, &mut server, grace, &url, &log).await;
+}
+
+/// Stops the server, waits until its port is free, and keeps its log's tail where the
+/// combination did not end measured (or ended with a word to say).
+async fn stop_server(
+    rec: &mut ComboRecord,
+    server: &mut Server,
+    grace: Duration,
+    url: &str,
+    log: &Path,
+) {
     let t = Instant::now();
-    server
-        .stop(Duration::from_secs_f64(file.spec.stop_grace_s))
-        .await;
-    if !wait_port_free(&url, PORT_FREE_LIMIT).await {
+    server.stop(grace).await;
+    if !wait_port_free(url, PORT_FREE_LIMIT).await {
         let note = format!(
             "its port was still busy {} s after the stop",
             PORT_FREE_LIMIT.as_secs()
@@ -129,7 +140,7 @@ async fn launched(
     }
     rec.stop_s = Some(t.elapsed().as_secs_f64());
     if rec.state != ComboState::Measured || rec.reason.is_some() {
-        rec.log_tail = std::fs::read_to_string(&log)
+        rec.log_tail = std::fs::read_to_string(log)
             .map(|t| log_tail(&t, LOG_TAIL_LINES))
             .unwrap_or_default();
     }

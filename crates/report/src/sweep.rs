@@ -41,6 +41,10 @@ pub struct ComboLine {
     pub best_tok_per_s_per_gpu: Option<f64>,
     /// Each capacity row's answer (`8K ttft_p99=2s: 12.5 req/s`).
     pub capacity: Vec<String>,
+    /// The lowest $ per million output tokens of its cells, where a price was given.
+    pub usd_per_m_output_tokens: Option<f64>,
+    /// The lowest joules per output token of its cells, where the power samples back it.
+    pub joules_per_output_token: Option<f64>,
     /// Seconds the server took to answer after its start.
     pub start_s: Option<f64>,
     /// The last lines of its server's log, where it failed.
@@ -97,7 +101,8 @@ fn rows_of(dir: &Path, c: &ComboRecord) -> Option<ComboRows> {
     let run = RunDir::open(dir.join(&c.name)).ok()?.load().ok()?;
     Some(ComboRows {
         name: c.name.clone(),
-        gpus: run.info.hardware.gpu_count,
+        // `--gpus` (given to every combination's run), else the count detected on its machine.
+        gpus: run.info.plan.settings.economics.server_gpus().map(|g| g.0),
         rows: run.cells,
     })
 }
@@ -138,6 +143,15 @@ fn capacity_words(r: &CellResult) -> Option<String> {
     Some(format!("{} {slo}: {answer}", r.context_label))
 }
 
+/// The lowest of a cost or energy figure over the measured cells.
+fn lowest(rows: &[CellResult], f: fn(&llmib_core::CellEconomics) -> Option<f64>) -> Option<f64> {
+    rows.iter()
+        .filter(|r| r.status.has_figures() && r.phase != Phase::Prefill)
+        .filter_map(|r| r.economics.as_deref().and_then(f))
+        .filter(|v| v.is_finite())
+        .reduce(f64::min)
+}
+
 /// The table's line of one combination.
 fn line(c: &ComboRecord, rows: Option<&ComboRows>) -> ComboLine {
     let empty = Vec::new();
@@ -166,6 +180,10 @@ fn line(c: &ComboRecord, rows: Option<&ComboRows>) -> ComboLine {
             .map(|v| v / per)
             .reduce(f64::max),
         capacity: cells.iter().filter_map(capacity_words).collect(),
+        usd_per_m_output_tokens: lowest(cells, |e| e.usd_per_m_output_tokens),
+        joules_per_output_token: lowest(cells, |e| {
+            e.power_valid.then_some(e.joules_per_output_token).flatten()
+        }),
         start_s: c.start_s,
         log_tail: c.log_tail.clone(),
     }
@@ -183,7 +201,7 @@ pub fn sweep_markdown(r: &SweepReport) -> String {
     ));
     let unit = if r.per_gpu { "GPU" } else { "server" };
     md.push_str(&format!(
-        "| Combination | Settings | State | Prefill tok/s | Best decode tok/s | Best tok/s per {unit} | Capacity | Start |\n|---|---|---|---|---|---|---|---|\n"
+        "| Combination | Settings | State | Prefill tok/s | Best decode tok/s | Best tok/s per {unit} | Capacity | $ / M output tokens | J / output token | Start |\n|---|---|---|---|---|---|---|---|---|---|\n"
     ));
     for c in &r.combinations {
         let state = match &c.reason {
@@ -191,7 +209,7 @@ pub fn sweep_markdown(r: &SweepReport) -> String {
             None => c.state.clone(),
         };
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             escape(&c.name),
             escape(&c.settings),
             escape(&state),
@@ -199,6 +217,10 @@ pub fn sweep_markdown(r: &SweepReport) -> String {
             c.decode.as_deref().unwrap_or("—"),
             c.best_tok_per_s_per_gpu.map_or("—".into(), number::rate),
             escape(&c.capacity.join("; ")),
+            c.usd_per_m_output_tokens
+                .map_or("—".into(), |v| format!("${v:.3}")),
+            c.joules_per_output_token
+                .map_or("—".into(), |v| format!("{v:.3} J")),
             c.start_s.map_or("—".into(), |s| format!("{s:.1} s")),
         ));
     }

@@ -131,14 +131,28 @@ fn a_stored_command_has_its_secrets_redacted_and_a_log_tail_its_last_lines() {
 
 #[test]
 fn the_run_flags_are_kept_with_their_secrets_redacted() {
-    let args: Vec<String> = ["--api-key", "sk-abc", "--contexts", "8K", "--upload-token=t0k", "--x"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let args: Vec<String> = [
+        "--api-key",
+        "sk-abc",
+        "--contexts",
+        "8K",
+        "--upload-token=t0k",
+        "--x",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let r = redact_args(&args);
     assert_eq!(
         r,
-        ["--api-key", "<redacted>", "--contexts", "8K", "--upload-token=<redacted>", "--x"]
+        [
+            "--api-key",
+            "<redacted>",
+            "--contexts",
+            "8K",
+            "--upload-token=<redacted>",
+            "--x"
+        ]
     );
     assert!(holds_redacted(&r.join(" ")));
     assert!(!holds_redacted("--contexts 8K"));

@@ -1,0 +1,364 @@
+//! `sweep` end to end: the tool starts the simulator in each combination of a grid, measures
+//! it, stops it, and picks the best; a server that cannot start is a row with its log and the
+//! sweep goes on; Ctrl-C stops the running server and `--resume` finishes the rest; a list of
+//! running servers is swept without launching; the sweep page in headless Chromium.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The simulator as a sweep's server command, marked so that a test can find any process it
+/// left behind.
+fn sim_serve(profile: &str, extra: &str, marker: &str) -> String {
+    format!(
+        "{} sim --profile {profile} --port {{port}} --model {marker} {extra}",
+        bin().display()
+    )
+}
+
+/// Processes whose command line holds `marker` (a server the sweep failed to stop).
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(marker) && !cmd.contains(" sweep ") {
+            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+fn sweep_json(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("sweep.json")).expect("sweep.json");
+    serde_json::from_str(&text).expect("sweep.json is JSON")
+}
+
+fn states(s: &Value) -> Vec<String> {
+    s["combinations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["state"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Whether something still accepts connections at `url`.
+fn answers(url: &str) -> bool {
+    let hostport = url.trim_start_matches("http://");
+    std::net::TcpStream::connect_timeout(
+        &hostport.parse().expect("host:port"),
+        Duration::from_millis(300),
+    )
+    .is_ok()
+}
+
+/// Splits a shell command line on spaces, single quotes keeping their text whole (the docs'
+/// commands use no other quoting).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for ch in line.chars() {
+        match ch {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// docs/sweeps.md's simulator example, run as written (this build's binary for
+/// `llm-inference-bench`, the results in a test directory): the `open-load` simulator (C = 512,
+/// M = 16: a 5 ms prefill and 15 decode steps of 3 ms at any batch) at three running-request
+/// limits k, each searched for its capacity at `ttft_p90=100ms`. With k requests decoding
+/// together a request costs its own prefill pass and a k-th of the 15 steps: 1 / (5 + 45/k ms)
+/// = 20, 36.4 and 61.5 requests/s for k = 1, 2, 4. The best is k = 4; every combination is an
+/// ordinary run the report renders, and after the sweep no simulator is left and every port
+/// is free.
+#[test]
+fn a_sweep_of_running_request_limits_picks_the_one_the_model_gives() {
+    let _serial = timing_lock();
+    let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/sweeps.md"));
+    let line = doc
+        .lines()
+        .find(|l| l.starts_with("llm-inference-bench sweep --serve 'llm-inference-bench sim"))
+        .expect("docs/sweeps.md's simulator example");
+    let exe = bin().display().to_string();
+    let dir = out_dir("sweep-mrr");
+    let mut words = shell_words(line);
+    assert_eq!(words[0], "llm-inference-bench");
+    for w in words.iter_mut() {
+        if let Some(rest) = w.strip_prefix("llm-inference-bench sim ") {
+            *w = format!("{exe} sim {rest}");
+        }
+    }
+    let out = words
+        .iter()
+        .position(|w| w == "--output")
+        .expect("--output");
+    words[out + 1] = dir.display().to_string();
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    let o = run_bin(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "measured", "measured"], "{s:#}");
+    for c in s["combinations"].as_array().expect("combinations") {
+        let name = c["name"].as_str().expect("name");
+        let run = run_json(&dir.join(name));
+        let cmd = c["command"].as_str().expect("command");
+        assert_eq!(run["launch_command"].as_str(), Some(cmd), "{name}");
+        assert!(cmd.contains(&format!("max_running_requests={}", &name[4..])));
+        assert!(dir.join(name).join("report.html").is_file(), "{name}");
+        let url = c["url"].as_str().expect("url");
+        assert!(!answers(url), "{name}'s server still answers at {url}");
+        let port = url.rsplit(':').next().expect("port");
+        let left = processes_with(&format!("--port {port} "));
+        assert!(left.is_empty(), "{left:?}");
+    }
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json"),
+    )
+    .expect("json");
+    let pick = &report["picks"][0];
+    assert_eq!(pick["best"], "mrr-4", "{report:#}");
+    for e in pick["entries"].as_array().expect("entries") {
+        let k: f64 = e["combination"].as_str().expect("name")[4..]
+            .parse()
+            .expect("k");
+        let model = 1000.0 / (5.0 + 45.0 / k);
+        assert_close(
+            &format!("capacity at k = {k}"),
+            num(e, "capacity"),
+            model,
+            10.0,
+        );
+    }
+    assert!(report["points"].as_array().is_some_and(|p| !p.is_empty()));
+    for f in ["sweep.md", "sweep.html"] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+}
+
+/// The small matrix each combination of the tests below measures.
+const SMALL_RUN: [&str; 9] = [
+    "--contexts",
+    "1K",
+    "--concurrency",
+    "1",
+    "--duration",
+    "1s",
+    "--max-output",
+    "16",
+    "--format",
+];
+
+/// A combination whose server exits at start (a flag the simulator does not know) is a row
+/// with the tail of its log, and the next combination runs.
+#[test]
+fn a_server_that_cannot_start_is_a_row_with_its_log_and_the_sweep_goes_on() {
+    let _serial = timing_lock();
+    let marker = format!("sweep-bad-{}", std::process::id());
+    let dir = out_dir("sweep-bad-flag");
+    let serve = sim_serve("tiny", "{flag}", &marker);
+    let d = dir.display().to_string();
+    let mut args = vec![
+        "sweep",
+        "--serve",
+        &serve,
+        "--grid",
+        "flag=--no-such-flag,--seed=7",
+        "--output",
+        &d,
+        "--",
+    ];
+    args.extend(SMALL_RUN);
+    args.push("none");
+    let o = run_bin(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["failed_to_start", "measured"], "{s:#}");
+    let bad = &s["combinations"][0];
+    assert!(
+        bad["reason"].as_str().unwrap_or("").contains("exited"),
+        "{bad:#}"
+    );
+    let tail = bad["log_tail"].to_string();
+    assert!(tail.contains("no-such-flag"), "the log's tail: {bad:#}");
+    let md = std::fs::read_to_string(dir.join("sweep.md")).expect("sweep.md");
+    assert!(md.contains("failed\\_to\\_start"), "{md}");
+    assert!(processes_with(&marker).is_empty());
+}
+
+/// Sends SIGINT to `pid`, as Ctrl-C would to the sweep alone.
+fn interrupt(pid: u32) {
+    let ok = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -INT {pid}");
+}
+
+/// Ctrl-C while the second combination is measured: its server is stopped, the sweep exits 130
+/// with the first combination measured, and `--resume` measures the cut one again without
+/// measuring the first again.
+#[test]
+fn ctrl_c_stops_the_server_and_resume_finishes_the_rest() {
+    let _serial = timing_lock();
+    let marker = format!("sweep-int-{}", std::process::id());
+    let dir = out_dir("sweep-interrupt");
+    let serve = sim_serve("tiny", "--set max_running_requests={mrr}", &marker);
+    let d = dir.display().to_string();
+    let mut args = vec![
+        "sweep", "--serve", &serve, "--grid", "mrr=1,2", "--output", &d, "--",
+    ];
+    let mut run = SMALL_RUN.to_vec();
+    run[5] = "4s";
+    args.extend(run.iter().copied());
+    args.push("none");
+    let mut child = Command::new(bin())
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the sweep");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // The second combination's run has started once its results directory holds run.json.
+    while !dir.join("mrr-2").join("run.json").is_file() {
+        assert!(
+            Instant::now() < deadline,
+            "the second combination never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    interrupt(child.id());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "interrupted"], "{s:#}");
+    assert!(
+        processes_with(&marker).is_empty(),
+        "{:?}",
+        processes_with(&marker)
+    );
+    let first_done = s["combinations"][0]["finished_at"].clone();
+    let first_rows = std::fs::read_to_string(dir.join("mrr-1/cells.jsonl")).expect("rows");
+
+    let o = run_bin(&["sweep", "--resume", &d]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "measured"], "{s:#}");
+    assert_eq!(s["combinations"][0]["finished_at"], first_done);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("mrr-1/cells.jsonl")).expect("rows"),
+        first_rows,
+        "the finished combination was not measured again"
+    );
+    assert!(s["finished_at"].is_string());
+    assert!(processes_with(&marker).is_empty());
+}
+
+/// Servers already running side by side: each URL is a combination, nothing is started or
+/// stopped, and the sweep page opens in headless Chromium with its table and frontier, no
+/// console error and no request outside the page.
+#[test]
+fn running_servers_are_swept_and_the_page_opens_in_a_browser() {
+    let serial = timing_lock();
+    let a = Sim::start(llmib_sim::builtin_profile("tiny").expect("tiny"));
+    let mut slow = llmib_sim::builtin_profile("tiny").expect("tiny");
+    slow.max_running_requests = Some(1);
+    let b = Sim::start(slow);
+    let dir = out_dir("sweep-urls");
+    let d = dir.display().to_string();
+    let urls = format!("{},{}", a.url, b.url);
+    let mut args = vec!["sweep", "--urls", &urls, "--output", &d, "--"];
+    let mut run = SMALL_RUN.to_vec();
+    run[3] = "1,4";
+    args.extend(run);
+    args.push("none");
+    let o = run_bin(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "measured"], "{s:#}");
+    assert!(s["combinations"][0]["command"].is_null());
+    assert!(
+        answers(a.url.trim_end_matches('/')),
+        "a running server is left running"
+    );
+    drop((a, b));
+    // The browser takes the timing lock itself (it loads both cores for a moment).
+    drop(serial);
+    let Some(chrome) = crate::report::chromium() else {
+        return;
+    };
+    let html = std::fs::read_to_string(dir.join("sweep.html")).expect("sweep.html");
+    let work = out_dir("sweep-urls-browser");
+    let page = work.join("checked.html");
+    let checks = r###"<script>
+(function () {
+  var all = function (s) { return Array.prototype.slice.call(document.querySelectorAll(s)); };
+  var r = { probe: window.__llmib, rows: all("#sweep-table tbody tr").length,
+    dots: all("#sweep-pareto circle.dot").length, frontier: all("#sweep-pareto circle.on-frontier").length,
+    line: (document.querySelector("#sweep-pareto polyline.frontier") || {}).getAttribute ? document.querySelector("#sweep-pareto polyline.frontier").getAttribute("points") : "" };
+  var pre = document.createElement("pre"); pre.id = "llmib-verdict"; pre.textContent = JSON.stringify(r);
+  document.body.appendChild(pre);
+})();
+</script>"###;
+    let with_probe = html.replacen("<head>", &format!("<head>\n{}", crate::report::PROBE), 1);
+    let i = with_probe.rfind("</body>").expect("</body>");
+    std::fs::write(
+        &page,
+        format!("{}{checks}{}", &with_probe[..i], &with_probe[i..]),
+    )
+    .expect("write page");
+    let (dom, stderr) = crate::report::run_chromium(&chrome, &work, &page, &["--dump-dom"]);
+    let v = crate::report::verdict(&dom, &stderr);
+    assert_eq!(v["rows"], 2, "{v:#}");
+    assert_eq!(v["dots"], 4, "two decode cells per server: {v:#}");
+    assert!(v["frontier"].as_u64().is_some_and(|n| n >= 1), "{v:#}");
+    assert!(!v["line"].as_str().unwrap_or("").is_empty(), "{v:#}");
+    for k in ["errors", "alerts", "csp"] {
+        assert_eq!(v["probe"][k], serde_json::json!([]), "{k}: {v:#}");
+    }
+}
+
+/// Bad input is one line before anything starts: a placeholder no grid fills, a flag the
+/// sweep sets itself, and run flags that do not parse.
+#[test]
+fn a_bad_sweep_is_refused_in_one_line_before_anything_starts() {
+    let dir = out_dir("sweep-refused");
+    let d = dir.display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--serve", "x --a {b}", "--grid", "c=1"], "{b}"),
+        (
+            &["--urls", "http://127.0.0.1:9", "--", "--url", "http://x"],
+            "--url is set by the sweep",
+        ),
+        (
+            &["--urls", "http://127.0.0.1:9", "--", "--contexts", "8Q"],
+            "the run flags after -- do not parse",
+        ),
+    ];
+    for (extra, words) in cases {
+        let mut args = vec!["sweep", "--output", &d, "--force"];
+        args.extend(extra);
+        let o = run_bin(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{}", text(&o));
+        assert!(lines[0].contains(words), "{words}: {}", lines[0]);
+        assert!(!dir.join("sweep.json").exists());
+    }
+}
