@@ -336,33 +336,10 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub cost: cost_args::CostArgs,
-    /// Run shard I of N of this plan from one of several client machines (`0/4`), or `auto`:
-    /// from a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, with --shards) or a Slurm array
-    /// (`SLURM_ARRAY_TASK_ID`/`_COUNT`). Every shard gets the same flags and --start-at;
-    /// `merge` makes one run of their results (docs/distributed.md).
-    #[arg(long, value_name = "I/N|auto", value_parser = parse::shard)]
-    #[serde(deserialize_with = "de::shard")]
-    pub shard: Option<llmib_core::ShardArg>,
-    /// The number of shards, for `--shard auto` under a Kubernetes Indexed Job (its
-    /// completions).
-    #[arg(long, value_name = "N")]
-    pub shards: Option<u32>,
-    /// With --shard: the instant (RFC 3339, e.g. 2026-12-04T22:00:00Z) every shard's
-    /// timetable starts from; each cell then starts at the same wall-clock instant on every
-    /// shard. Give it far enough ahead for every shard to have started and probed the server.
-    #[arg(long, value_name = "TIME", value_parser = parse::start_at)]
-    #[serde(deserialize_with = "de::start_at")]
-    pub start_at: Option<String>,
-    /// With --shard: the first cell's preparation after --start-at (its prompts built and
-    /// warmed), seconds (default 10; longer where the plan's prompts need it). A shard that
-    /// needs longer is late, and its part of the cell is marked.
-    #[arg(long, value_name = "SECONDS")]
-    pub shard_prep_seconds: Option<f64>,
-    /// With --shard: the server's prefill rate the timetable sizes each cell's preparation and
-    /// decode ramp for, prompt tokens per second (default 10000): the prefill row's rate, or
-    /// less. Too high, and a shard is late for a cell; too low, and slots wait longer.
-    #[arg(long, value_name = "TOK/S")]
-    pub shard_prefill_rate: Option<f64>,
+    /// The shard flags (`--shard`, `--shards`, `--start-at`, …: `config_shard_flags.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub sharding: shard_flags::ShardFlags,
     /// The server runs one request at a time (mlx-lm style): a window opens once tokens flow
     /// on one stream, and the report says that aggregate tok/s above N = 1 measures a queue.
     #[arg(long)]
@@ -521,6 +498,8 @@ pub mod session_args;
 
 #[path = "config_cost_args.rs"]
 pub mod cost_args;
+#[path = "config_shard_flags.rs"]
+pub mod shard_flags;
 
 impl RunArgs {
     /// Fills every flag that was not given from the `--config` file (flags win; clap has
@@ -566,7 +545,7 @@ impl RunArgs {
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 input_len, output_len, workload, time_scale, until_stable,
                 session,
-                shard, shards, start_at, shard_prep_seconds, shard_prefill_rate,
+                sharding,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader, events, cost,
                 hardware_info;

@@ -76,7 +76,7 @@ impl RunArgs {
             }
             return Ok(None);
         }
-        if self.shard.is_some() {
+        if self.sharding.shard.is_some() {
             // Each shard would run every session cell whole, at its own time: not one cell.
             bail!(
                 "session cells are not split across shards yet: run the sessions from one client (drop --shard)"

@@ -130,12 +130,8 @@ fn classified(args: &RunArgs) {
         max_total_tokens: _,
         show_capacity_limited_values: _,
         cost: _,
-        shard: _, // Refused from here: a shard's timetable has passed.
-        shards: _,
-        start_at: _,
-        shard_prep_seconds: _,
-        shard_prefill_rate: _,
-        url: _, // Changeable from here: `apply_changes` (and the URL note in `decide`).
+        sharding: _, // Refused from here: a shard's timetable has passed.
+        url: _,      // Changeable from here: `apply_changes` (and the URL note in `decide`).
         max_time: _,
         decode_warmup_seconds: _,
         until_stable: _,
@@ -168,7 +164,7 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
     if a.force {
         bail!("--force replaces a run and --resume continues one: pass only one of them");
     }
-    if s.shard.is_some() || a.shard.is_some() {
+    if s.shard.is_some() || a.sharding.shard.is_some() {
         bail!(
             "a shard cannot be resumed: its timetable has passed and the other shards went on; run every shard again with a new --start-at"
         );

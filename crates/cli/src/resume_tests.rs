@@ -209,12 +209,10 @@ fn a_shard_is_never_resumed() {
     let e = decide(&info, &RunArgs::default(), &dir(), None).expect_err("refused");
     assert!(e.to_string().contains("new --start-at"), "{e}");
     // Nor is an unsharded run resumed as a shard.
-    let args = RunArgs {
-        shard: Some(llmib_core::ShardArg::Fixed(
-            llmib_core::ShardSpec::new(0, 2).expect("shard"),
-        )),
-        ..RunArgs::default()
-    };
+    let mut args = RunArgs::default();
+    args.sharding.shard = Some(llmib_core::ShardArg::Fixed(
+        llmib_core::ShardSpec::new(0, 2).expect("shard"),
+    ));
     let e = decide_with(args).expect_err("refused");
     assert!(e.to_string().contains("cannot be resumed"), "{e}");
 }

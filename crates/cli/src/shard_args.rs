@@ -22,11 +22,11 @@ impl RunArgs {
     /// The shard this run is, checked, with `env` looking the job engine's variables up;
     /// `None` without `--shard`.
     pub fn sharded(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Option<Sharded>> {
-        let Some(arg) = self.shard else {
-            if self.start_at.is_some()
-                || self.shards.is_some()
-                || self.shard_prep_seconds.is_some()
-                || self.shard_prefill_rate.is_some()
+        let Some(arg) = self.sharding.shard else {
+            if self.sharding.start_at.is_some()
+                || self.sharding.shards.is_some()
+                || self.sharding.shard_prep_seconds.is_some()
+                || self.sharding.shard_prefill_rate.is_some()
             {
                 bail!(
                     "--start-at, --shards, --shard-prep-seconds and --shard-prefill-rate are for a sharded run: add --shard I/N (or auto)"
@@ -36,18 +36,18 @@ impl RunArgs {
         };
         let spec = match arg {
             ShardArg::Fixed(s) => {
-                if self.shards.is_some_and(|n| n != s.count) {
+                if self.sharding.shards.is_some_and(|n| n != s.count) {
                     bail!(
                         "--shard {s} and --shards {} disagree: give one count",
-                        self.shards.unwrap_or(0)
+                        self.sharding.shards.unwrap_or(0)
                     );
                 }
                 s
             }
-            ShardArg::Auto => llmib_core::resolve_auto(self.shards, env)?,
+            ShardArg::Auto => llmib_core::resolve_auto(self.sharding.shards, env)?,
         };
         self.refuse_for_shards()?;
-        let Some(start_at) = self.start_at.clone() else {
+        let Some(start_at) = self.sharding.start_at.clone() else {
             bail!(
                 "--shard needs --start-at TIME (RFC 3339), the same on every shard: e.g. --start-at $(date -u -d '+3 min' +%FT%TZ)"
             );
@@ -55,12 +55,14 @@ impl RunArgs {
         let start_unix_ns = llmib_core::parse_rfc3339_ns(&start_at)
             .with_context(|| format!("--start-at {start_at} is not an RFC 3339 instant"))?;
         let prep_s = self
+            .sharding
             .shard_prep_seconds
             .unwrap_or(llmib_core::DEFAULT_PREP_S);
         if !(prep_s.is_finite() && (1.0..=3600.0).contains(&prep_s)) {
             bail!("--shard-prep-seconds takes 1 to 3600 seconds");
         }
         let prefill_tok_per_s = self
+            .sharding
             .shard_prefill_rate
             .unwrap_or(llmib_core::DEFAULT_SHARD_PREFILL_TOK_PER_S);
         if !(prefill_tok_per_s.is_finite() && (100.0..=1e9).contains(&prefill_tok_per_s)) {
