@@ -32,7 +32,7 @@ use std::process::ExitCode;
 /// context × concurrency, with statuses, as a speed test matrix.
 #[derive(Debug, Parser)]
 #[command(name = "llm-inference-bench", version, about, long_about = None)]
-pub(crate) struct Cli {
+struct Cli {
     #[command(subcommand)]
     command: Command,
 }

@@ -306,11 +306,17 @@ fn resume(dir: &Path, args: &SweepArgs) -> Result<Planned> {
 /// The run flags parse as `run`'s, so a typo fails the sweep before any server starts.
 fn check_run_flags(run_args: &[String]) -> Result<()> {
     use clap::Parser as _;
-    let argv = ["llm-inference-bench", "run", "--url", "http://127.0.0.1:1"]
+    /// `run`'s flags alone, as its subcommand parses them.
+    #[derive(clap::Parser)]
+    struct RunFlags {
+        #[command(flatten)]
+        _run: crate::upload_cmd::RunCommandArgs,
+    }
+    let argv = ["run", "--url", "http://127.0.0.1:1"]
         .into_iter()
         .map(str::to_string)
         .chain(run_args.iter().cloned());
-    match crate::Cli::try_parse_from(argv) {
+    match RunFlags::try_parse_from(argv) {
         Ok(_) => Ok(()),
         Err(e) => {
             let text = e.to_string();

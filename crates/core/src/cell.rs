@@ -10,7 +10,9 @@ use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod economics;
 mod open_loop;
+pub use economics::{CellEconomics, GpusSource, PriceSource};
 pub use open_loop::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow};
 
 /// Which measurement a row is.
@@ -336,7 +338,7 @@ pub struct CellResult {
     /// Cost and energy per token (`crate::energy`): price, GPUs, joules; absent on rows
     /// without measured figures and in rows saved before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub economics: Option<Box<crate::energy::CellEconomics>>,
+    pub economics: Option<Box<CellEconomics>>,
     /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
     /// at the row's top level; absent on other rows.
     #[serde(flatten)]

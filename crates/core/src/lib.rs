@@ -225,9 +225,10 @@ pub use live::{
 
 // Cost and energy per token, figures of each cell (issue 43).
 mod energy;
+pub use cell::{CellEconomics, GpusSource, PriceSource};
 pub use energy::{
-    CellEconomics, CostSettings, CostUnknown, GpusSource, MAX_POWER_GAP_S, PowerInvalid,
-    PriceSource, cell_economics, measured_span, trapezoid, usd_per_m_tokens, window_energy,
+    CostSettings, CostUnknown, MAX_POWER_GAP_S, PowerInvalid, cell_economics, measured_span,
+    trapezoid, usd_per_m_tokens, window_energy,
 };
 
 #[cfg(test)]

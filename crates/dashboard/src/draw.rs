@@ -3,7 +3,7 @@
 //! terminal under 100 columns or 30 rows gets the compact layout (no borders, one line per
 //! panel). Everything shown from the server was sanitised when it entered the model.
 
-use super::sessions::session_lines;
+use super::session_lines::session_lines;
 use super::style::{bold, dim};
 use super::tables::{matrices, prefill_lines};
 use super::view::{Dashboard, LiveFigures, OpenFigures, cell_name};

@@ -13,6 +13,7 @@
 mod draw;
 mod lines;
 mod row_words;
+mod session_lines;
 mod sessions;
 mod style;
 mod tables;
