@@ -1,7 +1,7 @@
 //! Printing that a closed stdout or stderr cannot stop. `run … | head -3` closes the pipe after
 //! three lines; `println!` then panics ("failed printing to stdout: Broken pipe", exit code
 //! 101) in the middle of the run's ending, before its reports are written. Every line this
-//! binary prints goes through [`outln!`] or [`errln!`] instead: a write that fails is dropped,
+//! binary prints goes through `outln!` or `errln!` instead: a write that fails is dropped,
 //! the run finishes its rows and reports, and the exit code stays the run's.
 
 use std::fmt;

@@ -114,7 +114,7 @@ impl LiveWindow {
             .map_or((None, None), SessionTurns::hit_rates)
     }
 
-    /// A session cell's latest measured turns, oldest first (at most [`LATEST_TURNS`]): the
+    /// A session cell's latest measured turns, oldest first (at most `LATEST_TURNS`): the
     /// session (0-based), the turn (1-based) and its TTFT in ms (`None`: no token came).
     pub fn latest_turns(&self) -> Vec<(u32, u32, Option<f64>)> {
         self.turns
