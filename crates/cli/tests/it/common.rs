@@ -148,3 +148,28 @@ pub fn requests(dir: &Path) -> BTreeMap<(u64, u64), Vec<Value>> {
     }
     by_cell
 }
+
+/// The simulator as its own process (`sim ARGS --port 0`), as a user starts it: the child and
+/// the URL it prints on its first line.
+pub fn spawn_sim_process(args: &[String]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(bin())
+        .args(args)
+        .args(["--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the simulator");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("sim prints its URL");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("a URL")
+        .trim_end_matches([';', ','])
+        .to_string();
+    (child, url)
+}

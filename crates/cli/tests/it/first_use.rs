@@ -8,7 +8,7 @@
 use crate::common::*;
 use std::io::{BufRead, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// The commands of `doc`'s shell blocks that call the binary through cargo (`cargo run
 /// --release -- …`), each as its arguments after `--`: continuation lines joined, a trailing
@@ -40,29 +40,6 @@ fn doc_commands(doc: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// `sim …` as the docs give it, on a free port (`--port 0`); the child and its URL.
-fn start_doc_sim(args: &[String]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(args)
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the simulator");
-    let mut line = String::new();
-    let stdout = child.stdout.take().expect("stdout");
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("sim prints its URL");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("a URL")
-        .trim_end_matches([';', ','])
-        .to_string();
-    (child, url)
-}
-
 /// docs/sessions.md's simulator example, as written (the server on a free port instead of
 /// 8000, the results in a test directory): every session cell it plans runs, 1K and 2K ×
 /// 1, 4 and 8 sessions of 4 measured turns, except 2K × 8, which the 4K simulator's KV cannot
@@ -83,7 +60,7 @@ fn the_sessions_docs_simulator_example_runs_its_sessions() {
     );
     assert_eq!(cmds[0][0], "sim");
     assert_eq!(cmds[1][0], "run");
-    let (mut sim, url) = start_doc_sim(&cmds[0]);
+    let (mut sim, url) = spawn_sim_process(&cmds[0]);
     let dir = out_dir("first-use-sessions-doc");
     let mut args: Vec<String> = cmds[1]
         .iter()

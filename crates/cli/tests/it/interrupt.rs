@@ -185,24 +185,8 @@ fn a_second_ctrl_c_forces_quit_and_run_json_is_not_left_running() {
 #[test]
 fn a_server_that_dies_mid_run_ends_it_with_code_3_and_keeps_the_results() {
     let _serial = timing_lock();
-    use std::io::BufRead;
-    let mut sim = std::process::Command::new(bin())
-        .args(["sim", "--profile", "tiny", "--port", "0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn sim");
-    let mut line = String::new();
-    let stdout = sim.stdout.take().expect("stdout");
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("sim prints its URL");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("a URL")
-        .trim_end_matches([';', ','])
-        .to_string();
+    let args = ["sim", "--profile", "tiny"].map(String::from);
+    let (mut sim, url) = spawn_sim_process(&args);
     let dir = out_dir("run-server-dies");
     let d = dir.to_str().unwrap_or_default().to_string();
     let run = spawn_small_run(&url, &d, "1s");
