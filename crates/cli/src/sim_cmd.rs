@@ -60,6 +60,14 @@ pub struct SimArgs {
     /// Prefill throughput in tokens per second.
     #[arg(long)]
     pub prefill_tok_per_s: Option<f64>,
+    /// Requests the scheduler runs at once (SGLang `--max-running-requests`, vLLM
+    /// `--max-num-seqs`); the rest wait. A knob a sweep varies.
+    #[arg(long, value_name = "N")]
+    pub max_running_requests: Option<u32>,
+    /// Prompt tokens prefilled per scheduler step (SGLang `--chunked-prefill-size`, vLLM
+    /// `--max-num-batched-tokens`). A knob a sweep varies.
+    #[arg(long, value_name = "TOKENS")]
+    pub chunked_prefill_tokens: Option<u64>,
     /// Any other knob, as key=value (TOML value; dotted keys for tables), repeatable:
     /// `--set faults.http_error_rate=0.05 --set decode_step_ms=[[1,5.0],[8,9.0]]`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -97,6 +105,12 @@ pub fn config_from_args(args: &SimArgs) -> anyhow::Result<llmib_sim::SimConfig> 
     if let Some(v) = args.prefill_tok_per_s {
         cfg.prefill_tok_per_s = v;
     }
+    if let Some(v) = args.max_running_requests {
+        cfg.max_running_requests = Some(v);
+    }
+    if let Some(v) = args.chunked_prefill_tokens {
+        cfg.chunked_prefill_tokens = v;
+    }
     cfg.validate()?;
     Ok(cfg)
 }
@@ -133,4 +147,41 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     })
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn config(args: &[&str]) -> llmib_sim::SimConfig {
+        let cmd = Cmd::try_parse_from(std::iter::once("sim").chain(args.iter().copied()))
+            .expect("flags parse");
+        config_from_args(&cmd.sim).expect("config")
+    }
+
+    /// The knobs a sweep varies are flags of their own, and a flag wins over `--set`.
+    #[test]
+    fn a_sweeps_knobs_are_flags_and_win_over_set() {
+        let c = config(&[
+            "--profile",
+            "open-load",
+            "--max-running-requests",
+            "4",
+            "--chunked-prefill-tokens",
+            "512",
+            "--set",
+            "max_running_requests=2",
+        ]);
+        assert_eq!(c.max_running_requests, Some(4));
+        assert_eq!(c.chunked_prefill_tokens, 512);
+        let c = config(&["--profile", "open-load"]);
+        assert_eq!(c.max_running_requests, Some(1));
+    }
 }

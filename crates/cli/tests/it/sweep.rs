@@ -118,7 +118,7 @@ fn a_sweep_of_running_request_limits_picks_the_one_the_model_gives() {
         let run = run_json(&dir.join(name));
         let cmd = c["command"].as_str().expect("command");
         assert_eq!(run["launch_command"].as_str(), Some(cmd), "{name}");
-        assert!(cmd.contains(&format!("max_running_requests={}", &name[4..])));
+        assert!(cmd.contains(&format!("--max-running-requests {}", &name[4..])));
         assert!(dir.join(name).join("report.html").is_file(), "{name}");
         let url = c["url"].as_str().expect("url");
         assert!(!answers(url), "{name}'s server still answers at {url}");
