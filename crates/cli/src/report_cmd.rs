@@ -67,8 +67,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
 /// Compares runs side by side, each measurement with its ratio to the first run.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Results directories to compare; the first is the baseline every ratio refers to.
-    #[arg(value_name = "RUN_DIR", num_args = 2.., required = true)]
+    /// Results directories to compare; the first is the baseline every ratio refers to. A
+    /// sweep's directory stands for its measured combinations, in run order.
+    #[arg(value_name = "RUN_DIR", num_args = 1.., required = true)]
     pub runs: Vec<PathBuf>,
 
     /// Also write the comparison as a self-contained HTML page to this file.
@@ -78,7 +79,17 @@ pub struct CompareArgs {
 
 /// Prints the comparison table, and writes the HTML page when asked.
 pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
-    let dirs: Vec<&Path> = args.runs.iter().map(PathBuf::as_path).collect();
+    let runs: Vec<PathBuf> = args
+        .runs
+        .iter()
+        .flat_map(|d| llmib_report::sweep_runs(d).unwrap_or_else(|| vec![d.clone()]))
+        .collect();
+    if runs.len() < 2 {
+        bail!(
+            "compare needs at least two results directories (a sweep counts its measured combinations)"
+        );
+    }
+    let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
     if dirs.iter().all(|d| crate::eval_cmd::is_eval_dir(d)) {
         let [a, b] = dirs.as_slice() else {
             bail!("eval runs are compared in pairs: give two directories");

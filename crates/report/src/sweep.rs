@@ -374,6 +374,21 @@ pub fn sweep_html(r: &SweepReport) -> Result<String, ReportError> {
     render_template("sweep.html", ctx)
 }
 
+/// The results directories of a sweep's measured combinations, in run order (`compare SWEEP`
+/// sets them side by side); `None` when `dir` is not a sweep.
+pub fn sweep_runs(dir: &Path) -> Option<Vec<PathBuf>> {
+    let text = std::fs::read_to_string(dir.join(SWEEP_FILE)).ok()?;
+    let file: SweepFile = serde_json::from_str(&text).ok()?;
+    Some(
+        file.combinations
+            .iter()
+            .filter(|c| c.state == ComboState::Measured)
+            .map(|c| dir.join(&c.name))
+            .filter(|d| d.join("run.json").is_file())
+            .collect(),
+    )
+}
+
 /// Writes `sweep.md`, `sweep.html` and `sweep-report.json` into the sweep directory.
 pub fn write_sweep_report(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     let r = sweep_report(dir)?;

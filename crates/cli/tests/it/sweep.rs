@@ -297,6 +297,13 @@ fn running_servers_are_swept_and_the_page_opens_in_a_browser() {
         "a running server is left running"
     );
     drop((a, b));
+    // `compare SWEEP` sets the combinations side by side, the first as the baseline.
+    let o = run_bin(&["compare", &d]);
+    assert!(o.status.success(), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    for name in ["1-127.0.0.1", "2-127.0.0.1"] {
+        assert!(table.contains(name), "{name} in {table}");
+    }
     // The browser takes the timing lock itself (it loads both cores for a moment).
     drop(serial);
     let Some(chrome) = crate::report::chromium() else {
