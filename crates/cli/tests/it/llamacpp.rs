@@ -24,8 +24,8 @@ const M: u64 = 64;
 /// Where the server binary and the model are.
 #[derive(Debug)]
 pub(crate) struct LlamaPaths {
-    bin: PathBuf,
-    model: PathBuf,
+    pub(crate) bin: PathBuf,
+    pub(crate) model: PathBuf,
 }
 
 fn repo_root() -> PathBuf {

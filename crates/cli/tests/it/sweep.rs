@@ -369,3 +369,85 @@ fn a_bad_sweep_is_refused_in_one_line_before_anything_starts() {
         assert!(!dir.join("sweep.json").exists());
     }
 }
+
+/// Real llama.cpp started by the sweep at two `--parallel` values (its context linked to
+/// them, 2K per slot): each server starts, is measured (the engine read as llama.cpp, every
+/// prompt exact), and is stopped with its port free; the frontier is drawn over both.
+#[test]
+fn real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values() {
+    let Some(p) = crate::llamacpp::llama() else {
+        return;
+    };
+    let _serial = timing_lock();
+    let dir = out_dir("sweep-llamacpp");
+    let d = dir.display().to_string();
+    let serve = format!(
+        "{} -m {} --host 127.0.0.1 --port {{port}} -c {{ctx}} -np {{np}} -t 2 --metrics --alias tiny-llama --offline --no-ui --cache-ram 0",
+        p.bin.display(),
+        p.model.display()
+    );
+    let o = run_bin(&[
+        "sweep",
+        "--serve",
+        &serve,
+        "--grid",
+        "np=1,2",
+        "--grid",
+        "ctx=2048,4096",
+        "--link",
+        "np,ctx",
+        "--start-timeout",
+        "2m",
+        "--output",
+        &d,
+        "--",
+        "--contexts",
+        "512",
+        "--concurrency",
+        "1,2",
+        "--duration",
+        "2s",
+        "--max-output",
+        "16",
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "measured"], "{s:#}");
+    for c in s["combinations"].as_array().expect("combinations") {
+        let name = c["name"].as_str().expect("name");
+        let run = run_json(&dir.join(name));
+        assert_eq!(
+            run["engine"]["kind"], "llama_cpp",
+            "{name}: {:#}",
+            run["engine"]
+        );
+        let rows = cells(&dir.join(name));
+        let decode: Vec<&Value> = rows.iter().filter(|r| r["phase"] == "decode").collect();
+        assert_eq!(decode.len(), 2, "{name}: {rows:#?}");
+        for r in &decode {
+            assert!(
+                matches!(r["status"].as_str(), Some("valid" | "requests_queued")),
+                "{name}: {r:#}"
+            );
+            assert_eq!(r["prompt_check"]["mismatched"], 0, "{name}: {r:#}");
+        }
+        assert!(
+            !answers(c["url"].as_str().expect("url")),
+            "{name} still answers"
+        );
+    }
+    let np2 = &s["combinations"][1]["command"];
+    assert!(
+        np2.as_str().is_some_and(|c| c.contains("-c 4096 -np 2")),
+        "{np2}"
+    );
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json"),
+    )
+    .expect("json");
+    let points = report["points"].as_array().expect("points");
+    assert_eq!(points.len(), 4, "{report:#}");
+    assert!(points.iter().any(|p| p["on_frontier"] == true));
+}
