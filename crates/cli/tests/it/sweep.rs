@@ -451,3 +451,103 @@ fn real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values() {
     assert_eq!(points.len(), 4, "{report:#}");
     assert!(points.iter().any(|p| p["on_frontier"] == true));
 }
+
+/// vLLM's interpreter and the tiny model `scripts/vllm/install.sh` put in place, or `None`
+/// (with the reason printed) where it is not installed and `CI` is unset.
+fn vllm_paths() -> Option<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/vllm/common.sh");
+    let script = format!(
+        "source '{}' && vllm_installed && printf '%s\\n%s\\n' \"$VLLM_PY\" \"$VLLM_MODEL\"",
+        root.display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    match (out.status.success(), lines.next(), lines.next()) {
+        (true, Some(py), Some(model)) => Some((py.to_string(), model.to_string())),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("CI is set, so the vLLM sweep must run, but vLLM is not installed")
+        }
+        _ => {
+            eprintln!("skipping the vLLM sweep: run scripts/vllm/install.sh");
+            None
+        }
+    }
+}
+
+/// Real vLLM on CPU started by the sweep with two `--max-num-seqs` values: each measured and
+/// stopped. With one sequence at a time, four concurrent requests queue (the row says Requests
+/// queued, from vLLM's own waiting gauge); with four, they run together. The frontier is drawn.
+#[test]
+fn real_vllm_is_started_measured_and_stopped_at_two_max_num_seqs() {
+    let Some((py, model)) = vllm_paths() else {
+        return;
+    };
+    let _serial = timing_lock();
+    let dir = out_dir("sweep-vllm");
+    let d = dir.display().to_string();
+    let serve = format!(
+        "VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=2 VLLM_HOST_IP=127.0.0.1 exec {py} -m vllm.entrypoints.openai.api_server --model {model} --served-model-name tiny-llama --host 127.0.0.1 --port {{port}} --dtype bfloat16 --max-model-len 4096 --max-num-seqs {{seqs}} --enable-prompt-tokens-details --enforce-eager"
+    );
+    let o = run_bin(&[
+        "sweep",
+        "--serve",
+        &serve,
+        "--grid",
+        "seqs=1,4",
+        "--start-timeout",
+        "5m",
+        "--output",
+        &d,
+        "--",
+        "--contexts",
+        "512",
+        "--concurrency",
+        "1,4",
+        "--duration",
+        "3s",
+        "--max-output",
+        "16",
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "measured"], "{s:#}");
+    let status_at_4 = |name: &str| {
+        let rows = cells(&dir.join(name));
+        rows.iter()
+            .find(|r| r["phase"] == "decode" && r["concurrency"] == 4)
+            .map(|r| r["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(status_at_4("seqs-1"), "requests_queued");
+    assert_eq!(status_at_4("seqs-4"), "valid");
+    for c in s["combinations"].as_array().expect("combinations") {
+        let name = c["name"].as_str().expect("name");
+        assert_eq!(
+            run_json(&dir.join(name))["engine"]["kind"],
+            "vllm",
+            "{name}"
+        );
+        assert!(
+            !answers(c["url"].as_str().expect("url")),
+            "{name} still answers"
+        );
+    }
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json"),
+    )
+    .expect("json");
+    assert!(
+        report["points"].as_array().is_some_and(|p| p.len() == 4),
+        "{report:#}"
+    );
+    assert!(
+        report["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .any(|p| p["on_frontier"] == true)
+    );
+}
