@@ -20,6 +20,7 @@ mod sim_cmd;
 mod sweep_cmd;
 mod sweep_combo;
 mod sweep_server;
+mod sweep_slurm;
 mod upload_cmd;
 mod workload_check;
 

@@ -12,7 +12,7 @@ use crate::run_cmd::Exit;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use llmib_core::{
-    Combination, ComboRecord, ComboState, SWEEP_SCHEMA_VERSION, SweepFile, SweepSpec,
+    Combination, ComboRecord, ComboState, Launcher, SWEEP_SCHEMA_VERSION, SweepFile, SweepSpec,
     check_templates, combinations, holds_redacted, now_rfc3339, own_run_flag, parse_grid,
     redact_args, stored_command,
 };
@@ -40,9 +40,18 @@ pub struct SweepArgs {
     /// `--link tp,dp`.
     #[arg(long = "link", value_name = "A,B")]
     pub link: Vec<String>,
-    /// Where a started server answers; `{port}` and the grid's placeholders are filled.
-    #[arg(long, default_value = "http://127.0.0.1:{port}")]
+    /// Where a started server answers; `{host}` (127.0.0.1, or a Slurm job's node), `{port}`
+    /// and the grid's placeholders are filled.
+    #[arg(long, default_value = "http://{host}:{port}")]
     pub url: String,
+    /// How each server starts: a local process group, or a Slurm job (`sbatch --wrap`, reached
+    /// at its node's address; its log must be on a file system the node shares).
+    #[arg(long, value_enum, default_value_t = LauncherArg::Local)]
+    pub launcher: LauncherArg,
+    /// Extra `sbatch` arguments for `--launcher slurm`, as one string split on spaces:
+    /// `--sbatch-args '--partition=gpu --gres=gpu:8 --time=2:00:00'`.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub sbatch_args: Option<String>,
     /// Servers already running, side by side: each URL is measured as a combination and
     /// nothing is started (instead of --serve).
     #[arg(long, value_delimiter = ',', value_name = "URL,…")]
@@ -67,6 +76,35 @@ pub struct SweepArgs {
     /// The `run` flags every combination is measured with (after `--`).
     #[arg(last = true, value_name = "RUN FLAGS")]
     pub run_args: Vec<String>,
+}
+
+/// `--launcher`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LauncherArg {
+    /// A local process group.
+    Local,
+    /// A Slurm job.
+    Slurm,
+}
+
+impl SweepArgs {
+    /// The launcher the flags ask for.
+    fn launcher(&self) -> Result<Launcher> {
+        let args: Vec<String> = self
+            .sbatch_args
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        match self.launcher {
+            LauncherArg::Local if !args.is_empty() => {
+                bail!("--sbatch-args applies to --launcher slurm")
+            }
+            LauncherArg::Local => Ok(Launcher::Local),
+            LauncherArg::Slurm => Ok(Launcher::Slurm { sbatch_args: args }),
+        }
+    }
 }
 
 /// The sweep as planned: its directory, `sweep.json`'s contents, and the user's own words
@@ -175,12 +213,13 @@ fn plan(args: &SweepArgs) -> Result<Planned> {
     }
     check_run_flags(&args.run_args)?;
     let (grid, links) = grid_of(args)?;
+    let launcher = args.launcher()?;
     let combos: Vec<Combination> = match (&args.serve, args.urls.is_empty()) {
         (Some(_), false) => bail!(
             "give --serve (the sweep starts each server) or --urls (servers already running), not both"
         ),
         (Some(serve), true) => {
-            check_templates(serve, &args.url, &grid)?;
+            check_templates(serve, &args.url, &grid, &launcher)?;
             if grid.is_empty() {
                 bail!("--serve needs at least one --grid NAME=V1,V2");
             }
@@ -210,6 +249,7 @@ fn plan(args: &SweepArgs) -> Result<Planned> {
         run_args: redact_args(&args.run_args),
         start_timeout_s: args.start_timeout.as_secs_f64(),
         stop_grace_s: args.stop_grace.as_secs_f64(),
+        launcher,
     };
     Ok(Planned {
         dir,

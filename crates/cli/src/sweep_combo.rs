@@ -3,9 +3,11 @@
 //! `SWEEP/<combination>/`, then stopped and its port waited for. What became of it is its
 //! record in `sweep.json`: measured, or why not, with the tail of the server's log.
 
-use crate::sweep_server::{Ready, Server, free_port, wait_port_free};
+use crate::sweep_server::{Launched, Ready, Server, free_port, wait_port_free, wait_ready};
+use crate::sweep_slurm::SlurmJob;
 use llmib_core::{
-    ComboRecord, ComboState, SweepFile, log_tail, now_rfc3339, render, stored_command, wants_port,
+    ComboRecord, ComboState, Launcher, SweepFile, log_tail, now_rfc3339, render, stored_command,
+    wants_port,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -65,47 +67,94 @@ async fn launched(
         Some(Ok(p)) => Some(p),
         None => None,
     };
-    let (cmd, url) = match (
-        render(tmpl, &rec.params, port),
-        render(&url_t, &rec.params, port),
-    ) {
-        (Ok(c), Ok(u)) => (c, u),
-        (Err(e), _) | (_, Err(e)) => return failed(rec, ComboState::FailedToStart, e.to_string()),
+    // A Slurm job's command has no {host} (refused before the sweep started).
+    let cmd = match render(tmpl, &rec.params, port, Some(LOCAL_HOST)) {
+        Ok(c) => c,
+        Err(e) => return failed(rec, ComboState::FailedToStart, e.to_string()),
     };
     rec.command = Some(stored_command(&cmd));
-    rec.url = Some(url.clone());
     let log_rel = format!("logs/{}.log", rec.name);
     let log = dir.join(&log_rel);
     rec.log = Some(log_rel);
-    let mut server = match Server::start(&cmd, &log) {
+    let started = Instant::now();
+    let mut server = match start_server(&file.spec.launcher, &cmd, &log, &rec.name).await {
         Ok(s) => s,
         Err(e) => return failed(rec, ComboState::FailedToStart, format!("{e:#}")),
     };
     let limit = Duration::from_secs_f64(file.spec.start_timeout_s);
-    match server
-        .wait_ready(&url, limit, &|| stop.load(Ordering::SeqCst))
-        .await
-    {
-        Ready::Answered(d) => {
-            rec.start_s = Some(d.as_secs_f64());
-            let out = measure_at(dir, &rec.name, &url, Some(&cmd), run_args, stop).await;
-            let died = server.exited();
-            classify(rec, out, died);
+    let cancelled = || stop.load(Ordering::SeqCst);
+    let host = match host_of(&server, limit, &cancelled).await {
+        Ready::Answered(h) => Some(h),
+        other => not_ready(rec, other, "its Slurm job ran"),
+    };
+    let url = match host.map(|h| render(&url_t, &rec.params, port, Some(&h))) {
+        Some(Ok(u)) => Some(u),
+        Some(Err(e)) => not_ready::<(), _>(rec, Ready::Exited(e.to_string()), "its URL was known"),
+        None => None,
+    };
+    if let Some(url) = &url {
+        rec.url = Some(url.clone());
+        let left = limit.saturating_sub(started.elapsed());
+        match wait_ready(&mut server, url, left, &cancelled).await {
+            Ready::Answered(_) => {
+                rec.start_s = Some(started.elapsed().as_secs_f64());
+                let out = measure_at(dir, &rec.name, url, Some(&cmd), run_args, stop).await;
+                let died = server.exited().await;
+                classify(rec, out, died);
+            }
+            other => {
+                not_ready::<_, ()>(rec, other, &format!("it answered at {url}"));
+            }
         }
-        Ready::Exited(words) => {
-            failed(
-                rec,
-                ComboState::FailedToStart,
-                format!("{words} before it answered at {url}"),
-            );
-        }
+    }
+    let grace = Duration::from_secs_f64(file.spec.stop_grace_s);
+    stop_server(rec, &mut server, grace, url.as_deref(), &log).await;
+}
+
+/// The local host's address, for a local server's `{host}`.
+const LOCAL_HOST: &str = "127.0.0.1";
+
+/// Starts the server as the sweep's launcher says.
+async fn start_server(
+    launcher: &Launcher,
+    cmd: &str,
+    log: &Path,
+    name: &str,
+) -> anyhow::Result<Launched> {
+    match launcher {
+        Launcher::Local => Server::start(cmd, log).map(Launched::Local),
+        Launcher::Slurm { sbatch_args } => SlurmJob::submit(cmd, log, name, sbatch_args)
+            .await
+            .map(Launched::Slurm),
+    }
+}
+
+/// The address the server runs at: this machine's, or the Slurm job's node once it runs.
+async fn host_of(
+    server: &Launched,
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Ready<String> {
+    match server {
+        Launched::Local(_) => Ready::Answered(LOCAL_HOST.to_string()),
+        Launched::Slurm(job) => job.wait_running(limit, cancelled).await,
+    }
+}
+
+/// Records why a server was not ready (`before`: what did not happen); `None`, the value it
+/// did not get.
+fn not_ready<T, U>(rec: &mut ComboRecord, r: Ready<T>, before: &str) -> Option<U> {
+    match r {
+        Ready::Answered(_) => {}
+        Ready::Exited(words) => failed(
+            rec,
+            ComboState::FailedToStart,
+            format!("{words} before {before}"),
+        ),
         Ready::TimedOut => failed(
             rec,
             ComboState::FailedToStart,
-            format!(
-                "the server did not answer {url}/v1/models within {:.0} s (--start-timeout)",
-                limit.as_secs_f64()
-            ),
+            format!("the server was not ready ({before}) within the start limit (--start-timeout)"),
         ),
         Ready::Cancelled => failed(
             rec,
@@ -113,22 +162,25 @@ async fn launched(
             "stopped before the server answered".into(),
         ),
     }
-    let grace = Duration::from_secs_f64(file.spec.stop_grace_s);
-    stop_server(rec, &mut server, grace, &url, &log).await;
+    None
 }
 
 /// Stops the server, waits until its port is free, and keeps its log's tail where the
 /// combination did not end measured (or ended with a word to say).
 async fn stop_server(
     rec: &mut ComboRecord,
-    server: &mut Server,
+    server: &mut Launched,
     grace: Duration,
-    url: &str,
+    url: Option<&str>,
     log: &Path,
 ) {
     let t = Instant::now();
     server.stop(grace).await;
-    if !wait_port_free(url, PORT_FREE_LIMIT).await {
+    let busy = match url {
+        Some(u) => !wait_port_free(u, PORT_FREE_LIMIT).await,
+        None => false,
+    };
+    if busy {
         let note = format!(
             "its port was still busy {} s after the stop",
             PORT_FREE_LIMIT.as_secs()

@@ -4,6 +4,7 @@
 //! for until it answers; stopped with SIGTERM, then SIGKILL after a grace; and its port waited
 //! for until it is free, so the next combination can take it.
 
+use crate::sweep_slurm::SlurmJob;
 use anyhow::{Context as _, Result};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -19,10 +20,36 @@ pub struct Server {
     pgid: Option<Pid>,
 }
 
-/// How waiting for a server ended.
-pub enum Ready {
-    /// It answered, this long after its start.
-    Answered(Duration),
+/// A started server, wherever it runs.
+pub enum Launched {
+    /// A local process group.
+    Local(Server),
+    /// A Slurm job.
+    Slurm(SlurmJob),
+}
+
+impl Launched {
+    /// Whether it has ended, in words (`None`: it runs).
+    pub async fn exited(&mut self) -> Option<String> {
+        match self {
+            Launched::Local(s) => s.exited(),
+            Launched::Slurm(j) => j.exited().await,
+        }
+    }
+
+    /// Stops it: SIGTERM, then for good after `grace`.
+    pub async fn stop(&mut self, grace: Duration) {
+        match self {
+            Launched::Local(s) => s.stop(grace).await,
+            Launched::Slurm(j) => j.stop(grace).await,
+        }
+    }
+}
+
+/// How waiting for a server (or for its Slurm job to run) ended.
+pub enum Ready<T> {
+    /// It answered (or runs), with this.
+    Answered(T),
     /// It exited first, with these words.
     Exited(String),
     /// It did not answer within the limit.
@@ -68,45 +95,53 @@ impl Server {
             Err(e) => Some(format!("the server's state cannot be read: {e}")),
         }
     }
+}
 
-    /// Polls `url`'s `/v1/models` until it answers (200, or 401/403: it runs and wants a key),
-    /// the server exits, `limit` passes or `cancelled` says the sweep stops.
-    pub async fn wait_ready(
-        &mut self,
-        url: &str,
-        limit: Duration,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Ready {
-        let started = Instant::now();
-        // The run's own client (its TLS provider installed); no key: 401 counts as up.
-        let opts = llmib_client::HttpOptions {
-            connect_timeout: Duration::from_secs(2),
-            ..Default::default()
-        };
-        let Ok(client) = llmib_client::build_client(&opts) else {
-            return Ready::Exited("the HTTP client cannot be built".into());
-        };
-        let models = format!("{}/v1/models", url.trim_end_matches('/'));
-        loop {
-            if cancelled() {
-                return Ready::Cancelled;
-            }
-            if let Some(words) = self.exited() {
-                return Ready::Exited(words);
-            }
-            let ask = client.get(&models).timeout(Duration::from_secs(2)).send();
-            if let Ok(r) = ask.await
-                && matches!(r.status().as_u16(), 200 | 401 | 403)
-            {
-                return Ready::Answered(started.elapsed());
-            }
-            if started.elapsed() >= limit {
-                return Ready::TimedOut;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+/// Polls `url`'s `/v1/models` until it answers (200, or 401/403: it runs and wants a key), the
+/// server exits, `limit` passes or `cancelled` says the sweep stops; `Answered` holds how long
+/// that took.
+pub async fn wait_ready(
+    server: &mut Launched,
+    url: &str,
+    limit: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Ready<Duration> {
+    let started = Instant::now();
+    // The run's own client (its TLS provider installed); no key: 401 counts as up.
+    let opts = llmib_client::HttpOptions {
+        connect_timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let Ok(client) = llmib_client::build_client(&opts) else {
+        return Ready::Exited("the HTTP client cannot be built".into());
+    };
+    let models = format!("{}/v1/models", url.trim_end_matches('/'));
+    // A Slurm controller is asked less often than a local process is looked at.
+    let pause = match server {
+        Launched::Local(_) => Duration::from_millis(100),
+        Launched::Slurm(_) => Duration::from_secs(1),
+    };
+    loop {
+        if cancelled() {
+            return Ready::Cancelled;
         }
+        if let Some(words) = server.exited().await {
+            return Ready::Exited(words);
+        }
+        let ask = client.get(&models).timeout(Duration::from_secs(2)).send();
+        if let Ok(r) = ask.await
+            && matches!(r.status().as_u16(), 200 | 401 | 403)
+        {
+            return Ready::Answered(started.elapsed());
+        }
+        if started.elapsed() >= limit {
+            return Ready::TimedOut;
+        }
+        tokio::time::sleep(pause).await;
     }
+}
 
+impl Server {
     /// Stops the whole process group: SIGTERM, SIGKILL after `grace`; returns once the shell
     /// has been reaped.
     pub async fn stop(&mut self, grace: Duration) {

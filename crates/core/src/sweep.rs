@@ -14,6 +14,31 @@ pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 /// The placeholder the sweep fills with a free port of its own choosing.
 pub const PORT_PLACEHOLDER: &str = "port";
 
+/// The placeholder the sweep fills with the server's address: 127.0.0.1 for a local process,
+/// the node's address for a Slurm job (known once the job runs, so only the URL may use it
+/// there).
+pub const HOST_PLACEHOLDER: &str = "host";
+
+/// Whether a placeholder is the sweep's own (`{port}`, `{host}`), never a grid parameter.
+fn sweeps_own(name: &str) -> bool {
+    name == PORT_PLACEHOLDER || name == HOST_PLACEHOLDER
+}
+
+/// How a sweep starts each combination's server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Launcher {
+    /// A local process group (`sh -c`).
+    #[default]
+    Local,
+    /// A Slurm job (`sbatch --wrap`), reached at its node's address once it runs; the extra
+    /// `sbatch` arguments are the user's (`--partition`, `--gres=gpu:8`, `--time`).
+    Slurm {
+        /// Extra `sbatch` arguments.
+        sbatch_args: Vec<String>,
+    },
+}
+
 /// A sweep that cannot be planned: every message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SweepError {
@@ -45,9 +70,14 @@ pub enum SweepError {
     /// A parameter the template never uses: its combinations would measure the same server.
     #[error("--grid {0} is not used by the server command (no {{{0}}} in it)")]
     UnusedParameter(String),
-    /// `{port}` given as a grid parameter.
-    #[error("{{port}} is filled by the sweep with a free port; don't give it with --grid")]
-    PortInGrid,
+    /// `{port}` or `{host}` given as a grid parameter.
+    #[error("{{{0}}} is filled by the sweep; don't give it with --grid")]
+    OwnInGrid(String),
+    /// `{host}` in a Slurm job's command: the node is known only once the job runs.
+    #[error(
+        "a Slurm job's command cannot use {{host}} (its node is known once it runs): bind the server to 0.0.0.0 and use {{host}} in --url"
+    )]
+    HostInSlurmCommand,
     /// A `{` without its `}`.
     #[error("the template {0:?} has a {{ without its }}")]
     Unclosed(String),
@@ -78,8 +108,8 @@ pub fn parse_grid(text: &str) -> Result<GridParam, SweepError> {
     if !ok_name || values.iter().any(String::is_empty) {
         return Err(bad());
     }
-    if name == PORT_PLACEHOLDER {
-        return Err(SweepError::PortInGrid);
+    if sweeps_own(name) {
+        return Err(SweepError::OwnInGrid(name.to_string()));
     }
     Ok(GridParam {
         name: name.to_string(),
@@ -229,18 +259,20 @@ pub fn placeholders(template: &str) -> Result<Vec<String>, SweepError> {
     Ok(out)
 }
 
-/// `template` with every `{name}` replaced by its value in `params`, and `{port}` by `port`.
-/// A placeholder with no value is an error, never left in a command that would then fail at
-/// the server's start.
+/// `template` with every `{name}` replaced by its value in `params`, `{port}` by `port` and
+/// `{host}` by `host`. A placeholder with no value is an error, never left in a command that
+/// would then fail at the server's start.
 pub fn render(
     template: &str,
     params: &BTreeMap<String, String>,
     port: Option<u16>,
+    host: Option<&str>,
 ) -> Result<String, SweepError> {
     let mut out = template.to_string();
     for name in placeholders(template)? {
-        let value = match (name.as_str(), port) {
-            (PORT_PLACEHOLDER, Some(p)) => p.to_string(),
+        let value = match (name.as_str(), port, host) {
+            (PORT_PLACEHOLDER, Some(p), _) => p.to_string(),
+            (HOST_PLACEHOLDER, _, Some(h)) => h.to_string(),
             _ => params
                 .get(&name)
                 .cloned()
@@ -253,11 +285,19 @@ pub fn render(
 
 /// Checks a launching sweep before anything starts: every placeholder of the server command
 /// (and of the URL) is filled, and every grid parameter is used.
-pub fn check_templates(serve: &str, url: &str, grid: &[GridParam]) -> Result<(), SweepError> {
+pub fn check_templates(
+    serve: &str,
+    url: &str,
+    grid: &[GridParam],
+    launcher: &Launcher,
+) -> Result<(), SweepError> {
     let mut used = placeholders(serve)?;
+    if matches!(launcher, Launcher::Slurm { .. }) && used.iter().any(|n| n == HOST_PLACEHOLDER) {
+        return Err(SweepError::HostInSlurmCommand);
+    }
     used.extend(placeholders(url)?);
     for name in &used {
-        if name != PORT_PLACEHOLDER && !grid.iter().any(|p| &p.name == name) {
+        if !sweeps_own(name) && !grid.iter().any(|p| &p.name == name) {
             return Err(SweepError::UnfilledPlaceholder(name.clone()));
         }
     }
@@ -377,6 +417,9 @@ pub struct SweepSpec {
     pub start_timeout_s: f64,
     /// Seconds between SIGTERM and SIGKILL.
     pub stop_grace_s: f64,
+    /// How each server starts (a local process by default).
+    #[serde(default)]
+    pub launcher: Launcher,
 }
 
 /// `sweep.json`: the spec and every combination's record, written after each combination.

@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The cluster's configuration, or `None` (after saying why) outside CI.
-fn cluster() -> Option<String> {
+pub(crate) fn cluster() -> Option<String> {
     match std::env::var("SLURM_CONF") {
         Ok(conf) if Path::new(&conf).is_file() => Some(conf),
         _ if std::env::var_os("CI").is_some() => panic!(

@@ -551,3 +551,71 @@ fn real_vllm_is_started_measured_and_stopped_at_two_max_num_seqs() {
             .any(|p| p["on_frontier"] == true)
     );
 }
+
+/// The Slurm launcher on the one-node cluster the test command starts: each combination's
+/// simulator is a job (`sbatch --wrap`), reached at its node's address (`NodeAddr`), measured,
+/// and cancelled; afterwards the queue holds none of the sweep's jobs and every port is free.
+#[test]
+fn the_slurm_launcher_runs_each_server_as_a_job_and_cancels_it() {
+    let Some(conf) = crate::slurm::cluster() else {
+        return;
+    };
+    let _serial = timing_lock();
+    let dir = out_dir("sweep-slurm");
+    let d = dir.display().to_string();
+    let serve = format!(
+        "{} sim --profile tiny --host 0.0.0.0 --port {{port}} --max-running-requests {{mrr}}",
+        bin().display()
+    );
+    let mut args = vec![
+        "sweep",
+        "--launcher",
+        "slurm",
+        "--sbatch-args",
+        "--cpus-per-task=1",
+        "--serve",
+        &serve,
+        "--grid",
+        "mrr=1,2",
+        "--start-timeout",
+        "2m",
+        "--stop-grace",
+        "5s",
+        "--output",
+        &d,
+        "--",
+    ];
+    args.extend(SMALL_RUN);
+    args.push("none");
+    let o = Command::new(bin())
+        .args(&args)
+        .env("SLURM_CONF", &conf)
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run the sweep");
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["measured", "measured"], "{s:#}");
+    assert_eq!(s["spec"]["launcher"]["kind"], "slurm", "{s:#}");
+    for c in s["combinations"].as_array().expect("combinations") {
+        let url = c["url"].as_str().expect("url");
+        // The one-node cluster's NodeAddr.
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        assert!(!answers(url), "{url} still answers");
+        let name = c["name"].as_str().expect("name");
+        assert!(
+            dir.join("logs").join(format!("{name}.log")).is_file(),
+            "the job's output is the sweep's log"
+        );
+    }
+    let queue = Command::new("squeue")
+        .args(["-h", "-o", "%j"])
+        .env("SLURM_CONF", &conf)
+        .output()
+        .expect("squeue");
+    let queue = String::from_utf8_lossy(&queue.stdout);
+    assert!(
+        !queue.contains("llmib-sweep-"),
+        "jobs left in the queue: {queue}"
+    );
+}

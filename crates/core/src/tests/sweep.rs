@@ -66,7 +66,14 @@ fn bad_grids_are_refused_with_what_to_write() {
             "{bad}"
         );
     }
-    assert_eq!(parse_grid("port=1,2"), Err(SweepError::PortInGrid));
+    assert_eq!(
+        parse_grid("port=1,2"),
+        Err(SweepError::OwnInGrid("port".into()))
+    );
+    assert_eq!(
+        parse_grid("host=a"),
+        Err(SweepError::OwnInGrid("host".into()))
+    );
     let twice = grid(&["a=1", "a=2"]);
     assert_eq!(
         combinations(&twice, &[]),
@@ -80,24 +87,24 @@ fn a_command_is_rendered_with_every_placeholder_filled() {
     let c = &combinations(&g, &[]).expect("c")[0];
     let cmd = "vllm serve m --max-num-seqs {seqs} --port {port}";
     assert_eq!(
-        render(cmd, &c.params, Some(8123)).expect("render"),
+        render(cmd, &c.params, Some(8123), None).expect("render"),
         "vllm serve m --max-num-seqs 64 --port 8123"
     );
     assert_eq!(
-        render(cmd, &c.params, None),
+        render(cmd, &c.params, None, None),
         Err(SweepError::UnfilledPlaceholder("port".into()))
     );
     assert_eq!(
-        render("x {a", &c.params, None),
+        render("x {a", &c.params, None, None),
         Err(SweepError::Unclosed("x {a".into()))
     );
-    assert!(check_templates(cmd, "http://127.0.0.1:{port}", &g).is_ok());
+    assert!(check_templates(cmd, "http://127.0.0.1:{port}", &g, &Launcher::Local).is_ok());
     assert_eq!(
-        check_templates("serve --x {y}", "http://h:1", &g),
+        check_templates("serve --x {y}", "http://h:1", &g, &Launcher::Local),
         Err(SweepError::UnfilledPlaceholder("y".into()))
     );
     assert_eq!(
-        check_templates("serve", "http://h:1", &g),
+        check_templates("serve", "http://h:1", &g, &Launcher::Local),
         Err(SweepError::UnusedParameter("seqs".into()))
     );
     assert!(wants_port("http://127.0.0.1:{port}/v1"));
@@ -156,4 +163,39 @@ fn the_run_flags_are_kept_with_their_secrets_redacted() {
     );
     assert!(holds_redacted(&r.join(" ")));
     assert!(!holds_redacted("--contexts 8K"));
+}
+
+#[test]
+fn host_is_the_sweeps_own_and_a_slurm_command_cannot_use_it() {
+    let g = grid(&["seqs=64"]);
+    let c = &combinations(&g, &[]).expect("c")[0];
+    assert_eq!(
+        render("http://{host}:{port}", &c.params, Some(9), Some("10.0.0.7")).expect("url"),
+        "http://10.0.0.7:9"
+    );
+    let slurm = Launcher::Slurm {
+        sbatch_args: Vec::new(),
+    };
+    assert!(
+        check_templates(
+            "s --n {seqs} --port {port}",
+            "http://{host}:{port}",
+            &g,
+            &slurm
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        check_templates("s --n {seqs} --host {host}", "http://{host}:1", &g, &slurm),
+        Err(SweepError::HostInSlurmCommand)
+    );
+    assert!(
+        check_templates(
+            "s --n {seqs} --host {host}",
+            "http://{host}:1",
+            &g,
+            &Launcher::Local
+        )
+        .is_ok()
+    );
 }
