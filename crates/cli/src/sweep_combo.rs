@@ -108,7 +108,23 @@ async fn launched(
         }
     }
     let grace = Duration::from_secs_f64(file.spec.stop_grace_s);
-    stop_server(rec, &mut server, grace, url.as_deref(), &log).await;
+    let secrets = secrets_of(&cmd, run_args);
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    stop_server(rec, &mut server, grace, url.as_deref(), (&log, &secrets)).await;
+}
+
+/// The secrets a server's log may print again (SGLang logs its whole `server_args`): the
+/// values of the command's and the run flags' secret-named flags, and `OPENAI_API_KEY`.
+fn secrets_of(cmd: &str, run_args: &[String]) -> Vec<String> {
+    let words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+    let mut secrets = llmib_core::secret_values(&words);
+    secrets.extend(llmib_core::secret_values(run_args));
+    secrets.extend(
+        std::env::var("OPENAI_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty()),
+    );
+    secrets
 }
 
 /// The local host's address, for a local server's `{host}`.
@@ -165,14 +181,14 @@ fn not_ready<T, U>(rec: &mut ComboRecord, r: Ready<T>, before: &str) -> Option<U
     None
 }
 
-/// Stops the server, waits until its port is free, and keeps its log's tail where the
-/// combination did not end measured (or ended with a word to say).
+/// Stops the server, waits until its port is free, and keeps its log's tail (secrets
+/// redacted) where the combination did not end measured (or ended with a word to say).
 async fn stop_server(
     rec: &mut ComboRecord,
     server: &mut Launched,
     grace: Duration,
     url: Option<&str>,
-    log: &Path,
+    (log, secrets): (&Path, &[&str]),
 ) {
     let t = Instant::now();
     server.stop(grace).await;
@@ -193,7 +209,7 @@ async fn stop_server(
     rec.stop_s = Some(t.elapsed().as_secs_f64());
     if rec.state != ComboState::Measured || rec.reason.is_some() {
         rec.log_tail = std::fs::read_to_string(log)
-            .map(|t| log_tail(&t, LOG_TAIL_LINES))
+            .map(|t| log_tail(&t, LOG_TAIL_LINES, secrets))
             .unwrap_or_default();
     }
 }

@@ -484,12 +484,42 @@ pub fn holds_redacted(text: &str) -> bool {
     text.contains(crate::redact::REDACTED)
 }
 
-/// The last `n` lines of a log's text, each cut to 300 characters.
-pub fn log_tail(text: &str, n: usize) -> Vec<String> {
+/// The values of the secret-named flags among `args` (`--api-key X`, `--api-key=X`): what a
+/// server's log may print again (SGLang logs its whole `server_args`), to redact there.
+pub fn secret_values(args: &[String]) -> Vec<String> {
+    // A shell command's word may carry its quotes or a `;` after it.
+    let bare = |v: &str| {
+        v.trim_matches(|c| matches!(c, ';' | '&' | '|' | '\'' | '"'))
+            .to_string()
+    };
+    let mut out = Vec::new();
+    let mut next = false;
+    for a in args {
+        if next && !a.starts_with("--") && !bare(a).is_empty() {
+            out.push(bare(a));
+        }
+        next = false;
+        match a.split_once('=') {
+            Some((name, v)) if name.starts_with("--") && crate::redact::is_secret_name(name) => {
+                if !bare(v).is_empty() {
+                    out.push(bare(v));
+                }
+            }
+            _ => next = a.starts_with("--") && crate::redact::is_secret_name(a),
+        }
+    }
+    out
+}
+
+/// The last `n` lines of a server's log, each cut to 300 characters, with every known secret
+/// (and every form the launch command's redaction knows) replaced by `<redacted>`: the tail
+/// goes into `sweep.json` and the report.
+pub fn log_tail(text: &str, n: usize, secrets: &[&str]) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
-        .map(|l| crate::terminal::cut_text(l, 300).into_owned())
+        .map(|l| crate::redact::redact_text(l, secrets))
+        .map(|l| crate::terminal::cut_text(&l, 300).into_owned())
         .collect()
 }
 

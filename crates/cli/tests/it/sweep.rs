@@ -619,3 +619,41 @@ fn the_slurm_launcher_runs_each_server_as_a_job_and_cancels_it() {
         "jobs left in the queue: {queue}"
     );
 }
+
+/// A server that prints its key and exits at start: the key is in none of the sweep's files
+/// (its record, the log tail there, the report), though the server's own log keeps it.
+#[test]
+fn a_failed_servers_log_tail_never_shows_its_key() {
+    let dir = out_dir("sweep-secret");
+    let d = dir.display().to_string();
+    let serve =
+        "echo key=sk-sweep-secret-{v} ; echo serving --api-key sk-sweep-secret-{v} ; exit 3";
+    let o = run_bin(&[
+        "sweep",
+        "--serve",
+        serve,
+        "--grid",
+        "v=1",
+        "--url",
+        "http://127.0.0.1:9",
+        "--output",
+        &d,
+        "--",
+        "--contexts",
+        "1K",
+    ]);
+    assert_eq!(o.status.code(), Some(5), "nothing measured: {}", text(&o));
+    let s = sweep_json(&dir);
+    assert_eq!(states(&s), ["failed_to_start"], "{s:#}");
+    assert!(
+        s["combinations"][0]["log_tail"]
+            .to_string()
+            .contains("<redacted>"),
+        "{s:#}"
+    );
+    for f in ["sweep.json", "sweep.md", "sweep.html", "sweep-report.json"] {
+        let t = std::fs::read_to_string(dir.join(f)).expect(f);
+        assert!(!t.contains("sk-sweep-secret"), "{f} shows the key: {t}");
+    }
+    assert!(!text(&o).contains("sk-sweep-secret"), "{}", text(&o));
+}

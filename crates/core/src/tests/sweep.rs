@@ -132,7 +132,7 @@ fn a_stored_command_has_its_secrets_redacted_and_a_log_tail_its_last_lines() {
     let c = stored_command("vllm serve m --api-key sk-12345678 --port 1");
     assert!(!c.contains("sk-12345678"), "{c}");
     assert!(c.contains("<redacted>"), "{c}");
-    assert_eq!(log_tail("a\n\nb\nc\n", 2), ["b", "c"]);
+    assert_eq!(log_tail("a\n\nb\nc\n", 2, &[]), ["b", "c"]);
     assert!(ComboState::Measured.finished() && !ComboState::Interrupted.finished());
 }
 
@@ -198,4 +198,22 @@ fn host_is_the_sweeps_own_and_a_slurm_command_cannot_use_it() {
         )
         .is_ok()
     );
+}
+
+#[test]
+fn a_log_tail_never_shows_a_secret_the_command_held() {
+    let cmd: Vec<String> = "sglang serve --api-key 'sk-live-123' --hf-token=hf_abc; --port 1"
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let secrets = secret_values(&cmd);
+    assert_eq!(secrets, ["sk-live-123", "hf_abc"]);
+    let s: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let log = "server_args=ServerArgs(api_key='sk-live-123', hf='hf_abc')\nready\n";
+    let tail = log_tail(log, 5, &s).join("\n");
+    assert!(
+        !tail.contains("sk-live-123") && !tail.contains("hf_abc"),
+        "{tail}"
+    );
+    assert!(tail.contains("<redacted>"), "{tail}");
 }
