@@ -4,6 +4,7 @@
 //! for until it answers; stopped with SIGTERM, then SIGKILL after a grace; and its port waited
 //! for until it is free, so the next combination can take it.
 
+pub use crate::sweep_ready::Ready;
 use crate::sweep_slurm::SlurmJob;
 use anyhow::{Context as _, Result};
 use nix::sys::signal::{Signal, killpg};
@@ -44,18 +45,6 @@ impl Launched {
             Launched::Slurm(j) => j.stop(grace).await,
         }
     }
-}
-
-/// How waiting for a server (or for its Slurm job to run) ended.
-pub enum Ready<T> {
-    /// It answered (or runs), with this.
-    Answered(T),
-    /// It exited first, with these words.
-    Exited(String),
-    /// It did not answer within the limit.
-    TimedOut,
-    /// The sweep was stopped (Ctrl-C) while it waited.
-    Cancelled,
 }
 
 impl Server {
