@@ -19,6 +19,7 @@ mod shard_args;
 mod sim_cmd;
 mod sweep_cmd;
 mod sweep_combo;
+mod sweep_file;
 mod sweep_ready;
 mod sweep_server;
 mod sweep_slurm;

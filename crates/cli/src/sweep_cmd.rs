@@ -24,6 +24,9 @@ use std::time::Duration;
 /// The sweep's own file in its directory.
 pub const SWEEP_FILE: &str = "sweep.json";
 
+/// Where a started server answers unless `--url` says otherwise.
+const DEFAULT_URL: &str = "http://{host}:{port}";
+
 /// Options of `sweep`. The `run` flags come after `--`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
@@ -42,7 +45,7 @@ pub struct SweepArgs {
     pub link: Vec<String>,
     /// Where a started server answers; `{host}` (127.0.0.1, or a Slurm job's node), `{port}`
     /// and the grid's placeholders are filled.
-    #[arg(long, default_value = "http://{host}:{port}")]
+    #[arg(long, default_value = DEFAULT_URL)]
     pub url: String,
     /// How each server starts: a local process group, or a Slurm job (`sbatch --wrap`, reached
     /// at its node's address; its log must be on a file system the node shares).
@@ -69,6 +72,11 @@ pub struct SweepArgs {
     /// Replace the output directory if it exists.
     #[arg(long)]
     pub force: bool,
+    /// A TOML file with any of these flags as keys (`serve`, `grid = ["seqs=64,128"]`, `link`,
+    /// `url`, `launcher`, `sbatch_args`, `urls`) and `run` for the run flags; the command
+    /// line wins.
+    #[arg(long, value_name = "TOML")]
+    pub file: Option<PathBuf>,
     /// Finish an interrupted sweep: finished combinations are skipped, the one that was cut is
     /// measured again.
     #[arg(long, value_name = "DIR")]
@@ -118,6 +126,10 @@ struct Planned {
 
 /// Runs the sweep; the exit code says whether any combination was measured.
 pub async fn run(args: SweepArgs) -> Result<Exit> {
+    let args = match args.file.clone() {
+        Some(f) => crate::sweep_file::with_file(args, &f, DEFAULT_URL)?,
+        None => args,
+    };
     let mut p = match &args.resume {
         Some(dir) => resume(dir, &args)?,
         None => plan(&args)?,

@@ -657,3 +657,54 @@ fn a_failed_servers_log_tail_never_shows_its_key() {
     }
     assert!(!text(&o).contains("sk-sweep-secret"), "{}", text(&o));
 }
+
+/// `sweep --file sweep.toml`: the flags as keys, `run` for the run flags; the command line
+/// wins; an unknown key is one line that names it.
+#[test]
+fn a_sweep_file_holds_the_flags_and_the_command_line_wins() {
+    let _serial = timing_lock();
+    let dir = out_dir("sweep-file");
+    let file = dir.join("sweep.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "serve = \"{} sim --profile tiny --port {{port}} --max-running-requests {{mrr}}\"\n\
+             grid = [\"mrr=1,2,4\"]\n\
+             run = [\"--contexts\", \"1K\", \"--concurrency\", \"1\", \"--duration\", \"1s\", \"--max-output\", \"16\", \"--format\", \"none\"]\n",
+            bin().display()
+        ),
+    )
+    .expect("write sweep.toml");
+    let out = dir.join("out");
+    let f = file.display().to_string();
+    let o = run_bin(&[
+        "sweep",
+        "--file",
+        &f,
+        "--grid",
+        "mrr=2",
+        "--output",
+        &out.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = sweep_json(&out);
+    assert_eq!(
+        states(&s),
+        ["measured"],
+        "--grid on the command line wins: {s:#}"
+    );
+    assert_eq!(s["spec"]["run_args"][1], "1K", "{s:#}");
+    std::fs::write(&file, "serve = \"x\"\ngirds = [\"a=1\"]\n").expect("write");
+    let o = run_bin(&[
+        "sweep",
+        "--file",
+        &f,
+        "--output",
+        &out.display().to_string(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("girds"), "{err}");
+}
