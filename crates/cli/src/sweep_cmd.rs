@@ -96,6 +96,33 @@ pub enum LauncherArg {
 }
 
 impl SweepArgs {
+    /// The flags with a sweep file's keys filled in where the command line left them unset
+    /// (or at their defaults: `--url`, `--launcher`).
+    fn with_file(mut self, f: crate::sweep_file::SweepToml) -> Result<SweepArgs> {
+        fn unset<T>(mine: &mut Vec<T>, theirs: Option<Vec<T>>) {
+            if mine.is_empty() {
+                *mine = theirs.unwrap_or_default();
+            }
+        }
+        self.serve = self.serve.or(f.serve);
+        unset(&mut self.grid, f.grid);
+        unset(&mut self.link, f.link);
+        unset(&mut self.urls, f.urls);
+        unset(&mut self.run_args, f.run);
+        self.sbatch_args = self.sbatch_args.or(f.sbatch_args);
+        if let (true, Some(u)) = (self.url == DEFAULT_URL, f.url) {
+            self.url = u;
+        }
+        if let (LauncherArg::Local, Some(l)) = (self.launcher, f.launcher) {
+            self.launcher = match l.as_str() {
+                "local" => LauncherArg::Local,
+                "slurm" => LauncherArg::Slurm,
+                other => bail!("--file: launcher {other:?} is local or slurm"),
+            };
+        }
+        Ok(self)
+    }
+
     /// The launcher the flags ask for.
     fn launcher(&self) -> Result<Launcher> {
         let args: Vec<String> = self
@@ -127,7 +154,7 @@ struct Planned {
 /// Runs the sweep; the exit code says whether any combination was measured.
 pub async fn run(args: SweepArgs) -> Result<Exit> {
     let args = match args.file.clone() {
-        Some(f) => crate::sweep_file::with_file(args, &f, DEFAULT_URL)?,
+        Some(f) => args.with_file(crate::sweep_file::read(&f)?)?,
         None => args,
     };
     let mut p = match &args.resume {
