@@ -312,6 +312,9 @@ pub fn cell_economics(
     }
     let mut e = CellEconomics {
         energy_span_s: span,
+        // METHOD.md's interactivity: the row's per-request decode speed (a rate or session
+        // row's is the median of (tokens − 1) ÷ (E2E − TTFT) over its requests).
+        tok_per_s_per_user: row.per_request_tok_per_s.filter(|v| v.is_finite()),
         ..CellEconomics::default()
     };
     if let Some((g, source)) = cost.server_gpus() {

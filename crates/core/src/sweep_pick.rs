@@ -180,8 +180,57 @@ pub fn slo_picks(combos: &[ComboRows]) -> Vec<SloPick> {
             }
         }
     }
+    picks.extend(throughput_picks(combos));
     for p in &mut picks {
         rank(p, per_gpu);
+    }
+    picks
+}
+
+/// Without a capacity search (METHOD.md, "Sweeps"): per SLO the rows were judged against, each
+/// combination's highest output tok/s per GPU among its cells whose every limit holds; a
+/// combination none of whose cells holds it is an entry without a figure.
+fn throughput_picks(combos: &[ComboRows]) -> Vec<SloPick> {
+    let mut picks: Vec<SloPick> = Vec::new();
+    for c in combos {
+        for r in c.rows.iter().filter(|r| r.status.has_figures()) {
+            let Some(slo) = &r.slo else { continue };
+            let figure = r.total_tok_per_s.filter(|v| slo.holds && v.is_finite());
+            let at = match picks.iter().position(|p| p.slo == slo.slo) {
+                Some(i) => i,
+                None => {
+                    picks.push(SloPick {
+                        context: "every".into(),
+                        slo: slo.slo.clone(),
+                        unit: "output tok/s".into(),
+                        best: None,
+                        margin: None,
+                        never: Vec::new(),
+                        entries: Vec::new(),
+                    });
+                    picks.len() - 1
+                }
+            };
+            let entries = &mut picks[at].entries;
+            let i = match entries.iter().position(|e| e.combination == c.name) {
+                Some(i) => i,
+                None => {
+                    entries.push(CapacityEntry {
+                        combination: c.name.clone(),
+                        capacity: None,
+                        capacity_per_gpu: None,
+                        outcome: "none".into(),
+                    });
+                    entries.len() - 1
+                }
+            };
+            let e = &mut entries[i];
+            if figure > e.capacity {
+                e.capacity = figure;
+                e.capacity_per_gpu = figure.zip(c.gpus).map(|(v, g)| v / f64::from(g.max(1)));
+                e.outcome = format!("{} × {}", r.context_label, r.concurrency);
+            }
+        }
     }
     picks
 }

@@ -33,6 +33,10 @@ pub struct CellEconomics {
     pub gpus_source: Option<GpusSource>,
     /// The cell's output tok/s (`total_tok_per_s`) ÷ `gpus`.
     pub output_tok_per_s_per_gpu: Option<f64>,
+    /// Tokens per second per user (interactivity): the row's `per_request_tok_per_s`, the
+    /// frontier's other axis.
+    #[serde(default)]
+    pub tok_per_s_per_user: Option<f64>,
     /// The server's price per hour, USD (GPU-hour price × GPUs, or the node-hour price).
     pub usd_per_hour: Option<f64>,
     /// Which price that is.

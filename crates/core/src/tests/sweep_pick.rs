@@ -122,3 +122,43 @@ fn the_frontier_indexes_ascend_by_x_and_keep_equal_points() {
     assert_eq!(pareto_frontier(&pts), vec![0, 1, 2, 4]);
     assert!(pareto_frontier(&[]).is_empty());
 }
+
+fn judged(n: u32, total: f64, holds: bool) -> CellResult {
+    let mut r = decode(n, 50.0, total);
+    r.slo = Some(crate::cell::SloRow {
+        slo: "ttft_p99=2s".into(),
+        judged: 10,
+        met: if holds { 10 } else { 3 },
+        attainment: Some(if holds { 1.0 } else { 0.3 }),
+        holds,
+        limits: Vec::new(),
+    });
+    r
+}
+
+/// Without a capacity search: the highest output tok/s per GPU among cells that hold the SLO.
+#[test]
+fn without_a_capacity_search_the_best_is_the_fastest_cell_that_holds_the_slo() {
+    let combos = [
+        // a: its fastest cell (900) breaks the SLO; 400 holds.
+        combo(
+            "a",
+            Some(1),
+            vec![judged(4, 400.0, true), judged(16, 900.0, false)],
+        ),
+        // b: 600 on 2 GPUs = 300 per GPU.
+        combo("b", Some(2), vec![judged(8, 600.0, true)]),
+        combo("c", Some(1), vec![judged(8, 700.0, false)]),
+    ];
+    let picks = slo_picks(&combos);
+    assert_eq!(picks.len(), 1);
+    let p = &picks[0];
+    assert_eq!(
+        (p.context.as_str(), p.unit.as_str()),
+        ("every", "output tok/s")
+    );
+    assert_eq!(p.best.as_deref(), Some("a"));
+    assert!((p.margin.expect("margin") - (400.0 / 300.0 - 1.0)).abs() < 1e-12);
+    assert_eq!(p.never, ["c"]);
+    assert_eq!(p.entries[0].outcome, "8K × 4");
+}
