@@ -80,7 +80,6 @@ impl<'a> CellRecorder<'a> {
     /// appended to `telemetry.jsonl` (where there is any; a write that fails is a note, since
     /// the row and its figures do not depend on it).
     pub(crate) async fn finish(self, m: &MatrixRun<'_>, row: &mut CellResult) {
-        let dur = self.origin.elapsed().as_secs_f64();
         let srv = match self.server {
             Some(s) => s.finish().await.unwrap_or_else(|e| {
                 self.forward.event(ProgressEvent::Note(e.to_string()));
@@ -92,6 +91,10 @@ impl<'a> CellRecorder<'a> {
             Some(h) => h.end_cell_series(),
             None => (None, None),
         };
+        // Taken once both samplers have stopped: the server sampler's last read (sent after
+        // the stop, so the series covers the cell's end) then lies inside the cell's duration,
+        // on a loaded machine too.
+        let dur = self.origin.elapsed().as_secs_f64();
         let marks = self.marks.into_inner().unwrap_or_else(|p| p.into_inner());
         if self.hardware.is_some() {
             row.hardware = summary;
