@@ -36,6 +36,12 @@ fn sweep_json(dir: &Path) -> Value {
     serde_json::from_str(&text).expect("sweep.json is JSON")
 }
 
+/// `sweep-report.json` in `dir`.
+fn sweep_report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json");
+    serde_json::from_str(&text).expect("sweep-report.json is JSON")
+}
+
 fn states(s: &Value) -> Vec<String> {
     s["combinations"]
         .as_array()
@@ -126,10 +132,7 @@ fn a_sweep_of_running_request_limits_picks_the_one_the_model_gives() {
         let left = processes_with(&format!("--port {port} "));
         assert!(left.is_empty(), "{left:?}");
     }
-    let report: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json"),
-    )
-    .expect("json");
+    let report = sweep_report(&dir);
     let pick = &report["picks"][0];
     assert_eq!(pick["best"], "mrr-4", "{report:#}");
     for e in pick["entries"].as_array().expect("entries") {
@@ -443,10 +446,7 @@ fn real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values() {
         np2.as_str().is_some_and(|c| c.contains("-c 4096 -np 2")),
         "{np2}"
     );
-    let report: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json"),
-    )
-    .expect("json");
+    let report = sweep_report(&dir);
     let points = report["points"].as_array().expect("points");
     assert_eq!(points.len(), 4, "{report:#}");
     assert!(points.iter().any(|p| p["on_frontier"] == true));
@@ -535,10 +535,7 @@ fn real_vllm_is_started_measured_and_stopped_at_two_max_num_seqs() {
             "{name} still answers"
         );
     }
-    let report: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("sweep-report.json")).expect("sweep-report.json"),
-    )
-    .expect("json");
+    let report = sweep_report(&dir);
     assert!(
         report["points"].as_array().is_some_and(|p| p.len() == 4),
         "{report:#}"
