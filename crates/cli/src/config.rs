@@ -142,6 +142,11 @@ pub struct RunArgs {
     /// The server's launch command, for the report (secrets are redacted).
     #[arg(long)]
     pub launch_command: Option<String>,
+    /// Set by `sweep` on each combination's run (JSON): the sweep and combination, recorded in
+    /// run.json so the hub keeps one sweep's runs as one group. Not for hand use.
+    #[arg(long, hide = true, value_parser = parse::sweep_member)]
+    #[serde(skip)]
+    pub sweep_member: Option<llmib_core::SweepMember>,
     /// TOML file with any of these settings; flags override it.
     #[arg(long)]
     #[serde(skip)]
@@ -537,7 +542,8 @@ impl RunArgs {
         merge!(
             values: url, api_key, model, engine, standard, contexts, concurrency, duration, max_output,
                 kv_capacity, dcp_size, max_time, readiness_timeout, first_token_timeout,
-                idle_timeout, busy_timeout, forced_token_id, hardware, launch_command, config, output, resume, format, api,
+                idle_timeout, busy_timeout, forced_token_id, hardware, launch_command,
+                sweep_member, config, output, resume, format, api,
                 api_key_header,
                 request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 decode_warmup_seconds,

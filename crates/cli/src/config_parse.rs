@@ -192,3 +192,8 @@ pub fn start_at(s: &str) -> Result<String, String> {
         )),
     }
 }
+
+/// `--sweep-member`: the JSON a sweep passes to each combination's run.
+pub fn sweep_member(s: &str) -> Result<llmib_core::SweepMember, String> {
+    serde_json::from_str(s).map_err(|e| format!("not a sweep member (JSON): {e}"))
+}

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "deploy_k8s_tests.rs"]
 mod kubernetes;
+#[path = "deploy_k8s_sweep_tests.rs"]
+mod kubernetes_sweep;
 
 /// The Kubernetes files, relative to the repository root.
 const KUBERNETES: &[&str] = &[
@@ -25,6 +27,7 @@ const KUBERNETES: &[&str] = &[
     "deploy/kubernetes/merge-job.yaml",
     "deploy/kubernetes/secret.example.yaml",
     "deploy/kubernetes/hub.yaml",
+    "deploy/kubernetes/sweep.yaml",
 ];
 
 /// The Slurm scripts, relative to the repository root.

@@ -24,6 +24,7 @@ mod sweep_ready;
 mod sweep_server;
 mod sweep_slurm;
 mod upload_cmd;
+mod upload_sweep;
 mod workload_check;
 
 use clap::{Parser, Subcommand};

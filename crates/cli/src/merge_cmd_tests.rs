@@ -42,6 +42,7 @@ fn info(shard: Option<ShardSpec>) -> RunInfo {
         launch_command: None,
         launch_command_source: None,
         diagnostics: None,
+        sweep: None,
         plan: Plan::build(settings, Some(100_000), None),
         notes: Vec::new(),
     }

@@ -93,6 +93,7 @@ fn classified(args: &RunArgs) {
         dcp_size: _,
         hardware: _,
         launch_command: _,
+        sweep_member: _,
         output: _,
         force: _,
         api: _,
@@ -205,6 +206,11 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
         "launch-command",
         launch,
         saved.launch_command.clone().unwrap_or_default(),
+    )?;
+    fixed(
+        "sweep-member",
+        a.sweep_member.clone().map(Some),
+        saved.sweep.clone(),
     )?;
     if let Some(h) = &a.hardware {
         let h = llmib_client::parse_hardware_override(h)

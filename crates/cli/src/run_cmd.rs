@@ -537,6 +537,7 @@ fn run_info(
         plan,
         notes,
         diagnostics,
+        sweep: args.sweep_member.clone(),
     };
     redacted_info(info, &engine.secrets())
 }

@@ -294,6 +294,7 @@ fn plan(args: &SweepArgs) -> Result<Planned> {
         dir,
         file: SweepFile {
             schema_version: SWEEP_SCHEMA_VERSION,
+            id: llmib_core::sweep_id(llmib_core::unix_now_ns()),
             spec,
             combinations: combos.iter().map(ComboRecord::pending).collect(),
             started_at: now_rfc3339(),
@@ -374,6 +375,10 @@ fn resume(dir: &Path, args: &SweepArgs) -> Result<Planned> {
         }
     }
     file.finished_at = None;
+    if file.id.is_empty() {
+        // A sweep begun before sweeps had identities: its runs from now on share a new one.
+        file.id = llmib_core::sweep_id(llmib_core::unix_now_ns());
+    }
     Ok(Planned {
         dir: dir.to_path_buf(),
         file,

@@ -6,8 +6,8 @@
 use crate::sweep_server::{Launched, Ready, Server, free_port, wait_port_free, wait_ready};
 use crate::sweep_slurm::SlurmJob;
 use llmib_core::{
-    ComboRecord, ComboState, Launcher, SweepFile, log_tail, now_rfc3339, render, stored_command,
-    wants_port,
+    ComboRecord, ComboState, Launcher, SweepFile, SweepMember, log_tail, now_rfc3339, render,
+    stored_command, wants_port,
 };
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -43,7 +43,7 @@ pub async fn measure(
         None => {
             let url = rec.params.get("url").cloned().unwrap_or_default();
             rec.url = Some(url.clone());
-            let out = measure_at(dir, &rec.name, &url, None, run_args, stop).await;
+            let out = measure_at(dir, &member(file, &rec), &url, None, run_args, stop).await;
             classify(&mut rec, out, None);
         }
         Some(tmpl) => launched(dir, file, &mut rec, tmpl, run_args, stop).await,
@@ -98,7 +98,8 @@ async fn launched(
         match wait_ready(&mut server, url, left, &cancelled).await {
             Ready::Answered(_) => {
                 rec.start_s = Some(started.elapsed().as_secs_f64());
-                let out = measure_at(dir, &rec.name, url, Some(&cmd), run_args, stop).await;
+                let m = member(file, rec);
+                let out = measure_at(dir, &m, url, Some(&cmd), run_args, stop).await;
                 let died = server.exited().await;
                 classify(rec, out, died);
             }
@@ -263,12 +264,21 @@ fn classify(rec: &mut ComboRecord, out: RunOutcome, died: Option<String>) {
     rec.reason = reason;
 }
 
-/// Runs `run` on `url` into `dir/name`, its stdout on this terminal (its dashboard or lines),
+/// What the combination's run records of its sweep (`run.json`'s `sweep`).
+fn member(file: &SweepFile, rec: &ComboRecord) -> SweepMember {
+    SweepMember {
+        id: file.id.clone(),
+        combination: rec.name.clone(),
+        params: rec.params.clone(),
+    }
+}
+
+/// Runs `run` on `url` into `dir/<combination>`, its stdout on this terminal (its dashboard or lines),
 /// its stderr passed through with the last line kept. A stopped sweep sends the run one SIGINT
 /// (unless the terminal's Ctrl-C reached it already), and the run saves what it measured.
 async fn measure_at(
     dir: &Path,
-    name: &str,
+    member: &SweepMember,
     url: &str,
     cmd: Option<&str>,
     run_args: &[String],
@@ -280,8 +290,11 @@ async fn measure_at(
         .arg("--url")
         .arg(url)
         .arg("--output")
-        .arg(dir.join(name))
+        .arg(dir.join(&member.combination))
         .arg("--force");
+    // Serialising a struct of strings cannot fail; an empty value would be refused by the run.
+    c.arg("--sweep-member")
+        .arg(serde_json::to_string(member).unwrap_or_default());
     if let Some(cmd) = cmd {
         c.arg("--launch-command").arg(cmd);
     }

@@ -50,7 +50,8 @@ impl std::str::FromStr for Token {
 /// Flags of `upload`.
 #[derive(Debug, Clone, Args)]
 pub struct UploadArgs {
-    /// Results directories to upload (each written by `run`), one request each.
+    /// Results directories to upload (each written by `run`), one request each; a sweep
+    /// directory (written by `sweep`) uploads its runs and its sweep.json as one group.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// The hub's base URL (`http://hub.example:8080`).
@@ -128,12 +129,16 @@ pub enum Failure {
     Unreachable(String),
     /// This directory was refused (locally or by the hub).
     Refused(String),
+    /// The hub holds this run already (HTTP 409; `--replace` overwrites it).
+    AlreadyStored(String),
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Unreachable(s) | Failure::Refused(s) => f.write_str(s),
+            Failure::Unreachable(s) | Failure::Refused(s) | Failure::AlreadyStored(s) => {
+                f.write_str(s)
+            }
         }
     }
 }
@@ -224,30 +229,44 @@ impl Hub {
     pub async fn upload(&self, dir: &Path, how: How) -> Result<Uploaded, Failure> {
         let body = read_results(dir, how.skip_requests)
             .map_err(|e| Failure::Refused(self.clean(&e.to_string())))?;
-        let replace = how.replace;
-        let mut url = format!("{}/api/runs", self.base);
-        if replace {
-            url.push_str("?replace=true");
-        }
+        let path = if how.replace {
+            "/api/runs?replace=true"
+        } else {
+            "/api/runs"
+        };
+        self.post(path, &body).await
+    }
+
+    /// POSTs `body` to the hub's `path` and reads its JSON answer; a refusal is the hub's own
+    /// line (a 409 apart: the run is stored already).
+    pub async fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<T, Failure> {
         let answer = self
             .client
-            .post(url)
+            .post(format!("{}{path}", self.base))
             .timeout(UPLOAD_TIMEOUT)
-            .json(&body)
+            .json(body)
             .send()
             .await
             .map_err(|e| self.unreachable(&e))?;
         let status = answer.status();
         let text = answer.text().await.map_err(|e| self.unreachable(&e))?;
         if status.is_success() {
-            return serde_json::from_str::<Uploaded>(&text).map_err(|e| {
+            return serde_json::from_str::<T>(&text).map_err(|e| {
                 Failure::Refused(self.clean(&format!(
                     "the hub answered HTTP {status} with an unexpected body ({e}): is {} a llm-inference-bench hub?",
                     self.shown()
                 )))
             });
         }
-        Err(Failure::Refused(self.clean(&self.refusal(status, &text))))
+        let line = self.clean(&self.refusal(status, &text));
+        if status == reqwest::StatusCode::CONFLICT {
+            return Err(Failure::AlreadyStored(line));
+        }
+        Err(Failure::Refused(line))
     }
 
     /// The line for an answer that is not a success: the hub's own `{"error": …}` line, with
@@ -283,15 +302,18 @@ impl Hub {
 
     /// The full URL of an uploaded run's page.
     pub fn page(&self, u: &Uploaded) -> String {
-        if u.url.starts_with("http://") || u.url.starts_with("https://") {
-            return self.clean(&u.url);
+        if u.url.starts_with('/') || u.url.starts_with("http://") || u.url.starts_with("https://") {
+            return self.page_at(&u.url);
         }
-        let path = if u.url.starts_with('/') {
-            u.url.clone()
-        } else {
-            format!("/runs/{}", u.id)
-        };
-        self.clean(&format!("{}{path}", self.shown()))
+        self.page_at(&format!("/runs/{}", u.id))
+    }
+
+    /// The full URL of a page the hub named (`/sweeps/KEY`, or a whole URL).
+    pub fn page_at(&self, url: &str) -> String {
+        if url.starts_with("http://") || url.starts_with("https://") {
+            return self.clean(url);
+        }
+        self.clean(&format!("{}{url}", self.shown()))
     }
 }
 
@@ -338,6 +360,20 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
             replace: a.replace,
             skip_requests: a.skip_requests,
         };
+        if crate::upload_sweep::is_sweep(dir) {
+            match sweep(&hub, dir, how).await {
+                Ok(()) => continue,
+                Err(e) => {
+                    failed += 1;
+                    errln!("error: {}: {e}", dir.display());
+                    if let Failure::Unreachable(_) = e {
+                        failed += not_tried(a.dirs.len() - i - 1);
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
         match hub.upload(dir, how).await {
             Ok(u) => outln!(
                 "uploaded {} → {}{}",
@@ -349,11 +385,7 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
                 failed += 1;
                 errln!("error: {}: {e}", dir.display());
                 if let Failure::Unreachable(_) = e {
-                    let rest = a.dirs.len() - i - 1;
-                    if rest > 0 {
-                        errln!("{rest} more director{} not tried", plural_y(rest));
-                    }
-                    failed += rest;
+                    failed += not_tried(a.dirs.len() - i - 1);
                     break;
                 }
             }
@@ -368,6 +400,36 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
         return Ok(Exit::UploadFailed);
     }
     Ok(Exit::Ok)
+}
+
+/// Says how many directories an unreachable hub left untried; returns the count.
+fn not_tried(rest: usize) -> usize {
+    if rest > 0 {
+        errln!("{rest} more director{} not tried", plural_y(rest));
+    }
+    rest
+}
+
+/// One sweep directory: its runs and its file, with a line for the sweep's page. A refused
+/// run fails the sweep's upload (the sweep file is still sent, so the page shows the rest).
+async fn sweep(hub: &Hub, dir: &Path, how: How) -> Result<(), Failure> {
+    let done = crate::upload_sweep::upload_sweep(hub, dir, how).await?;
+    outln!(
+        "uploaded sweep {} → {} ({} run{} stored, {} already there)",
+        dir.display(),
+        done.page,
+        done.stored,
+        if done.stored == 1 { "" } else { "s" },
+        done.kept
+    );
+    if done.refused > 0 {
+        return Err(Failure::Refused(format!(
+            "{} run{} of the sweep refused (said above)",
+            done.refused,
+            if done.refused == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(())
 }
 
 fn plural_y(n: usize) -> &'static str {

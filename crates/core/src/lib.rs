@@ -164,9 +164,9 @@ pub use stable::{
 };
 pub use sweep::{
     Combination, ComboRecord, ComboState, GridParam, HOST_PLACEHOLDER, Launcher, PORT_PLACEHOLDER,
-    SWEEP_OWN_RUN_FLAGS, SWEEP_SCHEMA_VERSION, SweepError, SweepFile, SweepSpec, check_templates,
-    combinations, holds_redacted, log_tail, own_run_flag, parse_grid, placeholders, redact_args,
-    render, secret_values, stored_command, wants_port,
+    SWEEP_OWN_RUN_FLAGS, SWEEP_SCHEMA_VERSION, SweepError, SweepFile, SweepMember, SweepSpec,
+    check_templates, combinations, holds_redacted, log_tail, own_run_flag, parse_grid,
+    placeholders, redact_args, render, secret_values, stored_command, sweep_id, wants_port,
 };
 pub use sweep_pick::{
     CapacityEntry, ComboRows, FrontierPoint, SloPick, frontier_points, mark_frontier,

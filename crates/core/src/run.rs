@@ -82,4 +82,7 @@ pub struct RunInfo {
     /// `run.json` files and for remote servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Diagnostics>,
+    /// The sweep and combination this run measured, where a `sweep` ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepMember>,
 }

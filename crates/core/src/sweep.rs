@@ -427,6 +427,11 @@ pub struct SweepSpec {
 pub struct SweepFile {
     /// [`SWEEP_SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The sweep's identity ([`sweep_id`]), kept by `--resume` and named in each of its runs'
+    /// `run.json`, so the hub keeps the runs of one sweep as one group. Empty in files written
+    /// before it existed.
+    #[serde(default)]
+    pub id: String,
     /// What was asked.
     pub spec: SweepSpec,
     /// Every combination, in run order.
@@ -438,7 +443,44 @@ pub struct SweepFile {
 }
 
 /// The `run` flags a sweep sets itself for each combination, refused among the user's.
-pub const SWEEP_OWN_RUN_FLAGS: [&str; 4] = ["--url", "--output", "--resume", "--launch-command"];
+pub const SWEEP_OWN_RUN_FLAGS: [&str; 5] = [
+    "--url",
+    "--output",
+    "--resume",
+    "--launch-command",
+    "--sweep-member",
+];
+
+/// What a run measured by a sweep records of it (`run.json`'s `sweep`): which sweep, which
+/// combination, and that combination's parameters. The hub groups runs by `id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepMember {
+    /// The sweep's [`SweepFile::id`].
+    pub id: String,
+    /// The combination's name (its directory under the sweep).
+    pub combination: String,
+    /// Parameter → value (empty for a URL of a list).
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+}
+
+/// A new sweep's identity: its start instant (`20261206T195146Z`, so identities sort by time)
+/// and 32 bits that differ between processes started in the same second (std's per-process
+/// random hash keys over the process id and the clock's nanoseconds).
+pub fn sweep_id(started_unix_ns: u64) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(started_unix_ns);
+    h.write_u32(std::process::id());
+    let stamp: String = crate::time::rfc3339(
+        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(started_unix_ns),
+    )
+    .chars()
+    .take(19)
+    .filter(|c| c.is_ascii_digit() || *c == 'T')
+    .collect();
+    format!("{stamp}Z-{:08x}", h.finish() as u32)
+}
 
 /// The first of the user's `run` flags that the sweep sets itself, if any.
 pub fn own_run_flag(args: &[String]) -> Option<&'static str> {

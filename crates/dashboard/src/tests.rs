@@ -62,6 +62,7 @@ pub(crate) fn info_of(plan: Plan) -> RunInfo {
         launch_command: None,
         launch_command_source: None,
         diagnostics: None,
+        sweep: None,
         plan,
         notes: vec![],
     }

@@ -43,7 +43,9 @@ pub(crate) fn token_of(headers: &HeaderMap) -> Option<String> {
 /// Routes anyone may reach: logging in, the health probe, and the upload (which checks its own
 /// token, so that a refusal is the upload's JSON error).
 fn open_route(method: &Method, path: &str) -> bool {
-    path == "/login" || path == "/healthz" || (method == Method::POST && path == "/api/runs")
+    path == "/login"
+        || path == "/healthz"
+        || (method == Method::POST && (path == "/api/runs" || path == "/api/sweeps"))
 }
 
 /// Refuses reads without a valid token when the store says reading needs one.

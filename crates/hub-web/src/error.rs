@@ -69,7 +69,9 @@ impl WebError {
             WebError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             WebError::BadBody(_) | WebError::Schema(_) => StatusCode::UNPROCESSABLE_ENTITY,
             WebError::Upload(e) => upload_status(e),
-            WebError::Store(StoreError::NoSuchRun(_)) => StatusCode::NOT_FOUND,
+            WebError::Store(StoreError::NoSuchRun(_) | StoreError::NoSuchSweep(_)) => {
+                StatusCode::NOT_FOUND
+            }
             WebError::Store(StoreError::Unauthorized(_)) => StatusCode::UNAUTHORIZED,
             WebError::Store(_) | WebError::Report(_) | WebError::Worker(_) | WebError::Serve(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
@@ -80,7 +82,9 @@ impl WebError {
     /// The one line a client is told.
     fn client_message(&self) -> String {
         match self {
-            WebError::Store(StoreError::NoSuchRun(_) | StoreError::Unauthorized(_)) => {
+            WebError::Store(
+                StoreError::NoSuchRun(_) | StoreError::NoSuchSweep(_) | StoreError::Unauthorized(_),
+            ) => {
                 self.to_string()
             }
             WebError::Store(_) | WebError::Upload(UploadError::Store(_) | UploadError::Io { .. }) => {

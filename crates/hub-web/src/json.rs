@@ -37,6 +37,11 @@ pub(crate) fn summary(s: &RunSummary) -> Value {
         "cell_count": s.cell_count,
         "best_decode_tok_per_s": s.best_decode_tok_per_s,
         "best_prefill_tok_per_s": s.best_prefill_tok_per_s,
+        "sweep": s.sweep_key.as_ref().map(|k| json!({
+            "key": k,
+            "url": format!("/sweeps/{k}"),
+            "combination": s.combination,
+        })),
     })
 }
 

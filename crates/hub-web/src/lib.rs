@@ -58,6 +58,15 @@ pub fn router(store: Store) -> Router {
         .route("/api/runs/{id}", get(pages::run::page))
         .route("/runs/{id}/files/{name}", get(pages::run::file))
         .route("/api/runs/{id}/files/{name}", get(pages::run::file))
+        .route("/sweeps", get(pages::sweep::list))
+        .route(
+            "/api/sweeps",
+            get(pages::sweep::list)
+                .post(upload::upload_sweep)
+                .layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route("/sweeps/{key}", get(pages::sweep::page))
+        .route("/api/sweeps/{key}", get(pages::sweep::page))
         .route("/compare", get(pages::compare::page))
         .route("/api/compare", get(pages::compare::page))
         .route("/model", get(pages::model::page))

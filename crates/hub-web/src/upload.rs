@@ -1,4 +1,4 @@
-//! `POST /api/runs`: one results directory as JSON (`{"files": {"run.json": "…", …}}`), checked
+//! `POST /api/runs`: one results directory as JSON (and `POST /api/sweeps`: a sweep's file) (`{"files": {"run.json": "…", …}}`), checked
 //! in the order the store checks (token, size, names, schema version, the loaders) plus the
 //! published schema of its `results.json`, then stored in one transaction. Every refusal is a
 //! JSON `{"error": …}` and stores nothing.
@@ -62,15 +62,14 @@ pub(crate) async fn upload(
     }
 }
 
-async fn store_upload(
-    state: AppState,
-    raw: Option<String>,
-    headers: HeaderMap,
+/// The upload's token, checked before anything else (a stranger learns nothing about the limit
+/// or what an upload must hold), and its body.
+async fn token_and_body(
+    state: &AppState,
+    headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, WebError> {
-    let replace = replace_of(raw.as_deref())?;
-    // The token first: a stranger learns nothing about the limit or what a run must hold.
-    let token = crate::auth::token_of(&headers);
+) -> Result<(Option<String>, Bytes), WebError> {
+    let token = crate::auth::token_of(headers);
     let checked = token.clone();
     state
         .with_store(move |s| Ok(s.check_token(checked.as_deref())?))
@@ -84,6 +83,18 @@ async fn store_upload(
             WebError::BadBody(rejection.body_text())
         }
     })?;
+    Ok((token, body))
+}
+
+async fn store_upload(
+    state: AppState,
+    raw: Option<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, WebError> {
+    let replace = replace_of(raw.as_deref())?;
+    let (token, body) = token_and_body(&state, &headers, body).await?;
+    let limit = state.settings.max_upload_bytes;
     let files = blocking(move || {
         let body: Body =
             serde_json::from_slice(&body).map_err(|e| WebError::BadBody(e.to_string()))?;
@@ -109,5 +120,50 @@ async fn store_upload(
         })
         .await?;
     let body = json!({ "id": id, "url": format!("/runs/{id}"), "replaced": replaced });
+    Ok((StatusCode::CREATED, axum::Json(body)).into_response())
+}
+
+/// `POST /api/sweeps`: a sweep's `sweep.json` as `{"files": {"sweep.json": "…"}}`, stored (or
+/// replacing the same sweep's earlier upload). 201 `{"id", "key", "url", "replaced"}`.
+pub(crate) async fn upload_sweep(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match store_sweep(state, headers, body).await {
+        Ok(res) => res,
+        Err(e) => e.respond(Want::Json),
+    }
+}
+
+async fn store_sweep(
+    state: AppState,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, WebError> {
+    let (token, body) = token_and_body(&state, &headers, body).await?;
+    let file = blocking(move || {
+        let mut body: Body =
+            serde_json::from_slice(&body).map_err(|e| WebError::BadBody(e.to_string()))?;
+        let file = body.files.remove(llmib_hub::SWEEP_FILE);
+        match (file, body.files.keys().next()) {
+            (Some(f), None) => Ok(f.into_bytes()),
+            (_, Some(other)) => Err(WebError::BadBody(format!(
+                "`{}` is not part of a sweep upload: send sweep.json alone (each run goes to /api/runs)",
+                llmib_core::sanitize_terminal(other)
+            ))),
+            (None, None) => Err(WebError::BadBody("no sweep.json in the upload".into())),
+        }
+    })
+    .await?;
+    let up = state
+        .with_store(move |s| Ok(s.upload_sweep(&file, token.as_deref())?))
+        .await?;
+    let body = json!({
+        "id": up.id,
+        "key": up.key,
+        "url": format!("/sweeps/{}", up.key),
+        "replaced": up.replaced,
+    });
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }

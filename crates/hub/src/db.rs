@@ -65,13 +65,22 @@ pub struct Migration {
 }
 
 /// Every step, oldest first. A released step is never edited: a change is a new step.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "runs, files, cells, tokens",
-    portable: include_str!("../migrations/0001_init.sql"),
-    sqlite: "CREATE VIRTUAL TABLE runs_fts USING fts5(body, tokenize = 'unicode61');",
-    postgres: "CREATE INDEX runs_search ON runs USING GIN (to_tsvector('simple', search_text));",
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "runs, files, cells, tokens",
+        portable: include_str!("../migrations/0001_init.sql"),
+        sqlite: "CREATE VIRTUAL TABLE runs_fts USING fts5(body, tokenize = 'unicode61');",
+        postgres: "CREATE INDEX runs_search ON runs USING GIN (to_tsvector('simple', search_text));",
+    },
+    Migration {
+        version: 2,
+        name: "sweeps",
+        portable: include_str!("../migrations/0002_sweeps.sql"),
+        sqlite: "",
+        postgres: "",
+    },
+];
 
 /// The newest schema this binary knows.
 pub fn latest_version() -> u32 {

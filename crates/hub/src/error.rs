@@ -32,6 +32,11 @@ pub enum StoreError {
     /// No run has this id.
     #[error("no run {0} in this hub: list the runs to find its id")]
     NoSuchRun(i64),
+    /// No sweep has this key.
+    #[error(
+        "no sweep `{0}` in this hub: upload the sweep's directory with `llm-inference-bench upload`"
+    )]
+    NoSuchSweep(String),
     /// No token has this id.
     #[error("no token {0} in this hub: list the tokens to find its id")]
     NoSuchToken(i64),

@@ -14,6 +14,7 @@ mod error;
 mod migrate;
 mod query;
 mod sql;
+mod sweeps;
 pub mod testing;
 mod tokens;
 mod upload;
@@ -25,6 +26,9 @@ pub use db::{Dialect, MIGRATIONS, Migration};
 pub use error::{StoreError, TokenError, UploadError};
 pub use query::{
     CellRow, Headline, ListFilter, ListPage, Page, RunFile, RunSummary, SortKey, StoredRun,
+};
+pub use sweeps::{
+    RankedConfiguration, SWEEP_FILE, StoredSweep, SweepSummary, SweepUploaded, rank_configurations,
 };
 pub use tokens::{NewToken, TokenInfo};
 pub use upload::{ALLOWED_FILES, UploadFiles, precheck};

@@ -146,6 +146,10 @@ pub struct RunSummary {
     pub best_decode_tok_per_s: Option<f64>,
     /// Best Valid prefill throughput, tok/s.
     pub best_prefill_tok_per_s: Option<f64>,
+    /// The sweep this run measured a combination of (its key), if any.
+    pub sweep_key: Option<String>,
+    /// That combination's name.
+    pub combination: Option<String>,
 }
 
 /// A page of the list.
@@ -210,11 +214,11 @@ pub struct CellRow {
     pub capacity_concurrency: Option<u32>,
 }
 
-const SUMMARY_COLUMNS: &str = "id, run_key, uploaded_at, model, engine, engine_version, \
+pub(crate) const SUMMARY_COLUMNS: &str = "id, run_key, uploaded_at, model, engine, engine_version, \
      quantization, gpu_name, gpu_count, started_at, tool_version, standard, run_state, \
-     cell_count, best_decode_tok_per_s, best_prefill_tok_per_s";
+     cell_count, best_decode_tok_per_s, best_prefill_tok_per_s, sweep_key, combination";
 
-fn summary(r: &Row) -> Result<RunSummary, StoreError> {
+pub(crate) fn summary(r: &Row) -> Result<RunSummary, StoreError> {
     Ok(RunSummary {
         id: r.i64(0)?,
         run_key: r.text(1)?,
@@ -232,6 +236,8 @@ fn summary(r: &Row) -> Result<RunSummary, StoreError> {
         cell_count: r.int(13)?,
         best_decode_tok_per_s: r.opt_f64(14)?,
         best_prefill_tok_per_s: r.opt_f64(15)?,
+        sweep_key: r.opt_text(16)?,
+        combination: r.opt_text(17)?,
     })
 }
 

@@ -20,7 +20,8 @@ mod insert;
 mod prepared;
 mod redaction;
 
-use prepared::{Prepared, one_line};
+use prepared::Prepared;
+pub(crate) use prepared::one_line;
 
 /// The files a results directory may hold (the first two are required).
 pub const ALLOWED_FILES: [&str; 5] = [

@@ -62,6 +62,6 @@ pub use markdown::escape as escape_markdown;
 pub use model::Report;
 pub use schema_check::{RESULTS_SCHEMA, SchemaViolation, check_results_schema};
 pub use sweep::{
-    ComboLine, SweepReport, sweep_html, sweep_markdown, sweep_report, sweep_runs,
-    write_sweep_report,
+    ComboLine, SweepReport, combo_rows, sweep_html, sweep_markdown, sweep_report, sweep_report_of,
+    sweep_runs, write_sweep_report,
 };

@@ -10,7 +10,7 @@ use crate::html::{self, render_template, ser};
 use crate::markdown::escape;
 use crate::{ReportError, number};
 use llmib_core::{
-    CellResult, ComboRecord, ComboRows, ComboState, FrontierPoint, Phase, RunDir, SloPick,
+    CellResult, ComboRecord, ComboRows, ComboState, FrontierPoint, Phase, RunDir, RunInfo, SloPick,
     SweepFile, frontier_points, slo_picks,
 };
 use minijinja::Value;
@@ -25,6 +25,9 @@ const SWEEP_FILE: &str = "sweep.json";
 pub struct ComboLine {
     /// Its name (its results directory).
     pub name: String,
+    /// Its run's page (`NAME/report.html` in a sweep directory, `/runs/ID` on a hub), where it
+    /// was measured.
+    pub href: Option<String>,
     /// `name=value` of each parameter.
     pub settings: String,
     /// `measured`, `failed_to_start`, …
@@ -76,21 +79,53 @@ pub fn sweep_report(dir: &Path) -> Result<SweepReport, ReportError> {
         source,
     })?;
     let file: SweepFile = serde_json::from_str(&text)?;
+    Ok(sweep_report_of(
+        &file,
+        |c| rows_of(dir, c),
+        |c| Some(format!("{}/report.html", c.name)),
+    ))
+}
+
+/// A sweep's report from its file, each combination's measured rows (`rows_of`: `None` where
+/// it has none) and the link to its run's page (`href_of`, for a combination with rows): the
+/// sweep directory's own files, or a hub's stored runs.
+pub fn sweep_report_of(
+    file: &SweepFile,
+    rows_of: impl Fn(&ComboRecord) -> Option<ComboRows>,
+    href_of: impl Fn(&ComboRecord) -> Option<String>,
+) -> SweepReport {
     let combos: Vec<(ComboRecord, Option<ComboRows>)> = file
         .combinations
         .iter()
-        .map(|c| (c.clone(), rows_of(dir, c)))
+        .map(|c| (c.clone(), rows_of(c)))
         .collect();
     let measured: Vec<ComboRows> = combos.iter().filter_map(|(_, r)| r.clone()).collect();
     let per_gpu = !measured.is_empty() && measured.iter().all(|c| c.gpus.is_some());
-    Ok(SweepReport {
+    SweepReport {
         serve: file.spec.serve.clone(),
         run_args: file.spec.run_args.clone(),
-        combinations: combos.iter().map(|(c, r)| line(c, r.as_ref())).collect(),
+        combinations: combos
+            .iter()
+            .map(|(c, r)| {
+                let href = r.as_ref().and_then(|_| href_of(c));
+                line(c, r.as_ref(), href)
+            })
+            .collect(),
         points: frontier_points(&measured),
         picks: slo_picks(&measured),
         per_gpu,
-    })
+    }
+}
+
+/// A combination's rows as the report reads them from its run: its cells and the GPU count
+/// of its figures per GPU (`--gpus`, given to every combination's run, else the count
+/// detected on the server's machine).
+pub fn combo_rows(name: &str, info: &RunInfo, cells: Vec<CellResult>) -> ComboRows {
+    ComboRows {
+        name: name.to_string(),
+        gpus: info.plan.settings.economics.server_gpus().map(|g| g.0),
+        rows: cells,
+    }
 }
 
 /// A combination's rows and GPU count, where its run wrote a results directory.
@@ -99,12 +134,7 @@ fn rows_of(dir: &Path, c: &ComboRecord) -> Option<ComboRows> {
         return None;
     }
     let run = RunDir::open(dir.join(&c.name)).ok()?.load().ok()?;
-    Some(ComboRows {
-        name: c.name.clone(),
-        // `--gpus` (given to every combination's run), else the count detected on its machine.
-        gpus: run.info.plan.settings.economics.server_gpus().map(|g| g.0),
-        rows: run.cells,
-    })
+    Some(combo_rows(&c.name, &run.info, run.cells))
 }
 
 /// The best row of `rows` by `figure`, in words with its cell.
@@ -153,12 +183,13 @@ fn lowest(rows: &[CellResult], f: fn(&llmib_core::CellEconomics) -> Option<f64>)
 }
 
 /// The table's line of one combination.
-fn line(c: &ComboRecord, rows: Option<&ComboRows>) -> ComboLine {
+fn line(c: &ComboRecord, rows: Option<&ComboRows>, href: Option<String>) -> ComboLine {
     let empty = Vec::new();
     let cells = rows.map_or(&empty, |r| &r.rows);
     let per = f64::from(rows.and_then(|r| r.gpus).unwrap_or(1).max(1));
     ComboLine {
         name: c.name.clone(),
+        href,
         settings: c
             .params
             .iter()

@@ -217,3 +217,37 @@ fn a_log_tail_never_shows_a_secret_the_command_held() {
     );
     assert!(tail.contains("<redacted>"), "{tail}");
 }
+
+#[test]
+fn a_sweep_id_sorts_by_its_start_and_differs_between_sweeps_of_one_second() {
+    // 2026-12-06T19:51:46.5Z in ns since the epoch.
+    let ns = 1_796_586_706_500_000_000;
+    let a = crate::sweep_id(ns);
+    let b = crate::sweep_id(ns);
+    assert!(a.starts_with("20261206T195146Z-"), "{a}");
+    let tail = &a["20261206T195146Z-".len()..];
+    assert_eq!(tail.len(), 8, "{a}");
+    assert!(tail.chars().all(|c| c.is_ascii_hexdigit()), "{a}");
+    assert_ne!(
+        a, b,
+        "two sweeps started in the same instant share no identity"
+    );
+    assert!(crate::sweep_id(ns - 86_400_000_000_000) < a);
+}
+
+#[test]
+fn a_run_json_without_a_sweep_reads_and_one_with_it_keeps_it() {
+    let member = crate::SweepMember {
+        id: "20261206T195146Z-0badcafe".into(),
+        combination: "seqs=64".into(),
+        params: [("seqs".to_string(), "64".to_string())].into(),
+    };
+    let text = serde_json::to_string(&member).unwrap();
+    assert_eq!(
+        serde_json::from_str::<crate::SweepMember>(&text).unwrap(),
+        member
+    );
+    let old = r#"{"id":"x","combination":"a"}"#;
+    let read: crate::SweepMember = serde_json::from_str(old).unwrap();
+    assert!(read.params.is_empty());
+}

@@ -33,7 +33,7 @@ form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 pub(crate) fn nav(extra: &str) -> String {
     format!(
         "<nav class=\"hubnav\"><a class=\"brand\" href=\"/\">llm-inference-bench hub</a>\
-         <a href=\"/\">Runs</a>{extra}</nav>"
+         <a href=\"/\">Runs</a><a href=\"/sweeps\">Sweeps</a>{extra}</nav>"
     )
 }
 

@@ -1,11 +1,13 @@
 //! The hub's pages, each answering HTML or its JSON twin (see `crate::want`): the run list, a
-//! run's page and files, compare, a model's ranking; the health check and the not-found answer.
+//! run's page and files, compare, a model's ranking, a sweep's
+//! page and the list of sweeps; the health check and the not-found answer.
 
 pub(crate) mod compare;
 pub(crate) mod layout;
 pub(crate) mod list;
 pub(crate) mod model;
 pub(crate) mod run;
+pub(crate) mod sweep;
 
 use crate::error::WebError;
 use crate::state::AppState;

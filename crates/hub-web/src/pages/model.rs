@@ -2,7 +2,8 @@
 //! figures of every stored run of it, per context: decode tok/s at N = 1 and at the largest
 //! Valid N, prefill tok/s, and the capacity at the run's SLO where it measured one. Runs of a
 //! standard matrix are ranked in their own table, apart from free-form runs, since only they
-//! measured like with like. `/api/model?name=` is the JSON twin.
+//! measured like with like. Then the configurations sweeps measured of it, ranked by decode
+//! tok/s per GPU, each linked to its sweep. `/api/model?name=` is the JSON twin.
 
 use crate::error::WebError;
 use crate::pages::layout::{esc, figure, html, page as shell, text};
@@ -11,7 +12,7 @@ use crate::want::Want;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use llmib_hub::{Headline, Store};
+use llmib_hub::{Headline, RankedConfiguration, Store};
 use serde_json::{Value, json};
 
 /// One ranked row: a run's headline at one context, with its standard and capacity.
@@ -49,7 +50,9 @@ fn model_name(raw: Option<&str>) -> Result<String, WebError> {
 async fn answer(state: AppState, want: Want, raw: Option<String>) -> Result<Response, WebError> {
     let model = model_name(raw.as_deref())?;
     let wanted = model.clone();
-    let ranked = state.with_store(move |s| ranked(s, &wanted)).await?;
+    let (ranked, configs) = state
+        .with_store(move |s| Ok((ranked(s, &wanted)?, s.configurations_of(&wanted)?)))
+        .await?;
     Ok(match want {
         Want::Json => {
             let (std, free): (Vec<&Ranked>, Vec<&Ranked>) =
@@ -58,9 +61,13 @@ async fn answer(state: AppState, want: Want, raw: Option<String>) -> Result<Resp
                 "model": model,
                 "standard": std.iter().map(|r| row_json(r)).collect::<Vec<_>>(),
                 "free_form": free.iter().map(|r| row_json(r)).collect::<Vec<_>>(),
+                "configurations": configs.iter().map(config_json).collect::<Vec<_>>(),
             }))
         }
-        Want::Html => html(StatusCode::OK, shell(&model, "", &render(&model, &ranked))),
+        Want::Html => {
+            let body = format!("{}{}", render(&model, &ranked), configurations(&configs));
+            html(StatusCode::OK, shell(&model, "", &body))
+        }
     })
 }
 
@@ -187,4 +194,67 @@ fn rank_row(rank: usize, r: &Ranked) -> String {
         figure(h.prefill_tok_per_s),
         id = h.run_id,
     )
+}
+
+fn config_json(c: &RankedConfiguration) -> Value {
+    let r = &c.run;
+    json!({
+        "run_id": r.id,
+        "url": format!("/runs/{}", r.id),
+        "sweep": r.sweep_key,
+        "sweep_url": r.sweep_key.as_ref().map(|k| format!("/sweeps/{k}")),
+        "combination": r.combination,
+        "engine": r.engine,
+        "gpu_name": r.gpu_name,
+        "gpu_count": r.gpu_count,
+        "best_decode_tok_per_s": r.best_decode_tok_per_s,
+        "decode_tok_per_s_per_gpu": c.tok_per_s_per_gpu.filter(|_| c.per_gpu),
+        "decode_tok_per_s_per_server": c.tok_per_s_per_gpu.filter(|_| !c.per_gpu),
+    })
+}
+
+/// The configurations sweeps measured of this model, ranked by best decode tok/s per GPU
+/// (`llmib_hub::rank_configurations`); nothing when no sweep measured it.
+fn configurations(configs: &[RankedConfiguration]) -> String {
+    if configs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2 id=\"configurations\">Configurations</h2><p class=\"muted\">Every combination a \
+         sweep measured of this model, ranked by its best Valid decode tok/s per GPU (per server \
+         where no run knows its GPU count); a sweep's page has its frontier and its picks at \
+         each SLO.</p><table class=\"rank\" id=\"configurations-table\"><thead><tr><th>#</th>\
+         <th>Run</th><th>Sweep</th><th>Combination</th><th>Engine</th><th>GPU</th>\
+         <th>Best decode tok/s</th><th>Per GPU</th></tr></thead><tbody>",
+    );
+    for (i, c) in configs.iter().enumerate() {
+        let r = &c.run;
+        let rank = if c.tok_per_s_per_gpu.is_some() {
+            (i + 1).to_string()
+        } else {
+            "—".to_string()
+        };
+        let sweep = r.sweep_key.as_deref().map_or("—".to_string(), |k| {
+            format!("<a href=\"/sweeps/{k}\">{k}</a>", k = esc(k))
+        });
+        let gpu = match (&r.gpu_name, r.gpu_count) {
+            (Some(g), Some(n)) => format!("{} ×{n}", esc(g)),
+            (g, _) => text(g.as_deref()),
+        };
+        let per = if c.per_gpu {
+            figure(c.tok_per_s_per_gpu)
+        } else {
+            "— (GPUs unknown)".to_string()
+        };
+        out.push_str(&format!(
+            "<tr><td>{rank}</td><td><a href=\"/runs/{id}\">#{id}</a></td><td>{sweep}</td><td>{}</td>\
+             <td>{}</td><td>{gpu}</td><td class=\"num\">{}</td><td class=\"num\">{per}</td></tr>",
+            text(r.combination.as_deref()),
+            text(r.engine.as_deref()),
+            figure(r.best_decode_tok_per_s),
+            id = r.id,
+        ));
+    }
+    out.push_str("</tbody></table>");
+    out
 }

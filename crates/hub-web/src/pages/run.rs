@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use llmib_core::{CELLS_FILE, RUN_FILE, TELEMETRY_FILE};
-use llmib_hub::{RunId, StoredRun};
+use llmib_hub::{RunId, RunSummary, StoredRun};
 use llmib_report::{Format, Report};
 use serde_json::json;
 
@@ -47,8 +47,17 @@ async fn answer(state: AppState, want: Want, id: String) -> Result<Response, Web
             })))
         }
         Want::Html => {
-            let run = state.with_store(move |s| Ok(s.run(id)?)).await?;
-            let page = blocking(move || render(&run)).await?;
+            let (run, siblings) = state
+                .with_store(move |s| {
+                    let run = s.run(id)?;
+                    let siblings = match &run.summary.sweep_key {
+                        Some(key) => s.sweep_runs(key)?,
+                        None => Vec::new(),
+                    };
+                    Ok((run, siblings))
+                })
+                .await?;
+            let page = blocking(move || render(&run, &siblings)).await?;
             Ok(html(StatusCode::OK, page))
         }
     }
@@ -71,8 +80,47 @@ pub(crate) fn report_of(run: &StoredRun) -> Result<Report, WebError> {
     )?)
 }
 
+/// The bar's links of a run a sweep measured: its sweep, its combination, and the newest run
+/// of each other combination of the same sweep.
+fn sweep_links(run: &RunSummary, siblings: &[RunSummary]) -> String {
+    let Some(key) = &run.sweep_key else {
+        return String::new();
+    };
+    let mut newest: Vec<&RunSummary> = Vec::new();
+    for r in siblings.iter().rev() {
+        let seen = newest.iter().any(|n| n.combination == r.combination);
+        if !seen && r.combination != run.combination {
+            newest.push(r);
+        }
+    }
+    newest.sort_by_key(|r| r.id);
+    let others: Vec<String> = newest
+        .iter()
+        .map(|r| {
+            format!(
+                "<a href=\"/runs/{}\">{}</a>",
+                r.id,
+                esc(r.combination.as_deref().unwrap_or("?"))
+            )
+        })
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<span class=\"sweep-others\">Other combinations: {}</span>",
+            others.join(" · ")
+        )
+    };
+    format!(
+        "<a class=\"sweep-link\" href=\"/sweeps/{k}\">Sweep {k}</a><span>Combination {}</span>{others}",
+        esc(run.combination.as_deref().unwrap_or("?")),
+        k = esc(key),
+    )
+}
+
 /// The seed page of the run with the hub's bar.
-fn render(run: &StoredRun) -> Result<String, WebError> {
+fn render(run: &StoredRun, siblings: &[RunSummary]) -> Result<String, WebError> {
     let report = report_of(run)?;
     let page = Format::Html.exporter().render(&report)?;
     let id = run.summary.id;
@@ -90,8 +138,9 @@ fn render(run: &StoredRun) -> Result<String, WebError> {
         .collect::<Vec<_>>()
         .join(" · ");
     let extra = format!(
-        "<span>Run #{id}</span><span class=\"files\">Files: {files}</span>\
-         <a href=\"/api/runs/{id}\">JSON</a>"
+        "<span>Run #{id}</span>{}<span class=\"files\">Files: {files}</span>\
+         <a href=\"/api/runs/{id}\">JSON</a>",
+        sweep_links(&run.summary, siblings)
     );
     Ok(inject(&page, &extra))
 }

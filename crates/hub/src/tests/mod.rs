@@ -8,6 +8,7 @@
 
 mod pg;
 mod queries;
+mod sweeps;
 mod uploads;
 
 use crate::sql::SqlValue;

@@ -101,6 +101,8 @@ fn run_values(p: &Prepared, token_id: i64) -> Vec<SqlValue> {
         best(&p.cells, Phase::Decode, |c| c.total_tok_per_s).into(),
         best(&p.cells, Phase::Prefill, |c| c.prompt_tok_per_s).into(),
         search_text(info).into(),
+        info.sweep.as_ref().map(|m| m.id.clone()).into(),
+        info.sweep.as_ref().map(|m| m.combination.clone()).into(),
     ]
 }
 
@@ -108,7 +110,7 @@ fn run_values(p: &Prepared, token_id: i64) -> Vec<SqlValue> {
 const RUN_COLUMNS: &str = "run_key, uploaded_at, uploaded_by, model, engine, engine_version,
     quantization, gpu_name, gpu_count, started_date, started_at, tool_version, standard,
     run_state, schema_version, cell_count, best_decode_tok_per_s, best_prefill_tok_per_s,
-    search_text";
+    search_text, sweep_key, combination";
 
 /// Inserts the run's own row (with `id` when replacing, to keep links to it) and returns its id.
 fn insert_run_row(

@@ -18,6 +18,6 @@ pub(crate) struct Prepared {
 }
 
 /// A parse error's text on one line, for [`UploadError::Malformed`].
-pub(super) fn one_line(e: impl std::fmt::Display) -> String {
+pub(crate) fn one_line(e: impl std::fmt::Display) -> String {
     llmib_core::sanitize_terminal(&e.to_string())
 }

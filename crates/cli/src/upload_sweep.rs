@@ -1,0 +1,91 @@
+//! `upload SWEEP_DIR`: a sweep directory goes to the hub as one group. Each combination that
+//! wrote a results directory is uploaded as a run (its `run.json` names the sweep and the
+//! combination, which is how the hub groups them); a run the hub holds already is kept, so a
+//! sweep uploaded again as it goes on sends only what is new. Then `sweep.json` (every
+//! combination's record, measured or not and why) goes to `POST /api/sweeps`, which replaces
+//! the sweep's earlier file. A run that is refused is said and the rest go on; the sweep's
+//! page is printed at the end.
+
+use crate::upload_cmd::{Failure, How, Hub};
+use llmib_core::{ComboState, SweepFile};
+use serde::Deserialize;
+use std::path::Path;
+
+/// The sweep's file in its directory.
+pub const SWEEP_FILE: &str = "sweep.json";
+
+/// What the hub answered to a stored sweep file.
+#[derive(Debug, Deserialize)]
+struct SweepStored {
+    /// The sweep's page, relative to the hub (`/sweeps/KEY`).
+    url: String,
+}
+
+/// What one sweep's upload did.
+#[derive(Debug, Default)]
+pub struct SweepUpload {
+    /// Runs stored now.
+    pub stored: usize,
+    /// Runs the hub held already.
+    pub kept: usize,
+    /// Runs refused (each said on stderr).
+    pub refused: usize,
+    /// The sweep's page.
+    pub page: String,
+}
+
+/// Whether `dir` is a sweep directory (it has `sweep.json`).
+pub fn is_sweep(dir: &Path) -> bool {
+    dir.join(SWEEP_FILE).is_file()
+}
+
+/// The sweep's file, refused when it cannot be read or has no identity.
+fn read_sweep(dir: &Path) -> Result<(SweepFile, String), Failure> {
+    let path = dir.join(SWEEP_FILE);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Failure::Refused(format!("{}: {e}", path.display())))?;
+    let file: SweepFile = serde_json::from_str(&text).map_err(|e| {
+        Failure::Refused(format!(
+            "{} is not a sweep file ({e}): upload a directory written by `llm-inference-bench sweep`",
+            path.display()
+        ))
+    })?;
+    if file.id.is_empty() {
+        return Err(Failure::Refused(format!(
+            "{} has no sweep id (written by an older llm-inference-bench): run `llm-inference-bench sweep --resume {}` once with this version, then upload again",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok((file, text))
+}
+
+/// Uploads the sweep in `dir`: its runs, then its file. Fails only when the sweep file is
+/// refused or the hub cannot be reached; a refused run is counted and said.
+pub async fn upload_sweep(hub: &Hub, dir: &Path, how: How) -> Result<SweepUpload, Failure> {
+    let (file, text) = read_sweep(dir)?;
+    let mut done = SweepUpload::default();
+    for c in &file.combinations {
+        let run = dir.join(&c.name);
+        // A combination that wrote results (measured, or cut by its server's death) has a run.
+        if c.state == ComboState::Pending || !run.join(llmib_core::RUN_FILE).is_file() {
+            continue;
+        }
+        match hub.upload(&run, how).await {
+            Ok(u) => {
+                done.stored += 1;
+                outln!("  {} → {}", c.name, hub.page(&u));
+            }
+            Err(Failure::AlreadyStored(_)) => done.kept += 1,
+            Err(e @ Failure::Unreachable(_)) => return Err(e),
+            Err(e) => {
+                done.refused += 1;
+                errln!("error: {}: {e}", run.display());
+            }
+        }
+    }
+    let body = serde_json::json!({ "files": { SWEEP_FILE: text } });
+    let stored: SweepStored = hub.post("/api/sweeps", &body).await?;
+    done.page = hub.page_at(&stored.url);
+    Ok(done)
+}
