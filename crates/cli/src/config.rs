@@ -565,8 +565,10 @@ impl RunArgs {
 /// The keys a config file may hold: every `run` argument of the clap definition but
 /// `--config` itself.
 pub fn file_keys() -> Vec<String> {
+    // A hidden flag is set by the tool itself (`--sweep-member`, by `sweep`), not a setting.
     RunArgs::augment_args(clap::Command::new("run"))
         .get_arguments()
+        .filter(|a| !a.is_hide_set())
         .map(|a| a.get_id().to_string())
         .filter(|id| id != "config")
         .collect()

@@ -129,8 +129,9 @@ fn every_flag_is_a_key_with_the_same_meaning() {
     for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();
         let Some(long) = arg.get_long() else { continue };
-        // `--config` names the file itself; `--help` is clap's.
-        if id == "config" || id == "help" {
+        // `--config` names the file itself; `--help` is clap's; a hidden flag is the tool's
+        // own (`--sweep-member`, set by `sweep`), not a setting.
+        if id == "config" || id == "help" || arg.is_hide_set() {
             continue;
         }
         let (from_flag, values) = if arg.get_action().takes_values() {

@@ -112,7 +112,7 @@ fn main() -> ExitCode {
     let result = rt.block_on(async move {
         match command {
             Command::Run(a) => upload_cmd::run(*a).await,
-            Command::Upload(a) => upload_cmd::upload(a).await,
+            Command::Upload(a) => upload_sweep::upload(a).await,
             // Returned above, before the runtime was built.
             Command::Hub(_) => unreachable!("hub commands run outside the runtime"),
             Command::Demo(a) => run_cmd::demo(a).await,

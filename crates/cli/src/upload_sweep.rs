@@ -1,4 +1,5 @@
-//! `upload SWEEP_DIR`: a sweep directory goes to the hub as one group. Each combination that
+//! `upload DIR…`: each directory in turn, a results directory as one run (`upload_cmd.rs`) and
+//! a sweep directory as one group. Each combination that
 //! wrote a results directory is uploaded as a run (its `run.json` names the sweep and the
 //! combination, which is how the hub groups them); a run the hub holds already is kept, so a
 //! sweep uploaded again as it goes on sends only what is new. Then `sweep.json` (every
@@ -6,7 +7,9 @@
 //! the sweep's earlier file. A run that is refused is said and the rest go on; the sweep's
 //! page is printed at the end.
 
-use crate::upload_cmd::{Failure, How, Hub};
+use crate::run_cmd::Exit;
+use crate::upload_cmd::{Failure, How, Hub, UploadArgs};
+use anyhow::Result;
 use llmib_core::{ComboState, SweepFile};
 use serde::Deserialize;
 use std::path::Path;
@@ -88,4 +91,90 @@ pub async fn upload_sweep(hub: &Hub, dir: &Path, how: How) -> Result<SweepUpload
     let stored: SweepStored = hub.post("/api/sweeps", &body).await?;
     done.page = hub.page_at(&stored.url);
     Ok(done)
+}
+
+/// `upload`: each directory in turn; a refused one is reported and the next one tried. An
+/// unreachable hub ends the command (the rest would fail the same way).
+pub async fn upload(a: UploadArgs) -> Result<Exit> {
+    let hub = Hub::new(&a.hub, a.token, "--hub", "--token")?;
+    let mut failed = 0usize;
+    for (i, dir) in a.dirs.iter().enumerate() {
+        let how = How {
+            replace: a.replace,
+            skip_requests: a.skip_requests,
+        };
+        if is_sweep(dir) {
+            match sweep(&hub, dir, how).await {
+                Ok(()) => continue,
+                Err(e) => {
+                    failed += 1;
+                    errln!("error: {}: {e}", dir.display());
+                    if let Failure::Unreachable(_) = e {
+                        failed += not_tried(a.dirs.len() - i - 1);
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        match hub.upload(dir, how).await {
+            Ok(u) => outln!(
+                "uploaded {} → {}{}",
+                dir.display(),
+                hub.page(&u),
+                if u.replaced { " (replaced)" } else { "" }
+            ),
+            Err(e) => {
+                failed += 1;
+                errln!("error: {}: {e}", dir.display());
+                if let Failure::Unreachable(_) = e {
+                    failed += not_tried(a.dirs.len() - i - 1);
+                    break;
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        errln!(
+            "{failed} of {} director{} not uploaded",
+            a.dirs.len(),
+            plural_y(a.dirs.len())
+        );
+        return Ok(Exit::UploadFailed);
+    }
+    Ok(Exit::Ok)
+}
+
+/// Says how many directories an unreachable hub left untried; returns the count.
+fn not_tried(rest: usize) -> usize {
+    if rest > 0 {
+        errln!("{rest} more director{} not tried", plural_y(rest));
+    }
+    rest
+}
+
+/// One sweep directory: its runs and its file, with a line for the sweep's page. A refused
+/// run fails the sweep's upload (the sweep file is still sent, so the page shows the rest).
+async fn sweep(hub: &Hub, dir: &Path, how: How) -> Result<(), Failure> {
+    let done = upload_sweep(hub, dir, how).await?;
+    outln!(
+        "uploaded sweep {} → {} ({} run{} stored, {} already there)",
+        dir.display(),
+        done.page,
+        done.stored,
+        if done.stored == 1 { "" } else { "s" },
+        done.kept
+    );
+    if done.refused > 0 {
+        return Err(Failure::Refused(format!(
+            "{} run{} of the sweep refused (said above)",
+            done.refused,
+            if done.refused == 1 { "" } else { "s" }
+        )));
+    }
+    Ok(())
+}
+
+fn plural_y(n: usize) -> &'static str {
+    if n == 1 { "y" } else { "ies" }
 }

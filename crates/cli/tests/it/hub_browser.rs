@@ -117,7 +117,7 @@ fn element_count(html: &str, tag: &str) -> usize {
 
 /// Loads `path` from the hub in Chromium and returns the DOM it built, after checking the page
 /// logged nothing to the console and its answer carries the CSP.
-fn dom_of(chrome: &Path, hub: &Hub, path: &str) -> String {
+pub(crate) fn dom_of(chrome: &Path, hub: &Hub, path: &str) -> String {
     let (status, head, body) = http_get(&hub.url, path);
     assert_eq!(status, 200, "GET {path}: {body}");
     assert!(
@@ -179,7 +179,13 @@ fn list_rows(dom: &str) -> Vec<String> {
 
 /// Fetches `path`, injects the probe at the top of `<head>` and `checks` at the end of
 /// `<body>`, loads the copy as a file and returns the verdict the checks wrote.
-fn probed(chrome: &Path, hub: &Hub, path: &str, name: &str, checks: Option<&str>) -> Value {
+pub(crate) fn probed(
+    chrome: &Path,
+    hub: &Hub,
+    path: &str,
+    name: &str,
+    checks: Option<&str>,
+) -> Value {
     let (_, _, html) = http_get(&hub.url, path);
     let work = hub.dir.join(format!("probe-{name}"));
     std::fs::create_dir_all(&work).expect("work dir");

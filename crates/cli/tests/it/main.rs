@@ -17,6 +17,7 @@ mod guards;
 mod highconc;
 mod hub;
 mod hub_browser;
+mod hub_sweep;
 mod interrupt;
 mod llamacpp;
 mod load;

@@ -1,7 +1,8 @@
 //! `sweep` end to end: the tool starts the simulator in each combination of a grid, measures
 //! it, stops it, and picks the best; a server that cannot start is a row with its log and the
 //! sweep goes on; Ctrl-C stops the running server and `--resume` finishes the rest; a list of
-//! running servers is swept without launching; the sweep page in headless Chromium.
+//! running servers is swept without launching (with the pages in headless Chromium, in
+//! `hub_sweep.rs`).
 
 use crate::common::*;
 use serde_json::Value;
@@ -31,7 +32,7 @@ fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
-fn sweep_json(dir: &Path) -> Value {
+pub(crate) fn sweep_json(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("sweep.json")).expect("sweep.json");
     serde_json::from_str(&text).expect("sweep.json is JSON")
 }
@@ -42,7 +43,7 @@ fn sweep_report(dir: &Path) -> Value {
     serde_json::from_str(&text).expect("sweep-report.json is JSON")
 }
 
-fn states(s: &Value) -> Vec<String> {
+pub(crate) fn states(s: &Value) -> Vec<String> {
     s["combinations"]
         .as_array()
         .into_iter()
@@ -52,7 +53,7 @@ fn states(s: &Value) -> Vec<String> {
 }
 
 /// Whether something still accepts connections at `url`.
-fn answers(url: &str) -> bool {
+pub(crate) fn answers(url: &str) -> bool {
     let hostport = url.trim_start_matches("http://");
     std::net::TcpStream::connect_timeout(
         &hostport.parse().expect("host:port"),
@@ -154,7 +155,7 @@ fn a_sweep_of_running_request_limits_picks_the_one_the_model_gives() {
 }
 
 /// The small matrix each combination of the tests below measures.
-const SMALL_RUN: [&str; 9] = [
+pub(crate) const SMALL_RUN: [&str; 9] = [
     "--contexts",
     "1K",
     "--concurrency",
@@ -270,77 +271,6 @@ fn ctrl_c_stops_the_server_and_resume_finishes_the_rest() {
     );
     assert!(s["finished_at"].is_string());
     assert!(processes_with(&marker).is_empty());
-}
-
-/// Servers already running side by side: each URL is a combination, nothing is started or
-/// stopped, and the sweep page opens in headless Chromium with its table and frontier, no
-/// console error and no request outside the page.
-#[test]
-fn running_servers_are_swept_and_the_page_opens_in_a_browser() {
-    let serial = timing_lock();
-    let a = Sim::start(llmib_sim::builtin_profile("tiny").expect("tiny"));
-    let mut slow = llmib_sim::builtin_profile("tiny").expect("tiny");
-    slow.max_running_requests = Some(1);
-    let b = Sim::start(slow);
-    let dir = out_dir("sweep-urls");
-    let d = dir.display().to_string();
-    let urls = format!("{},{}", a.url, b.url);
-    let mut args = vec!["sweep", "--urls", &urls, "--output", &d, "--"];
-    let mut run = SMALL_RUN.to_vec();
-    run[3] = "1,4";
-    args.extend(run);
-    args.push("none");
-    let o = run_bin(&args);
-    assert!(o.status.success(), "{}", text(&o));
-    let s = sweep_json(&dir);
-    assert_eq!(states(&s), ["measured", "measured"], "{s:#}");
-    assert!(s["combinations"][0]["command"].is_null());
-    assert!(
-        answers(a.url.trim_end_matches('/')),
-        "a running server is left running"
-    );
-    drop((a, b));
-    // `compare SWEEP` sets the combinations side by side, the first as the baseline.
-    let o = run_bin(&["compare", &d]);
-    assert!(o.status.success(), "{}", text(&o));
-    let table = String::from_utf8_lossy(&o.stdout);
-    for name in ["1-127.0.0.1", "2-127.0.0.1"] {
-        assert!(table.contains(name), "{name} in {table}");
-    }
-    // The browser takes the timing lock itself (it loads both cores for a moment).
-    drop(serial);
-    let Some(chrome) = crate::report::chromium() else {
-        return;
-    };
-    let html = std::fs::read_to_string(dir.join("sweep.html")).expect("sweep.html");
-    let work = out_dir("sweep-urls-browser");
-    let page = work.join("checked.html");
-    let checks = r###"<script>
-(function () {
-  var all = function (s) { return Array.prototype.slice.call(document.querySelectorAll(s)); };
-  var r = { probe: window.__llmib, rows: all("#sweep-table tbody tr").length,
-    dots: all("#sweep-pareto circle.dot").length, frontier: all("#sweep-pareto circle.on-frontier").length,
-    line: (document.querySelector("#sweep-pareto polyline.frontier") || {}).getAttribute ? document.querySelector("#sweep-pareto polyline.frontier").getAttribute("points") : "" };
-  var pre = document.createElement("pre"); pre.id = "llmib-verdict"; pre.textContent = JSON.stringify(r);
-  document.body.appendChild(pre);
-})();
-</script>"###;
-    let with_probe = html.replacen("<head>", &format!("<head>\n{}", crate::report::PROBE), 1);
-    let i = with_probe.rfind("</body>").expect("</body>");
-    std::fs::write(
-        &page,
-        format!("{}{checks}{}", &with_probe[..i], &with_probe[i..]),
-    )
-    .expect("write page");
-    let (dom, stderr) = crate::report::run_chromium(&chrome, &work, &page, &["--dump-dom"]);
-    let v = crate::report::verdict(&dom, &stderr);
-    assert_eq!(v["rows"], 2, "{v:#}");
-    assert_eq!(v["dots"], 4, "two decode cells per server: {v:#}");
-    assert!(v["frontier"].as_u64().is_some_and(|n| n >= 1), "{v:#}");
-    assert!(!v["line"].as_str().unwrap_or("").is_empty(), "{v:#}");
-    for k in ["errors", "alerts", "csp"] {
-        assert_eq!(v["probe"][k], serde_json::json!([]), "{k}: {v:#}");
-    }
 }
 
 /// Bad input is one line before anything starts: a placeholder no grid fills, a flag the

@@ -242,12 +242,12 @@ fn a_run_json_without_a_sweep_reads_and_one_with_it_keeps_it() {
         combination: "seqs=64".into(),
         params: [("seqs".to_string(), "64".to_string())].into(),
     };
-    let text = serde_json::to_string(&member).unwrap();
+    let text = serde_json::to_string(&member).expect("json");
     assert_eq!(
-        serde_json::from_str::<crate::SweepMember>(&text).unwrap(),
+        serde_json::from_str::<crate::SweepMember>(&text).expect("reads"),
         member
     );
     let old = r#"{"id":"x","combination":"a"}"#;
-    let read: crate::SweepMember = serde_json::from_str(old).unwrap();
+    let read: crate::SweepMember = serde_json::from_str(old).expect("old reads");
     assert!(read.params.is_empty());
 }

@@ -135,8 +135,10 @@ fn a_sweep_file_is_checked_and_redacted_before_it_is_stored() {
             !serve.contains("sk-live-secret") && serve.contains("<redacted>"),
             "{serve}"
         );
-        let mut small = crate::Settings::default();
-        small.max_upload_bytes = 10;
+        let small = crate::Settings {
+            max_upload_bytes: 10,
+            ..crate::Settings::default()
+        };
         let (mut tiny, t2) = db.store_with(small);
         let e = tiny
             .upload_sweep(&bytes(&sweep_file(KEY)), Some(&t2))
