@@ -103,27 +103,20 @@ pub async fn upload(a: UploadArgs) -> Result<Exit> {
             replace: a.replace,
             skip_requests: a.skip_requests,
         };
-        if is_sweep(dir) {
-            match sweep(&hub, dir, how).await {
-                Ok(()) => continue,
-                Err(e) => {
-                    failed += 1;
-                    errln!("error: {}: {e}", dir.display());
-                    if let Failure::Unreachable(_) = e {
-                        failed += not_tried(a.dirs.len() - i - 1);
-                        break;
-                    }
-                    continue;
-                }
-            }
-        }
-        match hub.upload(dir, how).await {
-            Ok(u) => outln!(
-                "uploaded {} → {}{}",
-                dir.display(),
-                hub.page(&u),
-                if u.replaced { " (replaced)" } else { "" }
-            ),
+        let done = if is_sweep(dir) {
+            sweep(&hub, dir, how).await
+        } else {
+            hub.upload(dir, how).await.map(|u| {
+                outln!(
+                    "uploaded {} → {}{}",
+                    dir.display(),
+                    hub.page(&u),
+                    if u.replaced { " (replaced)" } else { "" }
+                );
+            })
+        };
+        match done {
+            Ok(()) => {}
             Err(e) => {
                 failed += 1;
                 errln!("error: {}: {e}", dir.display());
