@@ -235,3 +235,43 @@ fn a_models_configurations_are_its_runs_that_sweeps_measured() {
         assert!(s.configurations_of("other").expect("none").is_empty());
     }
 }
+
+/// A hub's database from before sweeps (migration 1 only, one run stored) opens with this
+/// binary: migration 2 adds the sweep columns, the old run reads back as one no sweep measured,
+/// and a sweep's run can be stored beside it.
+#[test]
+fn a_database_from_before_sweeps_is_brought_up_to_date_with_its_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        let v1 = crate::Dialect::Sqlite.sql(&crate::MIGRATIONS[0]);
+        conn.execute_batch(&v1).expect("migration 1");
+        conn.execute_batch(
+            "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL,
+                applied_at TEXT NOT NULL);
+             INSERT INTO schema_migrations VALUES (1, 'runs, files, cells, tokens', '');
+             INSERT INTO runs (run_key, uploaded_at, model, tool_version, run_state,
+                schema_version, cell_count, search_text)
+             VALUES ('k-old', '2026-01-01T00:00:00Z', 'org/old', '0.1.0', 'completed', 1, 0, 'old');",
+        )
+        .expect("an old run");
+    }
+    let mut s = crate::Store::open_sqlite(&path, crate::Settings::default()).expect("upgrade");
+    assert_eq!(s.schema_version().expect("version"), 2);
+    let old = s.run(1).expect("the old run");
+    assert_eq!(
+        (old.summary.sweep_key, old.summary.combination),
+        (None, None)
+    );
+    let t = s.create_token("t").expect("token").secret;
+    let id = s
+        .upload(
+            files_of(&member_run("64", 1, "2026-12-06T19:52:00Z")),
+            Some(&t),
+            false,
+        )
+        .expect("a sweep's run");
+    let runs = s.sweep_runs(KEY).expect("its sweep");
+    assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
+}
