@@ -65,6 +65,10 @@ step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+step "fuzz targets compile (checked, not run: docs/reliability.md runs them with cargo +nightly fuzz)"
+# Their own workspace and lock (libFuzzer), so nothing else builds them: a change to a file a
+# target includes (config.rs, settings.rs) must not leave them broken unseen.
+CARGO_TARGET_DIR=target/fuzz-check cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 step "cargo test"
 # Unit tests of every crate and the one integration-test binary (doc examples carry no tests;
 # benches are run by `cargo bench`, not here). The output is kept to print one total at the end.

@@ -7,6 +7,11 @@ use libfuzzer_sys::fuzz_target;
 #[allow(dead_code)]
 mod config;
 
+// `RunArgs::settings`, checked below, lives beside config.rs.
+#[path = "../../crates/cli/src/settings.rs"]
+#[allow(dead_code)]
+mod settings;
+
 fuzz_target!(|s: &str| {
     if let Ok(args) = config::RunArgs::default().merge_text(s, "fuzz.toml") {
         let _ = args.settings();

@@ -45,11 +45,14 @@ pub struct SchemaViolation {
 
 /// The schema, parsed once (it is compiled in; a parse failure is a violation at the root).
 fn schema() -> Result<&'static Value, SchemaViolation> {
-    static SCHEMA: OnceLock<Result<Value, String>> = OnceLock::new();
+    static SCHEMA: OnceLock<Result<Value, SchemaViolation>> = OnceLock::new();
     SCHEMA
-        .get_or_init(|| serde_json::from_str(RESULTS_SCHEMA).map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            serde_json::from_str(RESULTS_SCHEMA)
+                .map_err(|e| violation("", format!("the compiled-in schema is not JSON: {e}")))
+        })
         .as_ref()
-        .map_err(|e| violation("", format!("the compiled-in schema is not JSON: {e}")))
+        .map_err(SchemaViolation::clone)
 }
 
 fn violation(path: &str, what: String) -> SchemaViolation {
