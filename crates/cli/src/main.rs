@@ -3,6 +3,7 @@
 
 #[macro_use]
 mod say;
+mod completions_cmd;
 mod config;
 mod config_load;
 mod config_sessions;
@@ -68,6 +69,10 @@ enum Command {
     /// flags (after `--`), stop it, and report which serves best: a table, the Pareto frontier
     /// of tok/s per GPU against tok/s per user, and the best at each SLO.
     Sweep(Box<sweep_cmd::SweepArgs>),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command with `--output DIR`.
+    Man(completions_cmd::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -122,6 +127,8 @@ fn main() -> ExitCode {
             Command::Merge(a) => merge_cmd::run(a).map(|_| run_cmd::Exit::Ok),
             Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
             Command::Sweep(a) => sweep_cmd::run(*a).await,
+            Command::Completions(a) => completions_cmd::completions(&a),
+            Command::Man(a) => completions_cmd::man(&a),
         }
     });
     finish(result)

@@ -4,6 +4,7 @@
 mod api;
 mod api_agents;
 mod common;
+mod completions;
 mod dashboard;
 mod datasets;
 mod diagnostics;
