@@ -5,7 +5,6 @@
 //! writes one page per command and subcommand and lists the files it wrote.
 
 use anyhow::{Context, anyhow};
-use clap::CommandFactory;
 use clap_complete::Shell;
 use std::path::{Path, PathBuf};
 
@@ -31,32 +30,33 @@ pub struct ManArgs {
     pub output: Option<PathBuf>,
 }
 
-/// The whole command line, named as installed.
-fn cli_command() -> clap::Command {
-    crate::Cli::command().bin_name(BIN_NAME)
-}
-
-/// Prints the completion script for `args.shell` to stdout.
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<crate::run_cmd::Exit> {
-    let mut cmd = cli_command();
+/// Prints the completion script for `args.shell` to stdout. `cli` is the whole command line
+/// (`Cli::command()`, given by main.rs, which this module may not import: it imports this one).
+pub fn completions(
+    args: &CompletionsArgs,
+    cli: clap::Command,
+) -> anyhow::Result<crate::run_cmd::Exit> {
+    let mut cmd = cli.bin_name(BIN_NAME);
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, BIN_NAME, &mut script);
     out!("{}", String::from_utf8_lossy(&script));
     Ok(crate::run_cmd::Exit::Ok)
 }
 
-/// Prints the top-level man page, or writes every page into `--output` and lists them.
-pub fn man(args: &ManArgs) -> anyhow::Result<crate::run_cmd::Exit> {
+/// Prints the top-level man page, or writes every page into `--output` and lists them; `cli` as
+/// for [`completions`].
+pub fn man(args: &ManArgs, cli: clap::Command) -> anyhow::Result<crate::run_cmd::Exit> {
+    let cli = cli.bin_name(BIN_NAME);
     match &args.output {
         None => {
             let mut page = Vec::new();
-            clap_mangen::Man::new(cli_command())
+            clap_mangen::Man::new(cli)
                 .render(&mut page)
                 .context("cannot render the man page")?;
             out!("{}", String::from_utf8_lossy(&page));
         }
         Some(dir) => {
-            for path in write_pages(dir)? {
+            for path in write_pages(dir, cli)? {
                 outln!("{}", path.display());
             }
         }
@@ -65,14 +65,14 @@ pub fn man(args: &ManArgs) -> anyhow::Result<crate::run_cmd::Exit> {
 }
 
 /// Writes the page of every command into `dir`; the paths written, top-level page first.
-fn write_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+fn write_pages(dir: &Path, cli: clap::Command) -> anyhow::Result<Vec<PathBuf>> {
     let hint = "give --output a directory you can write to";
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow!("cannot create {}: {e} ({hint})", dir.display()))?;
     // As `clap_mangen::generate_to` does: no page for the `help` subcommand, and the command
     // built first, so that each subcommand's page is titled by its full name
     // (`llm-inference-bench-hub-serve`).
-    let mut root = cli_command().disable_help_subcommand(true);
+    let mut root = cli.disable_help_subcommand(true);
     root.build();
     let mut pages = Vec::new();
     collect(root, &mut pages);

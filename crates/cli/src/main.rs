@@ -11,6 +11,7 @@ mod drive;
 mod eval_cmd;
 mod event_file;
 mod hub_cmd;
+mod import_cmd;
 mod merge_cmd;
 mod report_cmd;
 mod resume;
@@ -28,7 +29,7 @@ mod upload_cmd;
 mod upload_sweep;
 mod workload_check;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use llmib_core::{redact_text, sanitize_terminal, terminal_line};
 use std::process::ExitCode;
@@ -60,6 +61,8 @@ enum Command {
     /// Merge the results of a run's shards (`run --shard I/N` on several client machines)
     /// into one results directory, figures recomputed from every shard's requests.
     Merge(merge_cmd::MergeArgs),
+    /// Turn another tool's result files (`vllm:FILE`) into a results directory.
+    Import(import_cmd::ImportArgs),
     /// The results hub: serve it (runs from many machines, listed, shown and compared in a
     /// browser), and manage its upload tokens.
     Hub(hub_cmd::HubArgs),
@@ -125,10 +128,11 @@ fn main() -> ExitCode {
             Command::Report(a) => report_cmd::run(a).map(|_| run_cmd::Exit::Ok),
             Command::Eval(a) => eval_cmd::run(*a).await.map(|_| run_cmd::Exit::Ok),
             Command::Merge(a) => merge_cmd::run(a).map(|_| run_cmd::Exit::Ok),
+            Command::Import(a) => import_cmd::run(a).map(|_| run_cmd::Exit::Ok),
             Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
             Command::Sweep(a) => sweep_cmd::run(*a).await,
-            Command::Completions(a) => completions_cmd::completions(&a),
-            Command::Man(a) => completions_cmd::man(&a),
+            Command::Completions(a) => completions_cmd::completions(&a, Cli::command()),
+            Command::Man(a) => completions_cmd::man(&a, Cli::command()),
         }
     });
     finish(result)

@@ -22,6 +22,7 @@ mod drain;
 mod figures;
 mod gof;
 mod hw;
+mod import_vllm;
 mod lag;
 mod length;
 mod live;
@@ -189,6 +190,10 @@ pub use diag::{
 pub use hw::{
     CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERIES, NVIDIA_SMI_QUERY, NvmlRaw,
     SmiParseError, parse_clock_event_reasons, parse_nvidia_smi, parse_nvidia_smi_events,
+};
+pub use import_vllm::{
+    ImportError, ImportedRun, VLLM_BENCH, VLLM_DEFINITIONS, VLLM_ERROR_KIND, VLLM_UNJUDGED,
+    VllmFile, VllmResult, import_vllm, parse_vllm_result, vllm_cell,
 };
 pub use meta::{
     Capabilities, EngineInfo, EngineKind, HardwareInfo, ModelInfo, Sourced, TokenCountSource,

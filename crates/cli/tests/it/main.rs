@@ -19,6 +19,7 @@ mod highconc;
 mod hub;
 mod hub_browser;
 mod hub_sweep;
+mod import;
 mod interrupt;
 mod llamacpp;
 mod load;
