@@ -1,16 +1,20 @@
 //! The hardware monitor: a background thread that reads this machine's GPUs (NVML, loaded at
 //! run time so the binary runs where there is no NVIDIA driver; else `nvidia-smi`; else none)
-//! and CPU (`sysinfo`) twice a second by default. Live views read the latest sample; the driver
-//! gathers a cell's samples into its row's summary ([`HwSummary`]) and its time series
-//! ([`HwSeries`], with each GPU's clock event reasons, for `telemetry.jsonl` and the row's
-//! hardware verdict).
+//! and CPU twice a second by default. Live views read the latest sample; the driver gathers a
+//! cell's samples into its row's summary ([`HwSummary`]) and its time series ([`HwSeries`],
+//! with each GPU's clock event reasons, for `telemetry.jsonl` and the row's hardware verdict).
 //!
 //! The thread never touches the measurement: it shares only mutex-guarded slots, taken once
-//! per sample by the thread and on demand by readers.
+//! per sample by the thread and on demand by readers. It is a fixed cost of every second of a
+//! run (issue 44), so a sample opens nothing: on Linux the CPU's kernel files are opened once
+//! and read again from their start (`hwmon_kernel.rs`), NVML keeps its library loaded, and the
+//! thread sleeps until the next sample or a stop, never polling. Only the `nvidia-smi`
+//! fallback (no NVML library) still starts a process per sample.
 
+#[cfg(not(target_os = "linux"))]
+use llmib_core::CpuReading;
 use llmib_core::{
-    CpuReading, GpuReading, HwSample, HwSeries, HwSummary, NVIDIA_SMI_QUERIES, NvmlRaw,
-    parse_nvidia_smi_events,
+    GpuReading, HwSample, HwSeries, HwSummary, NVIDIA_SMI_QUERIES, NvmlRaw, parse_nvidia_smi_events,
 };
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
@@ -112,12 +116,18 @@ fn read_smi(query: &str) -> Option<GpuRead> {
     Some(gpus.into_iter().unzip())
 }
 
-/// The CPU reader: `None` parts where this OS gives no access (the panel then says so).
+#[cfg(target_os = "linux")]
+use kernel_cpu::KernelCpu as CpuReader;
+
+/// The CPU reader off Linux (`sysinfo`): `None` parts where this OS gives no access (the panel
+/// then says so).
+#[cfg(not(target_os = "linux"))]
 struct CpuReader {
     sys: Option<sysinfo::System>,
     components: Option<sysinfo::Components>,
 }
 
+#[cfg(not(target_os = "linux"))]
 impl CpuReader {
     fn new() -> Self {
         let mut sys = sysinfo::System::new().ok();
@@ -225,12 +235,15 @@ impl HwMonitor {
                     if let Ok(mut s) = s2.lock() {
                         s.keep(sample, &reasons, at);
                     }
-                    // Sleep in short steps so a stop is seen quickly.
-                    let mut slept = Duration::ZERO;
-                    while slept < interval && !stop2.load(Ordering::Relaxed) {
-                        let step = Duration::from_millis(50).min(interval - slept);
-                        std::thread::sleep(step);
-                        slept += step;
+                    // Asleep until the next sample: a stop unparks the thread, so nothing
+                    // wakes it to poll (a wake-up every 50 ms cost more than a sample's reads).
+                    let next = at + interval;
+                    while !stop2.load(Ordering::Relaxed) {
+                        let now = Instant::now();
+                        if now >= next {
+                            break;
+                        }
+                        std::thread::park_timeout(next - now);
                     }
                 }
             })
@@ -285,6 +298,9 @@ impl HwMonitor {
 impl Drop for HwMonitor {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
         if let Some(Err(panic)) = self.thread.take().map(JoinHandle::join) {
             // Dropped at the end of a run, after the dashboard gave the terminal back: one
             // line, so a monitor that died is never mistaken for a machine that was idle.
@@ -307,70 +323,10 @@ pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
         .unwrap_or("no message")
 }
 
+#[cfg(target_os = "linux")]
+#[path = "hwmon_kernel.rs"]
+mod kernel_cpu;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A monitor thread that panicked is reported when the monitor is dropped, and the drop
-    /// itself goes on (the run's end must not panic for it).
-    #[test]
-    fn a_panicked_monitor_thread_is_reported_not_propagated() {
-        let m = HwMonitor {
-            slots: Arc::new(Mutex::new(Slots::default())),
-            stop: Arc::new(AtomicBool::new(false)),
-            thread: std::thread::Builder::new()
-                .spawn(|| panic!("sensor exploded"))
-                .ok(),
-        };
-        drop(m);
-        let boxed: Box<dyn std::any::Any + Send> = Box::new(String::from("owned"));
-        assert_eq!(panic_text(boxed.as_ref()), "owned");
-        let boxed: Box<dyn std::any::Any + Send> = Box::new(3u8);
-        assert_eq!(panic_text(boxed.as_ref()), "no message");
-    }
-
-    /// On any machine (GPU or not) the monitor reads the CPU and summarises a cell.
-    #[test]
-    fn reads_this_machine_and_summarises_a_cell() {
-        let m = HwMonitor::start(Duration::from_millis(100), None);
-        m.begin_cell();
-        let t0 = std::time::Instant::now();
-        while m.latest().is_none() && t0.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let s = m.latest().expect("a sample within 10 s");
-        assert!(s.cpu.is_some());
-        assert!(["nvml", "nvidia-smi", "none"].contains(&s.gpu_source.as_str()));
-        let sum = m.end_cell().expect("a summary");
-        assert!(sum.samples >= 1);
-        assert!(
-            sum.cpu_util_pct_mean
-                .is_some_and(|u| (0.0..=100.0).contains(&u))
-        );
-    }
-
-    /// A cell's series: samples placed in seconds from the cell's origin, in order, the CPU in
-    /// every one; a monitor between cells keeps no series.
-    #[test]
-    fn a_cell_gets_a_series_on_its_own_clock() {
-        let m = HwMonitor::start(Duration::from_millis(50), None);
-        let origin = Instant::now();
-        m.begin_cell_at(origin);
-        let t0 = Instant::now();
-        while m.slots.lock().map_or(0, |s| s.series.t.len()) < 3
-            && t0.elapsed() < Duration::from_secs(10)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let (summary, series) = m.end_cell_series();
-        let series = series.expect("a series within 10 s");
-        assert!(summary.is_some_and(|s| s.samples as usize >= series.t.len()));
-        assert!(series.t.len() >= 3);
-        assert!(series.t.windows(2).all(|w| w[0] <= w[1]), "{:?}", series.t);
-        let elapsed = origin.elapsed().as_secs_f64();
-        assert!(series.t.iter().all(|t| (0.0..=elapsed + 0.01).contains(t)));
-        assert_eq!(series.cpu.u.len(), series.t.len());
-        assert!(series.gpus.iter().all(|g| g.sm.len() == series.t.len()));
-        assert!(m.end_cell_series().1.is_none(), "no cell, no series");
-    }
-}
+#[path = "hwmon_tests.rs"]
+mod tests;

@@ -1,16 +1,24 @@
 //! Reading engine metrics: a Prometheus text-format parser (SGLang, vLLM, llama.cpp, TGI) and
 //! TensorRT-LLM's JSON `/metrics`.
 //!
-//! The parser borrows from the response body and unescapes a label value only when it has
-//! escapes, so reading a 100 KB vLLM page four times a second stays cheap. Lookups are by name
-//! and, optionally, a subset of labels; [`Metrics::sum`] adds a metric over all its label sets,
-//! which is the right reading for per-engine/per-DP-rank gauges and counters (vLLM's `engine`
-//! label, SGLang's `dp_rank`, vLLM's `reason` on `num_requests_waiting`).
+//! A run reads the page five times a second (the window's gauges every 250 ms, the telemetry
+//! sampler every second), and a vLLM or SGLang page is 50–100 KB of which a row needs a dozen
+//! lines: the rest is histogram buckets, Python's collectors and HTTP counters. So
+//! [`Metrics::parse`] only indexes the page — it slices each line's name, with no allocation
+//! per line — and a sample's labels and value are parsed when a lookup asks for its name. A
+//! family the row never asks for costs the name's slice and nothing more. The parser borrows
+//! from the response body and unescapes a label value only when it has escapes.
+//!
+//! Lookups are by name and, optionally, a subset of labels; [`Metrics::sum`] adds a metric
+//! over all its label sets, which is the right reading for per-engine/per-DP-rank gauges and
+//! counters (vLLM's `engine` label, SGLang's `dp_rank`, vLLM's `reason` on
+//! `num_requests_waiting`).
 //!
 //! Lines that do not parse are skipped and counted ([`Metrics::skipped_lines`]), never fatal: a
 //! new engine version adding an odd line must not cost the run its queue gauge.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde::Deserialize;
 
@@ -41,53 +49,132 @@ impl Sample<'_> {
     }
 }
 
-/// A parsed Prometheus text page.
+/// Consecutive sample lines of one name (a family's lines come together on every engine's
+/// page, so a page has a few runs per family, not one per line).
+#[derive(Debug, Clone, PartialEq)]
+struct Run<'a> {
+    name: &'a str,
+    /// Their places in [`Metrics::rests`].
+    lines: Range<usize>,
+}
+
+/// A Prometheus text page, indexed by name; samples are parsed when looked up.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metrics<'a> {
-    /// All samples, in page order.
-    pub samples: Vec<Sample<'a>>,
-    skipped: usize,
+    runs: Vec<Run<'a>>,
+    /// Every named sample line after its name (labels, value, timestamp), in page order.
+    rests: Vec<&'a str>,
+    /// Lines that were neither comments nor named (they cannot be samples).
+    nameless: usize,
 }
 
 impl<'a> Metrics<'a> {
-    /// Parses a page in the Prometheus text exposition format (also OpenMetrics' `# EOF`).
+    /// Indexes a page in the Prometheus text exposition format (also OpenMetrics' `# EOF`).
     pub fn parse(text: &'a str) -> Self {
-        let mut m = Metrics::default();
+        // About one sample line per 80 bytes on the engines' pages: one allocation, mostly.
+        let mut m = Metrics {
+            rests: Vec::with_capacity(text.len() / 80),
+            ..Metrics::default()
+        };
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            match parse_line(line) {
-                Some(s) => m.samples.push(s),
-                None => m.skipped += 1,
-            }
+            let at = m.rests.len();
+            // The line of a run's name needs no scan for its end: a histogram's buckets are
+            // dozens of lines of one name.
+            let end = match m.runs.last_mut() {
+                Some(r) if name_ends_at(line, r.name.len()) && line.starts_with(r.name) => {
+                    r.lines.end = at + 1;
+                    r.name.len()
+                }
+                _ => {
+                    let end = line
+                        .bytes()
+                        .position(|b| b == b'{' || b.is_ascii_whitespace())
+                        .unwrap_or(line.len());
+                    if end == 0 {
+                        m.nameless += 1;
+                        continue;
+                    }
+                    m.runs.push(Run {
+                        name: &line[..end],
+                        lines: at..at + 1,
+                    });
+                    end
+                }
+            };
+            m.rests.push(&line[end..]);
         }
         m
     }
 
-    /// Lines that were neither comments nor valid samples.
+    /// Lines that were neither comments nor valid samples (parses the whole page: for tests
+    /// and diagnostics, not for a run's reads).
     pub fn skipped_lines(&self) -> usize {
-        self.skipped
+        let bad = self
+            .runs
+            .iter()
+            .flat_map(|r| self.rests[r.lines.clone()].iter())
+            .filter(|rest| parse_rest(rest, false).is_none())
+            .count();
+        self.nameless + bad
+    }
+
+    /// Every sample, in page order (parses the whole page).
+    pub fn samples(&self) -> impl Iterator<Item = Sample<'a>> + '_ {
+        self.runs.iter().flat_map(|r| self.parsed(r))
+    }
+
+    /// The valid samples of one run.
+    fn parsed<'s>(&'s self, r: &'s Run<'a>) -> impl Iterator<Item = Sample<'a>> + 's {
+        self.rests[r.lines.clone()]
+            .iter()
+            .filter_map(move |rest| parse_rest(rest, true).map(|p| p.sample(r.name)))
+    }
+
+    /// The lines (after the name) of every sample line named `name`, in page order.
+    fn rests_of<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a str> + 's {
+        self.runs
+            .iter()
+            .filter(move |r| r.name == name)
+            .flat_map(|r| self.rests[r.lines.clone()].iter().copied())
+    }
+
+    /// The values of the valid samples named `name`, in page order; their labels are checked
+    /// but not kept.
+    fn values_of<'s>(&'s self, name: &'s str) -> impl Iterator<Item = f64> + 's {
+        self.rests_of(name)
+            .filter_map(|rest| parse_rest(rest, false).map(|p| p.value))
     }
 
     /// Whether any sample has this name.
     pub fn has(&self, name: &str) -> bool {
-        self.samples.iter().any(|s| s.name == name)
+        self.values_of(name).next().is_some()
     }
 
     /// Whether any sample name starts with `prefix` (engine detection: `vllm:`, `sglang:`).
     pub fn has_prefix(&self, prefix: &str) -> bool {
-        self.samples.iter().any(|s| s.name.starts_with(prefix))
+        self.runs
+            .iter()
+            .filter(|r| r.name.starts_with(prefix))
+            .any(|r| self.parsed(r).next().is_some())
     }
 
     /// All samples with this name.
-    pub fn samples_of<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s Sample<'a>> + 's {
-        self.samples.iter().filter(move |s| s.name == name)
+    pub fn samples_of<'s>(&'s self, name: &'s str) -> impl Iterator<Item = Sample<'a>> + 's {
+        self.runs
+            .iter()
+            .filter(move |r| r.name == name)
+            .flat_map(|r| self.parsed(r))
     }
 
     /// The first sample with this name whose labels include all of `labels`.
     pub fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        if labels.is_empty() {
+            return self.values_of(name).next();
+        }
         self.samples_of(name)
             .find(|s| s.has_labels(labels))
             .map(|s| s.value)
@@ -102,9 +189,16 @@ impl<'a> Metrics<'a> {
     pub fn sum_where(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let mut found = false;
         let mut total = 0.0;
-        for s in self.samples_of(name).filter(|s| s.has_labels(labels)) {
+        let mut add = |v: f64| {
             found = true;
-            total += s.value;
+            total += v;
+        };
+        if labels.is_empty() {
+            self.values_of(name).for_each(&mut add);
+        } else {
+            self.samples_of(name)
+                .filter(|s| s.has_labels(labels))
+                .for_each(|s| add(s.value));
         }
         found.then_some(total)
     }
@@ -112,7 +206,7 @@ impl<'a> Metrics<'a> {
     /// The mean over every label set of `name` (a ratio reported per rank, such as a KV
     /// usage fraction); `None` when the page has no such metric.
     pub fn mean(&self, name: &str) -> Option<f64> {
-        let v: Vec<f64> = self.samples_of(name).map(|s| s.value).collect();
+        let v: Vec<f64> = self.values_of(name).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     }
 
@@ -123,18 +217,39 @@ impl<'a> Metrics<'a> {
     }
 }
 
-fn parse_line(line: &str) -> Option<Sample<'_>> {
-    let name_end = line
-        .find(|c: char| c == '{' || c.is_ascii_whitespace())
-        .unwrap_or(line.len());
-    let name = &line[..name_end];
-    if name.is_empty() {
-        return None;
+/// Whether a name of `len` bytes could end at `len` in `line`: the line goes on with labels or
+/// a space, or ends there (the line's own scan would stop at the same place).
+fn name_ends_at(line: &str, len: usize) -> bool {
+    match line.as_bytes().get(len) {
+        Some(&b) => b == b'{' || b.is_ascii_whitespace(),
+        None => len > 0 && line.len() == len,
     }
-    let mut rest = &line[name_end..];
+}
+
+/// A sample line's parts after its name.
+struct Parsed<'a> {
+    labels: Vec<(&'a str, Cow<'a, str>)>,
+    value: f64,
+    timestamp_ms: Option<i64>,
+}
+
+impl<'a> Parsed<'a> {
+    fn sample(self, name: &'a str) -> Sample<'a> {
+        Sample {
+            name,
+            labels: self.labels,
+            value: self.value,
+            timestamp_ms: self.timestamp_ms,
+        }
+    }
+}
+
+/// Parses what follows a sample's name: `{labels}` (kept only where `keep_labels`; checked
+/// either way, since a line with broken labels is no sample), the value and the timestamp.
+fn parse_rest(mut rest: &str, keep_labels: bool) -> Option<Parsed<'_>> {
     let mut labels = Vec::new();
     if let Some(r) = rest.strip_prefix('{') {
-        rest = parse_labels(r, &mut labels)?;
+        rest = parse_labels(r, keep_labels.then_some(&mut labels))?;
     }
     let mut parts = rest.split_ascii_whitespace();
     let value = parse_value(parts.next()?)?;
@@ -142,16 +257,19 @@ fn parse_line(line: &str) -> Option<Sample<'_>> {
         Some(t) => Some(t.parse::<i64>().ok()?),
         None => None,
     };
-    Some(Sample {
-        name,
+    Some(Parsed {
         labels,
         value,
         timestamp_ms,
     })
 }
 
-/// Parses `k="v",k2="v2"}` (after the `{`); returns what follows the `}`.
-fn parse_labels<'a>(mut s: &'a str, out: &mut Vec<(&'a str, Cow<'a, str>)>) -> Option<&'a str> {
+/// Parses `k="v",k2="v2"}` (after the `{`) into `out`, where given; returns what follows the
+/// `}`.
+fn parse_labels<'a>(
+    mut s: &'a str,
+    mut out: Option<&mut Vec<(&'a str, Cow<'a, str>)>>,
+) -> Option<&'a str> {
     loop {
         s = s.trim_start();
         if let Some(r) = s.strip_prefix('}') {
@@ -178,13 +296,15 @@ fn parse_labels<'a>(mut s: &'a str, out: &mut Vec<(&'a str, Cow<'a, str>)>) -> O
         if i >= bytes.len() {
             return None;
         }
-        let raw = &s[..i];
-        let value = if escaped {
-            Cow::Owned(unescape(raw))
-        } else {
-            Cow::Borrowed(raw)
-        };
-        out.push((key, value));
+        if let Some(out) = out.as_deref_mut() {
+            let raw = &s[..i];
+            let value = if escaped {
+                Cow::Owned(unescape(raw))
+            } else {
+                Cow::Borrowed(raw)
+            };
+            out.push((key, value));
+        }
         s = s[i + 1..].trim_start();
         s = s.strip_prefix(',').unwrap_or(s);
     }
@@ -303,108 +423,5 @@ pub fn parse_trtllm_json(body: &str) -> Result<TrtLlmStats, serde_json::Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SGLANG: &str = include_str!("../../fixtures/transcripts/sglang/metrics.txt");
-    const VLLM: &str = include_str!("../../fixtures/transcripts/vllm/metrics.txt");
-    const TGI: &str = include_str!("../../fixtures/transcripts/tgi/metrics.txt");
-    const TRT: &str = include_str!("../../fixtures/transcripts/trtllm/metrics.json");
-
-    #[test]
-    fn sglang_sums_over_dp_ranks() {
-        let m = Metrics::parse(SGLANG);
-        assert_eq!(m.skipped_lines(), 0);
-        assert_eq!(m.sum("sglang:num_running_reqs"), Some(8.0));
-        assert_eq!(m.sum("sglang:num_queue_reqs"), Some(1.0));
-        assert_eq!(m.sum("sglang:generation_tokens_total"), Some(98304.0));
-        assert_eq!(m.sum("sglang:max_total_num_tokens"), Some(2.4e6));
-        assert_eq!(
-            m.get("sglang:num_running_reqs", &[("dp_rank", "1")]),
-            Some(2.0)
-        );
-        assert!(m.has_prefix("sglang:"));
-        assert_eq!(
-            m.get(
-                "sglang:time_to_first_token_seconds_bucket",
-                &[("le", "+Inf")]
-            ),
-            Some(12.0)
-        );
-        assert_eq!(m.sum("sglang:nope"), None);
-    }
-
-    #[test]
-    fn vllm_waiting_summed_over_reasons_and_cache_info_labels() {
-        let m = Metrics::parse(VLLM);
-        assert_eq!(m.skipped_lines(), 0);
-        assert_eq!(m.sum("vllm:num_requests_waiting"), Some(3.0));
-        assert_eq!(
-            m.sum_where("vllm:num_requests_waiting", &[("reason", "capacity")]),
-            Some(2.0)
-        );
-        assert_eq!(m.sum("vllm:num_requests_running"), Some(4.0));
-        assert_eq!(
-            m.sum_first(&[
-                "vllm:prompt_tokens_cached_total",
-                "vllm:prefix_cache_hits_total"
-            ]),
-            Some(15360.0)
-        );
-        let info = m.samples_of("vllm:cache_config_info").next().expect("info");
-        assert_eq!(info.label("kv_cache_size_tokens"), Some("1048576"));
-        assert_eq!(info.label("num_gpu_blocks"), Some("8192"));
-        assert_eq!(info.label("block_size"), Some("128"));
-    }
-
-    #[test]
-    fn tgi_page() {
-        let m = Metrics::parse(TGI);
-        assert_eq!(m.sum("tgi_queue_size"), Some(3.0));
-        assert_eq!(m.sum("tgi_batch_current_size"), Some(16.0));
-        assert_eq!(m.sum("tgi_request_generated_tokens_sum"), Some(409600.0));
-    }
-
-    #[test]
-    fn escapes_special_values_timestamps_and_junk() {
-        let text = "# HELP x a\n\
-            x{a=\"q\\\"uote\",b=\"back\\\\slash\",c=\"new\\nline\",} 1 1700000000000\n\
-            y NaN\n\
-            z{} +Inf\n\
-            w -Inf\n\
-            v 1.5e-3\n\
-            broken{a=\"unterminated} 1\n\
-            novalue\n\
-            u{a=\"1\"} notanumber\n\
-            # EOF\n";
-        let m = Metrics::parse(text);
-        assert_eq!(m.samples.len(), 5);
-        assert_eq!(m.skipped_lines(), 3);
-        let x = &m.samples[0];
-        assert_eq!(x.label("a"), Some("q\"uote"));
-        assert_eq!(x.label("b"), Some("back\\slash"));
-        assert_eq!(x.label("c"), Some("new\nline"));
-        assert_eq!(x.timestamp_ms, Some(1_700_000_000_000));
-        assert!(m.sum("y").is_some_and(f64::is_nan));
-        assert_eq!(m.sum("z"), Some(f64::INFINITY));
-        assert_eq!(m.sum("w"), Some(f64::NEG_INFINITY));
-        assert_eq!(m.sum("v"), Some(0.0015));
-    }
-
-    #[test]
-    fn trtllm_json_last_iteration() {
-        let s = parse_trtllm_json(TRT).expect("json");
-        assert_eq!(s.iterations, 2);
-        assert_eq!(s.active_requests, Some(8.0));
-        assert_eq!(s.queued_requests, Some(2.0));
-        assert_eq!(s.kv_capacity_tokens(), Some(4096 * 32));
-        let empty = parse_trtllm_json("[]").expect("json");
-        assert_eq!(empty.iterations, 0);
-        assert_eq!(empty.active_requests, None);
-        let stringly =
-            parse_trtllm_json(r#"["{\"numActiveRequests\":3,\"numQueuedRequests\":0}"]"#)
-                .expect("json");
-        assert_eq!(stringly.active_requests, Some(3.0));
-        assert!(parse_trtllm_json("# HELP not json").is_err());
-    }
-}
+#[path = "metrics_tests.rs"]
+mod tests;
