@@ -14,13 +14,15 @@ pub struct ReportArgs {
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
 
-    /// Formats to write, comma-separated: html, md, csv, json [default: all four].
+    /// Formats to write, comma-separated: html, md, csv, json [default: all four]; vllm (each
+    /// rate cell as a `vllm bench serve` result file, in a folder) only when named.
     #[arg(long, short, value_name = "FORMATS", value_delimiter = ',')]
     pub format: Vec<Format>,
 
     /// Where to write. Default: inside RUN_DIR (report.html, report.md, cells.csv,
-    /// results.json). A folder (existing, or ending in `/`) gets those names; with one format, a
-    /// file name; `-` prints that one format to standard output.
+    /// results.json, vllm/). A folder (existing, or ending in `/`) gets those names; with one
+    /// format, a file name (for vllm alone, the folder of its files); `-` prints that one format
+    /// to standard output (vllm: every cell's result in one JSON list).
     #[arg(long, short, value_name = "PATH")]
     pub output: Option<PathBuf>,
 }

@@ -36,7 +36,7 @@ pub enum ReportError {
     #[error("encoding JSON failed: {0}")]
     Json(#[from] serde_json::Error),
     /// A format name that is not one of ours.
-    #[error("unknown report format `{0}`: use html, md, csv or json")]
+    #[error("unknown report format `{0}`: use html, md, csv, json or vllm")]
     UnknownFormat(String),
     /// Output given as one file while several formats are asked for.
     #[error(

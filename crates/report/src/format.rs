@@ -15,19 +15,24 @@ pub enum Format {
     Csv,
     /// The versioned results document (`schemas/results.schema.json`).
     Json,
+    /// Each rate cell as a `vllm bench serve` result file, in a folder (not among [`Format::ALL`]:
+    /// asked for by name).
+    Vllm,
 }
 
 impl Format {
     /// Every format, in the order they are written.
     pub const ALL: [Format; 4] = [Format::Html, Format::Markdown, Format::Csv, Format::Json];
 
-    /// The file a format is written to inside a results directory.
+    /// The file a format is written to inside a results directory (for [`Format::Vllm`], the
+    /// folder its files go to).
     pub fn default_file_name(self) -> &'static str {
         match self {
             Format::Html => "report.html",
             Format::Markdown => "report.md",
             Format::Csv => "cells.csv",
             Format::Json => "results.json",
+            Format::Vllm => "vllm",
         }
     }
 }
@@ -39,6 +44,7 @@ impl fmt::Display for Format {
             Format::Markdown => "md",
             Format::Csv => "csv",
             Format::Json => "json",
+            Format::Vllm => "vllm",
         })
     }
 }
@@ -52,6 +58,7 @@ impl FromStr for Format {
             "md" | "markdown" => Ok(Format::Markdown),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
+            "vllm" => Ok(Format::Vllm),
             _ => Err(ReportError::UnknownFormat(s.to_string())),
         }
     }

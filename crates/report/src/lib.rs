@@ -1,5 +1,5 @@
 //! Exporters of a results directory: the HTML page (like the seed's published speed test
-//! matrix), Markdown, CSV, JSON, and `compare` for several runs side by side.
+//! matrix), Markdown, CSV, JSON, `vllm bench serve` result files, and `compare` for several runs side by side.
 //!
 //! The flow is `results dir → Report (model) → Exporter → text`. Every exporter reads the same
 //! [`Report`]; the All-measurements table is one list of `table::Column`s shared by the
@@ -47,6 +47,7 @@ mod sweep;
 mod table;
 mod telemetry_chart;
 mod telemetry_strips;
+mod vllm_export;
 mod workload_view;
 
 #[cfg(test)]
@@ -65,3 +66,4 @@ pub use sweep::{
     ComboLine, SweepReport, combo_rows, sweep_html, sweep_markdown, sweep_report, sweep_report_of,
     sweep_runs, write_sweep_report,
 };
+pub use vllm_export::{VllmBenchResult, VllmDetail, VllmExporter, vllm_file_name, vllm_result};

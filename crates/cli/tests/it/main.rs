@@ -12,6 +12,7 @@ mod economics;
 mod emission;
 mod eval;
 mod events;
+mod export;
 mod faults;
 mod first_use;
 mod guards;
