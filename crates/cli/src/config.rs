@@ -374,6 +374,11 @@ pub struct RunArgs {
     /// monotonic time, flushed line by line (to line other tools' telemetry up with the cells).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Serve the run's live figures as Prometheus text at http://ADDR/metrics while it runs
+    /// (the cell in progress, cells done and planned, errors, tok/s, TTFT and TPOT histograms);
+    /// closed when the run ends. ADDR is HOST:PORT (127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// Hardware card set by the caller (the demo's simulator); not a flag.
     #[arg(skip)]
     #[serde(skip)]
@@ -553,7 +558,7 @@ impl RunArgs {
                 session,
                 sharding,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
-                hw_gpu_limit, refresh_rate, http_reader, events, cost,
+                hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,

@@ -1,7 +1,7 @@
 //! Running the matrix with a display: the dashboard, lines or JSON events; the hardware
 //! monitor; and Ctrl-C / SIGTERM handling (the run stops, what was measured is saved).
 
-use crate::event_file::{EventWriter, EventsFile, Tee};
+use crate::event_file::{EventWriter, EventsFile, Fanout};
 use crate::settings::Monitor;
 use anyhow::Result;
 use llmib_client::Engine;
@@ -39,6 +39,8 @@ pub struct Drive<'a> {
     pub server_local: bool,
     /// `--events`: the file that also gets every progress event.
     pub events: Option<EventsFile>,
+    /// `--metrics-listen`: the live metrics' sink, which also gets every progress event.
+    pub metrics: Option<crate::metrics_listen::MetricsSink>,
 }
 
 /// A signal that stops the run.
@@ -118,11 +120,17 @@ pub async fn drive(mut d: Drive<'_>) -> Result<MatrixEnd> {
         (None, DisplayMode::Json) => &json,
         (None, _) => &plain,
     };
-    let tee = events.as_ref().map(|file| Tee { display, file });
-    let progress: &dyn Progress = match &tee {
-        Some(t) => t,
-        None => display,
-    };
+    // The event file first, so its instant is the nearer to the event's.
+    let mut sinks: Vec<&dyn Progress> = Vec::new();
+    if let Some(file) = &events {
+        sinks.push(file);
+    }
+    if let Some(m) = &d.metrics {
+        sinks.push(m);
+    }
+    sinks.push(display);
+    let fanout = Fanout(sinks);
+    let progress: &dyn Progress = &fanout;
     let end = run_matrix(MatrixRun {
         engine: d.engine,
         model: d.model,

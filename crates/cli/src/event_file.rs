@@ -187,19 +187,18 @@ pub fn event_line(e: &ProgressEvent, mono_ns: u64, wall: SystemTime, secrets: &[
     v.to_string()
 }
 
-/// Fan-out: the display and the event file get every event (the file first, so its instant is
-/// the nearer to the event's).
-pub struct Tee<'a> {
-    /// What the terminal shows.
-    pub display: &'a dyn Progress,
-    /// The event file.
-    pub file: &'a EventWriter,
-}
+/// Fan-out: every sink gets every event, in order (the event file first, so its instant is the
+/// nearer to the event's; the display last).
+pub struct Fanout<'a>(pub Vec<&'a dyn Progress>);
 
-impl Progress for Tee<'_> {
+impl Progress for Fanout<'_> {
     fn event(&self, e: ProgressEvent) {
-        self.file.event(e.clone());
-        self.display.event(e);
+        if let Some((last, rest)) = self.0.split_last() {
+            for sink in rest {
+                sink.event(e.clone());
+            }
+            last.event(e);
+        }
     }
 }
 

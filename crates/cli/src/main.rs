@@ -13,6 +13,7 @@ mod event_file;
 mod hub_cmd;
 mod import_cmd;
 mod merge_cmd;
+mod metrics_listen;
 mod report_cmd;
 mod resume;
 mod run_cmd;

@@ -155,6 +155,7 @@ fn classified(args: &RunArgs) {
         refresh_rate: _,
         http_reader: _,
         events: _,
+        metrics_listen: _,
         hardware_info: _,
     } = args;
 }

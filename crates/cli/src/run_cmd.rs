@@ -162,6 +162,28 @@ pub(crate) fn default_output(prefix: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{prefix}-{ts}"))
 }
 
+/// With `--resume DIR`: the saved run and the notes of what changed, with the settings it
+/// decides (new prompts: the interrupted run may have sent the old ones, and a server that
+/// cached them would make a resumed prefill measure a cache hit).
+fn resumed_run(
+    args: &RunArgs,
+    settings: &mut Settings,
+) -> Result<Option<(llmib_core::LoadedRun, Vec<String>)>> {
+    let Some(dir) = &args.resume else {
+        return Ok(None);
+    };
+    let r = RunDir::open(dir.clone())?
+        .load()
+        .with_context(|| format!("cannot resume from {}", dir.display()))?;
+    let url = args.url.as_deref().map(llmib_core::strip_url_userinfo);
+    let decided = crate::resume::decide(&r.info, args, dir, url.as_deref())?;
+    *settings = Settings {
+        prompt_seed: settings.prompt_seed,
+        ..decided.settings
+    };
+    Ok(Some((r, decided.notes)))
+}
+
 /// `run`: measure the matrix. Phases: read the flags (and the run to resume), probe the
 /// server, prepare the results directory and plan, drive the matrix, write the reports.
 pub async fn run(args: RunArgs) -> Result<Exit> {
@@ -173,23 +195,12 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     // Flags are checked before the server is contacted: a typo should not wait for a probe.
     let mut settings = args.settings()?;
     let events = args.events.as_deref().map(EventsFile::create).transpose()?;
-    let resumed = match &args.resume {
-        Some(dir) => {
-            let r = RunDir::open(dir.clone())?
-                .load()
-                .with_context(|| format!("cannot resume from {}", dir.display()))?;
-            let url = args.url.as_deref().map(llmib_core::strip_url_userinfo);
-            let decided = crate::resume::decide(&r.info, &args, dir, url.as_deref())?;
-            settings = Settings {
-                // New prompts: the interrupted run may have sent the old ones, and a server
-                // that cached them would make a resumed prefill measure a cache hit.
-                prompt_seed: settings.prompt_seed,
-                ..decided.settings
-            };
-            Some((r, decided.notes))
-        }
+    // Bound before the probe: an address in use is said now, not after the probe.
+    let metrics = match &args.metrics_listen {
+        Some(addr) => Some(crate::metrics_listen::start(addr).await?),
         None => None,
     };
+    let resumed = resumed_run(&args, &mut settings)?;
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
     // A workload is read and checked against the server before anything is sent or saved.
     crate::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
@@ -221,8 +232,10 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         monitor: args.monitor()?,
         server_local: is_loopback(&url),
         events,
+        metrics: metrics.as_ref().map(|m| m.sink.clone()),
     })
     .await;
+    // `metrics` goes down with the run, once its reports are written (`MetricsListen::finish`).
     info.finished_at = Some(now_rfc3339());
     info.notes.extend(raw_reader_note(&reader));
     let end = match end {
@@ -242,6 +255,9 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     };
     dir.write_info(&info)?;
     write_reports(&dir, &formats, display != DisplayMode::Json);
+    if let Some(m) = metrics {
+        m.finish().await;
+    }
     exit_of(end, &dir)
 }
 

@@ -54,6 +54,7 @@ pub use progress::events::{
     EventKind, Progress, ProgressEvent, REQUEST_ERROR_EVENTS, RequestErrorKind, Stage, json_line,
     json_value, readiness_reason,
 };
+pub use progress::latency::{LATENCY_BOUNDS_S, LatencySnapshot, LiveLatencies, LiveLatency};
 pub use progress::live::{LiveText, LiveWindow, OpenLoopLive, StreamLive};
 pub use progress::live::{TEXT_RING_BYTES, TextRing, TextRings};
 

@@ -22,6 +22,7 @@ mod hub_browser;
 mod hub_sweep;
 mod import;
 mod interrupt;
+mod live_metrics;
 mod llamacpp;
 mod load;
 mod long_ids;

@@ -121,6 +121,7 @@ async fn one_request(s: Arc<Shared>, i: usize, tx: tokio::sync::mpsc::UnboundedS
     if m.record.is_error() {
         s.live.errors.fetch_add(1, Ordering::Relaxed);
     }
+    s.live.latency.observe(&m.record);
     if s.slo
         .as_ref()
         .is_some_and(|slo| slo.meets(&RequestSample::of_record(&m.record)))

@@ -269,6 +269,7 @@ fn start_streams(
                 if !matches!(m.record.outcome, Outcome::Cancelled) {
                     live.request_ended(failed);
                 }
+                live.latency.observe(&m.record);
                 if tx.send(m).await.is_err() {
                     break;
                 }

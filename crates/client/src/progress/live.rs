@@ -10,6 +10,7 @@
 //! client's running count (exact with per-chunk usage; chunks until counted otherwise, see
 //! [`LiveWindow::tokens_exact`]).
 
+use crate::progress::latency::LiveLatencies;
 use crate::server::engine::Gauges;
 pub use crate::wire::live::{LiveText, StreamLive, TEXT_RING_BYTES, TextRing, TextRings};
 use llmib_core::ReadinessBy;
@@ -36,6 +37,8 @@ pub struct LiveWindow {
     gauges: Mutex<Option<(Instant, Gauges)>>,
     /// A session cell's turns (`None`: a decode window).
     turns: Option<SessionTurns>,
+    /// The TTFT and TPOT of its requests as they end (`--metrics-listen`).
+    pub latency: LiveLatencies,
 }
 
 impl LiveWindow {
@@ -52,6 +55,7 @@ impl LiveWindow {
             closed: OnceLock::new(),
             gauges: Mutex::new(None),
             turns: None,
+            latency: LiveLatencies::default(),
         }
     }
 
@@ -260,6 +264,8 @@ pub struct OpenLoopLive {
     pub first_fire_ns: AtomicU64,
     /// See `first_fire_ns`.
     pub last_fire_ns: AtomicU64,
+    /// The TTFT and TPOT of its requests as they end (`--metrics-listen`).
+    pub latency: LiveLatencies,
 }
 
 impl OpenLoopLive {
