@@ -96,8 +96,7 @@ pub async fn drive(mut d: Drive<'_>) -> Result<MatrixEnd> {
                 // Forced out: run.json must not keep saying `running` (the rows are saved).
                 info.state = llmib_core::RunState::Interrupted;
                 info.finished_at = Some(llmib_core::now_rfc3339());
-                let _ = dir.write_info(&info);
-                std::process::exit(130);
+                dir.write_info_and_exit(&info, 130);
             }
         }
     });

@@ -154,7 +154,17 @@ impl RunDir {
 
     /// Writes `run.json` atomically.
     pub fn write_info(&self, info: &RunInfo) -> Result<(), StoreError> {
+        let _whole = WRITES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         write_atomic(&self.root.join(RUN_FILE), info)
+    }
+
+    /// Writes `run.json` and ends the process with `code` (a forced quit: the second Ctrl-C),
+    /// holding the lock every `run.json` write takes until the process is gone, so no other
+    /// thread's write of it is cut halfway (which left `run.json.tmp` behind).
+    pub fn write_info_and_exit(&self, info: &RunInfo, code: i32) -> ! {
+        let _whole = WRITES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = write_atomic(&self.root.join(RUN_FILE), info);
+        std::process::exit(code)
     }
 
     /// Appends one row to `cells.jsonl` and fsyncs it.
@@ -385,6 +395,9 @@ pub fn parse_telemetry(bytes: &[u8]) -> (Vec<CellTelemetry>, usize) {
     }
     (out, lines.bad_lines.len())
 }
+
+/// Held by every `run.json` write of this process (see [`RunDir::write_info_and_exit`]).
+static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn write_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
     let tmp = path.with_extension("json.tmp");
