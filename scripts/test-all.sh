@@ -48,6 +48,12 @@ fi
 # A download cut short is retried once (the install is idempotent and resumes from scratch).
 scripts/vllm/install.sh || scripts/vllm/install.sh
 
+step "AIPerf (cached after the first install)"
+# The peer benchmark whose results `import` reads (crates/cli/tests/it/import_peers.rs runs it
+# against the simulator); a download cut short is retried once, as vLLM's. Not GuideLLM: it
+# needs torch, whose only PyPI build is CUDA's (6 GB); its real samples are unit-tested.
+scripts/peers/install.sh aiperf || scripts/peers/install.sh aiperf
+
 step "PostgreSQL (hub tests)"
 eval "$(scripts/postgres/start.sh)"; export LLMIB_TEST_POSTGRES_URL
 
@@ -69,6 +75,8 @@ step "fuzz targets compile (checked, not run: docs/reliability.md runs them with
 # Their own workspace and lock (libFuzzer), so nothing else builds them: a change to a file a
 # target includes (config.rs, settings.rs) must not leave them broken unseen.
 CARGO_TARGET_DIR=target/fuzz-check cargo check --manifest-path fuzz/Cargo.toml --bins --locked
+step "the Python wheel (built, installed in a fresh venv, run against the simulator)"
+scripts/wheel-test.sh
 step "cargo test"
 # Unit tests of every crate and the one integration-test binary (doc examples carry no tests;
 # benches are run by `cargo bench`, not here). The output is kept to print one total at the end.

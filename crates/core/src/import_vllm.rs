@@ -7,10 +7,12 @@
 //! reads the files and writes the results directory (`docs/import.md` has the mapping).
 
 use crate::cell::{CellResult, CellStatus, Phase, RateFigures};
-use crate::meta::{EngineInfo, HardwareInfo, ModelInfo};
-use crate::plan::{Plan, PlannedCell, PlannedContext, Settings};
-use crate::run::{RunInfo, RunState, SCHEMA_VERSION, ToolInfo};
-use crate::size::{ContextSpec, format_tokens};
+use crate::import_common::{
+    ImportError, ImportFile, ImportedMeta, ImportedRun, cell_words, exact_numbers, imported_note,
+    imported_run_info,
+};
+use crate::run::RunInfo;
+use crate::size::format_tokens;
 use crate::stats::Summary;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -86,7 +88,7 @@ pub struct VllmResult {
     /// them.
     #[serde(flatten)]
     pub rest: BTreeMap<String, serde_json::Value>,
-    /// The top-level numbers exactly as written ([`exact_numbers`]).
+    /// The top-level numbers exactly as written ([`exact_numbers`]: a row holds the very figure vLLM wrote).
     #[serde(skip)]
     exact: BTreeMap<String, f64>,
 }
@@ -104,65 +106,8 @@ impl VllmResult {
     }
 }
 
-/// Why files cannot be imported.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// Not JSON, or not a `vllm bench serve` result.
-    #[error("{file}: not a vllm bench serve result file: {detail}")]
-    BadFile {
-        /// The file as given.
-        file: String,
-        /// What is wrong, in words.
-        detail: String,
-    },
-    /// Two files measured different models: one results directory holds one model.
-    #[error(
-        "{file}: model {model} differs from {first_file}'s {first_model}: import each model into its own directory"
-    )]
-    ModelsDiffer {
-        /// The file with the other model.
-        file: String,
-        /// Its model.
-        model: String,
-        /// The first file.
-        first_file: String,
-        /// The first file's model.
-        first_model: String,
-    },
-    /// Two files map to one cell (same context, rate and concurrency).
-    #[error("{file}: its cell {cell} was already imported from {first_file}")]
-    SameCell {
-        /// The second file.
-        file: String,
-        /// The cell, in words.
-        cell: String,
-        /// The file that gave it first.
-        first_file: String,
-    },
-    /// Nothing to import.
-    #[error("no file to import")]
-    NoFiles,
-}
-
-/// One file to import: its name as given, its sha256 and its bytes.
-#[derive(Debug, Clone)]
-pub struct VllmFile {
-    /// The path as the user gave it (named in notes and errors).
-    pub name: String,
-    /// Lower-case hex sha256 of `bytes`, kept in the run's notes.
-    pub sha256: String,
-    /// The file's contents.
-    pub bytes: Vec<u8>,
-}
-
-/// A run made of imported rows: `run.json`'s contents and `cells.jsonl`'s rows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImportedRun {
-    /// `run.json`.
-    pub info: RunInfo,
-    /// One row per file, in the plan's order.
-    pub cells: Vec<CellResult>,
-}
+/// One `vllm bench serve` file to import (the name the CLI and tests have long used).
+pub type VllmFile = ImportFile;
 
 /// How vLLM's definitions differ from METHOD.md's, for every imported run's notes (the same
 /// list is `docs/import.md`'s table).
@@ -184,9 +129,11 @@ pub const VLLM_UNJUDGED: &str = "not judged from vLLM's file: server queueing (n
 pub fn parse_vllm_result(file: &str, bytes: &[u8]) -> Result<VllmResult, ImportError> {
     let bad = |detail: String| ImportError::BadFile {
         file: file.to_string(),
+        what: "a vllm bench serve result file",
         detail,
     };
     let mut r: VllmResult = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+    // vLLM's figures are members of the outer object: their paths are their names.
     r.exact = exact_numbers(bytes);
     for (key, field) in [
         ("duration", &mut r.duration),
@@ -205,53 +152,6 @@ pub fn parse_vllm_result(file: &str, bytes: &[u8]) -> Result<VllmResult, ImportE
         return Err(bad("request_rate and duration must be positive".into()));
     }
     Ok(r)
-}
-
-/// The file's top-level numbers as written, each parsed by the standard library (correctly
-/// rounded): serde_json without its `float_roundtrip` feature may read a decimal one unit in the
-/// last place off, and a row must hold the very figure vLLM wrote. `bytes` is valid JSON (it
-/// was parsed first), so only strings, nesting and number tokens need telling apart.
-fn exact_numbers(bytes: &[u8]) -> BTreeMap<String, f64> {
-    let (mut out, mut depth, mut i) = (BTreeMap::new(), 0usize, 0usize);
-    let (mut key, mut last_string): (Option<String>, Option<(usize, usize)>) = (None, None);
-    let text = |a: usize, b: usize| std::str::from_utf8(&bytes[a..b]).ok();
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                let start = i + 1;
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    // An escaped character (a quote among them) is skipped with its backslash.
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                last_string = Some((start, i.min(bytes.len())));
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b':' if depth == 1 => {
-                key = last_string
-                    .take()
-                    .and_then(|(a, b)| text(a, b))
-                    .map(str::to_string);
-            }
-            c if depth == 1 && (c == b'-' || c.is_ascii_digit()) => {
-                let start = i;
-                while i < bytes.len()
-                    && matches!(bytes[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
-                {
-                    i += 1;
-                }
-                let value = text(start, i).and_then(|t| t.parse::<f64>().ok());
-                if let (Some(k), Some(x)) = (key.take(), value) {
-                    out.insert(k, x);
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
 }
 
 /// The row of one file: a rate cell at its finite request rate (vLLM sent on a schedule), or
@@ -485,14 +385,6 @@ fn date_rfc3339(date: &str) -> String {
     )
 }
 
-/// The cell of a row, in words (`rate 10/s at ≈64`).
-fn cell_words(row: &CellResult) -> String {
-    match row.request_rate {
-        Some(rate) => format!("rate {rate}/s at {}", row.context_label),
-        None => format!("decode {} × {}", row.context_label, row.concurrency),
-    }
-}
-
 /// Imports `files` as one run: one row per file, every file of one model, no two files of
 /// one cell. Rows come in the plan's order (contexts ascending, decode before rate, N and R
 /// ascending).
@@ -536,10 +428,7 @@ fn run_info(parsed: &[(&VllmFile, VllmResult, CellResult)]) -> RunInfo {
         .iter()
         .map(|(_, r, _)| date_rfc3339(&r.date))
         .collect();
-    let mut notes = vec![format!(
-        "imported from {VLLM_BENCH} result files by {}: no request was sent by this tool; the rows hold vLLM's figures under vLLM's definitions",
-        ToolInfo::current().label()
-    )];
+    let mut notes = vec![imported_note(VLLM_BENCH, "result files")];
     for (f, r, row) in parsed {
         notes.push(format!(
             "{}: sha256 {}, {VLLM_BENCH} backend {}, date {} (vLLM's local time, no zone; read as UTC), tokenizer {}, {} prompts, request rate {}, burstiness {}, max concurrency {}, request_throughput {} req/s -> {}",
@@ -558,99 +447,32 @@ fn run_info(parsed: &[(&VllmFile, VllmResult, CellResult)]) -> RunInfo {
     }
     notes.extend(VLLM_DEFINITIONS.iter().map(|d| format!("definitions: {d}")));
     notes.push(VLLM_UNJUDGED.to_string());
-    let mut engine = EngineInfo::default();
-    engine
-        .extra
-        .insert("imported_from".into(), VLLM_BENCH.into());
-    if let Some(b) = &first.backend {
-        engine
-            .extra
-            .insert("vllm_bench_backend".into(), b.clone().into());
-    }
-    RunInfo {
-        schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: VLLM_BENCH.to_string(),
-            // vLLM's result file does not record vLLM's version.
-            version: "unknown".to_string(),
-        },
-        state: RunState::Completed,
+    let rows: Vec<CellResult> = parsed.iter().map(|(_, _, c)| c.clone()).collect();
+    let meta = ImportedMeta {
+        tool: VLLM_BENCH,
+        // vLLM's result file does not record vLLM's version.
+        version: "unknown".to_string(),
+        model: first.model_id.clone(),
         started_at: dates.iter().min().cloned().unwrap_or_default(),
         finished_at: dates.iter().max().cloned(),
-        url: String::new(),
-        engine,
-        model: ModelInfo {
-            served_model: first.model_id.clone(),
-            model_path: None,
-            revision: None,
-        },
-        hardware: HardwareInfo::default(),
-        launch_command: None,
-        launch_command_source: None,
-        plan: plan_of(parsed),
         notes,
-        diagnostics: None,
-        sweep: None,
-    }
-}
-
-/// The plan the imported rows make: their contexts and cells, no prefill, the longest vLLM
-/// duration as the window and the longest output vLLM received as the max output (vLLM's file
-/// does not record what it asked for).
-fn plan_of(parsed: &[(&VllmFile, VllmResult, CellResult)]) -> Plan {
-    let rows: Vec<&CellResult> = parsed.iter().map(|(_, _, c)| c).collect();
-    let mut contexts: Vec<PlannedContext> = Vec::new();
-    for row in &rows {
-        let decode = row.phase == Phase::Decode;
-        match contexts.iter_mut().find(|c| c.tokens == row.context_tokens) {
-            Some(c) => c.decode |= decode,
-            None => contexts.push(PlannedContext {
-                tokens: row.context_tokens,
-                label: row.context_label.clone(),
-                decode,
-                spec: ContextSpec::Tokens(row.context_tokens),
-            }),
-        }
-    }
-    let longest_output = parsed
-        .iter()
-        .filter_map(|(_, r, _)| r.output_lens.as_ref()?.iter().max().copied())
-        .max();
-    let mut concurrency: Vec<u32> = rows
-        .iter()
-        .filter(|r| r.phase == Phase::Decode)
-        .map(|r| r.concurrency)
-        .collect();
-    concurrency.sort_unstable();
-    concurrency.dedup();
-    let settings = Settings {
-        contexts: contexts.iter().map(|c| c.spec).collect(),
-        concurrency,
+        engine_extra: first
+            .backend
+            .iter()
+            .map(|b| ("vllm_bench_backend".to_string(), b.clone()))
+            .collect(),
+        // The longest vLLM duration as the window; the longest output vLLM received as the
+        // max output (vLLM's file does not record what it asked for).
         duration_s: parsed
             .iter()
             .map(|(_, r, _)| r.duration)
             .fold(0.0, f64::max),
-        max_output: longest_output.map_or(0, |m| m.min(u64::from(u32::MAX)) as u32),
-        skip_prefill: true,
-        ..Settings::default()
-    };
-    Plan {
-        settings,
-        contexts,
-        dropped_contexts: Vec::new(),
-        kv_capacity_tokens: None,
-        context_length: None,
-        decode_test: format!("Imported from {VLLM_BENCH}"),
-        prefill_mode: "Not measured (imported)".to_string(),
-        cells: rows
+        max_output: parsed
             .iter()
-            .map(|r| PlannedCell {
-                key: r.key(),
-                label: r.context_label.clone(),
-                over_capacity: false,
-            })
-            .collect(),
-    }
+            .filter_map(|(_, r, _)| r.output_lens.as_ref()?.iter().max().copied())
+            .max(),
+    };
+    imported_run_info(meta, &rows)
 }
 
 #[cfg(test)]

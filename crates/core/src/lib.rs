@@ -22,6 +22,9 @@ mod drain;
 mod figures;
 mod gof;
 mod hw;
+mod import_aiperf;
+mod import_common;
+mod import_guidellm;
 mod import_vllm;
 mod lag;
 mod length;
@@ -191,9 +194,18 @@ pub use hw::{
     CpuReading, GpuReading, HwSample, HwSummary, NVIDIA_SMI_QUERIES, NVIDIA_SMI_QUERY, NvmlRaw,
     SmiParseError, parse_clock_event_reasons, parse_nvidia_smi, parse_nvidia_smi_events,
 };
+pub use import_aiperf::{
+    AIPERF, AIPERF_DEFINITIONS, AIPERF_ERROR_KIND, AIPERF_UNJUDGED, AiperfExport, aiperf_cell,
+    import_aiperf, parse_aiperf_export,
+};
+pub use import_common::{ImportError, ImportFile, ImportedRun};
+pub use import_guidellm::{
+    GUIDELLM, GUIDELLM_DEFINITIONS, GUIDELLM_ERROR_KIND, GUIDELLM_UNJUDGED, GuidellmBenchmark,
+    GuidellmReport, guidellm_cell, import_guidellm, parse_guidellm_report,
+};
 pub use import_vllm::{
-    ImportError, ImportedRun, VLLM_BENCH, VLLM_DEFINITIONS, VLLM_ERROR_KIND, VLLM_UNJUDGED,
-    VllmFile, VllmResult, import_vllm, parse_vllm_result, vllm_cell,
+    VLLM_BENCH, VLLM_DEFINITIONS, VLLM_ERROR_KIND, VLLM_UNJUDGED, VllmFile, VllmResult,
+    import_vllm, parse_vllm_result, vllm_cell,
 };
 pub use meta::{
     Capabilities, EngineInfo, EngineKind, HardwareInfo, ModelInfo, Sourced, TokenCountSource,

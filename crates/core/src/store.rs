@@ -154,7 +154,9 @@ impl RunDir {
 
     /// Writes `run.json` atomically.
     pub fn write_info(&self, info: &RunInfo) -> Result<(), StoreError> {
-        let _whole = WRITES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _whole = WRITES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         write_atomic(&self.root.join(RUN_FILE), info)
     }
 
@@ -162,7 +164,9 @@ impl RunDir {
     /// holding the lock every `run.json` write takes until the process is gone, so no other
     /// thread's write of it is cut halfway (which left `run.json.tmp` behind).
     pub fn write_info_and_exit(&self, info: &RunInfo, code: i32) -> ! {
-        let _whole = WRITES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _whole = WRITES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = write_atomic(&self.root.join(RUN_FILE), info);
         std::process::exit(code)
     }

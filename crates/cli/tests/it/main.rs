@@ -21,6 +21,7 @@ mod hub;
 mod hub_browser;
 mod hub_sweep;
 mod import;
+mod import_peers;
 mod interrupt;
 mod live_metrics;
 mod llamacpp;
