@@ -8,32 +8,10 @@
 //! vLLM is a failure, since CI must run it.
 
 use crate::common::*;
+use crate::sweep::vllm_paths;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// vLLM's Python and its tokenizer's directory, or `None` (with the reason printed) where vLLM
-/// is not installed and `CI` is unset (as `sweep.rs`'s `vllm_paths`).
-fn vllm_paths() -> Option<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/vllm/common.sh");
-    let script = format!(
-        "source '{}' && vllm_installed && printf '%s\\n%s\\n' \"$VLLM_PY\" \"$VLLM_MODEL\"",
-        root.display()
-    );
-    let out = Command::new("bash").args(["-c", &script]).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut lines = text.lines();
-    match (out.status.success(), lines.next(), lines.next()) {
-        (true, Some(py), Some(model)) => Some((py.to_string(), model.to_string())),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI is set, so the vLLM import must run, but vLLM is not installed")
-        }
-        _ => {
-            eprintln!("skipping the vLLM import: run scripts/vllm/install.sh");
-            None
-        }
-    }
-}
 
 /// Runs `vllm bench serve` against `url` as `testdata/vllm-bench-serve/README.md` says, and
 /// returns the result file it saved.
@@ -108,32 +86,33 @@ fn a_real_vllm_bench_file_imports_with_its_own_figures() {
     let sim = Sim::start(cfg);
     let dir = out_dir("import-vllm");
     let file = vllm_bench(&py, &tokenizer, &sim.url, &dir);
-    let imported = dir.join("imported");
     let arg = format!("vllm:{}", file.display());
-    let o = run_bin(&["import", &arg, "--output", imported.to_str().unwrap_or("")]);
-    assert!(o.status.success(), "{}", text(&o));
-
+    let row = import_and_check(&arg, &file, "vllm bench serve", &sim, &dir);
     let want: Value =
         serde_json::from_slice(&std::fs::read(&file).expect("the file")).expect("JSON");
+    assert_row_is_the_file(&row, &want);
+}
+
+/// Imports `arg`, then checks what every import must give: one row, the sha256 in the notes,
+/// the report naming `tool`, the results schema, `compare` beside a run of this tool on `sim`,
+/// and the hub's acceptance. Returns the row.
+pub(crate) fn import_and_check(arg: &str, file: &Path, tool: &str, sim: &Sim, dir: &Path) -> Value {
+    let imported = dir.join("imported");
+    let o = run_bin(&["import", arg, "--output", imported.to_str().unwrap_or("")]);
+    assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&imported);
     assert_eq!(rows.len(), 1, "{rows:#?}");
-    assert_row_is_the_file(&rows[0], &want);
     let notes = run_json(&imported)["notes"].to_string();
-    assert!(notes.contains(&llmib_hub::hex_sha256(&std::fs::read(&file).expect("file"))));
-
+    assert!(notes.contains(&llmib_hub::hex_sha256(&std::fs::read(file).expect("file"))));
     let o = run_bin(&["report", imported.to_str().unwrap_or("")]);
     assert!(o.status.success(), "{}", text(&o));
     let html = std::fs::read_to_string(imported.join("report.html")).expect("report.html");
-    assert!(
-        html.contains("vllm bench serve"),
-        "the report names the tool"
-    );
+    assert!(html.contains(tool), "the report names {tool}");
     let results: Value = serde_json::from_slice(
         &std::fs::read(imported.join("results.json")).expect("results.json written"),
     )
     .expect("results.json is JSON");
     llmib_report::check_results_schema(&results).expect("the results schema holds");
-
     let other = dir.join("other");
     let o = run_bin(&[
         "run",
@@ -150,10 +129,10 @@ fn a_real_vllm_bench_file_imports_with_its_own_figures() {
         "--request-rate",
         "10",
         "--skip-decode",
-        "--output",
-        other.to_str().unwrap_or(""),
         "--format",
         "none",
+        "--output",
+        other.to_str().unwrap_or(""),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let o = run_bin(&[
@@ -163,6 +142,7 @@ fn a_real_vllm_bench_file_imports_with_its_own_figures() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_hub_accepts(&imported);
+    rows[0].clone()
 }
 
 /// Refusals are one line each, with a non-zero exit: a file that is not JSON (named), and

@@ -12,6 +12,7 @@
 //! imported by `llmib-core`'s unit tests on every run.
 
 use crate::common::*;
+use crate::import::import_and_check;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -119,63 +120,6 @@ fn same(row: &Value, field: &str, want: &Value) {
         got.is_some() && got == w,
         "{field}: {got:?} != {w:?} in {row:#}"
     );
-}
-
-/// Imports `arg`, then checks what every import must give: one row, the sha256 in the notes,
-/// the report naming `tool`, the results schema, `compare` beside a run of this tool on `sim`,
-/// and the hub's acceptance. Returns the row.
-fn import_and_check(arg: &str, file: &Path, tool: &str, sim: &Sim, dir: &Path) -> Value {
-    let imported = dir.join("imported");
-    let o = run_bin(&["import", arg, "--output", imported.to_str().unwrap_or("")]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&imported);
-    assert_eq!(rows.len(), 1, "{rows:#?}");
-    let notes = run_json(&imported)["notes"].to_string();
-    assert!(notes.contains(&llmib_hub::hex_sha256(&std::fs::read(file).expect("file"))));
-    let o = run_bin(&["report", imported.to_str().unwrap_or("")]);
-    assert!(o.status.success(), "{}", text(&o));
-    let html = std::fs::read_to_string(imported.join("report.html")).expect("report.html");
-    assert!(html.contains(tool), "the report names {tool}");
-    let results: Value = serde_json::from_slice(
-        &std::fs::read(imported.join("results.json")).expect("results.json written"),
-    )
-    .expect("results.json is JSON");
-    llmib_report::check_results_schema(&results).expect("the results schema holds");
-    let other = dir.join("other");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "64",
-        "--concurrency",
-        "1",
-        "--duration",
-        "2",
-        "--max-output",
-        "16",
-        "--request-rate",
-        "10",
-        "--skip-decode",
-        "--format",
-        "none",
-        "--output",
-        other.to_str().unwrap_or(""),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = run_bin(&[
-        "compare",
-        imported.to_str().unwrap_or(""),
-        other.to_str().unwrap_or(""),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let mut store = llmib_hub::Store::open_sqlite_in_memory(llmib_hub::Settings::default())
-        .expect("open a hub store");
-    let token = store.create_token("import").expect("a token").secret;
-    store
-        .upload_dir(&imported, Some(&token), false)
-        .expect("the hub accepts the imported run");
-    rows[0].clone()
 }
 
 #[test]

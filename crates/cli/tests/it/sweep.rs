@@ -384,7 +384,7 @@ fn real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values() {
 
 /// vLLM's interpreter and the tiny model `scripts/vllm/install.sh` put in place, or `None`
 /// (with the reason printed) where it is not installed and `CI` is unset.
-fn vllm_paths() -> Option<(String, String)> {
+pub(crate) fn vllm_paths() -> Option<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/vllm/common.sh");
     let script = format!(
         "source '{}' && vllm_installed && printf '%s\\n%s\\n' \"$VLLM_PY\" \"$VLLM_MODEL\"",
@@ -396,10 +396,12 @@ fn vllm_paths() -> Option<(String, String)> {
     match (out.status.success(), lines.next(), lines.next()) {
         (true, Some(py), Some(model)) => Some((py.to_string(), model.to_string())),
         _ if std::env::var_os("CI").is_some() => {
-            panic!("CI is set, so the vLLM sweep must run, but vLLM is not installed")
+            panic!(
+                "CI is set, so the vLLM tests (sweep, import) must run, but vLLM is not installed"
+            )
         }
         _ => {
-            eprintln!("skipping the vLLM sweep: run scripts/vllm/install.sh");
+            eprintln!("skipping a vLLM test: run scripts/vllm/install.sh");
             None
         }
     }
