@@ -11,6 +11,7 @@
 use crate::run_cmd::Exit;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
+use llmib_core::SWEEP_FILE;
 use llmib_core::{
     Combination, ComboRecord, ComboState, Launcher, SWEEP_SCHEMA_VERSION, SweepFile, SweepSpec,
     check_templates, combinations, holds_redacted, now_rfc3339, own_run_flag, parse_grid,
@@ -20,9 +21,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-/// The sweep's own file in its directory.
-pub const SWEEP_FILE: &str = "sweep.json";
 
 /// Where a started server answers unless `--url` says otherwise.
 const DEFAULT_URL: &str = "http://{host}:{port}";

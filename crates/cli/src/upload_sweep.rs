@@ -10,12 +10,9 @@
 use crate::run_cmd::Exit;
 use crate::upload_cmd::{Failure, How, Hub, UploadArgs};
 use anyhow::Result;
-use llmib_core::{ComboState, SweepFile};
+use llmib_core::{ComboState, SWEEP_FILE, SweepFile};
 use serde::Deserialize;
 use std::path::Path;
-
-/// The sweep's file in its directory.
-pub const SWEEP_FILE: &str = "sweep.json";
 
 /// What the hub answered to a stored sweep file.
 #[derive(Debug, Deserialize)]

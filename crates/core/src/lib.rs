@@ -168,8 +168,8 @@ pub use stable::{
 };
 pub use sweep::{
     Combination, ComboRecord, ComboState, GridParam, HOST_PLACEHOLDER, Launcher, PORT_PLACEHOLDER,
-    SWEEP_OWN_RUN_FLAGS, SWEEP_SCHEMA_VERSION, SweepError, SweepFile, SweepMember, SweepSpec,
-    check_templates, combinations, holds_redacted, log_tail, own_run_flag, parse_grid,
+    SWEEP_FILE, SWEEP_OWN_RUN_FLAGS, SWEEP_SCHEMA_VERSION, SweepError, SweepFile, SweepMember,
+    SweepSpec, check_templates, combinations, holds_redacted, log_tail, own_run_flag, parse_grid,
     placeholders, redact_args, render, secret_values, stored_command, sweep_id, wants_port,
 };
 pub use sweep_pick::{

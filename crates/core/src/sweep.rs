@@ -8,6 +8,9 @@ use crate::redact::redact_command;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The sweep's own file in its directory (its spec and every combination's record).
+pub const SWEEP_FILE: &str = "sweep.json";
+
 /// The sweep file's schema version.
 pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 

@@ -24,11 +24,12 @@ mod tests;
 
 pub use db::{Dialect, MIGRATIONS, Migration};
 pub use error::{StoreError, TokenError, UploadError};
+pub use llmib_core::SWEEP_FILE;
 pub use query::{
     CellRow, Headline, ListFilter, ListPage, Page, RunFile, RunSummary, SortKey, StoredRun,
 };
 pub use sweeps::{
-    RankedConfiguration, SWEEP_FILE, StoredSweep, SweepSummary, SweepUploaded, rank_configurations,
+    RankedConfiguration, StoredSweep, SweepSummary, SweepUploaded, rank_configurations,
 };
 pub use tokens::{NewToken, TokenInfo};
 pub use upload::{ALLOWED_FILES, UploadFiles, precheck};

@@ -12,10 +12,7 @@ use crate::error::{StoreError, UploadError};
 use crate::query::{RunSummary, SUMMARY_COLUMNS, summary};
 use crate::sql::{SqlValue, int_of};
 use crate::{Store, hex_sha256};
-use llmib_core::{SWEEP_SCHEMA_VERSION, SweepFile};
-
-/// The sweep file's name, as the sweep writes it and the hub's upload carries it.
-pub const SWEEP_FILE: &str = "sweep.json";
+use llmib_core::{SWEEP_FILE, SWEEP_SCHEMA_VERSION, SweepFile};
 
 /// A stored sweep: its file and the newest run of each combination that has one.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,15 +10,12 @@ use crate::html::{self, render_template, ser};
 use crate::markdown::escape;
 use crate::{ReportError, number};
 use llmib_core::{
-    CellResult, ComboRecord, ComboRows, ComboState, FrontierPoint, Phase, RunDir, RunInfo, SloPick,
-    SweepFile, frontier_points, slo_picks,
+    CellResult, ComboRecord, ComboRows, ComboState, FrontierPoint, Phase, RunDir, RunInfo,
+    SWEEP_FILE, SloPick, SweepFile, frontier_points, slo_picks,
 };
 use minijinja::Value;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-
-/// The sweep's file, relative to its directory.
-const SWEEP_FILE: &str = "sweep.json";
 
 /// One combination's line of the table.
 #[derive(Debug, Clone, Serialize)]
