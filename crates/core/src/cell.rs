@@ -31,6 +31,8 @@ pub enum Phase {
     Capacity,
     /// Sessions: S concurrent conversations from a history of C tokens, turn by turn.
     Session,
+    /// Mixed prefill: a prompt of P tokens sent into N running decode streams (`crate::mixed`).
+    MixedPrefill,
 }
 
 impl Phase {
@@ -43,6 +45,7 @@ impl Phase {
             Phase::Rate => "Open-loop rate",
             Phase::Capacity => "Capacity",
             Phase::Session => "Sessions",
+            Phase::MixedPrefill => "Mixed prefill",
         }
     }
 }
@@ -339,6 +342,10 @@ pub struct CellResult {
     /// without measured figures and in rows saved before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub economics: Option<Box<CellEconomics>>,
+    /// A mixed-prefill row's figures (`crate::mixed`): the streams' tok/s before, during and
+    /// after the injected prompt, their longest gaps, its TTFT against its standalone TTFT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<Box<crate::mixed::MixedFigures>>,
     /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
     /// at the row's top level; absent on other rows.
     #[serde(flatten)]
@@ -409,6 +416,7 @@ impl CellResult {
             speculative: None,
             tokens_per_chunk: None,
             economics: None,
+            mixed: None,
         }
     }
 

@@ -281,7 +281,7 @@ pub fn measured_span(
         Phase::Prefill => "prefill",
         Phase::Burst => "burst",
         Phase::Rate | Phase::Session => "open loop",
-        Phase::Decode | Phase::Capacity => return None,
+        Phase::Decode | Phase::Capacity | Phase::MixedPrefill => return None,
     };
     let k = ph.iter().rposition(|(_, s)| s == stage)?;
     let end = ph.get(k + 1).map_or(dur, |(t, _)| *t);

@@ -33,6 +33,7 @@ mod load;
 mod load_settings;
 mod loop_row;
 mod merge;
+mod mixed;
 mod meta;
 mod nullable;
 mod plan;
@@ -85,6 +86,11 @@ pub use standard::{STANDARD_MATRICES, StandardMatrix, UnknownStandard, standard_
 
 // What a request and a cell observed, and the figures computed from it.
 pub use burst::burst_result;
+pub use mixed::{
+    DEFAULT_MIXED_SPAN_S, DEFAULT_STANDALONE_REPEATS, MixedFigures, MixedJudgement,
+    MixedObservation, MixedPlan, MixedPlanInput, MixedPrefillSettings, mixed_figures,
+    mixed_kv_needed, mixed_prefill_plan, mixed_result,
+};
 pub use cell::{
     BurstFigures, CellKey, CellResult, CellStatus, Phase, PromptCheck, QueueObservation,
 };

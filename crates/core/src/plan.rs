@@ -117,6 +117,9 @@ pub struct Settings {
     /// The session section of each context (`--sessions`, `--turns`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::session::SessionSettings>,
+    /// The mixed-prefill cells (`--mixed-prefill`; `crate::mixed`), after the matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_prefill: Option<crate::mixed::MixedPrefillSettings>,
     /// The standard matrix version this run follows (`--standard`; `crate::standard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<String>,
@@ -313,6 +316,7 @@ impl Default for Settings {
             request: RequestControls::default(),
             load: None,
             sessions: None,
+            mixed_prefill: None,
             standard: None,
             decode_warmup_s: 0.0,
             shard: None,
@@ -664,6 +668,25 @@ impl Plan {
         let sessions_only = settings.sessions.as_ref().is_some_and(|s| !s.with_decode);
         if skip_decode || sessions_only {
             cells.retain(|c| !matches!(c.key.phase, Phase::Decode | Phase::Burst));
+        }
+        if let Some(mp) = &settings.mixed_prefill {
+            let decode_contexts: Vec<u64> = contexts
+                .iter()
+                .filter(|c| c.decode)
+                .map(|c| c.tokens)
+                .collect();
+            let mixed = crate::mixed::mixed_prefill_plan(
+                mp,
+                crate::mixed::MixedPlanInput {
+                    run_concurrency: &settings.concurrency,
+                    decode_contexts: &decode_contexts,
+                    max_output: settings.max_output,
+                    context_length,
+                    kv_capacity,
+                },
+            );
+            cells.extend(mixed.cells);
+            dropped_contexts.extend(mixed.dropped);
         }
         Plan {
             settings,

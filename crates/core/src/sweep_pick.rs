@@ -42,7 +42,7 @@ fn cell_words(r: &CellResult) -> Option<String> {
         Phase::Rate => format!("rate {c} @ {}/s", r.key().request_rate()?),
         Phase::Session if r.concurrency > 0 => format!("sessions {c} × {}", r.concurrency),
         Phase::Session => format!("sessions {c} @ {}/s", r.key().request_rate()?),
-        Phase::Prefill | Phase::Capacity => return None,
+        Phase::Prefill | Phase::Capacity | Phase::MixedPrefill => return None,
     })
 }
 
