@@ -341,6 +341,18 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub cost: cost_args::CostArgs,
+    /// How prompts are made (`--token-targeting`, `--prompt-text`: `config_prompt_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub prompts: prompt_args::PromptArgs,
+    /// The probe requests (`--probe-rate`, …: `config_probe_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub probe: probe_args::ProbeArgs,
+    /// The mixed-prefill cells (`--mixed-prefill`, …: `config_mixed_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub mixed: mixed_args::MixedArgs,
     /// The shard flags (`--shard`, `--shards`, `--start-at`, …: `config_shard_flags.rs`).
     #[command(flatten)]
     #[serde(flatten)]
@@ -353,13 +365,6 @@ pub struct RunArgs {
     /// max-output tokens): the report says so, and rows count the requests that stopped early.
     #[arg(long)]
     pub respect_eos: bool,
-    /// How prompts are made C tokens long: `exact` (the server's tokenizer), `estimate` (from
-    /// the server's `usage.prompt_tokens` of probe requests, within 0.5%; for endpoints
-    /// without a tokenizer; contexts show as `≈`), or `auto` (the default): exact where a
-    /// tokenizer exists.
-    #[arg(long, value_enum)]
-    #[serde(deserialize_with = "de::value_enum")]
-    pub token_targeting: Option<TargetingArg>,
     /// What the terminal shows while the run works: `tui` (a full-screen dashboard; the
     /// default on a terminal), `plain` (a line per event; the default otherwise) or `json`
     /// (one JSON event per line, for scripts).
@@ -436,30 +441,6 @@ impl ApiArg {
     }
 }
 
-/// `--token-targeting`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum TargetingArg {
-    /// Exact where the server has a tokenizer, estimated otherwise.
-    #[default]
-    Auto,
-    /// With the server's tokenizer.
-    Exact,
-    /// From the server's usage.
-    Estimate,
-}
-
-impl TargetingArg {
-    /// The targeting asked for; `None` lets the probe choose by the tokenizer it finds.
-    pub fn choice(self) -> Option<llmib_core::Targeting> {
-        use llmib_core::Targeting;
-        match self {
-            TargetingArg::Exact => Some(Targeting::Exact),
-            TargetingArg::Estimate => Some(Targeting::Estimate),
-            TargetingArg::Auto => None,
-        }
-    }
-}
-
 /// `--http-reader`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum HttpReaderArg {
@@ -499,6 +480,7 @@ impl From<PrefillMetricArg> for llmib_core::PrefillMetric {
 #[path = "config_parse.rs"]
 pub mod parse;
 pub use parse::{ContextList, ExtraBody, Formats, Levels};
+pub use prompt_args::TargetingArg;
 
 #[path = "config_de.rs"]
 mod de;
@@ -508,6 +490,12 @@ pub mod session_args;
 
 #[path = "config_cost_args.rs"]
 pub mod cost_args;
+#[path = "config_mixed_args.rs"]
+pub mod mixed_args;
+#[path = "config_probe_args.rs"]
+pub mod probe_args;
+#[path = "config_prompt_args.rs"]
+pub mod prompt_args;
 #[path = "config_shard_flags.rs"]
 pub mod shard_flags;
 
@@ -552,13 +540,15 @@ impl RunArgs {
                 api_key_header,
                 request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 decode_warmup_seconds,
-                prefill_metric, prefill_contexts, standalone_prefill, token_targeting, display,
+                prefill_metric, prefill_contexts, standalone_prefill, display,
                 request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
                 input_len, output_len, workload, time_scale, until_stable,
                 session,
+                mixed,
+                probe,
                 sharding,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
-                hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost,
+                hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost, prompts,
                 hardware_info;
             switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,

@@ -79,84 +79,35 @@ pub fn decide(saved: &RunInfo, args: &RunArgs, dir: &Path, url: Option<&str>) ->
 }
 
 /// Every field of [`RunArgs`], by what resume does with it: a new field does not compile
-/// until it is put in one class and handled there.
+/// until it is put in one class and handled there. One class a paragraph (hence unformatted:
+/// a field a line would hide the classes in a page of names).
+#[rustfmt::skip]
 fn classified(args: &RunArgs) {
     let RunArgs {
-        model: _, // Fixed from here: `refuse_changed_measurement`.
-        standard: _,
-        engine: _,
-        contexts: _,
-        concurrency: _,
-        duration: _,
-        max_output: _,
-        kv_capacity: _,
-        dcp_size: _,
-        hardware: _,
-        launch_command: _,
-        sweep_member: _,
-        output: _,
-        force: _,
-        api: _,
-        request_count: _,
-        burst_warmup_request_count: _,
-        run_burst: _,
-        burst_requests_per_concurrency: _,
-        prefill_metric: _,
-        skip_prefill: _,
-        prefill_only: _,
-        prefill_contexts: _,
-        standalone_prefill: _,
-        serial_server: _,
-        respect_eos: _,
-        token_targeting: _,
-        request_rate: _,
-        arrival: _,
-        slo: _,
-        find_capacity: _,
-        capacity_precision: _,
-        max_concurrency: _,
-        drain_timeout: _,
-        skip_decode: _,
-        input_len: _,
-        output_len: _,
-        workload: _,
-        time_scale: _,
-        session: _,
-        temperature: _,
-        top_p: _,
-        seed: _,
-        extra_body: _,
-        forced_token_id: _,
-        no_loop_detection: _,
-        max_total_tokens: _,
-        show_capacity_limited_values: _,
-        cost: _,
-        sharding: _, // Refused from here: a shard's timetable has passed.
-        url: _,      // Changeable from here: `apply_changes` (and the URL note in `decide`).
-        max_time: _,
-        decode_warmup_seconds: _,
-        until_stable: _,
-        readiness_timeout: _,
-        first_token_timeout: _,
-        idle_timeout: _,
-        busy_timeout: _,
-        save_requests: _,
-        tokenizer: _,
-        retry_failed: _,
-        api_key: _, // Per call from here: not saved with the run.
-        api_key_header: _,
-        config: _,
-        resume: _,
-        format: _,
-        display: _,
-        no_hw_monitor: _,
-        hw_monitor_interval: _,
-        hw_gpu_limit: _,
-        refresh_rate: _,
-        http_reader: _,
-        events: _,
-        metrics_listen: _,
-        hardware_info: _,
+        // Fixed: `refuse_changed_measurement` refuses another value.
+        model: _, standard: _, engine: _, contexts: _, concurrency: _, duration: _,
+        max_output: _, kv_capacity: _, dcp_size: _, hardware: _, launch_command: _,
+        sweep_member: _, output: _, force: _, api: _, request_count: _,
+        burst_warmup_request_count: _, run_burst: _, burst_requests_per_concurrency: _,
+        prefill_metric: _, skip_prefill: _, prefill_only: _, prefill_contexts: _,
+        standalone_prefill: _, serial_server: _, respect_eos: _, request_rate: _, arrival: _,
+        slo: _, find_capacity: _, capacity_precision: _, max_concurrency: _, drain_timeout: _,
+        skip_decode: _, input_len: _, output_len: _, workload: _, time_scale: _, session: _,
+        mixed: _, probe: _, temperature: _, top_p: _, seed: _, extra_body: _,
+        forced_token_id: _, no_loop_detection: _, max_total_tokens: _,
+        show_capacity_limited_values: _, cost: _,
+        // Its text: the same file again (`prompt_args::resumed`, from run_cmd).
+        prompts: _,
+        // Refused: a shard's timetable has passed.
+        sharding: _,
+        // Changeable: `apply_changes` (and the URL note in `decide`).
+        url: _, max_time: _, decode_warmup_seconds: _, until_stable: _, readiness_timeout: _,
+        first_token_timeout: _, idle_timeout: _, busy_timeout: _, save_requests: _,
+        tokenizer: _, retry_failed: _,
+        // Per call: not saved with the run.
+        api_key: _, api_key_header: _, config: _, resume: _, format: _, display: _,
+        no_hw_monitor: _, hw_monitor_interval: _, hw_gpu_limit: _, refresh_rate: _,
+        http_reader: _, events: _, metrics_listen: _, hardware_info: _,
     } = args;
 }
 
@@ -199,7 +150,7 @@ fn refuse_changed_measurement(saved: &RunInfo, a: &RunArgs, dir: &Path) -> Resul
         Some(_) => Api::Completions,
     };
     fixed("api", a.api.map(|x| x.choice().unwrap_or(auto_api)), s.api)?;
-    let targeting = a.token_targeting.and_then(|t| t.choice());
+    let targeting = a.prompts.token_targeting.and_then(|t| t.choice());
     fixed("token-targeting", targeting, s.token_targeting)?;
     refuse_changed_cells(s, a)?;
     let launch = a.launch_command.as_deref().map(redact_command);
@@ -297,6 +248,12 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         load,
         s.load.clone(),
     )?;
+    refuse_changed_sections(s, a)
+}
+
+/// Refuses a change of the sections after the matrix (sessions, mixed prefill) and of the
+/// probes beside its cells.
+fn refuse_changed_sections(s: &Settings, a: &RunArgs) -> Result<()> {
     let sessions = a
         .sessions_mode()
         .then(|| a.session_settings())
@@ -305,6 +262,26 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         "sessions / --turns / --turn-input-len / --turn-output-len / --system-prompt-len / --think-time / --flush-cache",
         sessions,
         s.sessions.clone(),
+    )?;
+    let probe_given = a.probe.probe_rate.is_some()
+        || a.probe.probe_input_len.is_some()
+        || a.probe.probe_output_len.is_some();
+    let probe = probe_given.then(|| a.probe.settings()).transpose()?;
+    fixed(
+        "probe-rate / --probe-input-len / --probe-output-len",
+        probe,
+        s.probe,
+    )?;
+    let m = &a.mixed;
+    let mixed_given = m.mixed_prefill.is_some()
+        || m.mixed_concurrency.is_some()
+        || m.mixed_context.is_some()
+        || m.mixed_span.is_some();
+    let mixed = mixed_given.then(|| m.settings()).transpose()?;
+    fixed(
+        "mixed-prefill / --mixed-concurrency / --mixed-context / --mixed-span",
+        mixed,
+        s.mixed_prefill.clone(),
     )?;
     Ok(())
 }

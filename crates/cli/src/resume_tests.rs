@@ -217,3 +217,32 @@ fn a_shard_is_never_resumed() {
     let e = decide_with(args).expect_err("refused");
     assert!(e.to_string().contains("cannot be resumed"), "{e}");
 }
+
+#[test]
+fn mixed_prefill_and_probes_are_fixed_on_resume() {
+    let mixed = |span_ms: u64| RunArgs {
+        mixed: crate::config::mixed_args::MixedArgs {
+            mixed_prefill: Some(ContextList(vec![ContextSpec::Tokens(4096)])),
+            mixed_span: Some(Duration::from_millis(span_ms)),
+            ..Default::default()
+        },
+        ..RunArgs::default()
+    };
+    let e = decide_with(mixed(500)).expect_err("a run saved without mixed prefill");
+    assert!(e.to_string().contains("mixed-prefill"), "{e}");
+    // Saved with them: the same again is accepted, another span refused.
+    let mut info = saved();
+    info.plan.settings.mixed_prefill = mixed(500).mixed.settings().expect("settings");
+    assert!(decide(&info, &mixed(500), &dir(), None).is_ok());
+    let e = decide(&info, &mixed(600), &dir(), None).expect_err("another span");
+    assert!(e.to_string().contains("mixed-span"), "{e}");
+    let probe = RunArgs {
+        probe: crate::config::probe_args::ProbeArgs {
+            probe_rate: Some(0.5),
+            ..Default::default()
+        },
+        ..RunArgs::default()
+    };
+    let e = decide_with(probe).expect_err("a run saved without probes");
+    assert!(e.to_string().contains("probe-rate"), "{e}");
+}

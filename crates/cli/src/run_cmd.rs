@@ -177,8 +177,14 @@ fn resumed_run(
         .with_context(|| format!("cannot resume from {}", dir.display()))?;
     let url = args.url.as_deref().map(llmib_core::strip_url_userinfo);
     let decided = crate::resume::decide(&r.info, args, dir, url.as_deref())?;
+    // The saved run keeps the text's source only: the file read now must be that text.
+    let prompt_text = crate::config::prompt_args::resumed(
+        settings.prompt_text.take(),
+        decided.settings.prompt_text.as_ref(),
+    )?;
     *settings = Settings {
         prompt_seed: settings.prompt_seed,
+        prompt_text,
         ..decided.settings
     };
     Ok(Some((r, decided.notes)))
@@ -375,7 +381,10 @@ async fn probe_server(
         },
         targeting: match saved {
             Some(_) => Some(settings.token_targeting),
-            None => args.token_targeting.and_then(config::TargetingArg::choice),
+            None => args
+                .prompts
+                .token_targeting
+                .and_then(config::TargetingArg::choice),
         },
         respect_eos: settings.respect_eos,
         local_tokenizer,
@@ -538,6 +547,13 @@ fn run_info(
     if plan.kv_capacity_tokens.is_none() {
         notes.push("KV capacity unknown: no cell was predicted Over capacity; queueing is detected instead".into());
     }
+    // The prompt text is no part of run.json (only its source), so the redaction's round trip
+    // through JSON drops it: kept here and put back for the cells of this process.
+    let text = plan
+        .settings
+        .prompt_text
+        .as_ref()
+        .and_then(|p| p.text.clone());
     let info = RunInfo {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo::current(),
@@ -555,7 +571,11 @@ fn run_info(
         diagnostics,
         sweep: args.sweep_member.clone(),
     };
-    redacted_info(info, &engine.secrets())
+    let mut info = redacted_info(info, &engine.secrets())?;
+    if let Some(p) = info.plan.settings.prompt_text.as_mut() {
+        p.text = text;
+    }
+    Ok(info)
 }
 
 /// The run's header with every string through `redact_text`: hardware names given by flag, the

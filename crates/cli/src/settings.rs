@@ -84,6 +84,7 @@ impl RunArgs {
             skip_prefill: self.skip_prefill,
             prefill_only: self.prefill_only,
             tokenizer_file: self.tokenizer.clone(),
+            prompt_text: self.prompts.source()?,
             prefill_metric: self.prefill_metric.unwrap_or_default().into(),
             prefill_repeats: match self.standalone_prefill {
                 Some(0) => bail!("--standalone-prefill takes at least 1 prefill per context"),
@@ -100,6 +101,8 @@ impl RunArgs {
             burst: self.burst()?,
             load: self.load()?,
             sessions: self.session_settings()?,
+            mixed_prefill: self.mixed.settings_for(sharded.is_some())?,
+            probe: self.probe.settings()?,
             request: self.request_controls()?,
             max_total_tokens: self.max_total_tokens,
             measure_over_capacity: self.show_capacity_limited_values,

@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod economics;
+mod mixed_figures;
 mod open_loop;
 pub use economics::{CellEconomics, GpusSource, PriceSource};
+pub use mixed_figures::MixedFigures;
 pub use open_loop::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow};
 
 /// Which measurement a row is.
@@ -345,7 +347,11 @@ pub struct CellResult {
     /// A mixed-prefill row's figures (`crate::mixed`): the streams' tok/s before, during and
     /// after the injected prompt, their longest gaps, its TTFT against its standalone TTFT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mixed: Option<Box<crate::mixed::MixedFigures>>,
+    pub mixed: Option<Box<MixedFigures>>,
+    /// What the probe requests sent beside this cell's load met (`--probe-rate`;
+    /// `crate::probe`), apart from the cell's own figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Box<crate::probe::ProbeFigures>>,
     /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
     /// at the row's top level; absent on other rows.
     #[serde(flatten)]
@@ -417,6 +423,7 @@ impl CellResult {
             tokens_per_chunk: None,
             economics: None,
             mixed: None,
+            probe: None,
         }
     }
 

@@ -33,10 +33,14 @@ mod load;
 mod load_settings;
 mod loop_row;
 mod merge;
-mod mixed;
 mod meta;
+mod mixed;
+mod mixed_plan;
 mod nullable;
 mod plan;
+mod planned;
+mod probe;
+mod prompt_text;
 mod readiness;
 mod record;
 mod redact;
@@ -77,6 +81,7 @@ pub use plan::{
     SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
     first_token_default_s, prompt_tolerance,
 };
+pub use prompt_text::{PromptTextError, PromptTextSource};
 pub use request_controls::{ControlRefused, ExtraBodyError, OWN_BODY_KEYS, RequestControls};
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,
@@ -86,17 +91,25 @@ pub use standard::{STANDARD_MATRICES, StandardMatrix, UnknownStandard, standard_
 
 // What a request and a cell observed, and the figures computed from it.
 pub use burst::burst_result;
-pub use mixed::{
-    DEFAULT_MIXED_SPAN_S, DEFAULT_STANDALONE_REPEATS, MixedFigures, MixedJudgement,
-    MixedObservation, MixedPlan, MixedPlanInput, MixedPrefillSettings, mixed_figures,
-    mixed_kv_needed, mixed_prefill_plan, mixed_result,
-};
 pub use cell::{
-    BurstFigures, CellKey, CellResult, CellStatus, Phase, PromptCheck, QueueObservation,
+    BurstFigures, CellKey, CellResult, CellStatus, MixedFigures, Phase, PromptCheck,
+    QueueObservation,
 };
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
 pub use loop_row::{LOOP_ERROR_KIND, fail_on_loop, guard_loops, loop_evidence};
+pub use mixed::{
+    MixedJudgement, MixedObservation, mixed_figures, mixed_over_capacity_result, mixed_result,
+    mixed_stream_context,
+};
+pub use mixed_plan::{
+    DEFAULT_MIXED_SPAN_S, DEFAULT_STANDALONE_REPEATS, MixedPlan, MixedPlanInput,
+    MixedPrefillSettings, mixed_kv_needed, mixed_prefill_plan,
+};
+pub use probe::{
+    DEFAULT_PROBE_INPUT_TOKENS, DEFAULT_PROBE_OUTPUT_TOKENS, ProbeFigures, ProbeSettings,
+    probe_figures,
+};
 pub use record::{Chunk, NEVER_SENT, Outcome, RequestRecord};
 pub use repetition::{
     CHECK_EVERY, LOOP_MAX_CYCLE, LOOP_MIN_CYCLES, LOOP_MIN_SPAN, LoopDetector, LoopEvidence,

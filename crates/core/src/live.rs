@@ -113,8 +113,9 @@ pub fn eta_s(remaining: &[PlannedCell], warmed: &HashMap<u64, u32>, inp: &EtaInp
             // Standalone prefills of P, the injected one, and the spans around it (the
             // streams' prompts were warmed by the context's decode cells).
             Phase::MixedPrefill => {
-                let sends = f64::from(crate::mixed::DEFAULT_STANDALONE_REPEATS + 1);
-                total += sends * ctx / rate + 2.0 * crate::mixed::DEFAULT_MIXED_SPAN_S + overhead;
+                let sends = f64::from(crate::mixed_plan::DEFAULT_STANDALONE_REPEATS + 1);
+                total +=
+                    sends * ctx / rate + 2.0 * crate::mixed_plan::DEFAULT_MIXED_SPAN_S + overhead;
             }
             Phase::Capacity => {}
         }

@@ -8,8 +8,8 @@
 //! Before the streams start, the same kind of prompt is sent alone on the idle server
 //! (`standalone_repeats` times, each fresh): its TTFT is the standalone baseline.
 //!
-//! Everything here is pure: the plan of the cells ([`mixed_prefill_plan`]) and the figures of
-//! one cell from its records ([`mixed_figures`], [`mixed_result`]), on the cell's clock:
+//! Everything here is pure: the plan of the cells (`crate::mixed_plan`) and the figures of one
+//! cell from its records ([`mixed_figures`], [`mixed_result`]), on the cell's clock:
 //! - decode tok/s **before** (window open → the injected send), **during** (send → its first
 //!   token) and **after** (first token → window close): the streams' tokens by chunk arrival;
 //! - each stream's **longest gap**: the longest time between two consecutive chunks of one of
@@ -18,176 +18,41 @@
 //!   inside the before interval;
 //! - the injected prompt's TTFT, the standalone TTFT (median) and their ratio.
 
-use crate::cell::{CellKey, CellResult, CellStatus, Phase};
+use crate::cell::{CellResult, CellStatus, MixedFigures};
 use crate::figures::Window;
-use crate::plan::{DroppedContext, PlannedCell};
+use crate::mixed_plan::mixed_kv_needed;
+use crate::plan::PlannedCell;
 use crate::record::RequestRecord;
-use crate::size::{ContextSpec, format_tokens};
 use crate::stats::Summary;
 use crate::verdict::{ErrorTally, bare_result, prompt_check};
-use serde::{Deserialize, Serialize};
 
 const NS_PER_MS: f64 = 1e6;
 const NS_PER_S: f64 = 1e9;
 
-/// The default before and after spans, seconds.
-pub const DEFAULT_MIXED_SPAN_S: f64 = 2.0;
-
-/// The default count of standalone prefills per cell.
-pub const DEFAULT_STANDALONE_REPEATS: u32 = 3;
-
-/// The mixed-prefill cells' settings (`--mixed-prefill`, `--mixed-concurrency`,
-/// `--mixed-context`, `--mixed-span`), as run.json keeps them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MixedPrefillSettings {
-    /// The injected prompts' lengths P, tokens, ascending.
-    pub prompt_tokens: Vec<u64>,
-    /// The decode streams N of each cell; empty: the run's `--concurrency`.
-    #[serde(default)]
-    pub concurrency: Vec<u32>,
-    /// The decode streams' context C; `None`: the smallest planned decode context.
-    #[serde(default)]
-    pub stream_context: Option<u64>,
-    /// Seconds measured before the injection and after its first token.
-    pub span_s: f64,
-    /// Standalone prefills of P per cell (each fresh); their median is the baseline.
-    pub standalone_repeats: u32,
+/// The Over capacity row of a mixed cell at streams' context `c`, with what it would need.
+pub fn mixed_over_capacity_result(
+    cell: &PlannedCell,
+    c: u64,
+    max_output: u32,
+    kv_capacity: u64,
+) -> CellResult {
+    let (n, p) = (cell.key.concurrency, cell.key.context_tokens);
+    let needs = mixed_kv_needed(n, c, max_output, p);
+    bare_result(
+        cell,
+        CellStatus::OverCapacity,
+        Some(format!(
+            "{n} × ({c} + {max_output}) + {p} + 1 = {needs} tokens exceeds the KV capacity of {kv_capacity}"
+        )),
+    )
 }
 
-/// The mixed-prefill cells of a run ([`mixed_prefill_plan`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MixedPlan {
-    /// The streams' context C the cells run at (`None`: none can run).
-    pub stream_context: Option<u64>,
-    /// The cells in run order: P ascending, then N ascending.
-    pub cells: Vec<PlannedCell>,
-    /// Prompt lengths asked for that do not run, and why (the run says each).
-    pub dropped: Vec<DroppedContext>,
-}
-
-/// What the plan of the mixed-prefill cells needs of the run's.
-#[derive(Debug, Clone, Copy)]
-pub struct MixedPlanInput<'a> {
-    /// The run's `--concurrency` (used where the settings give none).
-    pub run_concurrency: &'a [u32],
-    /// The run's planned decode contexts, ascending (the default stream context is the first).
-    pub decode_contexts: &'a [u64],
-    /// The streams' `max_tokens` (M, the run's `--max-output`).
-    pub max_output: u32,
-    /// The server's context length, where known.
-    pub context_length: Option<u64>,
-    /// The KV capacity the plan predicts with, where known.
-    pub kv_capacity: Option<u64>,
-}
-
-/// The KV tokens a mixed cell needs: N streams of C + M, and the injected P plus its token.
-pub fn mixed_kv_needed(n: u32, stream_context: u64, max_output: u32, prompt: u64) -> u128 {
-    crate::capacity::kv_tokens_needed(n, stream_context, max_output) + u128::from(prompt) + 1
-}
-
-/// Plans the mixed-prefill cells: P × N, each predicted Over capacity where its N streams and
-/// the injected prompt cannot fit in the KV cache at once, and every P too long for the server
-/// dropped with its reason (as is every P when the streams' context cannot run).
-pub fn mixed_prefill_plan(s: &MixedPrefillSettings, input: MixedPlanInput<'_>) -> MixedPlan {
-    let drop_all = |reason: String| MixedPlan {
-        stream_context: None,
-        cells: Vec::new(),
-        dropped: s
-            .prompt_tokens
-            .iter()
-            .map(|&p| DroppedContext {
-                spec: ContextSpec::Tokens(p),
-                reason: reason.clone(),
-            })
-            .collect(),
-    };
-    let Some(c) = s
-        .stream_context
-        .or_else(|| input.decode_contexts.first().copied())
-    else {
-        return drop_all(
-            "mixed prefill: no decode context is planned for its streams; pass --mixed-context"
-                .into(),
-        );
-    };
-    let m = u64::from(input.max_output);
-    if let Some(limit) = input.context_length
-        && c + m > limit
-    {
-        return drop_all(format!(
-            "mixed prefill: its streams' context {} + --max-output {m} exceeds the server's context length {limit}; pass a smaller --mixed-context or --max-output",
-            format_tokens(c)
-        ));
-    }
-    let ns: &[u32] = if s.concurrency.is_empty() {
-        input.run_concurrency
-    } else {
-        &s.concurrency
-    };
-    let mut plan = MixedPlan {
-        stream_context: Some(c),
-        cells: Vec::new(),
-        dropped: Vec::new(),
-    };
-    for &p in &s.prompt_tokens {
-        if let Some(limit) = input.context_length
-            && p + 1 > limit
-        {
-            plan.dropped.push(DroppedContext {
-                spec: ContextSpec::Tokens(p),
-                reason: format!(
-                    "mixed prefill: a prompt of {p} tokens and its one output token exceed the server's context length {limit}; pass smaller --mixed-prefill"
-                ),
-            });
-            continue;
-        }
-        for &n in ns {
-            let need = mixed_kv_needed(n, c, input.max_output, p);
-            plan.cells.push(PlannedCell {
-                key: CellKey {
-                    phase: Phase::MixedPrefill,
-                    context_tokens: p,
-                    concurrency: n,
-                    rate_mrps: 0,
-                },
-                label: format_tokens(p),
-                over_capacity: crate::capacity::exceeds(need, input.kv_capacity),
-            });
-        }
-    }
-    plan
-}
-
-/// What one mixed-prefill cell measured (the row's `mixed`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MixedFigures {
-    /// The decode streams' context C, tokens.
-    pub stream_context_tokens: u64,
-    /// The injected prompt's tokens P (built).
-    pub prompt_tokens: u64,
-    /// Seconds from the window's open to the injected send.
-    pub before_s: f64,
-    /// Seconds from the injected send to its first token.
-    pub during_s: f64,
-    /// Seconds from its first token to the window's close.
-    pub after_s: f64,
-    /// The streams' output tok/s before the injection.
-    pub before_tok_per_s: Option<f64>,
-    /// The streams' output tok/s from the send to the injected first token.
-    pub during_tok_per_s: Option<f64>,
-    /// The streams' output tok/s after the injected first token.
-    pub after_tok_per_s: Option<f64>,
-    /// Each stream's longest chunk-to-chunk gap overlapping the during interval, ms,
-    /// across streams.
-    pub longest_gap_ms: Option<Summary>,
-    /// Chunk-to-chunk gaps inside the before interval, ms (what a stream sees unstalled).
-    pub baseline_gap_ms: Option<Summary>,
-    /// The injected prompt's TTFT, ms.
-    pub injected_ttft_ms: f64,
-    /// The same length's TTFT alone on the idle server, ms (median of the standalone sends).
-    pub standalone_ttft_ms: Option<Summary>,
-    /// Injected TTFT ÷ standalone TTFT p50.
-    pub ttft_slowdown: Option<f64>,
+/// The decode streams' context C of a planned run's mixed-prefill cells: the one asked for,
+/// else the smallest planned decode context (as `crate::mixed_plan` chose it).
+pub fn mixed_stream_context(plan: &crate::plan::Plan) -> Option<u64> {
+    let s = plan.settings.mixed_prefill.as_ref()?;
+    s.stream_context
+        .or_else(|| plan.contexts.iter().find(|c| c.decode).map(|c| c.tokens))
 }
 
 /// One mixed-prefill cell's observations, on the cell's clock.

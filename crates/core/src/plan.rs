@@ -8,6 +8,7 @@ use crate::size::{ContextSpec, format_tokens};
 use serde::{Deserialize, Serialize};
 
 pub use crate::api::Api;
+pub use crate::planned::{DroppedContext, PlannedCell};
 
 /// The seed's contexts: 8K … 512K, then `max` and `full`.
 pub fn default_contexts() -> Vec<ContextSpec> {
@@ -96,6 +97,9 @@ pub struct Settings {
     /// (`--tokenizer`).
     #[serde(default)]
     pub tokenizer_file: Option<String>,
+    /// What the prompts are cut from instead of filler (`--prompt-text`; never the text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_text: Option<crate::prompt_text::PromptTextSource>,
     /// Cold prefills per prefill cell, each with a prefix of its own (`--standalone-prefill`;
     /// 1: the one scout). The row gives the median and the spread.
     #[serde(default = "one")]
@@ -117,9 +121,12 @@ pub struct Settings {
     /// The session section of each context (`--sessions`, `--turns`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::session::SessionSettings>,
+    /// Probe requests beside every loaded cell (`--probe-rate`; `crate::probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::probe::ProbeSettings>,
     /// The mixed-prefill cells (`--mixed-prefill`; `crate::mixed`), after the matrix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mixed_prefill: Option<crate::mixed::MixedPrefillSettings>,
+    pub mixed_prefill: Option<crate::mixed_plan::MixedPrefillSettings>,
     /// The standard matrix version this run follows (`--standard`; `crate::standard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standard: Option<String>,
@@ -317,6 +324,7 @@ impl Default for Settings {
             load: None,
             sessions: None,
             mixed_prefill: None,
+            probe: None,
             standard: None,
             decode_warmup_s: 0.0,
             shard: None,
@@ -324,6 +332,7 @@ impl Default for Settings {
             economics: crate::energy::CostSettings::default(),
             until_stable: None,
             tokenizer_file: None,
+            prompt_text: None,
             prefill_metric: PrefillMetric::Auto,
         }
     }
@@ -340,15 +349,6 @@ pub struct PlannedContext {
     pub decode: bool,
     /// What the user asked for.
     pub spec: ContextSpec,
-}
-
-/// A requested context that was dropped, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DroppedContext {
-    /// What was asked.
-    pub spec: ContextSpec,
-    /// Why it does not run.
-    pub reason: String,
 }
 
 /// Resolves requested contexts against the server's context length `limit` (prompt + output).
@@ -480,17 +480,6 @@ fn resolve_one(
         // Labelled by the context length, as the seed does; sends limit − 2 tokens.
         (ContextSpec::Full, Some(l)) => Ok(planned(l - 2, l, false)),
     }
-}
-
-/// One step of the plan, in run order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlannedCell {
-    /// Which measurement.
-    pub key: CellKey,
-    /// Context label.
-    pub label: String,
-    /// Predicted Over capacity: N × (C + M) > KV capacity. Never sent.
-    pub over_capacity: bool,
 }
 
 /// Burst cells for the decode cells of `cells` (same contexts, N and capacity prediction):
@@ -669,24 +658,16 @@ impl Plan {
         if skip_decode || sessions_only {
             cells.retain(|c| !matches!(c.key.phase, Phase::Decode | Phase::Burst));
         }
+        // After the matrix: the mixed-prefill cells, at the smallest decode context by default.
         if let Some(mp) = &settings.mixed_prefill {
-            let decode_contexts: Vec<u64> = contexts
+            let decode: Vec<u64> = contexts
                 .iter()
                 .filter(|c| c.decode)
                 .map(|c| c.tokens)
                 .collect();
-            let mixed = crate::mixed::mixed_prefill_plan(
-                mp,
-                crate::mixed::MixedPlanInput {
-                    run_concurrency: &settings.concurrency,
-                    decode_contexts: &decode_contexts,
-                    max_output: settings.max_output,
-                    context_length,
-                    kv_capacity,
-                },
-            );
-            cells.extend(mixed.cells);
-            dropped_contexts.extend(mixed.dropped);
+            let run = (settings.concurrency.as_slice(), settings.max_output);
+            crate::mixed_plan::plan_at(mp, run, &decode, (context_length, kv_capacity))
+                .append_to(&mut cells, &mut dropped_contexts);
         }
         Plan {
             settings,

@@ -77,7 +77,12 @@ fn row(phase: Phase, ctx: u64, n: u32, status: CellStatus, tok_s: f64) -> CellRe
                 r.prompt_tok_per_s = Some(tok_s);
                 r.ttft_ms_p50 = Some(ctx as f64 / tok_s * 1000.0);
             }
-            Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity | Phase::Session => {
+            Phase::Decode
+            | Phase::Burst
+            | Phase::Rate
+            | Phase::Capacity
+            | Phase::Session
+            | Phase::MixedPrefill => {
                 r.total_tok_per_s = Some(tok_s);
                 r.ttft_ms_p50 = Some(120.0);
                 r.tbt_ms_p50 = Some(5.2);

@@ -391,7 +391,12 @@ impl Dashboard {
             Phase::Session if r.status != CellStatus::NotRun => {
                 self.session_walls.extend(wall_s);
             }
-            Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity | Phase::Session => {}
+            Phase::Decode
+            | Phase::Burst
+            | Phase::Rate
+            | Phase::Capacity
+            | Phase::Session
+            | Phase::MixedPrefill => {}
         }
     }
 
@@ -591,6 +596,7 @@ pub fn what(key: CellKey, label: &str, width: usize) -> String {
             key.request_rate().unwrap_or(0.0)
         ),
         Phase::Capacity => format!("capacity {label:>width$}"),
+        Phase::MixedPrefill => format!("mixed prefill {label:>width$} into {n} streams"),
         // An open loop's sessions arrive at a rate, a trace's at its recorded starts: no S.
         Phase::Session => match (n, key.request_rate()) {
             (0, Some(r)) => format!("sessions {label:>width$} @ {r}/s"),

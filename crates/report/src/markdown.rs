@@ -308,6 +308,12 @@ fn extra_sections(out: &mut String, report: &Report) {
             &t,
         );
     }
+    if let Some(t) = Table::mixed_prefill(report) {
+        text_section(out, "Mixed prefill", crate::mixed::MIXED_CAPTION, &t);
+    }
+    if let Some(t) = Table::probes(report) {
+        text_section(out, "Probe requests", crate::probe::PROBE_CAPTION, &t);
+    }
     if let Some(t) = Table::speculative(report) {
         text_section(
             out,

@@ -406,6 +406,8 @@ impl Report {
                         .then(|| f("API", format!("{} ({})", s.api.label(), s.api.path()))),
                 )
                 .chain(request_controls(&s.request).map(|t| f("Request controls", t)))
+                // What the prompts were cut from, where not the filler words.
+                .chain(s.prompt_text.as_ref().map(prompt_text))
                 .collect(),
             },
         ]
@@ -444,7 +446,23 @@ impl Report {
             Phase::Decode | Phase::Burst | Phase::Session => {
                 format!("{} × {}", Self::context_label(c), c.concurrency)
             }
+            // P injected into N streams.
+            Phase::MixedPrefill => {
+                format!("{} into {} streams", Self::context_label(c), c.concurrency)
+            }
         }
+    }
+}
+
+/// The prompts' source file (`--prompt-text`), where not the filler: speculative decoding and
+/// caches behave on prose or code as they do not on filler words, so the card says which text:
+/// `prose.txt (12,345 bytes, sha256 0123456789ab…)`.
+fn prompt_text(p: &llmib_core::PromptTextSource) -> Field {
+    let short: String = p.sha256.chars().take(12).collect();
+    let size = number::count(p.bytes);
+    Field {
+        label: "Prompt text",
+        value: format!("{} ({size} bytes, sha256 {short}…)", p.name),
     }
 }
 

@@ -164,9 +164,12 @@ impl Column {
 pub fn total(c: &CellResult) -> Option<f64> {
     match c.phase {
         Phase::Prefill => c.prompt_tok_per_s.or(c.total_tok_per_s),
-        Phase::Decode | Phase::Burst | Phase::Rate | Phase::Capacity | Phase::Session => {
-            c.total_tok_per_s
-        }
+        Phase::Decode
+        | Phase::Burst
+        | Phase::Rate
+        | Phase::Capacity
+        | Phase::Session
+        | Phase::MixedPrefill => c.total_tok_per_s,
     }
 }
 

@@ -27,6 +27,8 @@ mod live_metrics;
 mod llamacpp;
 mod load;
 mod long_ids;
+mod mixed_prefill;
+mod prompt_text;
 mod rawreader;
 mod readiness;
 mod report;

@@ -37,12 +37,13 @@ pub(crate) fn window_spec(m: &MatrixRun<'_>, n: u32) -> WindowSpec {
         stream_ids: None,
         at: None,
         busy_timeout: duration_from_secs(s.busy_timeout_s),
+        inject: None,
     }
 }
 
 /// A decode cell's window, its live state announced first: the closed loop run, its tokens
 /// counted, its records finished. `None`: the run was interrupted.
-async fn measure_window(
+pub(crate) async fn measure_window(
     m: &MatrixRun<'_>,
     key: CellKey,
     requests: &[RequestSpec],

@@ -296,7 +296,7 @@ async fn measured_rate(
         total: m.plan.cells.len() + s.rate_rows.len() + 1,
         cell: cell.clone(),
     });
-    let rec = CellRecorder::start(m);
+    let rec = CellRecorder::start(m, llmib_core::Phase::Rate);
     let mut row = rate_cell_row(&rec.run(m), builder, s, &cell, rate).await;
     row.started_at = Some(rec.started_at());
     row.finished_at = Some(now_rfc3339());

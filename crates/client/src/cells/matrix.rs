@@ -42,15 +42,12 @@ pub(crate) async fn run_cells(
         // Over capacity is a prediction, true whether or not the run goes on (unless the user
         // asked to measure such cells anyway).
         if !m.plan.measures(cell) {
-            let s = &m.plan.settings;
-            let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
-            let k = cell.key;
-            let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, s.max_output);
+            let (reason, row) = over_capacity_row(m, cell);
             m.progress.event(ProgressEvent::Skipped {
                 cell: cell.clone(),
-                reason: format!("over KV capacity (needs {needs} tokens, has {kv})"),
+                reason,
             });
-            save(m, over_capacity_result(cell, s.max_output, kv))?;
+            save(m, row)?;
             continue;
         }
         if end == MatrixEnd::Completed {
@@ -86,11 +83,26 @@ pub(crate) async fn run_cells(
     Ok(end)
 }
 
+/// A cell predicted Over capacity: what the run prints of it (what it needs, what the server
+/// has) and its row.
+fn over_capacity_row(m: &MatrixRun<'_>, cell: &PlannedCell) -> (String, CellResult) {
+    let max_output = m.plan.settings.max_output;
+    let kv = m.plan.kv_capacity_tokens.unwrap_or(0);
+    let k = cell.key;
+    if let (Phase::MixedPrefill, Some(c)) = (k.phase, llmib_core::mixed_stream_context(m.plan)) {
+        let row = llmib_core::mixed_over_capacity_result(cell, c, max_output, kv);
+        return (row.status_reason.clone().unwrap_or_default(), row);
+    }
+    let needs = llmib_core::kv_tokens_needed(k.concurrency, k.context_tokens, max_output);
+    let reason = format!("over KV capacity (needs {needs} tokens, has {kv})");
+    (reason, over_capacity_result(cell, max_output, kv))
+}
+
 /// One cell measured, its row stamped with its times, hardware and verdict (its telemetry
 /// recorded: `crate::cells::telemetry`); Not run, "skipped", when the dashboard's `s` stopped
 /// it.
 async fn measure_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> CellResult {
-    let rec = CellRecorder::start(m);
+    let rec = CellRecorder::start(m, cell.key.phase);
     let cm = MatrixRun {
         progress: &rec,
         ..m.for_cell()
@@ -190,6 +202,7 @@ async fn run_cell(m: &MatrixRun<'_>, st: &mut RunState, cell: &PlannedCell) -> C
                 Err(e) => e.row(cell),
             }
         }
+        Phase::MixedPrefill => crate::cells::mixed_cell::mixed_cell(m, st, cell).await,
         // The open-loop and session sections run after the matrix (`crate::cells::load_section`,
         // `crate::cells::session_section`), never as planned cells.
         Phase::Rate | Phase::Capacity | Phase::Session => failed_result(

@@ -89,6 +89,17 @@ pub(crate) struct Ramp {
     pub all_tokens_ns: Option<u64>,
 }
 
+impl Ramp {
+    /// Writes what the ramp showed into the window's queue observation, the window opening
+    /// `open_s` after the origin.
+    pub(crate) fn note(&self, queue: &mut llmib_core::QueueObservation, open_s: f64) {
+        let s = |ns: u64| ns as f64 / 1e9;
+        queue.readiness_s = Some(open_s);
+        queue.gauges_ready_s = self.gauges_ready_ns.map(s);
+        queue.all_streams_token_s = self.all_tokens_ns.map(s);
+    }
+}
+
 /// Observes the ramp every [`RAMP_POLL`] and feeds the readiness judge, under `rule`, until it
 /// opens the window (or the run is cancelled; a timetabled window, `at`, opens at its instant
 /// at the latest). `drain` runs before each observation: the window reports its streams'

@@ -237,7 +237,7 @@ pub(crate) async fn run_replays(
                     Some(rate) => arrivals_s(m, cell, rate, replay.sessions.len()),
                     None => replay.starts_s(st.time_scale),
                 };
-                let rec = CellRecorder::start(m);
+                let rec = CellRecorder::start(m, Phase::Session);
                 let mut row = replay_cell(&rec.run(m), builder, sx, cell, replay, &starts).await;
                 row.started_at = Some(rec.started_at());
                 row.finished_at = Some(now_rfc3339());

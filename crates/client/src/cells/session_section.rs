@@ -138,7 +138,7 @@ async fn cell_row(
         total: sec.total.max(sec.index),
         cell: cell.clone(),
     });
-    let rec = CellRecorder::start(m);
+    let rec = CellRecorder::start(m, Phase::Session);
     let mut row = session_cell(&rec.run(m), builder, &sec.sx, &cell).await;
     if row.status == CellStatus::NotRun && m.cancel.is_cancelled() {
         *end = MatrixEnd::Interrupted;

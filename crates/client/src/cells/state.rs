@@ -24,7 +24,8 @@ impl RunState {
     pub(crate) fn new(m: &MatrixRun<'_>) -> RunState {
         RunState {
             builder: PromptBuilder::new(m.engine.clone(), m.plan.settings.prompt_seed)
-                .with_targeting(m.plan.settings.token_targeting),
+                .with_targeting(m.plan.settings.token_targeting)
+                .with_prompt_text(m.plan.settings.prompt_text.as_ref()),
             ctx: None,
             hidden_warmup_done: false,
             warm_ttft_ms: HashMap::new(),

@@ -10,10 +10,11 @@
 //! own, and the recorder only notes the few stage events a cell sends.
 
 use crate::cells::context::MatrixRun;
+use crate::cells::probe::Prober;
 use crate::machine::hwmon::HwMonitor;
-use crate::progress::events::{Progress, ProgressEvent};
+use crate::progress::events::{Progress, ProgressEvent, Stage};
 use crate::server::telemetry::{SERVER_SAMPLE_EVERY, ServerSampler};
-use llmib_core::{CellResult, CellTelemetry, PhaseMark, now_rfc3339};
+use llmib_core::{CellResult, CellTelemetry, Phase, PhaseMark, now_rfc3339};
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -33,12 +34,24 @@ pub(crate) struct CellRecorder<'a> {
     hardware: Option<&'a HwMonitor>,
     server: Option<ServerSampler>,
     marks: Mutex<Marks>,
+    /// The probe requests beside the cell's load (`--probe-rate`), on this recorder's clock.
+    probe: Option<Prober>,
 }
 
 impl<'a> CellRecorder<'a> {
-    /// Starts recording a cell of `m` now.
-    pub(crate) fn start(m: &MatrixRun<'a>) -> Self {
+    /// Starts recording a cell of `phase` of `m` now, with its probes where the run sends
+    /// them: beside a cell's load (decode, burst, rate, sessions), never beside a prefill,
+    /// whose one request they would queue behind, nor a mixed-prefill cell, whose standalone
+    /// prefills must meet an idle server.
+    pub(crate) fn start(m: &MatrixRun<'a>, phase: Phase) -> Self {
         let origin = Instant::now();
+        let loaded = matches!(
+            phase,
+            Phase::Decode | Phase::Burst | Phase::Rate | Phase::Session
+        );
+        let probe = loaded
+            .then(|| Prober::start(m, tokio::time::Instant::from_std(origin)))
+            .flatten();
         if let Some(hw) = m.hardware {
             hw.begin_cell_at(origin);
         }
@@ -49,6 +62,7 @@ impl<'a> CellRecorder<'a> {
             hardware: m.hardware,
             server: ServerSampler::start(m.engine.clone(), origin, SERVER_SAMPLE_EVERY),
             marks: Mutex::default(),
+            probe,
         }
     }
 
@@ -80,6 +94,10 @@ impl<'a> CellRecorder<'a> {
     /// appended to `telemetry.jsonl` (where there is any; a write that fails is a note, since
     /// the row and its figures do not depend on it).
     pub(crate) async fn finish(self, m: &MatrixRun<'_>, row: &mut CellResult) {
+        let probes = match self.probe {
+            Some(p) => Some(p.finish().await),
+            None => None,
+        };
         let srv = match self.server {
             Some(s) => s.finish().await.unwrap_or_else(|e| {
                 self.forward.event(ProgressEvent::Note(e.to_string()));
@@ -105,6 +123,10 @@ impl<'a> CellRecorder<'a> {
         let span = llmib_core::measured_span(row.phase, marks.win, &marks.ph, secs2(dur));
         let energy = llmib_core::window_energy(hw.as_ref(), span, cost.server_gpus().map(|g| g.0));
         row.economics = llmib_core::cell_economics(row, cost, span, energy).map(Box::new);
+        if let (Some(records), Some(p), Some([a, b])) = (probes, m.plan.settings.probe, span) {
+            let ns = |s: f64| (s.max(0.0) * 1e9) as u64;
+            row.probe = llmib_core::probe_figures(p.rate, &records, (ns(a), ns(b))).map(Box::new);
+        }
         let mut line = CellTelemetry::new(row.key(), self.t0);
         line.dur = secs2(dur);
         line.ph = marks.ph;
@@ -142,8 +164,25 @@ impl Progress for CellRecorder<'_> {
             ProgressEvent::Phase(stage) => {
                 let t = self.since(Instant::now());
                 self.mark(|m| m.ph.push((t, stage.as_str().to_string())));
+                // Probes go beside the cell's own load once it runs, never into its ramp or
+                // drain barrier, and stop when its requests are counted.
+                if let Some(p) = &self.probe {
+                    match stage {
+                        Stage::Burst | Stage::OpenLoop => p.set_open(true),
+                        Stage::Counting => p.set_open(false),
+                        _ => {}
+                    }
+                }
+            }
+            ProgressEvent::Readiness { .. } => {
+                if let Some(p) = &self.probe {
+                    p.set_open(true);
+                }
             }
             ProgressEvent::Window { origin, window } => {
+                if let Some(p) = &self.probe {
+                    p.set_open(false);
+                }
                 let at = |ns: u64| self.since(*origin + std::time::Duration::from_nanos(ns));
                 let win = [at(window.start_ns), at(window.end_ns)];
                 self.mark(|m| m.win = Some(win));

@@ -8,11 +8,14 @@
 //! server's token counter, sample the gauges through the window, read the counter again, stop
 //! the streams and collect, abort what the server would keep running and check the gauges.
 
+use crate::cells::inject;
 use crate::cells::ramp::{await_readiness, close_on_server, open_at_instant, wait_for_start};
+use crate::cells::settle::Settle;
 use crate::progress::events::{Progress, ProgressEvent, RequestErrors, Stage};
 use crate::progress::live::LiveWindow;
 use crate::server::engine::Engine;
 use crate::wire::stream::{Measured, RequestSpec, measure};
+use llmib_core::StopReason;
 use llmib_core::Window;
 use llmib_core::failing_window_done;
 use llmib_core::redact_text;
@@ -20,13 +23,13 @@ use llmib_core::{KernelStamps, QueueObservation};
 use llmib_core::{Outcome, RequestRecord};
 use llmib_core::{ReadinessBy, ReadinessRule};
 use llmib_core::{SpecFigures, SpecWindow};
-use llmib_core::{StableInput, StableSeries, StopReason, stable_cadence};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::cells::inject::Injection;
 pub use crate::cells::ramp::WindowAt;
 
 /// Consecutive ramp observations that must agree before the window opens: one sample can
@@ -71,6 +74,8 @@ pub struct WindowRun {
     /// A timetabled window ([`WindowSpec::at`]): whether the readiness judge had opened the
     /// window (by a ready rule) when the fixed instant came.
     pub ready_at_open: Option<bool>,
+    /// The injected request (`WindowSpec::inject`), on the window's clock.
+    pub injected: Option<Measured>,
 }
 
 /// The window's queue observation, begun by the drain barrier's start: requests of the
@@ -116,6 +121,7 @@ impl WindowRun {
             speculative: None,
             origin_unix_ns: crate::cells::shard::unix_now_ns(),
             ready_at_open: None,
+            injected: None,
         }
     }
 }
@@ -148,6 +154,9 @@ pub struct WindowSpec {
     /// The drain barrier's limit: how long to wait for an idle server before the cell is
     /// Failed: server busy (`--busy-timeout`).
     pub busy_timeout: Duration,
+    /// A request sent into the open window, which then closes `after` past its end
+    /// (mixed-prefill cells; `crate::cells::inject`).
+    pub inject: Option<Injection>,
 }
 
 /// Sends each request once, all at once, so that the window's TTFT mostly excludes prefill.
@@ -367,7 +376,8 @@ async fn sample_window(
             first_error = Some(now);
         }
         let error_age = first_error.map(|t| now.duration_since(t).as_secs_f64());
-        if now >= end || failing_window_done(error_age) {
+        // `close`: the injected request's `after` has passed (a mixed-prefill window).
+        if now >= end || ctx.close.is_cancelled() || failing_window_done(error_age) {
             mean(queue, waiting_sum, waiting_n);
             queue.stop_reason = settle
                 .as_ref()
@@ -404,6 +414,7 @@ async fn sample_window(
                 mean(queue, waiting_sum, waiting_n);
                 return (queued_samples, true);
             }
+            _ = ctx.close.cancelled() => {}
             _ = tokio::time::sleep_until(
                 next_sample.min(end).min(settle.as_ref().map_or(end, |s| s.next))
             ) => {}
@@ -463,15 +474,12 @@ pub async fn run_window(
     let ramp = await_readiness(&engine, rule, spec.at, live, origin, run_cancel, drain).await;
     let ready_at_open = open_at_instant(spec.at, ramp.by, run_cancel).await;
     let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
-    let ns_s = |ns: u64| ns as f64 / 1e9;
     let w_start = Instant::now();
     rep.drain();
     if let Some(by) = ramp.by {
         report_readiness(progress, &streams.live, spec, by, secs(w_start));
     }
-    queue.readiness_s = Some(secs(w_start));
-    queue.gauges_ready_s = ramp.gauges_ready_ns.map(ns_s);
-    queue.all_streams_token_s = ramp.all_tokens_ns.map(ns_s);
+    ramp.note(&mut queue, secs(w_start));
 
     // A request that errored in the ramp fails the cell: no window is measured.
     let measure_window = ramp.by.is_some() && ramp.by != Some(ReadinessBy::RequestsErrored);
@@ -481,10 +489,11 @@ pub async fn run_window(
         origin,
         cancel: run_cancel,
         live: &streams.live,
+        close: &CancellationToken::new(),
     };
-    let span = measure_span(&ctx, w_start, measure_window, &mut queue, &mut rep).await;
+    let mut span = measure_span(&ctx, w_start, measure_window, &mut queue, &mut rep).await;
     // After the stop: every response has been dropped, and so counted.
-    let (records, fault) = stop_streams(streams).await;
+    let (records, mut fault) = stop_streams(streams).await;
     let kernel_stamps = engine.raw_window_stamps(stamps);
     let ended = records.iter().map(|m| &m.record);
     let closed = close_on_server(&engine, requests, ids, ended, progress).await;
@@ -504,6 +513,7 @@ pub async fn run_window(
         queued_samples: span.queued_samples,
         server_generation_tokens: span.server_generation_tokens,
         interrupted: ramp.by.is_none() || span.interrupted,
+        injected: inject::measured(span.injected.take(), &mut fault),
         fault,
         client_delay_ms,
         kernel_stamps,
@@ -534,11 +544,13 @@ fn report_readiness(
 
 /// What [`measure_span`] works with: the window's engine, settings, clock and live state.
 struct SpanContext<'a> {
-    engine: &'a Engine,
+    engine: &'a Arc<Engine>,
     spec: &'a WindowSpec,
     origin: Instant,
     cancel: &'a CancellationToken,
     live: &'a LiveWindow,
+    /// Closes the window before its length (the injected request's `after` has passed).
+    close: &'a CancellationToken,
 }
 
 /// What the window's span showed, before the streams are stopped.
@@ -553,6 +565,8 @@ struct Span {
     probe: Option<JoinHandle<Vec<f64>>>,
     /// Speculative decoding over the window, where the server reported it.
     speculative: Option<SpecFigures>,
+    /// The injected request (`WindowSpec::inject`), ended or cut with the window.
+    injected: Option<Result<Measured, tokio::task::JoinError>>,
 }
 
 /// The window from `start` (when `measure` holds; else it closes at once): the server's token
@@ -571,6 +585,9 @@ async fn measure_span(
     let mut interrupted = false;
     let probe_stop = CancellationToken::new();
     let probe = measure.then(|| crate::cells::lagprobe::spawn(probe_stop.clone()));
+    let inj = ctx.spec.inject.as_ref();
+    let times = (ctx.origin, start);
+    let injector = inject::start(ctx.engine, inj, measure, times, ctx.cancel, ctx.close);
     let mut speculative = SpecWindow::default();
     if measure {
         (queued_samples, interrupted) =
@@ -578,6 +595,7 @@ async fn measure_span(
     }
     let end = Instant::now();
     probe_stop.cancel();
+    let injected = inject::finish(injector).await;
     ctx.live.close(end.into_std());
     // The counter is read before the open requests are cancelled. llama.cpp adds a request's
     // tokens to its counter only when the request's slot is released, and a cancellation
@@ -599,59 +617,7 @@ async fn measure_span(
         },
         probe,
         speculative: speculative.figures(),
-    }
-}
-
-/// `--until-stable` in a decode window: the output tok/s of each interval (the live token
-/// count's growth; `llmib_core::stable_cadence`) until `llmib_core::stability` says it has
-/// settled. TTFT is not a series here: a closed loop restarts few requests inside a window
-/// (none with long outputs), so a p99 of their TTFTs would have no values to settle on.
-struct Settle {
-    target: f64,
-    interval: Duration,
-    min_s: f64,
-    start: Instant,
-    /// The next instant a value is due.
-    next: Instant,
-    last_tokens: u64,
-    tok_s: Vec<f64>,
-}
-
-impl Settle {
-    /// `tokens`: the live count when the window opened (the ramp's tokens are not its own).
-    fn new(target: f64, duration: Duration, start: Instant, tokens: u64) -> Settle {
-        let (interval_s, min_s) = stable_cadence(duration.as_secs_f64());
-        let interval = Duration::from_secs_f64(interval_s);
-        Settle {
-            target,
-            interval,
-            min_s,
-            start,
-            next: start + interval,
-            last_tokens: tokens,
-            tok_s: Vec::new(),
-        }
-    }
-
-    /// Takes the live token count at `now`; true once the window may close.
-    fn observe(&mut self, now: Instant, tokens: u64) -> bool {
-        if now < self.next {
-            return false;
-        }
-        let grown = tokens.saturating_sub(self.last_tokens) as f64;
-        self.tok_s.push(grown / self.interval.as_secs_f64());
-        self.last_tokens = tokens;
-        self.next += self.interval;
-        let series = [StableSeries {
-            name: "output_tok_s",
-            values: &self.tok_s,
-        }];
-        StableInput {
-            elapsed_s: now.saturating_duration_since(self.start).as_secs_f64(),
-            series: &series,
-            min_s: self.min_s,
-        }
-        .settled(self.target)
+        injected,
     }
 }
 

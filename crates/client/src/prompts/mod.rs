@@ -1,6 +1,6 @@
 //! Prompts of an exact token count: built with the server's tokenizer and template (`prompt`)
-//! from a tagged filler text (`filler`), and a workload's block-structured prompts
-//! (`block_prompt`).
+//! from a tagged filler text (`filler`) or a file's text (`text`, `--prompt-text`), and a
+//! workload's block-structured prompts (`block_prompt`).
 //!
 //! May import: `server` (the tokenizer) and `wire`. Never `progress` or `cells`.
 
@@ -8,3 +8,4 @@ pub(crate) mod block_prompt;
 pub(crate) mod conversation;
 pub(crate) mod filler;
 pub(crate) mod prompt;
+pub(crate) mod text;

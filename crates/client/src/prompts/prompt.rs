@@ -2,7 +2,8 @@
 //!
 //! Each prompt starts with a unique tag (run seed, context, stream), so no two prompts share a
 //! prefix and a prefix cache cannot serve one from another; the rest is deterministic filler
-//! text. Exactness comes from the server: the text is tokenized once, cut at C tokens by
+//! text, or the run's `--prompt-text` file from an offset per stream (`crate::prompts::text`).
+//! Exactness comes from the server: the text is tokenized once, cut at C tokens by
 //! detokenizing the first C ids, and re-tokenized to verify; boundary effects (a word that
 //! merges differently when cut) are corrected in a few steps. Where the text cannot hit C exactly
 //! and the engine takes token-id prompts, the first C ids are sent as ids instead. A chat
@@ -14,6 +15,7 @@
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
 use crate::prompts::filler;
+use crate::prompts::text::{Body, PromptText};
 use crate::server::engine::{Engine, EngineError, PromptInput};
 use llmib_core::{Api, Targeting, estimate_tolerance};
 use std::collections::HashMap;
@@ -98,8 +100,13 @@ impl PromptError {
 pub struct PromptBuilder {
     engine: Arc<Engine>,
     seed: u64,
-    /// Tokens per filler word, measured once.
+    /// What follows each prompt's tag: the filler, or the run's `--prompt-text`.
+    body: Body,
+    /// Tokens per word of the body (filler or text), measured once.
     tokens_per_word: Option<f64>,
+    /// Tokens per filler word where the body is a text: a session's new messages stay filler
+    /// ([`TextMaker`]) and are sized by it.
+    filler_per_word: Option<f64>,
     /// Special tokens the server adds to a string prompt (BOS).
     special: Option<u64>,
     /// Tokens the chat template adds around the message (chat requests; 0 for completions).
@@ -161,7 +168,9 @@ impl PromptBuilder {
         PromptBuilder {
             engine,
             seed,
+            body: Body::Filler,
             tokens_per_word: None,
+            filler_per_word: None,
             special: None,
             template: None,
             chat: ChatCount::Completions,
@@ -177,8 +186,22 @@ impl PromptBuilder {
         self
     }
 
-    /// An estimated prompt: the tag, then stream 0's filler, so that the streams of a context
-    /// differ only in the tag (a token or two) while no two share a prefix. A `probe` text has
+    /// Prompts are cut from this text instead of the filler words (`--prompt-text`): a source
+    /// without its text (a run read back from `run.json`) leaves the filler.
+    pub fn with_prompt_text(mut self, source: Option<&llmib_core::PromptTextSource>) -> Self {
+        if let Some(t) = source
+            .and_then(|s| s.text.clone())
+            .and_then(PromptText::new)
+        {
+            self.body = Body::Text(Arc::new(t));
+        }
+        self
+    }
+
+    /// An estimated prompt: the tag, then stream 0's filler (or stream 0's passage of the
+    /// `--prompt-text` file: one length per context holds for every stream only on the same
+    /// words), so that the streams of a context differ only in the tag (a token or two) while
+    /// no two share a prefix. A `probe` text has
     /// a tag of the same shape from another seed: the server's prefix cache must not keep a
     /// probe for the measured prompt (the prefill scout would time a cache hit).
     fn estimated_text(&self, context: u64, stream: u32, words: usize, probe: bool) -> String {
@@ -302,15 +325,27 @@ impl PromptBuilder {
         })
     }
 
+    /// A chat message from a cut text: [`chat_message`] for the filler. A `--prompt-text`
+    /// body keeps its trailing white space: a file's line breaks and indentation run to
+    /// several tokens, and trimmed at the cut they would leave prompt lengths no cut reaches
+    /// (found on a Rust file: 2,034 tokens at best for 2,048). Its ends are still fixed: the
+    /// tag's `[` first, [`CHAT_END`] last.
+    fn message(&self, text: &str) -> String {
+        match self.body {
+            Body::Filler => chat_message(text),
+            Body::Text(_) => format!("{}{CHAT_END}", text.trim_start()),
+        }
+    }
+
     /// This run's tag of a (context, stream) prompt ([`filler::tag`]).
     fn tag(&self, context: u64, stream: u32, salt: &str) -> String {
         filler::tag(self.seed, context, stream, salt)
     }
 
-    /// Appends this run's `words` filler words of a (context, stream) prompt to `out`
-    /// ([`filler::words`]).
+    /// Appends this run's `words` words of a (context, stream) prompt to `out`: filler words
+    /// ([`filler::words`]) or the `--prompt-text` file's ([`PromptText::words`]).
     fn filler(&self, context: u64, stream: u32, words: usize, out: &mut String) {
-        filler::words(self.seed, context, stream, words, out);
+        self.body.words(self.seed, context, stream, words, out);
     }
 
     async fn tokenize(&self, context: u64, text: &str) -> Result<Vec<u32>, PromptError> {
@@ -333,7 +368,7 @@ impl PromptBuilder {
                 // so the template's joins with the message tokenize as in the real prompts.
                 let mut sample = self.tag(0, u32::MAX, "template-");
                 self.filler(0, u32::MAX, 40, &mut sample);
-                let sample = chat_message(&sample);
+                let sample = self.message(&sample);
                 let cal = self
                     .engine
                     .chat_template_tokens(&sample)
@@ -373,11 +408,28 @@ impl PromptBuilder {
             0
         };
         let r = (plain.max(1) as f64) / 2000.0;
+        if matches!(self.body, Body::Text(_)) {
+            self.filler_per_word = Some(self.filler_rate().await?);
+        }
         self.tokens_per_word = Some(r);
         self.special = Some(special);
         self.template = Some(template);
         self.chat = chat;
         Ok((r, special, template))
+    }
+
+    /// Tokens per filler word by the server's tokenizer, on a sample of 2,000 (the body's own
+    /// rate is the calibration's, where the body is a text).
+    async fn filler_rate(&self) -> Result<f64, PromptError> {
+        let mut sample = String::new();
+        filler::words(self.seed, 0, u32::MAX, 2000, &mut sample);
+        let n = self
+            .engine
+            .tokenize(&sample, false)
+            .await
+            .map_err(|e| PromptError::engine(0, "", e))?
+            .len();
+        Ok(n.max(1) as f64 / 2000.0)
     }
 
     /// The server's count of `text` as the request's prompt: the string prompt's tokens
@@ -502,7 +554,7 @@ impl PromptBuilder {
                 .await
                 .map_err(|e| PromptError::engine(context, "", e))?;
             if chat {
-                text = chat_message(&text);
+                text = self.message(&text);
             }
             let n = self.exact_count(context, &text).await?;
             if n == context {
@@ -546,7 +598,7 @@ impl PromptBuilder {
         }
         self.calibrate().await?;
         if self.chat != ChatCount::Completions {
-            text = chat_message(&text);
+            text = self.message(&text);
         }
         let tokens = self.exact_count(0, &text).await?;
         Ok(BuiltPrompt {
@@ -573,14 +625,16 @@ impl PromptBuilder {
     }
 
     /// What makes tagged texts of about a length without the server: this run's seed and the
-    /// tokens per filler word measured so far (a session's new messages).
+    /// tokens per filler word measured so far (a session's system prompts and new messages,
+    /// which stay filler with `--prompt-text`: their maker is copied into each session's task).
     pub(crate) fn text_maker(&self) -> TextMaker {
+        let per_word = match self.body {
+            Body::Filler => self.tokens_per_word.or(self.estimated_per_word),
+            Body::Text(_) => self.filler_per_word,
+        };
         TextMaker {
             seed: self.seed,
-            per_word: self
-                .tokens_per_word
-                .or(self.estimated_per_word)
-                .unwrap_or(1.3),
+            per_word: per_word.unwrap_or(1.3),
         }
     }
 

@@ -2,7 +2,10 @@
 //! contexts with their reasons, Over capacity) and one cell's figures from hand-made records.
 
 use super::*;
+use crate::cell::{CellKey, Phase};
+use crate::mixed_plan::*;
 use crate::record::{Chunk, Outcome};
+use crate::size::ContextSpec;
 
 const MS: u64 = 1_000_000;
 
@@ -36,7 +39,11 @@ fn cells_are_p_by_n_at_the_smallest_decode_context() {
         .map(|c| (c.key.context_tokens, c.key.concurrency))
         .collect();
     assert_eq!(keys, [(1000, 1), (1000, 4), (3000, 1), (3000, 4)]);
-    assert!(plan.cells.iter().all(|c| c.key.phase == Phase::MixedPrefill));
+    assert!(
+        plan.cells
+            .iter()
+            .all(|c| c.key.phase == Phase::MixedPrefill)
+    );
     assert!(plan.cells.iter().all(|c| !c.over_capacity));
     assert!(plan.dropped.is_empty());
     // Its own N and C, where given.
@@ -52,14 +59,15 @@ fn cells_are_p_by_n_at_the_smallest_decode_context() {
 #[test]
 fn a_prompt_too_long_for_the_server_is_dropped_with_the_flag_to_change() {
     // 4,095 + 1 fits a 4,096-token server; 4,096 + 1 does not.
-    let plan = mixed_prefill_plan(
-        &settings(&[4095, 4096]),
-        input(&[512], Some(4096), None),
-    );
+    let plan = mixed_prefill_plan(&settings(&[4095, 4096]), input(&[512], Some(4096), None));
     assert_eq!(plan.cells.len(), 2, "4,095 at N = 1 and 4");
     assert_eq!(plan.dropped.len(), 1);
     assert_eq!(plan.dropped[0].spec, ContextSpec::Tokens(4096));
-    assert!(plan.dropped[0].reason.contains("--mixed-prefill"), "{:?}", plan.dropped);
+    assert!(
+        plan.dropped[0].reason.contains("--mixed-prefill"),
+        "{:?}",
+        plan.dropped
+    );
 }
 
 #[test]
@@ -74,7 +82,11 @@ fn without_a_streams_context_every_prompt_is_dropped_with_the_reason() {
     s.stream_context = Some(4090);
     let plan = mixed_prefill_plan(&s, input(&[512], Some(4096), None));
     assert!(plan.cells.is_empty());
-    assert!(plan.dropped[0].reason.contains("4090 + --max-output 64"), "{:?}", plan.dropped);
+    assert!(
+        plan.dropped[0].reason.contains("4090 + --max-output 64"),
+        "{:?}",
+        plan.dropped
+    );
 }
 
 #[test]
@@ -132,8 +144,12 @@ fn injected(first_ms: Option<u64>) -> RequestRecord {
 /// comes at 1,100 ms: stream 0 waits 1,000 → 1,105, stream 1 995 → 1,110; the window is
 /// 0 → 1,300 ms.
 fn stalled() -> Vec<RequestRecord> {
-    let s0 = (1..=100).map(|k| k * 10).chain((0..20).map(|k| 1105 + k * 10));
-    let s1 = (0..100).map(|k| 5 + k * 10).chain((0..19).map(|k| 1110 + k * 10));
+    let s0 = (1..=100)
+        .map(|k| k * 10)
+        .chain((0..20).map(|k| 1105 + k * 10));
+    let s1 = (0..100)
+        .map(|k| 5 + k * 10)
+        .chain((0..19).map(|k| 1110 + k * 10));
     vec![stream(0, s0), stream(1, s1)]
 }
 
@@ -186,10 +202,17 @@ fn the_row_is_valid_queued_or_failed_with_its_reason() {
     };
     let streams = stalled();
     let inj = injected(Some(1100));
-    let row = mixed_result(&cell, observation(&streams, &inj), MixedJudgement::default());
+    let row = mixed_result(
+        &cell,
+        observation(&streams, &inj),
+        MixedJudgement::default(),
+    );
     assert_eq!(row.status, CellStatus::Valid);
     assert_eq!(row.ttft_ms_p50, Some(100.0));
-    assert_eq!(row.total_tok_per_s, None, "a stalled window is no decode figure");
+    assert_eq!(
+        row.total_tok_per_s, None,
+        "a stalled window is no decode figure"
+    );
     assert_eq!(row.mixed.as_ref().map(|m| m.prompt_tokens), Some(3000));
     let queued = MixedJudgement {
         queued: true,
@@ -199,15 +222,30 @@ fn the_row_is_valid_queued_or_failed_with_its_reason() {
     assert_eq!(row.status, CellStatus::RequestsQueued);
     // No first token: Failed, said.
     let none = injected(None);
-    let row = mixed_result(&cell, observation(&streams, &none), MixedJudgement::default());
+    let row = mixed_result(
+        &cell,
+        observation(&streams, &none),
+        MixedJudgement::default(),
+    );
     assert_eq!(row.status, CellStatus::Failed);
-    assert!(row.errors.contains_key("no_first_token"), "{:?}", row.errors);
+    assert!(
+        row.errors.contains_key("no_first_token"),
+        "{:?}",
+        row.errors
+    );
     assert!(row.mixed.is_none());
     // The injected prompt counted otherwise by the server: Failed.
     let mut long = injected(Some(1100));
     long.prompt_tokens_reported = Some(3001);
-    let row = mixed_result(&cell, observation(&streams, &long), MixedJudgement::default());
+    let row = mixed_result(
+        &cell,
+        observation(&streams, &long),
+        MixedJudgement::default(),
+    );
     assert_eq!(row.status, CellStatus::Failed);
     let first = row.first_error.unwrap_or_default();
-    assert!(first.starts_with("injected prompt length mismatch"), "{first}");
+    assert!(
+        first.starts_with("injected prompt length mismatch"),
+        "{first}"
+    );
 }
