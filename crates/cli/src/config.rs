@@ -277,8 +277,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "R,…|auto[:K]", value_parser = parse::request_rate)]
     #[serde(deserialize_with = "de::request_rate")]
     pub request_rate: Option<RateSpec>,
-    /// How open-load requests arrive: `poisson` (the default), `constant`, or `gamma:SHAPE`
-    /// (shape below 1 is burstier than poisson).
+    /// How open-load requests (and --session-rate sessions) arrive: `poisson` (the default),
+    /// `constant`, or `gamma:SHAPE` (shape below 1 is burstier than poisson).
     #[arg(long, value_name = "PATTERN", value_parser = parse::arrival)]
     #[serde(deserialize_with = "de::arrival")]
     pub arrival: Option<ArrivalPattern>,
@@ -316,8 +316,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LENGTH", value_parser = parse::length)]
     #[serde(deserialize_with = "de::length")]
     pub output_len: Option<LengthSpec>,
-    /// Open load from a file: `sharegpt:FILE` (lengths, sent at --request-rate), or a trace
-    /// replayed with its own arrivals, `mooncake:FILE` or `azure:FILE` (one rate row).
+    /// Open load from a file: `sharegpt:FILE` (lengths, sent at --request-rate), a trace
+    /// replayed with its own arrivals, `mooncake:FILE` or `azure:FILE` (one rate row), or
+    /// `prompts:FILE`: your own prompts (JSONL, `{"prompt": …}` or `{"messages": […]}` with an
+    /// optional `max_tokens`), sent as written at --request-rate; run.json records the file's
+    /// name, size and sha256, never its text.
     #[arg(long, value_name = "KIND:FILE", value_parser = parse::workload)]
     #[serde(deserialize_with = "de::workload")]
     pub workload: Option<WorkloadSpec>,
@@ -349,6 +352,10 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub probe: probe_args::ProbeArgs,
+    /// The LoRA adapters (`--lora`, `--lora-assign`: `config_lora_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub lora: lora_args::LoraArgs,
     /// The mixed-prefill cells (`--mixed-prefill`, …: `config_mixed_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
@@ -490,6 +497,8 @@ pub mod session_args;
 
 #[path = "config_cost_args.rs"]
 pub mod cost_args;
+#[path = "config_lora_args.rs"]
+pub mod lora_args;
 #[path = "config_mixed_args.rs"]
 pub mod mixed_args;
 #[path = "config_probe_args.rs"]
@@ -546,6 +555,7 @@ impl RunArgs {
                 session,
                 mixed,
                 probe,
+                lora,
                 sharding,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost, prompts,

@@ -19,10 +19,7 @@ impl RunArgs {
             };
             return rest.load();
         }
-        let trace = self
-            .workload
-            .as_ref()
-            .is_some_and(|w| w.kind != llmib_core::WorkloadKind::ShareGpt);
+        let trace = self.workload.as_ref().is_some_and(|w| w.kind.is_trace());
         // With --sessions, --find-capacity searches sessions (`config_sessions.rs`).
         let sessions = self.sessions_mode();
         if sessions && self.find_capacity && (self.request_rate.is_some() || trace) {
@@ -32,12 +29,20 @@ impl RunArgs {
         }
         let asked = self.request_rate.is_some() || (self.find_capacity && !sessions) || trace;
         if !asked {
+            let workload = self
+                .workload
+                .as_ref()
+                .map(|w| format!("--workload {}:FILE", w.kind.name()));
             let stray = [
-                ("--workload sharegpt:FILE", self.workload.is_some()),
+                (workload.as_deref().unwrap_or_default(), workload.is_some()),
                 ("--input-len", self.input_len.is_some()),
                 ("--output-len", self.output_len.is_some()),
                 ("--time-scale", self.time_scale.is_some()),
-                ("--arrival", self.arrival.is_some()),
+                // Session rates take the arrival pattern too (`config_sessions.rs`).
+                (
+                    "--arrival",
+                    self.arrival.is_some() && self.session.session_rate.is_none(),
+                ),
                 ("--max-concurrency", self.max_concurrency.is_some()),
                 ("--drain-timeout", self.drain_timeout.is_some()),
                 (
@@ -73,12 +78,37 @@ impl RunArgs {
             output_len: self.output_len,
             workload: self.workload.clone(),
             time_scale: self.time_scale,
+            prompts: self.prompts_source()?,
         }))
+    }
+
+    /// A `prompts:FILE` workload's file, read and checked now, before the server is contacted
+    /// (a bad line is refused in one line naming the file and the line), as run.json records
+    /// it: its name, prompts, size and sha256, never its text.
+    fn prompts_source(&self) -> Result<Option<llmib_core::PromptsSource>> {
+        match &self.workload {
+            Some(w) if w.kind == llmib_core::WorkloadKind::Prompts => {
+                read_prompts(w).map(|(_, source)| Some(source))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The workload flags that exclude each other (`trace`: the workload is a trace).
     fn check_workload(&self, trace: bool) -> Result<()> {
-        if self.workload.is_some() && (self.input_len.is_some() || self.output_len.is_some()) {
+        let prompts = self
+            .workload
+            .as_ref()
+            .is_some_and(|w| w.kind == llmib_core::WorkloadKind::Prompts);
+        if prompts && self.input_len.is_some() {
+            bail!(
+                "--workload prompts:FILE sends the file's prompts: drop --input-len (--output-len applies to lines without max_tokens)"
+            );
+        }
+        if !prompts
+            && self.workload.is_some()
+            && (self.input_len.is_some() || self.output_len.is_some())
+        {
             bail!("--workload gives the lengths: drop --input-len and --output-len");
         }
         if trace && (self.request_rate.is_some() || self.find_capacity) {
@@ -119,4 +149,26 @@ impl RunArgs {
             replace_sustained: !self.run_burst,
         }))
     }
+}
+
+/// Reads a `prompts:FILE` workload's file: its prompts, checked line by line, and its source
+/// with the sha256 of its bytes (what run.json records; a resumed run compares it).
+pub fn read_prompts(
+    spec: &llmib_core::WorkloadSpec,
+) -> Result<(llmib_core::UserPrompts, llmib_core::PromptsSource)> {
+    let file = spec.path.display().to_string();
+    let bytes = std::fs::read(&spec.path).map_err(|e| {
+        anyhow::anyhow!(
+            "--workload prompts:{file}: cannot read it ({e}); give the path of a JSONL file (relative to the working directory)"
+        )
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--workload prompts:{file}: not UTF-8 text (invalid byte at offset {}); convert it to UTF-8",
+            e.valid_up_to()
+        )
+    })?;
+    let prompts = llmib_core::UserPrompts::parse(spec, text)?;
+    let source = prompts.record(llmib_hub::hex_sha256(&bytes));
+    Ok((prompts, source))
 }

@@ -88,6 +88,7 @@ impl RunArgs {
         }
         let mut st = SessionSettings::new(levels);
         st.session_rates = a.session_rate.clone().map(|r| r.0);
+        st.arrival = self.arrival.unwrap_or(st.arrival);
         (st.replay, st.time_scale) = self.session_replay()?;
         st.turns = match a.turns {
             Some(0) => None,

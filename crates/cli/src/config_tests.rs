@@ -250,6 +250,19 @@ fn open_load_settings_are_checked_together() {
     assert!(e.to_string().contains("--slo"), "{e}");
     let e = load(&["--arrival", "constant"]).expect_err("stray");
     assert!(e.to_string().contains("--request-rate"), "{e}");
+    // Session rates take the pattern: no open load, the sessions' arrivals.
+    let a = flags(&[
+        "--session-rate",
+        "2",
+        "--turns",
+        "2",
+        "--arrival",
+        "constant",
+    ])
+    .expect("ok");
+    assert_eq!(a.load().expect("no load"), None);
+    let st = a.session_settings().expect("sessions").expect("some");
+    assert_eq!(st.arrival, llmib_core::ArrivalPattern::Constant);
     let e = flags(&["--slo", "itl_p50=1ms"]).expect_err("unknown figure");
     assert!(e.to_string().contains("ttft, tpot, e2e, user_tok_s"), "{e}");
     assert!(flags(&["--capacity-precision", "5%"]).is_ok());
@@ -415,6 +428,75 @@ fn workload_flags_combine_or_are_refused() {
     assert!(flags(&["--workload", "burstgpt:x.csv"]).is_err());
     assert!(flags(&["--input-len", "4K:normal:5K"]).is_err());
     assert!(flags(&["--time-scale", "0"]).is_err());
+}
+
+/// `--workload prompts:FILE`: the file is read and recorded (name, prompts, size, sha256) with
+/// the flags, before any server is contacted; it takes `--output-len` (for lines without
+/// `max_tokens`) but not `--input-len`, nor `--time-scale`; a bad line is refused in one line.
+#[test]
+fn a_prompts_workload_is_read_with_the_flags() {
+    let dir = std::env::temp_dir().join(format!("llmib-prompts-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let good = dir.join("p.jsonl");
+    std::fs::write(&good, "{\"prompt\": \"abc\"}\n").expect("write");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"prompt\": \"abc\"}\n{\"max_tokens\": 4}\n").expect("write");
+    let spec = |p: &std::path::Path| format!("prompts:{}", p.display());
+    let (good, bad) = (spec(&good), spec(&bad));
+    let load = |args: &[&str]| flags(args).expect("flags").load();
+    let l = load(&[
+        "--request-rate",
+        "2",
+        "--workload",
+        &good,
+        "--output-len",
+        "8",
+    ])
+    .expect("prompts")
+    .expect("open load");
+    let p = l.prompts.expect("recorded");
+    assert_eq!((p.name.as_str(), p.lines, p.bytes), ("p.jsonl", 1, 18));
+    // The file's bytes' sha256 (sha256sum).
+    assert_eq!(
+        p.sha256,
+        "a87cd28e1b308a3d2a53b34d16451a5f5f847aaa4df08f3fcdb1da68492f5617"
+    );
+    for (args, says) in [
+        (
+            &["--workload", good.as_str()][..],
+            "--workload prompts:FILE applies to open load",
+        ),
+        (
+            &[
+                "--request-rate",
+                "1",
+                "--workload",
+                &good,
+                "--input-len",
+                "1K",
+            ][..],
+            "drop --input-len",
+        ),
+        (
+            &[
+                "--request-rate",
+                "1",
+                "--workload",
+                &good,
+                "--time-scale",
+                "2",
+            ][..],
+            "applies to a trace",
+        ),
+        (
+            &["--request-rate", "1", "--workload", &bad][..],
+            "bad.jsonl: line 2: has neither",
+        ),
+    ] {
+        let e = format!("{:#}", load(args).expect_err("refused"));
+        assert!(e.contains(says) && !e.contains('\n'), "{args:?}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

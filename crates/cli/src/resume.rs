@@ -95,7 +95,7 @@ fn classified(args: &RunArgs) {
         skip_decode: _, input_len: _, output_len: _, workload: _, time_scale: _, session: _,
         mixed: _, probe: _, temperature: _, top_p: _, seed: _, extra_body: _,
         forced_token_id: _, no_loop_detection: _, max_total_tokens: _,
-        show_capacity_limited_values: _, cost: _,
+        show_capacity_limited_values: _, cost: _, lora: _,
         // Its text: the same file again (`prompt_args::resumed`, from run_cmd).
         prompts: _,
         // Refused: a shard's timetable has passed.
@@ -272,6 +272,13 @@ fn refuse_changed_sections(s: &Settings, a: &RunArgs) -> Result<()> {
         probe,
         s.probe,
     )?;
+    // The adapters and their assignment; the random seed stays the saved run's.
+    let lora = a
+        .lora
+        .given()
+        .map(|(names, how)| Some((names, how.unwrap_or_default())));
+    let saved_lora = s.lora.as_ref().map(|l| (l.adapters.clone(), l.assign));
+    fixed("lora / --lora-assign", lora, saved_lora)?;
     let m = &a.mixed;
     let mixed_given = m.mixed_prefill.is_some()
         || m.mixed_concurrency.is_some()

@@ -246,3 +246,28 @@ fn mixed_prefill_and_probes_are_fixed_on_resume() {
     let e = decide_with(probe).expect_err("a run saved without probes");
     assert!(e.to_string().contains("probe-rate"), "{e}");
 }
+
+/// The adapters and their assignment are fixed on resume (the random seed is the saved one).
+#[test]
+fn lora_adapters_are_fixed_on_resume() {
+    use crate::config::lora_args::{LoraArgs, LoraAssignArg};
+    let lora = |names: &[&str], assign: Option<LoraAssignArg>| RunArgs {
+        lora: LoraArgs {
+            lora: Some(names.iter().map(|n| n.to_string()).collect()),
+            lora_assign: assign,
+        },
+        ..Default::default()
+    };
+    let e = decide_with(lora(&["a", "b"], None)).expect_err("a run saved without adapters");
+    assert!(e.to_string().contains("--lora"), "{e}");
+    let mut info = saved();
+    info.plan.settings.lora = lora(&["a", "b"], None).lora.settings(77).expect("settings");
+    let r = decide(&info, &lora(&["a", "b"], None), &dir(), None).expect("the same adapters");
+    assert_eq!(r.settings.lora.as_ref().map(|l| l.seed), Some(77));
+    assert!(decide(&info, &RunArgs::default(), &dir(), None).is_ok());
+    let e = decide(&info, &lora(&["a", "c"], None), &dir(), None).expect_err("another list");
+    assert!(e.to_string().contains("lora"), "{e}");
+    let random = lora(&["a", "b"], Some(LoraAssignArg::Random));
+    let e = decide(&info, &random, &dir(), None).expect_err("another assignment");
+    assert!(e.to_string().contains("lora-assign"), "{e}");
+}

@@ -210,6 +210,10 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
     // A workload is read and checked against the server before anything is sent or saved.
     crate::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
+    // Every LoRA adapter is one the server lists, before anything is measured.
+    if let Some(l) = &settings.lora {
+        l.check_served(&probe.served_models)?;
+    }
     let diagnostics = startup_diagnostics(&args, &url, resumed.is_some()).await;
     let Prepared {
         dir,

@@ -66,6 +66,7 @@ impl RunArgs {
         {
             bail!("{why}");
         }
+        let prompt_seed = sharded.as_ref().map_or_else(fresh_seed, |s| s.prompt_seed);
         Ok(Settings {
             contexts: self.contexts.clone().map_or(d.contexts, |c| c.0),
             concurrency: self.concurrency.clone().map_or(d.concurrency, |c| c.0),
@@ -108,7 +109,8 @@ impl RunArgs {
             measure_over_capacity: self.show_capacity_limited_values,
             decode_warmup_s: self.decode_warmup_s()?,
             until_stable: self.until_stable,
-            prompt_seed: sharded.as_ref().map_or_else(fresh_seed, |s| s.prompt_seed),
+            prompt_seed,
+            lora: self.lora.settings(prompt_seed)?,
             shard: sharded.as_ref().map(|s| s.spec),
             timetable: sharded.map(|s| s.timetable),
             economics: self.cost.settings()?,

@@ -68,6 +68,11 @@ pub struct SimArgs {
     /// `--max-num-batched-tokens`). A knob a sweep varies.
     #[arg(long, value_name = "TOKENS")]
     pub chunked_prefill_tokens: Option<u64>,
+    /// LoRA adapters served beside the base model, comma-separated (`--lora sql,chat`): listed
+    /// in `/v1/models`, named by a request's `model` (docs/lora.md). Their switching cost is
+    /// `--set lora_switch_ms=MS` (per distinct adapter in a decode step's batch).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub lora: Option<Vec<String>>,
     /// Any other knob, as key=value (TOML value; dotted keys for tables), repeatable:
     /// `--set faults.http_error_rate=0.05 --set decode_step_ms=[[1,5.0],[8,9.0]]`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -110,6 +115,9 @@ pub fn config_from_args(args: &SimArgs) -> anyhow::Result<llmib_sim::SimConfig> 
     }
     if let Some(v) = args.chunked_prefill_tokens {
         cfg.chunked_prefill_tokens = v;
+    }
+    if let Some(names) = &args.lora {
+        cfg.lora_adapters = names.iter().map(|n| n.trim().to_string()).collect();
     }
     cfg.validate()?;
     Ok(cfg)
@@ -183,5 +191,24 @@ mod tests {
         assert_eq!(c.chunked_prefill_tokens, 512);
         let c = config(&["--profile", "open-load"]);
         assert_eq!(c.max_running_requests, Some(1));
+    }
+
+    /// `--lora a,b` serves two adapters (as `--set lora_adapters=[...]` does), and wins over it.
+    #[test]
+    fn lora_adapters_are_a_flag_and_a_key() {
+        let c = config(&["--lora", "sql,chat", "--set", "lora_switch_ms=2.5"]);
+        assert_eq!(c.lora_adapters, ["sql", "chat"]);
+        assert_eq!(c.lora_switch_ms, 2.5);
+        let c = config(&["--set", "lora_adapters=[\"a\", \"b\"]"]);
+        assert_eq!(c.lora_adapters, ["a", "b"]);
+        let c = config(&["--set", "lora_adapters=[\"a\"]", "--lora", "b"]);
+        assert_eq!(c.lora_adapters, ["b"]);
+        assert!(
+            config_from_args(&SimArgs {
+                lora: Some(vec!["a".into(), "a".into()]),
+                ..Cmd::try_parse_from(["sim"]).expect("parses").sim
+            })
+            .is_err()
+        );
     }
 }

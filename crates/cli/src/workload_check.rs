@@ -2,7 +2,10 @@
 //! workload file is read (ShareGPT turns counted by the server's tokenizer) and every request
 //! must fit the server's context, as must the longest `--input-len` with the longest
 //! `--output-len`. A bad file stops the run here with one line naming the file and line,
-//! before the first request; the open-load section reads it again when its turn comes.
+//! before the first request; the open-load section reads it again when its turn comes. A
+//! `prompts:FILE` file (the user's own prompts, sent as written) must be the one the run
+//! recorded (its sha256: a resumed run reads it again) and its chats need an API that carries
+//! them.
 
 use anyhow::{Result, bail};
 use llmib_client::Engine;
@@ -15,11 +18,21 @@ pub async fn check(load: Option<&LoadSettings>, engine: &Engine) -> Result<()> {
         return Ok(());
     };
     let context = engine.info().context_length.as_ref().map(|c| c.value);
-    if let Some(spec) = &load.workload {
-        let w = llmib_client::load_workload(engine, spec).await?;
-        if let Some(c) = context {
-            w.check_fits(c)?;
+    match &load.workload {
+        Some(spec) if spec.kind == llmib_core::WorkloadKind::Prompts => {
+            let (prompts, now) = crate::config_load::read_prompts(spec)?;
+            if let Some(recorded) = &load.prompts {
+                recorded.check_same(&now)?;
+            }
+            prompts.check_api(engine.api())?;
         }
+        Some(spec) => {
+            let w = llmib_client::load_workload(engine, spec).await?;
+            if let Some(c) = context {
+                w.check_fits(c)?;
+            }
+        }
+        None => {}
     }
     if let (Some(c), Some(input)) = (context, load.input_len) {
         let output = load.output_len.map_or(0, |o| o.max());

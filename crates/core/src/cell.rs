@@ -352,6 +352,9 @@ pub struct CellResult {
     /// `crate::probe`), apart from the cell's own figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<Box<crate::probe::ProbeFigures>>,
+    /// The row's figures per LoRA adapter beside its total (`--lora`; `crate::lora`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<Box<crate::lora::LoraFigures>>,
     /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
     /// at the row's top level; absent on other rows.
     #[serde(flatten)]
@@ -424,6 +427,7 @@ impl CellResult {
             economics: None,
             mixed: None,
             probe: None,
+            lora: None,
         }
     }
 

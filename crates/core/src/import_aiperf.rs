@@ -201,6 +201,7 @@ fn summary(r: &AiperfExport, metric: &str, unit: &str) -> Option<Summary> {
         p99: s("p99")?,
         max: s("max")?,
         mean: s("avg")?,
+        std: s("std"),
     })
 }
 

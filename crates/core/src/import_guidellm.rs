@@ -172,6 +172,7 @@ fn summary(r: &GuidellmReport, b: usize, metric: &str, scale: f64) -> Option<Sum
         p99: s("p99")? * scale,
         max: s("max")? * scale,
         mean: s("mean")? * scale,
+        std: s("std_dev").map(|x| x * scale),
     })
 }
 

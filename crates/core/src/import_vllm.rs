@@ -315,7 +315,7 @@ impl Samples {
     }
 }
 
-/// A summary of vLLM's samples (seconds) in ms, its mean, median, p90 and p99 replaced by the
+/// A summary of vLLM's samples (seconds) in ms, its mean, median, p90, p99 and std replaced by the
 /// figures vLLM saved for `metric` where it saved them, so the row holds vLLM's own values.
 fn summary(r: &VllmResult, metric: &str, seconds: &[f64]) -> Option<Summary> {
     let mut ms: Vec<f64> = seconds.iter().map(|s| s * 1000.0).collect();
@@ -325,6 +325,7 @@ fn summary(r: &VllmResult, metric: &str, seconds: &[f64]) -> Option<Summary> {
     s.p50 = reported("median").unwrap_or(s.p50);
     s.p90 = reported("p90").unwrap_or(s.p90);
     s.p99 = reported("p99").unwrap_or(s.p99);
+    s.std = reported("std").or(s.std);
     Some(s)
 }
 

@@ -32,6 +32,7 @@ mod live;
 mod load;
 mod load_settings;
 mod loop_row;
+mod lora;
 mod merge;
 mod meta;
 mod mixed;
@@ -98,6 +99,10 @@ pub use cell::{
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
 pub use loop_row::{LOOP_ERROR_KIND, fail_on_loop, guard_loops, loop_evidence};
+pub use lora::{
+    LoraAdapterFigures, LoraAssign, LoraError, LoraFigures, LoraSettings, LoraSpan, lora_figures,
+    lora_request_model,
+};
 pub use mixed::{
     MixedJudgement, MixedObservation, mixed_figures, mixed_over_capacity_result, mixed_result,
     mixed_stream_context,
@@ -158,7 +163,7 @@ pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, S
 pub use spec::SpecWindow;
 pub use varying::{
     CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource, WorkloadFigures,
-    cell_requests, empirical_cdf, length_figures, workload_figures,
+    cell_requests, empirical_cdf, length_figures, server_counted_prompts, workload_figures,
 };
 
 // Real workloads on the open-loop path: length distributions, their fit, and the seeded
@@ -171,10 +176,12 @@ pub use room::{
     session_room,
 };
 pub use session::{
-    CACHE_SHORTFALL, PerTurn, SESSIONS_CEILING, SessionColumns, SessionFigures, SessionObservation,
-    SessionSettings, ThinkTime, ThinkTimeError, TtftSplit, TurnRecord, cache_note,
-    next_session_step, predicted_cached_prefix, session_capacity_result, session_holds,
-    session_kv_needed, session_result, ttft_split, turn_shared_prefix,
+    CACHE_SHORTFALL, PerTurn, SESSION_RATE_CAPACITY, SESSION_RATE_CEILING, SESSIONS_CEILING,
+    SessionColumns, SessionFigures, SessionObservation, SessionSettings, ThinkTime, ThinkTimeError,
+    TtftSplit, TurnRecord, cache_note, next_session_rate_step, next_session_step,
+    predicted_cached_prefix, session_capacity_result, session_holds, session_kv_needed,
+    session_rate_bounds, session_rate_capacity_cell, session_rate_capacity_result,
+    session_rate_points, session_result, ttft_split, turn_shared_prefix,
 };
 pub use session::{
     ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
@@ -199,6 +206,7 @@ pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,
     WorkloadRequest, WorkloadSpec, predicted_cached_tokens, trace_offsets,
 };
+pub use workload::{PromptBody, PromptsSource, UserPrompt, UserPrompts};
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use cell::{ClockSync, MergedShard, MergedShards, ShardCell};

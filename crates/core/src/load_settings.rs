@@ -129,4 +129,8 @@ pub struct LoadSettings {
     /// How fast a trace replays (`--time-scale`; `None`: 1, the trace's own speed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_scale: Option<crate::workload::TimeScaleSpec>,
+    /// A `prompts:FILE` workload's file as the run recorded it (name, prompts, size, sha256;
+    /// never its text): a resumed run must be given the same file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<crate::workload::PromptsSource>,
 }

@@ -124,6 +124,10 @@ pub struct Settings {
     /// Probe requests beside every loaded cell (`--probe-rate`; `crate::probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<crate::probe::ProbeSettings>,
+    /// LoRA adapters the decode, burst and rate cells' requests are spread over (`--lora`,
+    /// `--lora-assign`; `crate::lora`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<crate::lora::LoraSettings>,
     /// The mixed-prefill cells (`--mixed-prefill`; `crate::mixed`), after the matrix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mixed_prefill: Option<crate::mixed_plan::MixedPrefillSettings>,
@@ -325,6 +329,7 @@ impl Default for Settings {
             sessions: None,
             mixed_prefill: None,
             probe: None,
+            lora: None,
             standard: None,
             decode_warmup_s: 0.0,
             shard: None,

@@ -19,7 +19,11 @@ mod capacity;
 mod columns;
 mod replay;
 mod row;
-pub use capacity::{SESSIONS_CEILING, next_session_step, session_capacity_result, session_holds};
+pub use capacity::{
+    SESSION_RATE_CAPACITY, SESSION_RATE_CEILING, SESSIONS_CEILING, next_session_rate_step,
+    next_session_step, session_capacity_result, session_holds, session_rate_bounds,
+    session_rate_capacity_cell, session_rate_capacity_result, session_rate_points,
+};
 pub use columns::{PerTurn, SessionColumns, SessionFigures};
 pub use replay::{
     ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
@@ -114,6 +118,9 @@ pub struct SessionSettings {
     /// the window (`--session-rate`); each runs `turns` turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_rates: Option<Vec<f64>>,
+    /// How an open loop's sessions arrive (`--arrival`; Poisson unless asked).
+    #[serde(default = "poisson", skip_serializing_if = "is_poisson")]
+    pub arrival: crate::arrival::ArrivalPattern,
     /// Measured turns per session (`None`: turns until the window closes).
     pub turns: Option<u32>,
     /// Tokens of each turn's new user message (U).
@@ -161,6 +168,14 @@ fn one() -> f64 {
     1.0
 }
 
+fn poisson() -> crate::arrival::ArrivalPattern {
+    crate::arrival::ArrivalPattern::Poisson
+}
+
+fn is_poisson(a: &crate::arrival::ArrivalPattern) -> bool {
+    *a == crate::arrival::ArrivalPattern::Poisson
+}
+
 fn default_precision() -> f64 {
     0.05
 }
@@ -186,6 +201,7 @@ impl SessionSettings {
         SessionSettings {
             sessions,
             session_rates: None,
+            arrival: crate::arrival::ArrivalPattern::Poisson,
             turns: Some(4),
             turn_input: LengthSpec::Fixed(1024),
             turn_output: 256,

@@ -35,6 +35,10 @@ pub struct Summary {
     pub max: f64,
     /// Arithmetic mean.
     pub mean: f64,
+    /// Population standard deviation (divided by n, as numpy's `std` and vLLM's `std_*_ms`);
+    /// absent in rows saved before it existed and where a source gives none (an import).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std: Option<f64>,
 }
 
 impl Summary {
@@ -52,6 +56,8 @@ impl Summary {
         }
         v.sort_by(f64::total_cmp);
         let n = v.len();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
         Some(Summary {
             n: n as u64,
             min: v[0],
@@ -59,7 +65,8 @@ impl Summary {
             p90: percentile_sorted(v, 90.0)?,
             p99: percentile_sorted(v, 99.0)?,
             max: v[n - 1],
-            mean: v.iter().sum::<f64>() / n as f64,
+            mean,
+            std: Some(var.sqrt()),
         })
     }
 }
@@ -93,6 +100,13 @@ pub fn weighted_summary(samples: &mut [(f64, u64)]) -> Option<Summary> {
         a + (b - a) * (rank - lo as f64)
     };
     let sum: f64 = samples.iter().map(|&(v, w)| v * w as f64).sum();
+    let mean = sum / total as f64;
+    // Over the expanded sequence too: each value counts `weight` times.
+    let var = samples
+        .iter()
+        .map(|&(v, w)| (v - mean) * (v - mean) * w as f64)
+        .sum::<f64>()
+        / total as f64;
     let nonzero: Vec<&(f64, u64)> = samples.iter().filter(|s| s.1 > 0).collect();
     Some(Summary {
         n: total,
@@ -101,7 +115,8 @@ pub fn weighted_summary(samples: &mut [(f64, u64)]) -> Option<Summary> {
         p90: pct(90.0),
         p99: pct(99.0),
         max: nonzero.last().map(|s| s.0)?,
-        mean: sum / total as f64,
+        mean,
+        std: Some(var.sqrt()),
     })
 }
 
@@ -124,6 +139,10 @@ mod tests {
     fn summary_known_answer() {
         let s = Summary::of(&[5.0, 1.0, 3.0, f64::NAN]).expect("non-empty");
         assert_eq!((s.n, s.min, s.p50, s.max, s.mean), (3, 1.0, 3.0, 5.0, 3.0));
+        // numpy.std([5, 1, 3]) == sqrt(8 / 3) (population: divided by n, as vLLM's std_*_ms).
+        let std = s.std.expect("a deviation");
+        assert!((std - (8.0f64 / 3.0).sqrt()).abs() < 1e-12, "{std}");
+        assert_eq!(Summary::of(&[4.0]).and_then(|s| s.std), Some(0.0));
         assert!(Summary::of(&[]).is_none());
     }
 
@@ -139,6 +158,7 @@ mod tests {
             (a.p90, b.p90),
             (a.p99, b.p99),
             (a.mean, b.mean),
+            (a.std.unwrap_or(-1.0), b.std.unwrap_or(-2.0)),
         ] {
             assert!((x - y).abs() < 1e-12, "{x} vs {y}");
         }

@@ -138,6 +138,9 @@ fn capacity_of(r: &CellResult) -> Option<(Option<f64>, &'static str)> {
     if let Some(s) = r.session.capacity_sessions {
         return Some((s.map(f64::from), "sessions"));
     }
+    if let Some(rate) = r.session.capacity_session_rate {
+        return Some((rate, "sessions/s"));
+    }
     r.capacity_request_rate.map(|c| (c, "requests/s"))
 }
 

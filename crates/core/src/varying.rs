@@ -6,12 +6,14 @@
 //! Draws are seeded: input lengths and output lengths come from two SplitMix64 streams of the
 //! cell's seed (so `--output-len` never changes the prompts a seed gives), and a ShareGPT
 //! sample picks rows with replacement from a third, as vLLM's and SGLang's dataset benchmarks
-//! do. A trace is replayed whole, in file order.
+//! do. A trace is replayed whole, in file order. The user's own prompts (`prompts:FILE`) are
+//! sampled as ShareGPT's rows are; their lengths are the server's counts, known once sent.
 
 use crate::gof::{ks_critical_1pct, ks_statistic};
 use crate::length::LengthSpec;
+use crate::record::RequestRecord;
 use crate::rng::SplitMix64;
-use crate::workload::Workload;
+use crate::workload::{UserPrompts, Workload};
 use serde::{Deserialize, Serialize};
 
 /// One request of a rate cell: its lengths and the prefix blocks it shares.
@@ -23,6 +25,10 @@ pub struct CellRequest {
     pub output_tokens: u64,
     /// Mooncake `hash_ids`: the prompt's shared blocks, in order (empty elsewhere).
     pub prefix_blocks: Vec<u64>,
+    /// The user's prompt it sends as written (`prompts:FILE`: its index in the file's
+    /// prompts; `input_tokens` is then only its estimate); `None`: a prompt built to
+    /// `input_tokens`.
+    pub prompt: Option<usize>,
 }
 
 /// Where a cell's request lengths come from.
@@ -39,6 +45,14 @@ pub enum LengthSource<'a> {
     Sample(&'a Workload),
     /// Every request of a trace, in file order (the count asked is ignored).
     Replay(&'a Workload),
+    /// The user's own prompts, sampled with replacement; a line without `max_tokens` draws
+    /// its output length from `output`.
+    Prompts {
+        /// The file's prompts.
+        prompts: &'a UserPrompts,
+        /// The output lengths of lines without their own.
+        output: LengthSpec,
+    },
 }
 
 /// Seeds of the three streams, apart so one never repeats another's draws.
@@ -52,6 +66,7 @@ pub fn cell_requests(src: LengthSource<'_>, n: usize, seed: u64) -> Vec<CellRequ
         input_tokens: r.input_tokens,
         output_tokens: r.output_tokens,
         prefix_blocks: r.prefix_blocks.clone(),
+        prompt: None,
     };
     match src {
         LengthSource::Specs { input, output } => {
@@ -62,6 +77,7 @@ pub fn cell_requests(src: LengthSource<'_>, n: usize, seed: u64) -> Vec<CellRequ
                     input_tokens: input.sample(&mut ri),
                     output_tokens: output.sample(&mut ro),
                     prefix_blocks: Vec::new(),
+                    prompt: None,
                 })
                 .collect()
         }
@@ -73,7 +89,52 @@ pub fn cell_requests(src: LengthSource<'_>, n: usize, seed: u64) -> Vec<CellRequ
         }
         LengthSource::Sample(_) => Vec::new(),
         LengthSource::Replay(w) => w.requests.iter().map(of).collect(),
+        LengthSource::Prompts { prompts, output } => sample_prompts(prompts, output, n, seed),
     }
+}
+
+/// `n` of the user's prompts, picked with replacement from the sample stream (as ShareGPT's
+/// rows are); a line's own `max_tokens`, else a draw of `output` from the output stream.
+fn sample_prompts(
+    prompts: &UserPrompts,
+    output: LengthSpec,
+    n: usize,
+    seed: u64,
+) -> Vec<CellRequest> {
+    let all = &prompts.prompts;
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let mut rs = SplitMix64::new(seed ^ SAMPLE_STREAM);
+    let mut ro = SplitMix64::new(seed ^ OUTPUT_STREAM);
+    (0..n)
+        .map(|_| {
+            let i = rs.below(all.len() as u64) as usize;
+            let p = &all[i];
+            CellRequest {
+                input_tokens: p.approx_tokens,
+                output_tokens: p
+                    .max_tokens
+                    .map_or_else(|| output.sample(&mut ro), u64::from),
+                prefix_blocks: Vec::new(),
+                prompt: Some(i),
+            }
+        })
+        .collect()
+}
+
+/// The prompt lengths a cell of the user's prompts is checked against, per request (index =
+/// `stream`, `n` requests): the server's own counts, 0 where it reported none. Nothing was
+/// built to a length, so nothing can disagree: the row's prompt check then holds the server's
+/// counts (their mean as `expected`, their range), and no request fails it.
+pub fn server_counted_prompts(records: &[RequestRecord], n: usize) -> Vec<u64> {
+    let mut out = vec![0; n];
+    for r in records {
+        if let (Some(slot), Some(c)) = (out.get_mut(r.stream as usize), r.prompt_tokens_reported) {
+            *slot = c;
+        }
+    }
+    out
 }
 
 /// One bin of a length histogram: lengths `lo ..= hi`.
@@ -194,6 +255,9 @@ pub struct WorkloadFigures {
 
 /// A cell's [`WorkloadFigures`] from its length source and the requests it sent; the trace's
 /// time scale, rate and prefix prediction are the caller's to add. `None` with nothing sent.
+/// For the user's prompts ([`LengthSource::Prompts`]) each sent request's `input_tokens` must be
+/// the server's count of it (the caller's to set from the records: only the server counts
+/// them), and the input side has no KS (no length was asked: each bin expects what it holds).
 pub fn workload_figures(src: LengthSource<'_>, sent: &[&CellRequest]) -> Option<WorkloadFigures> {
     let ins: Vec<u64> = sent.iter().map(|r| r.input_tokens).collect();
     let outs: Vec<u64> = sent.iter().map(|r| r.output_tokens).collect();
@@ -213,6 +277,17 @@ pub fn workload_figures(src: LengthSource<'_>, sent: &[&CellRequest]) -> Option<
                 length_figures(&name, &*empirical_cdf(&file_out), &outs)?,
             )
         }
+        LengthSource::Prompts { prompts, output } => {
+            let name = prompts.source.to_string();
+            let mut input = length_figures(
+                &format!("{name}, counted by the server"),
+                &*empirical_cdf(&ins),
+                &ins,
+            )?;
+            (input.ks, input.ks_critical_1pct) = (None, None);
+            let (asked, cdf) = prompts_output(prompts, output);
+            (name, input, length_figures(&asked, &*cdf, &outs)?)
+        }
     };
     Some(WorkloadFigures {
         source,
@@ -223,6 +298,32 @@ pub fn workload_figures(src: LengthSource<'_>, sent: &[&CellRequest]) -> Option<
         predicted_cached_tokens: None,
         cached_tokens_reported: None,
     })
+}
+
+/// The output lengths a prompts file asks for, named, with their distribution: each line's own
+/// `max_tokens` where it has one, else `output`, each line equally likely (a sample picks them
+/// so).
+fn prompts_output(
+    prompts: &UserPrompts,
+    output: LengthSpec,
+) -> (String, Box<dyn Fn(u64) -> f64 + Send + Sync>) {
+    let mut own: Vec<u64> = prompts
+        .prompts
+        .iter()
+        .filter_map(|p| p.max_tokens.map(u64::from))
+        .collect();
+    own.sort_unstable();
+    let n = prompts.prompts.len().max(1) as f64;
+    let rest = prompts.prompts.len() - own.len();
+    let name = prompts.source.to_string();
+    let asked = match (own.len(), rest) {
+        (_, 0) => name,
+        (0, _) => output.to_string(),
+        _ => format!("{name}, else {output}"),
+    };
+    let cdf =
+        move |x: u64| (own.partition_point(|y| *y <= x) as f64 + rest as f64 * output.cdf(x)) / n;
+    (asked, Box::new(cdf))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Real workloads on the open-loop path (issue 20): a file of requests, each with its prompt and
 //! output length (and, for traces, its arrival instant), read into one [`Workload`]. Three
-//! formats, named `kind:PATH` ([`WorkloadSpec`]):
+//! formats of lengths, named `kind:PATH` ([`WorkloadSpec`]), and one of texts, `prompts:FILE`
+//! (the user's own prompts, sent as they are: [`UserPrompts`], module `prompts`):
 //!
 //! - `sharegpt:FILE`: ShareGPT JSON, an array of `{"id", "conversations": [{"from", "value"}]}`.
 //!   A request is the first human turn (`from` = `human` or `user`) and the turn right after it,
@@ -28,11 +29,13 @@
 mod azure;
 mod error;
 mod mooncake;
+mod prompts;
 mod request;
 mod sharegpt;
 mod trace;
 
 pub use error::WorkloadError;
+pub use prompts::{PromptBody, PromptsSource, UserPrompt, UserPrompts};
 pub use request::WorkloadRequest;
 pub use trace::{PrefixPrediction, TimeScaleSpec, predicted_cached_tokens, trace_offsets};
 
@@ -55,6 +58,8 @@ pub enum WorkloadKind {
     /// A session trace (JSONL): conversations turn by turn, replayed as sessions
     /// (`crate::parse_session_trace`), never as open load.
     Sessions,
+    /// The user's own prompts (JSONL), sent as they are at a rate ([`UserPrompts`]).
+    Prompts,
 }
 
 impl WorkloadKind {
@@ -65,7 +70,14 @@ impl WorkloadKind {
             WorkloadKind::Mooncake => "mooncake",
             WorkloadKind::Azure => "azure",
             WorkloadKind::Sessions => "sessions",
+            WorkloadKind::Prompts => "prompts",
         }
+    }
+
+    /// Whether it is an open-load trace that brings its own arrivals (Mooncake, Azure); the
+    /// others are sent at a rate (or, for sessions, replayed as sessions).
+    pub fn is_trace(self) -> bool {
+        matches!(self, WorkloadKind::Mooncake | WorkloadKind::Azure)
     }
 }
 
@@ -89,6 +101,7 @@ impl FromStr for WorkloadSpec {
             "mooncake" => WorkloadKind::Mooncake,
             "azure" => WorkloadKind::Azure,
             "sessions" => WorkloadKind::Sessions,
+            "prompts" => WorkloadKind::Prompts,
             _ => return Err(unknown()),
         };
         if path.trim().is_empty() {
@@ -146,6 +159,7 @@ impl Workload {
             WorkloadKind::Mooncake => (mooncake::parse(&file, text)?, 0),
             WorkloadKind::Azure => (azure::parse(&file, text)?, 0),
             WorkloadKind::Sessions => return Err(WorkloadError::SessionsOnly { file }),
+            WorkloadKind::Prompts => return Err(WorkloadError::PromptsOnly { file }),
         };
         if requests.is_empty() {
             return Err(WorkloadError::Empty { file, skipped });

@@ -313,6 +313,8 @@ impl Exporter for HtmlExporter {
             mixed_caption => ser(crate::mixed::MIXED_CAPTION),
             probes => ser(Table::probes(report)),
             probes_caption => ser(crate::probe::PROBE_CAPTION),
+            lora => ser(Table::lora(report)),
+            lora_caption => ser(crate::lora::LORA_CAPTION),
             load => ser(crate::load_chart::view(report)),
             sessions => ser(crate::sessions_chart::view(report)),
             shards => ser(crate::shards::view(report)),

@@ -34,6 +34,7 @@ mod json;
 mod legend;
 mod load;
 mod load_chart;
+mod lora;
 mod markdown;
 mod mixed;
 mod model;

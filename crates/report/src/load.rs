@@ -21,8 +21,9 @@ pub(crate) struct LoadContext<'a> {
     pub label: String,
     /// Its rate cells, ascending by requested rate.
     pub rates: Vec<&'a CellResult>,
-    /// Its capacity row, if the run searched for one.
-    pub capacity: Option<&'a CellResult>,
+    /// Its capacity rows, one per search the run made (request rates; session counts; session
+    /// rates).
+    pub capacities: Vec<&'a CellResult>,
 }
 
 impl Report {
@@ -42,13 +43,13 @@ impl Report {
                         tokens: c.context_tokens,
                         label: Report::context_label(c),
                         rates: Vec::new(),
-                        capacity: None,
+                        capacities: Vec::new(),
                     });
                     out.len() - 1
                 }
             };
             match c.phase {
-                Phase::Capacity => out[i].capacity = Some(c),
+                Phase::Capacity => out[i].capacities.push(c),
                 _ => out[i].rates.push(c),
             }
         }
@@ -162,6 +163,18 @@ fn rate_texts(c: &CellResult) -> Vec<String> {
 /// (`Not run`).
 pub(crate) fn capacity_rate_text(c: &CellResult) -> String {
     let at_least = c.capacity.as_ref().is_some_and(|f| f.outcome == "at_least");
+    let ge = if at_least { "≥ " } else { "" };
+    // A session search's answer is in sessions or sessions per second, never requests.
+    if let Some(s) = c.session.capacity_sessions {
+        return s.map_or("no number of sessions meets the SLO".into(), |s| {
+            format!("{ge}{s} sessions")
+        });
+    }
+    if let Some(r) = c.session.capacity_session_rate {
+        return r.map_or("no session rate meets the SLO".into(), |r| {
+            format!("{ge}{} sessions", number::req_rate(r))
+        });
+    }
     match c.capacity_request_rate {
         Some(Some(r)) if at_least => format!("≥ {}", number::req_rate(r)),
         Some(Some(r)) => number::req_rate(r),
@@ -216,7 +229,7 @@ impl Table {
         let rows = report
             .load_contexts()
             .into_iter()
-            .filter_map(|l| l.capacity)
+            .flat_map(|l| l.capacities)
             .map(|c| (c, capacity_texts(c)))
             .collect();
         Table::of_texts(&CAPACITY_COLS, rows)

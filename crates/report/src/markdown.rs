@@ -314,6 +314,9 @@ fn extra_sections(out: &mut String, report: &Report) {
     if let Some(t) = Table::probes(report) {
         text_section(out, "Probe requests", crate::probe::PROBE_CAPTION, &t);
     }
+    if let Some(t) = Table::lora(report) {
+        text_section(out, "LoRA adapters", crate::lora::LORA_CAPTION, &t);
+    }
     if let Some(t) = Table::speculative(report) {
         text_section(
             out,

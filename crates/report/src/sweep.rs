@@ -165,7 +165,10 @@ fn capacity_words(r: &CellResult) -> Option<String> {
         (Some(Some(s)), _) => format!("{s} sessions"),
         (Some(None), _) | (None, Some(None)) => "never held".to_string(),
         (None, Some(Some(rate))) => format!("{} req/s", number::rate(rate)),
-        (None, None) => return None,
+        (None, None) => match r.session.capacity_session_rate? {
+            Some(rate) => format!("{} sessions/s", number::rate(rate)),
+            None => "never held".to_string(),
+        },
     };
     Some(format!("{} {slo}: {answer}", r.context_label))
 }

@@ -246,6 +246,15 @@ pub struct SimConfig {
     /// default): the request is freed at once.
     #[serde(default)]
     pub drop_keeps_running_ms: u64,
+    /// LoRA adapters served beside the base model (`crate::lora`): listed in `/v1/models`
+    /// with the base model as `parent`, and named by a request's `model` (vLLM: the adapter's
+    /// name; SGLang: `base:adapter`).
+    #[serde(default)]
+    pub lora_adapters: Vec<String>,
+    /// Extra decode-step time per distinct adapter in the step's batch, in milliseconds
+    /// (requests on the base model add nothing; `crate::lora::switch_ms`).
+    #[serde(default)]
+    pub lora_switch_ms: f64,
     /// Required `Authorization: Bearer` key (`None`: open server).
     pub api_key: Option<String>,
     /// Seed of every random decision (output text, ids, faults).
@@ -335,6 +344,7 @@ impl SimConfig {
         if self.max_running_requests == Some(0) {
             return bad("max_running_requests: must be at least 1 when set".into());
         }
+        self.validate_lora()?;
         self.validate_faults()
     }
 
@@ -354,6 +364,29 @@ impl SimConfig {
                 ));
             }
             prev = b;
+        }
+        Ok(())
+    }
+
+    /// The LoRA knobs (`crate::lora`): adapter names non-empty, unique, not the base model's,
+    /// without spaces or `:` (which SGLang's `base:adapter` syntax splits at); the switch cost
+    /// zero or positive.
+    fn validate_lora(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Invalid(m));
+        for (i, name) in self.lora_adapters.iter().enumerate() {
+            if name.is_empty() || name.contains(':') || name.contains(char::is_whitespace) {
+                return bad(format!(
+                    "lora_adapters: `{name}` is not an adapter name (non-empty, no spaces, no `:`)"
+                ));
+            }
+            if *name == self.model || self.lora_adapters[..i].contains(name) {
+                return bad(format!(
+                    "lora_adapters: `{name}` is listed twice (or is the base model's name)"
+                ));
+            }
+        }
+        if !(self.lora_switch_ms.is_finite() && self.lora_switch_ms >= 0.0) {
+            return bad("lora_switch_ms: must be zero or positive".into());
         }
         Ok(())
     }

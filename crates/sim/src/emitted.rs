@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::stamps::{ArrivalStamp, ChunkStamp};
 
 /// One request as the simulator served it, from its arrival stamp and its chunk stamps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServedRequest {
     /// The engine's id of the request.
     pub request: u64,
@@ -40,6 +40,8 @@ pub struct ServedRequest {
     /// Prompt tokens the engine served it from the prefix cache (whole blocks cached when it
     /// was admitted), as its chunks reported them; 0 when it emitted no stamped chunk.
     pub cached_tokens: u64,
+    /// The LoRA adapter that served it (`None`: the base model).
+    pub adapter: Option<String>,
 }
 
 impl ServedRequest {
@@ -78,6 +80,7 @@ pub fn served_requests(arrivals: &[ArrivalStamp], chunks: &[ChunkStamp]) -> Vec<
                 tokens: 0,
                 finished: false,
                 cached_tokens: 0,
+                adapter: a.adapter.clone(),
             };
             (a.request, r)
         })
@@ -252,6 +255,7 @@ mod tests {
             request,
             prompt_tokens: 8,
             at,
+            adapter: None,
         };
         // Request 2 arrives first; request 1 emits 4 tokens in chunks of 1, 2, 1 and finishes;
         // request 2 emits 1 token and is cut; request 3 arrives but emits nothing; request 9
@@ -274,7 +278,7 @@ mod tests {
         let served = served_requests(&arrivals, &chunks);
         let ids: Vec<u64> = served.iter().map(|r| r.request).collect();
         assert_eq!(ids, vec![2, 1, 3], "arrival order, request 9 left out");
-        let one = served[1];
+        let one = served[1].clone();
         assert_eq!((one.tokens, one.finished, one.cached_tokens), (4, true, 32));
         assert_eq!(one.ttft(), Some(Duration::from_millis(15)));
         assert_eq!(one.e2e(), Some(Duration::from_millis(45)));
@@ -283,11 +287,11 @@ mod tests {
             Some(Duration::from_millis(10)),
             "30 ms over 3 tokens"
         );
-        let two = served[0];
+        let two = served[0].clone();
         assert_eq!((two.tokens, two.finished, two.cached_tokens), (1, false, 0));
         assert_eq!(two.ttft(), Some(Duration::from_millis(22)));
         assert_eq!(two.tpot(), None, "one token has no TPOT");
-        let three = served[2];
+        let three = served[2].clone();
         assert_eq!(
             (three.tokens, three.first_chunk, three.ttft()),
             (0, None, None)

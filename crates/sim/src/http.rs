@@ -257,6 +257,7 @@ async fn generate(st: Arc<AppState>, api: Api, body: Bytes) -> Response {
     let script = cfg
         .answer_accuracy
         .and_then(|p| crate::answers::script(&body, p, cfg.answer_words));
+    let adapter = crate::lora::adapter_of(&cfg, &req.model);
     let (rx, guard) = st.engine.submit(NewRequest {
         prompt_len: req.prompt.len() as u64,
         prompt_hash: hash_tokens(&req.prompt),
@@ -267,12 +268,14 @@ async fn generate(st: Arc<AppState>, api: Api, body: Bytes) -> Response {
         ignore_eos: req.ignore_eos,
         script,
         rid: req.rid.clone(),
+        adapter,
     });
     if cfg.stamp_chunks {
         st.stamps.push_arrival(ArrivalStamp {
             request: guard.id(),
             prompt_tokens,
             at: arrived,
+            adapter: adapter.and_then(|i| cfg.lora_adapters.get(usize::from(i)).cloned()),
         });
     }
     if req.stream {

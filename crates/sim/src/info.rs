@@ -73,21 +73,27 @@ pub(crate) async fn models(State(st): State<Arc<AppState>>) -> Response {
         ("parent", Value::Null),
         ("max_model_len", json!(cfg.context_length)),
     ];
+    let mut perm = None;
     if cfg.flavor == Flavor::Vllm {
-        let perm = json!([{
+        let p = json!([{
             "id": format!("modelperm-{:032x}", u128::from(cfg.seed) << 64 | u128::from(st.started)),
             "object": "model_permission", "created": st.started, "allow_create_engine": false,
             "allow_sampling": true, "allow_logprobs": true, "allow_search_indices": false,
             "allow_view": true, "allow_fine_tuning": false, "organization": "*", "group": null,
             "is_blocking": false
         }]);
-        card.push(("permission", perm));
+        card.push(("permission", p.clone()));
+        perm = Some(p);
     }
-    let card = Ordered(card.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
-    let list = format!(
-        "{{\"object\":\"list\",\"data\":[{}]}}",
-        serde_json::to_string(&card).unwrap_or_default()
-    );
+    // The base model first, then each LoRA adapter, as both engines list them.
+    let cards: Vec<String> = std::iter::once(card)
+        .chain(crate::lora::cards(cfg, st.started, perm.as_ref()))
+        .map(|c| {
+            let c = Ordered(c.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
+            serde_json::to_string(&c).unwrap_or_default()
+        })
+        .collect();
+    let list = format!("{{\"object\":\"list\",\"data\":[{}]}}", cards.join(","));
     json_response(StatusCode::OK, list)
 }
 

@@ -12,6 +12,8 @@
 //! - `engine`: the scheduler thread (KV admission, prefix cache, prefill, decode steps);
 //! - `wire`: the exact JSON and SSE bytes each engine writes;
 //! - `faults`: seeded fault decisions; `abort`: SGLang's `/abort_request` and the abort log;
+//! - `lora`: LoRA adapters beside the base model (how a request names one, their model cards,
+//!   the extra step time of a batch holding several);
 //! - `stamps` and `emitted`: when requests arrived and what the engine really emitted when, and
 //!   the figures of a window or of each request computed from that (the oracle of the
 //!   client's timing tests).
@@ -31,6 +33,7 @@ mod faults;
 mod frames;
 mod http;
 mod info;
+mod lora;
 mod messages_api;
 mod metrics;
 mod profiles;
@@ -57,6 +60,9 @@ mod agent_transcripts;
 #[cfg(test)]
 #[path = "tests/control.rs"]
 mod control_tests;
+#[cfg(test)]
+#[path = "tests/lora.rs"]
+mod lora_tests;
 #[cfg(test)]
 #[path = "tests/open_load.rs"]
 mod open_load_tests;

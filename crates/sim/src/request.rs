@@ -165,10 +165,12 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
     })
 }
 
-/// The model name to echo, after vLLM's check that the client asked for the served one.
+/// The model name to echo, after vLLM's check that the client asked for the served one (or
+/// one of its LoRA adapters) and SGLang's that a `base:adapter` names a loaded adapter.
 pub(crate) fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<String, Reject> {
+    crate::lora::check_sglang(cfg, asked).map_err(Reject::bad)?;
     let vllm = cfg.flavor == Flavor::Vllm;
-    if let Some(m) = asked.filter(|m| vllm && *m != cfg.model) {
+    if let Some(m) = asked.filter(|m| vllm && !crate::lora::vllm_serves(cfg, m)) {
         return Err(Reject {
             status: 404,
             err_type: "NotFoundError",
@@ -176,9 +178,12 @@ pub(crate) fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<Str
             param: None,
         });
     }
-    // vLLM answers with its served name; SGLang echoes what the client sent.
+    // vLLM answers with its served name (an adapter's own); SGLang echoes what was sent.
     Ok(match cfg.flavor {
-        Flavor::Vllm => cfg.model.clone(),
+        Flavor::Vllm => asked
+            .filter(|m| crate::lora::adapter_of(cfg, m).is_some())
+            .unwrap_or(&cfg.model)
+            .to_string(),
         Flavor::Sglang => asked.unwrap_or("default").to_string(),
     })
 }

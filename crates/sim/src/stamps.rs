@@ -40,7 +40,7 @@ pub struct ChunkStamp {
 /// When a generation request reached the engine: the handler had read its whole body. Only
 /// requests submitted to the engine are stamped; one answered at once with an error (an
 /// injected HTTP 500, a full queue, a bad body) never was in the engine and has no stamp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArrivalStamp {
     /// The engine's id of the request, as in its [`ChunkStamp`]s.
     pub request: u64,
@@ -48,6 +48,8 @@ pub struct ArrivalStamp {
     pub prompt_tokens: u64,
     /// When the handler started on it (its body already read).
     pub at: Instant,
+    /// The LoRA adapter that served it (`None`: the base model).
+    pub adapter: Option<String>,
 }
 
 /// One pass of the scheduler as it really ran (not as configured): when it ended and what it
@@ -60,6 +62,9 @@ pub struct PassStamp {
     pub decode_batch: u32,
     /// Requests whose prompt was (partly) prefilled in this pass (0 for a decode step).
     pub prefill_requests: u32,
+    /// Distinct LoRA adapters among a decode step's requests (each one cost `lora_switch_ms`);
+    /// 0 for a prefill pass.
+    pub lora_adapters: u32,
 }
 
 /// Why the engine aborted a request.

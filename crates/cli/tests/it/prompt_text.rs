@@ -34,16 +34,17 @@ fn run_in(cwd: &Path, args: &[&str]) -> Output {
 /// What one connection's client sent, kept as it went by.
 type Sent = Arc<Mutex<Vec<u8>>>;
 
-/// A TCP relay in front of a server that keeps every byte each client connection sent.
-struct Relay {
-    url: String,
+/// A TCP relay in front of a server that keeps every byte each client connection sent (also
+/// the judge of the bodies of `prompts_workload`).
+pub(crate) struct Relay {
+    pub(crate) url: String,
     sent: Arc<Mutex<Vec<Sent>>>,
     rt: Option<tokio::runtime::Runtime>,
 }
 
 impl Relay {
     /// Listens on a free port and relays each connection to `upstream` (`http://HOST:PORT`).
-    fn start(upstream: &str) -> Relay {
+    pub(crate) fn start(upstream: &str) -> Relay {
         let target = upstream.trim_start_matches("http://").trim_end_matches('/');
         let target = target.to_string();
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -75,7 +76,7 @@ impl Relay {
     }
 
     /// Every request with a JSON body the clients sent: its request line and its body.
-    fn json_requests(&self) -> Vec<(String, Value)> {
+    pub(crate) fn json_requests(&self) -> Vec<(String, Value)> {
         let conns = self.sent.lock().expect("lock");
         conns
             .iter()

@@ -577,3 +577,91 @@ fn cells_of_one_context_never_share_a_conversation() {
         }
     }
 }
+
+/// The search over session *rates* (`--session-rate R --find-capacity`) finds the simulator's
+/// ceiling. Its decode step is 4 ms up to a batch of 8 and 40 ms from 9, and sessions arrive at
+/// exactly 1 / R (`--arrival constant`), each three turns of 16 tokens: about R × 0.19 s run at
+/// once, so the cliff is near 9 / 0.19 s ≈ 47 sessions/s. The answer is the last rate whose
+/// turns decoded at 4 ms, the next one measured above it decoded at 40 ms, the capacity row is
+/// keyed apart from the count search's, and every rate measured is written as a key writes it.
+#[test]
+fn the_session_rate_search_finds_the_simulators_ceiling() {
+    let _t = timing_lock();
+    let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");
+    cfg.context_length = 8192;
+    cfg.kv_capacity_tokens = 400_000;
+    cfg.prefix_cache_tokens = 400_000;
+    cfg.decode_step_ms = vec![(1, 4.0), (8, 4.0), (9, 40.0), (512, 40.0)];
+    let sim = Sim::start(cfg);
+    let dir = out_dir("sessions-rate-capacity");
+    let d = dir.to_str().unwrap_or_default();
+    let o = run_bin(&[
+        "run",
+        "--url",
+        &sim.url,
+        "--api",
+        "chat",
+        "--contexts",
+        "256",
+        "--session-rate",
+        "32",
+        "--arrival",
+        "constant",
+        "--turns",
+        "2",
+        "--turn-input-len",
+        "32",
+        "--turn-output-len",
+        "16",
+        "--system-prompt-len",
+        "64",
+        "--duration",
+        "2s",
+        "--max-output",
+        "16",
+        "--slo",
+        "tpot_p50=10ms",
+        "--find-capacity",
+        "--capacity-precision",
+        "0.1",
+        "--output",
+        d,
+        "--format",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = cells(&dir);
+    let cap = rows
+        .iter()
+        .find(|r| r["phase"] == "capacity")
+        .unwrap_or_else(|| panic!("no capacity row: {rows:?}"));
+    assert_eq!(
+        cap["concurrency"], 1,
+        "keyed apart from the count search: {cap}"
+    );
+    assert_eq!(cap["capacity"]["over"], "session_rate", "{cap}");
+    assert_eq!(cap["capacity"]["outcome"], "found", "{cap}");
+    let answer = num(cap, "capacity_session_rate");
+    let failed_at = num(&cap["capacity"], "failed_at");
+    assert!(
+        (28.0..=52.0).contains(&answer),
+        "near the model's 47/s: {cap}"
+    );
+    let tpot = |rate: f64| {
+        let row = rows
+            .iter()
+            .find(|r| r["phase"] == "session" && r["session_rate"].as_f64() == Some(rate))
+            .unwrap_or_else(|| panic!("a cell at {rate}/s: {rows:?}"));
+        num(&row["tpot_ms"], "p50")
+    };
+    assert!(tpot(answer) < 10.0, "the answer's turns decoded at 4 ms");
+    assert!(tpot(failed_at) > 30.0, "the next rate's at 40 ms");
+    for r in rows.iter().filter(|r| r["phase"] == "session") {
+        let rate = num(r, "session_rate");
+        assert_eq!(
+            rate,
+            (rate * 1000.0).round() / 1000.0,
+            "a written rate: {rate}"
+        );
+    }
+}

@@ -95,11 +95,14 @@ pub(crate) async fn burst_cell(
     crate::server::counting::count_tokens(&m.engine, &mut measured).await;
     let records = finished_records(m, cell.key, measured);
     report_errors(m, Stage::Burst, &records);
-    burst_result(
+    let mut row = burst_result(
         cell,
         &records,
         warmup_errors,
         inputs.prompt_tokens,
         m.prompt_tolerance(cell),
-    )
+    );
+    // Slot i sends stream `inputs.streams[i]`'s request, and its records say slot i.
+    crate::cells::lora::cell_figures(m, &mut row, &records, &inputs.streams);
+    row
 }

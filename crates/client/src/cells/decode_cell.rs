@@ -162,6 +162,7 @@ pub(crate) async fn decode_cell(
     {
         row.slo = Some(llmib_core::closed_loop_slo(slo, &records, w.window));
     }
+    crate::cells::lora::window_figures(m, &mut row, &records, w.window);
     if let (Some(shard), Some(slot)) = (&m.shard, &slot) {
         let mut c = shard.cell(slot, w.origin_unix_ns, streams.len() as u64);
         c.open_ns = Some(slot.open_unix_ns.saturating_sub(slot.origin_unix_ns));

@@ -126,9 +126,10 @@ impl ContextPrompts {
                 let p = self.prompts.get(&i).ok_or_else(|| {
                     CellFailure::request_body(format!("no prompt was built for stream {i}"))
                 })?;
+                let model = crate::cells::lora::request_model(m, i);
                 let spec = m
                     .engine
-                    .stream_request(&m.model, p.input.clone(), max_tokens, deferred, lim)
+                    .stream_request(&model, p.input.clone(), max_tokens, deferred, lim)
                     .map_err(|e| CellFailure::request_body(e.to_string()))?;
                 Ok((i, spec))
             })

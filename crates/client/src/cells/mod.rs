@@ -6,6 +6,8 @@
 //!   lengths and workloads);
 //! - the decode window (`window`, its start and ramp in `ramp`, the run's warm-ups in `warm`,
 //!   the lateness probe `lagprobe`), which measures each request through `wire::stream`;
+//! - `lora`: the adapter each request names under `run --lora`, and the rows' figures per
+//!   adapter;
 //! - `outlet`: records finished and rows saved on the way out; `telemetry`: each cell's
 //!   hardware and server series recorded around it; `shard`: a shard's timetable; `skip`: the
 //!   dashboard's skip switch.
@@ -22,6 +24,7 @@ pub(crate) mod inject;
 pub(crate) mod inputs;
 pub(crate) mod lagprobe;
 pub(crate) mod load_section;
+pub(crate) mod lora;
 pub(crate) mod matrix;
 pub(crate) mod mixed_cell;
 pub(crate) mod open_loop;

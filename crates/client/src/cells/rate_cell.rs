@@ -208,7 +208,6 @@ pub(crate) async fn rate_cell_row(
         Ok(r) => r,
         Err(e) => return e.row(cell),
     };
-    let prompt_tokens = built.last().copied().unwrap_or(s.ctx.tokens);
     if m.cancel.is_cancelled() {
         return interrupted_result(cell);
     }
@@ -222,15 +221,9 @@ pub(crate) async fn rate_cell_row(
     else {
         return interrupted_result(cell);
     };
-    let varying = s.varying.as_deref();
-    let workload = part.requests.as_ref().zip(varying).and_then(|(reqs, v)| {
-        v.figures(
-            v.source(s.ctx.tokens, st.max_output),
-            reqs,
-            &records,
-            plan.scale,
-        )
-    });
+    let built = lengths_sent(&part, built, &records);
+    let prompt_tokens = built.last().copied().unwrap_or(s.ctx.tokens);
+    let workload = workload_of(m, s, &part, &records, plan.scale);
     let mut row = rate_result(
         cell,
         RateObservation {
@@ -253,6 +246,9 @@ pub(crate) async fn rate_cell_row(
             fault: run.fault.take(),
         },
     );
+    // Record k is the request of stream `part.streams[k]` (saved by global index on a shard,
+    // returned as measured).
+    crate::cells::lora::cell_figures(m, &mut row, &records, &part.streams);
     if let Some(slot) = &slot {
         let prompts = part.requests.is_some().then(|| built.clone());
         shard_part(
@@ -267,6 +263,33 @@ pub(crate) async fn rate_cell_row(
         );
     }
     row
+}
+
+/// The prompt lengths each request is checked against: those built, or for the user's own
+/// prompts (nothing built to a length) the server's counts (`llmib_core::server_counted_prompts`).
+fn lengths_sent(part: &MyPart, built: Vec<u64>, records: &[llmib_core::RequestRecord]) -> Vec<u64> {
+    let own = part
+        .requests
+        .as_ref()
+        .is_some_and(|r| r.iter().any(|q| q.prompt.is_some()));
+    if own {
+        llmib_core::server_counted_prompts(records, built.len())
+    } else {
+        built
+    }
+}
+
+/// The row's account of a cell whose requests varied: what it asked and sent.
+fn workload_of(
+    m: &MatrixRun<'_>,
+    s: &Section<'_>,
+    part: &MyPart,
+    records: &[llmib_core::RequestRecord],
+    scale: Option<f64>,
+) -> Option<llmib_core::WorkloadFigures> {
+    let v = s.varying.as_deref()?;
+    let src = v.source(s.ctx.tokens, m.plan.settings.max_output);
+    v.figures(src, part.requests.as_ref()?, records, scale)
 }
 
 /// A shard's rate row: the cell's whole schedule and this shard's part of it saved for the

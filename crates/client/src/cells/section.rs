@@ -9,7 +9,7 @@
 
 use crate::cells::context::{MatrixEnd, MatrixRun};
 use crate::cells::inputs::CellFailure;
-use crate::cells::varying::{Varying, build_requests, fixed_scale};
+use crate::cells::varying::{PromptMakers, Varying, build_requests, fixed_scale};
 use crate::prompts::prompt::PromptBuilder;
 use crate::wire::stream::RequestSpec;
 use llmib_core::{CellResult, LoadSettings, PlannedContext, round_rate};
@@ -60,9 +60,10 @@ pub(crate) async fn fresh_requests(
             .await
             .map_err(|e| CellFailure::from(&e))?;
         tokens = p.tokens;
+        let model = crate::cells::lora::request_model(m, stream);
         let spec = m
             .engine
-            .stream_request(&m.model, p.input, max_tokens, false, lim)
+            .stream_request(&model, p.input, max_tokens, false, lim)
             .map_err(|e| CellFailure::request_body(e.to_string()))?;
         out.push(spec);
     }
@@ -125,6 +126,15 @@ pub(crate) async fn varying_requests(
         .as_deref()
         .map_or(s.ctx.tokens, |v| v.max_input(s.ctx.tokens));
     let lim = m.limits(longest, saturation_slots(m, s));
-    let blocks = s.varying.as_deref_mut().and_then(|v| v.blocks.as_mut());
-    build_requests(m, builder, blocks, reqs, streams, lim).await
+    let makers = match s.varying.as_deref_mut() {
+        Some(v) => PromptMakers {
+            blocks: v.blocks.as_mut(),
+            prompts: v.prompts.as_ref(),
+        },
+        None => PromptMakers {
+            blocks: None,
+            prompts: None,
+        },
+    };
+    build_requests(m, builder, makers, reqs, streams, lim).await
 }

@@ -321,18 +321,17 @@ async fn closed_loop(
 const MAX_SESSIONS_PER_CELL: usize = 4096;
 
 /// The arrival instants of an open loop's sessions at `rate` per second over the window
-/// (Poisson, from the run's seed).
+/// (`--arrival`, Poisson unless asked; seeded from the run's seed).
 fn arrivals(m: &MatrixRun<'_>, cell: &PlannedCell, rate: f64) -> Result<Vec<u64>, CellFailure> {
     let st = &m.plan.settings;
     let seed = st.request.seed.unwrap_or(st.prompt_seed) ^ cell.key.rate_mrps ^ 0x5e55;
-    let due = llmib_core::cell_schedule(
-        llmib_core::ArrivalPattern::Poisson,
-        rate,
-        st.duration_s,
-        seed,
-        cell.key.context_tokens,
-    )
-    .map_err(|e| CellFailure::schedule(e.to_string()))?;
+    let pattern = st
+        .sessions
+        .as_ref()
+        .map_or(llmib_core::ArrivalPattern::Poisson, |s| s.arrival);
+    let due =
+        llmib_core::cell_schedule(pattern, rate, st.duration_s, seed, cell.key.context_tokens)
+            .map_err(|e| CellFailure::schedule(e.to_string()))?;
     if due.len() > MAX_SESSIONS_PER_CELL {
         return Err(CellFailure::schedule(format!(
             "{} sessions arrive in the window, more than one cell holds ({MAX_SESSIONS_PER_CELL}): lower --session-rate or --duration",

@@ -14,7 +14,9 @@ use crate::prompts::prompt::PromptBuilder;
 use llmib_core::{
     Capacity, CellKey, CellResult, CellStatus, Phase, PlannedCell, PlannedContext, RatePoint,
     SESSIONS_CEILING, SearchStep, SessionSettings, Slo, bare_result, capacity_cell,
-    next_session_step, now_rfc3339, session_capacity_result, session_holds, session_kv_needed,
+    next_session_rate_step, next_session_step, now_rfc3339, session_capacity_result, session_holds,
+    session_kv_needed, session_rate_bounds, session_rate_capacity_cell,
+    session_rate_capacity_result, session_rate_points,
 };
 
 /// The capacity search never measures more cells than this per context.
@@ -199,6 +201,63 @@ async fn search(
     save(sec.m, row)
 }
 
+/// The capacity search over session rates (`llmib_core::next_session_rate_step`) from the first
+/// `--session-rate`, every point an open-loop session row; then the context's capacity row over
+/// rates (keyed apart from the one over session counts).
+async fn search_rate(
+    sec: &mut Section<'_, '_>,
+    builder: &mut PromptBuilder,
+    end: &mut MatrixEnd,
+    stop: &impl Fn() -> MatrixEnd,
+    (slo, start): (&Slo, f64),
+) -> Result<(), DriverError> {
+    let st = sec.sx.settings;
+    let cell = session_rate_capacity_cell(sec.ctx.tokens, &sec.ctx.label);
+    if sec.m.done.contains(&cell.key) {
+        return Ok(());
+    }
+    let bounds = session_rate_bounds(start, st.precision);
+    let mut answer = Capacity::None;
+    for _ in 0..MAX_SEARCH_STEPS {
+        let points = session_rate_points(&sec.rows, sec.ctx.tokens);
+        match next_session_rate_step(&points, bounds) {
+            SearchStep::Done(c) => {
+                answer = c;
+                break;
+            }
+            SearchStep::Measure(rate) => {
+                let cell = session_rate_planned(sec.ctx, rate);
+                if !cell_row(sec, builder, end, stop, cell).await? {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    let mut row = session_rate_capacity_result(&cell, slo, st.precision, answer, &sec.rows);
+    row.finished_at = Some(now_rfc3339());
+    save(sec.m, row)
+}
+
+/// The context's capacity searches over what was given: session counts (`--sessions`),
+/// session rates (`--session-rate`, from its first), or both, each with its own capacity row.
+async fn searches(
+    sec: &mut Section<'_, '_>,
+    builder: &mut PromptBuilder,
+    end: &mut MatrixEnd,
+    stop: &impl Fn() -> MatrixEnd,
+    slo: &Slo,
+) -> Result<(), DriverError> {
+    let st = sec.sx.settings;
+    let first_rate = st.session_rates.as_ref().and_then(|r| r.first().copied());
+    if !st.sessions.is_empty() || first_rate.is_none() {
+        search(sec, builder, end, stop, slo).await?;
+    }
+    match (first_rate, &*end) {
+        (Some(r), MatrixEnd::Completed) => search_rate(sec, builder, end, stop, (slo, r)).await,
+        _ => Ok(()),
+    }
+}
+
 /// Runs the session section of every context that has decode cells, in context order: the
 /// cells of `--sessions`, then with `--find-capacity` the search. `end` is how the run so far
 /// ended: a stopped run writes the rest as Not run.
@@ -275,7 +334,7 @@ pub(crate) async fn run_session_sections(
             }
         }
         if let (false, true, Some(slo)) = (stopped, st.find_capacity, st.slo.as_ref()) {
-            search(&mut sec, builder, end, &stop, slo).await?;
+            searches(&mut sec, builder, end, &stop, slo).await?;
         }
         index = sec.index;
     }

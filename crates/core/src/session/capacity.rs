@@ -5,7 +5,7 @@
 //! neighbours or within the precision. Every measured cell stays a row; the answer is never a
 //! count above one that failed.
 
-use crate::capacity_search::{Capacity, RatePoint, SearchStep};
+use crate::capacity_search::{Capacity, RatePoint, SearchBounds, SearchStep};
 use crate::cell::{CapacityFigures, CapacityPoint, CellResult, CellStatus, Phase};
 use crate::plan::PlannedCell;
 use crate::verdict::bare_result;
@@ -109,6 +109,134 @@ pub fn session_capacity_result(
         concurrency_goodput_rps: None,
         time_scale: None,
         over: Some("sessions".to_string()),
+    }));
+    row
+}
+
+/// The concurrency a context's capacity row over session *rates* is keyed with: the search over
+/// session counts (and the load section's over request rates) keeps 0, so both rows of a
+/// context that searched both are kept apart, on resume too.
+pub const SESSION_RATE_CAPACITY: u32 = 1;
+
+/// The most sessions per second the rate search measures.
+pub const SESSION_RATE_CEILING: f64 = 1000.0;
+
+/// The planned capacity row of a context's search over session rates.
+pub fn session_rate_capacity_cell(context_tokens: u64, label: &str) -> PlannedCell {
+    let mut cell = crate::load::capacity_cell(context_tokens, label);
+    cell.key.concurrency = SESSION_RATE_CAPACITY;
+    cell
+}
+
+/// The bounds of a search over session rates from `start` (the first `--session-rate`): 64
+/// times either way, as the request-rate search's, and at most [`SESSION_RATE_CEILING`].
+pub fn session_rate_bounds(start: f64, precision: f64) -> SearchBounds {
+    let start = crate::load::round_rate(start.clamp(0.001, SESSION_RATE_CEILING));
+    SearchBounds {
+        start,
+        precision,
+        ceiling: (start * 64.0).min(SESSION_RATE_CEILING),
+        floor: start / 64.0,
+    }
+}
+
+/// The open-loop session rows of a context as the rate search's points (`rate`: sessions/s).
+pub fn session_rate_points(rows: &[CellResult], context_tokens: u64) -> Vec<RatePoint> {
+    rows.iter()
+        .filter(|r| r.phase == Phase::Session && r.context_tokens == context_tokens)
+        .filter_map(|r| {
+            Some(RatePoint {
+                rate: r.key().request_rate()?,
+                holds: session_holds(r),
+            })
+        })
+        .collect()
+}
+
+/// The next step of the search over session rates (`crate::capacity_search::next_step`), its
+/// rate written as a cell key writes it (`crate::load::round_rate`). A rate that rounds to one
+/// measured already ends the search: the bracket is as narrow as rates are written, and the
+/// answer is the points' own.
+pub fn next_session_rate_step(points: &[RatePoint], bounds: SearchBounds) -> SearchStep {
+    match crate::capacity_search::next_step(points, bounds) {
+        SearchStep::Measure(r) => {
+            let r = crate::load::round_rate(r);
+            let key = crate::cell::rate_mrps(r);
+            if points.iter().all(|p| crate::cell::rate_mrps(p.rate) != key) {
+                return SearchStep::Measure(r);
+            }
+            let loose = SearchBounds {
+                precision: f64::INFINITY,
+                ..bounds
+            };
+            match crate::capacity_search::next_step(points, loose) {
+                SearchStep::Done(c) => SearchStep::Done(c),
+                SearchStep::Measure(_) => SearchStep::Done(Capacity::None),
+            }
+        }
+        done => done,
+    }
+}
+
+/// A context's capacity row over session rates: the largest rate whose open-loop cell holds
+/// the SLO (`capacity_session_rate`, null when none does) and every measured point
+/// (`capacity.over` says `session_rate`).
+pub fn session_rate_capacity_result(
+    cell: &PlannedCell,
+    slo: &crate::slo::Slo,
+    precision: f64,
+    answer: Capacity,
+    rows: &[CellResult],
+) -> CellResult {
+    let (outcome, rate, failed_at) = match answer {
+        Capacity::Found { rate, failed_at } => ("found", Some(rate), Some(failed_at)),
+        Capacity::AtLeast { rate } => ("at_least", Some(rate), None),
+        Capacity::None => ("none", None, None),
+    };
+    let ctx = cell.key.context_tokens;
+    let session_rows = rows
+        .iter()
+        .filter(|r| r.phase == Phase::Session && r.context_tokens == ctx);
+    let points: Vec<CapacityPoint> = session_rows
+        .filter_map(|r| {
+            Some(CapacityPoint {
+                rate: r.key().request_rate()?,
+                holds: session_holds(r),
+                attainment: r.slo_attainment.flatten(),
+                goodput_rps: r.goodput_rps.flatten(),
+                goodput_tok_per_s: r.goodput_tok_per_s.flatten(),
+            })
+        })
+        .collect();
+    let reason = match answer {
+        Capacity::Found { .. } => None,
+        Capacity::AtLeast { rate } => Some(format!(
+            "every session rate up to {rate}/s held the SLO: capacity is at least that"
+        )),
+        Capacity::None => Some("no session rate meets the SLO".to_string()),
+    };
+    let mut row = bare_result(cell, CellStatus::Valid, reason);
+    row.session.capacity_session_rate = Some(rate);
+    let at = |x: f64| {
+        let key = crate::cell::rate_mrps(x);
+        points
+            .iter()
+            .find(|p| crate::cell::rate_mrps(p.rate) == key)
+    };
+    row.slo_attainment = Some(rate.and_then(at).and_then(|p| p.attainment));
+    row.goodput_rps = Some(rate.and_then(at).and_then(|p| p.goodput_rps));
+    row.goodput_tok_per_s = Some(rate.and_then(at).and_then(|p| p.goodput_tok_per_s));
+    row.capacity = Some(Box::new(CapacityFigures {
+        slo: slo.to_string(),
+        precision,
+        outcome: outcome.to_string(),
+        failed_at,
+        points,
+        synchronous_rate: None,
+        saturation_rate: None,
+        concurrency_goodput_rps: None,
+        time_scale: None,
+        over: Some("session_rate".to_string()),
     }));
     row
 }

@@ -81,6 +81,14 @@ pub struct SessionColumns {
         skip_serializing_if = "Option::is_none"
     )]
     pub capacity_sessions: Option<Option<u32>>,
+    /// A capacity row of a search over session rates: the most sessions per second whose
+    /// open-loop cell holds the SLO (null: none does).
+    #[serde(
+        default,
+        deserialize_with = "crate::nullable::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub capacity_session_rate: Option<Option<f64>>,
     /// The cell's own session figures beyond the contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Box<SessionFigures>>,
@@ -100,6 +108,7 @@ impl SessionColumns {
             per_turn: Some(None),
             session_rate: Some(None),
             capacity_sessions: None,
+            capacity_session_rate: None,
             session: None,
         }
     }

@@ -264,6 +264,7 @@ fn fill_figures(
         per_turn: Some(Some(per)),
         session_rate: Some(session_rate),
         capacity_sessions: None,
+        capacity_session_rate: None,
         session: Some(Box::new(SessionFigures {
             sessions: o.sessions,
             turns_sent: measured.len() as u64,

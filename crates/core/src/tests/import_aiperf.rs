@@ -46,6 +46,8 @@ fn a_rate_run_is_a_rate_row_with_aiperfs_figures() {
         (ttft.n, ttft.p99, ttft.mean),
         (20, 9.070459049999993, 2.5900121)
     );
+    // AIPerf's own deviation, as its file has it.
+    assert_eq!(ttft.std, Some(1.8410061244398104));
     let f = row.rate.as_ref().expect("rate figures");
     let tpot = f
         .tpot_ms

@@ -43,6 +43,8 @@ fn a_constant_rate_benchmark_is_a_rate_row_with_guidellms_figures() {
     assert_eq!(row.per_request_tok_per_s, None);
     let ttft = row.ttft_ms.as_ref().expect("ttft");
     assert_eq!((ttft.n, ttft.p99), (20, 3.452777862548828));
+    // GuideLLM's own deviation (std_dev), as its file has it.
+    assert_eq!(ttft.std, Some(0.43583253409461));
     let f = row.rate.as_ref().expect("rate figures");
     let tpot = f
         .tpot_ms

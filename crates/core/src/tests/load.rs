@@ -398,6 +398,7 @@ fn request_rates_read_as_lists_or_auto() {
         output_len: None,
         workload: None,
         time_scale: None,
+        prompts: None,
     };
     let json = serde_json::to_string(&l).expect("json");
     assert!(

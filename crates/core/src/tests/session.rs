@@ -440,3 +440,81 @@ fn multi_turn_sharegpt_sends_every_human_turn_asking_the_recorded_replys_length(
     assert_eq!((t[0].output_tokens, t[1].output_tokens), (2, 4));
     assert_eq!(t[1].input, TurnInput::Text("four".into()));
 }
+
+/// The rate search against a server that holds sessions arriving up to `limit` per second.
+fn search_rates(limit: f64, start: f64) -> (Capacity, Vec<f64>) {
+    let bounds = session_rate_bounds(start, 0.05);
+    let mut points: Vec<RatePoint> = Vec::new();
+    for _ in 0..64 {
+        match next_session_rate_step(&points, bounds) {
+            SearchStep::Measure(r) => {
+                assert_eq!(
+                    r,
+                    crate::load::round_rate(r),
+                    "written as a key writes it: {r}"
+                );
+                points.push(RatePoint {
+                    rate: r,
+                    holds: r <= limit,
+                });
+            }
+            SearchStep::Done(c) => return (c, points.iter().map(|p| p.rate).collect()),
+        }
+    }
+    panic!("the search did not end: {points:?}");
+}
+
+#[test]
+fn the_session_rate_search_brackets_and_bisects_in_written_rates() {
+    // Holds up to 0.7 sessions/s from a start of 0.5: 0.5, 1 (fails), then bisect.
+    let (c, measured) = search_rates(0.7, 0.5);
+    let Capacity::Found { rate, failed_at } = c else {
+        panic!("{c:?}")
+    };
+    assert!(rate <= 0.7 && failed_at > 0.7, "{c:?}");
+    assert!((failed_at - rate) / rate <= 0.05, "{c:?}: {measured:?}");
+    assert_eq!(measured[..2], [0.5, 1.0]);
+    // Every rate up to the ceiling holds; none holds, down to the floor.
+    assert_eq!(search_rates(1e9, 10.0).0, Capacity::AtLeast { rate: 640.0 });
+    assert_eq!(search_rates(0.0, 1.0).0, Capacity::None);
+    // Rates as narrow as keys write them end the search with the points' own answer.
+    let bounds = session_rate_bounds(0.001, 0.0);
+    let pts = [
+        RatePoint {
+            rate: 0.001,
+            holds: true,
+        },
+        RatePoint {
+            rate: 0.002,
+            holds: false,
+        },
+    ];
+    assert_eq!(
+        next_session_rate_step(&pts, bounds),
+        SearchStep::Done(Capacity::Found {
+            rate: 0.001,
+            failed_at: 0.002
+        })
+    );
+}
+
+#[test]
+fn a_session_rate_capacity_row_is_keyed_apart_and_names_the_rate() {
+    let slo: Slo = "ttft_p99=1s".parse().expect("an SLO");
+    let cell = session_rate_capacity_cell(1024, "1K");
+    assert_eq!(cell.key.concurrency, SESSION_RATE_CAPACITY);
+    assert_ne!(cell.key, crate::load::capacity_cell(1024, "1K").key);
+    let answer = Capacity::Found {
+        rate: 0.5,
+        failed_at: 0.75,
+    };
+    let row = session_rate_capacity_result(&cell, &slo, 0.05, answer, &[]);
+    assert_eq!(row.key(), cell.key, "the row's key is the cell's (resume)");
+    assert_eq!(row.session.capacity_session_rate, Some(Some(0.5)));
+    assert_eq!(row.session.capacity_sessions, None);
+    let f = row.capacity.expect("capacity figures");
+    assert_eq!(f.over.as_deref(), Some("session_rate"));
+    assert_eq!(f.failed_at, Some(0.75));
+    let none = session_rate_capacity_result(&cell, &slo, 0.05, Capacity::None, &[]);
+    assert_eq!(none.session.capacity_session_rate, Some(None));
+}

@@ -121,3 +121,137 @@ fn samples_and_replays_keep_to_the_file() {
     assert_eq!(lens, vec![10, 20, 30]);
     assert!(cell_requests(LengthSource::Sample(&workload(&[])), 5, 1).is_empty());
 }
+
+/// Three prompts, the first two with their own `max_tokens` (8 and 40), the third without.
+fn user_prompts() -> crate::workload::UserPrompts {
+    let spec: WorkloadSpec = "prompts:p.jsonl".parse().expect("spec");
+    let text = [
+        r#"{"prompt": "aaaa", "max_tokens": 8}"#,
+        r#"{"prompt": "bbbbbbbb", "max_tokens": 40}"#,
+        r#"{"messages": [{"role": "user", "content": "cccccccccccc"}]}"#,
+    ]
+    .join("\n");
+    crate::workload::UserPrompts::parse(&spec, &text).expect("prompts")
+}
+
+/// The user's prompts are sampled with replacement from the sample stream (every one of 300
+/// picks names a line, each line picked, the same picks for the same seed); a line's own
+/// `max_tokens` is asked, a line without one draws from `--output-len`; the estimate stands
+/// in for the length until the server counts it.
+#[test]
+fn user_prompts_are_sampled_with_their_own_max_tokens() {
+    let p = user_prompts();
+    let src = LengthSource::Prompts {
+        prompts: &p,
+        output: spec("100..200"),
+    };
+    let rs = cell_requests(src, 300, 9);
+    assert_eq!(rs.len(), 300);
+    let mut seen = [0usize; 3];
+    for r in &rs {
+        let i = r.prompt.expect("a prompt of the file");
+        seen[i] += 1;
+        let (approx, out) = match i {
+            0 => (1, Some(8)),
+            1 => (2, Some(40)),
+            _ => (3, None),
+        };
+        assert_eq!(r.input_tokens, approx, "{r:?}");
+        match out {
+            Some(o) => assert_eq!(r.output_tokens, o, "{r:?}"),
+            None => assert!((100..=200).contains(&r.output_tokens), "{r:?}"),
+        }
+        assert!(r.prefix_blocks.is_empty());
+    }
+    assert!(
+        seen.iter().all(|n| *n > 60),
+        "each line about a third: {seen:?}"
+    );
+    assert_eq!(cell_requests(src, 300, 9), rs, "seeded");
+    assert_ne!(cell_requests(src, 300, 10), rs, "another seed, other picks");
+}
+
+/// The row of a prompts cell: the input side is the server's counts (no KS: no length was
+/// asked), the output side is judged against what the file asks (its lines' own
+/// `max_tokens`, else the output spec, each line a third), named by which it was.
+#[test]
+fn user_prompts_figures_count_the_servers_lengths() {
+    let p = user_prompts();
+    let src = LengthSource::Prompts {
+        prompts: &p,
+        output: spec("100"),
+    };
+    // As the caller gives them: each sent request's input as the server counted it.
+    let sent: Vec<CellRequest> = [(12, 8), (30, 40), (21, 100), (12, 8)]
+        .iter()
+        .map(|(i, o)| CellRequest {
+            input_tokens: *i,
+            output_tokens: *o,
+            prefix_blocks: Vec::new(),
+            prompt: Some(0),
+        })
+        .collect();
+    let refs: Vec<&CellRequest> = sent.iter().collect();
+    let f = workload_figures(src, &refs).expect("figures");
+    assert_eq!(f.source, "prompts:p.jsonl");
+    assert_eq!(f.input.requested, "prompts:p.jsonl, counted by the server");
+    assert_eq!(
+        (
+            f.input.count,
+            f.input.min,
+            f.input.p50,
+            f.input.max,
+            f.input.mean
+        ),
+        (4, 12, 12, 30, 18.75)
+    );
+    assert_eq!((f.input.ks, f.input.ks_critical_1pct), (None, None));
+    let expected: Vec<f64> = f.input.histogram.iter().map(|b| b.expected).collect();
+    let held: Vec<f64> = f.input.histogram.iter().map(|b| b.sent as f64).collect();
+    assert_eq!(expected, held, "each bin expects what it holds");
+    assert_eq!(f.output.requested, "prompts:p.jsonl, else 100");
+    // P(out ≤ 8) = 1/3, ≤ 40 = 2/3, ≤ 100 = 1: sent 8, 40, 100, 8 is 1/2, 3/4, 1 there;
+    // the largest gap is at 8 (1/2 − 1/3) or just below 100 (3/4 − 2/3).
+    let ks = f.output.ks.expect("ks");
+    assert!((ks - 1.0 / 6.0).abs() < 1e-9, "{ks}");
+    let names = |text: &str, out: &str| {
+        let file: WorkloadSpec = "prompts:q.jsonl".parse().expect("spec");
+        let q = crate::workload::UserPrompts::parse(&file, text).expect("prompts");
+        let one = [CellRequest {
+            input_tokens: 5,
+            output_tokens: 7,
+            prefix_blocks: Vec::new(),
+            prompt: Some(0),
+        }];
+        let refs: Vec<&CellRequest> = one.iter().collect();
+        let src = LengthSource::Prompts {
+            prompts: &q,
+            output: spec(out),
+        };
+        workload_figures(src, &refs)
+            .expect("figures")
+            .output
+            .requested
+    };
+    assert_eq!(
+        names(r#"{"prompt": "a", "max_tokens": 7}"#, "9"),
+        "prompts:q.jsonl"
+    );
+    assert_eq!(names(r#"{"prompt": "a"}"#, "1..9"), "1..9");
+}
+
+/// The prompt lengths a prompts cell is checked against are the server's own, by stream.
+#[test]
+fn user_prompts_are_checked_against_the_servers_counts() {
+    let rec = |stream: u32, n: Option<u64>| crate::record::RequestRecord {
+        prompt_tokens_reported: n,
+        ..crate::record::RequestRecord::never_sent(stream, 0)
+    };
+    let records = [
+        rec(2, Some(30)),
+        rec(0, Some(12)),
+        rec(1, None),
+        rec(7, Some(5)),
+    ];
+    assert_eq!(server_counted_prompts(&records, 4), vec![12, 0, 30, 0]);
+}

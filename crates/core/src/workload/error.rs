@@ -7,7 +7,7 @@
 pub enum WorkloadError {
     /// Not `kind:PATH` with a known kind.
     #[error(
-        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE, azure:FILE or sessions:FILE (formats: sharegpt, mooncake, azure, sessions)"
+        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE, azure:FILE, sessions:FILE or prompts:FILE (formats: sharegpt, mooncake, azure, sessions, prompts)"
     )]
     UnknownKind(String),
     /// The file could not be read.
@@ -73,6 +73,46 @@ pub enum WorkloadError {
         output: u64,
         /// The server's context length.
         context: u64,
+    },
+    /// A line of a prompts file that is not a prompt.
+    #[error(
+        "--workload prompts:{file}: line {line}: {what}; each line is {{\"prompt\": \"...\"}} or {{\"messages\": [...]}}, with an optional \"max_tokens\""
+    )]
+    BadPrompt {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong, in words.
+        what: String,
+    },
+    /// A chat (`messages`) line where the API sends one text.
+    #[error(
+        "--workload prompts:{file}: line {line} is a chat (\"messages\"), which the completions API cannot send as written: add --api chat (or messages, responses), or write the line as a \"prompt\""
+    )]
+    MessagesNeedChat {
+        /// The file.
+        file: String,
+        /// 1-based line of the first `messages` line.
+        line: usize,
+    },
+    /// A prompts file that is not the one the run recorded.
+    #[error(
+        "--workload prompts: {file} (sha256 {now}) is not the file the run recorded (sha256 {recorded}): give that file again, or start a new run"
+    )]
+    PromptsChanged {
+        /// The file's name.
+        file: String,
+        /// The recorded sha256.
+        recorded: String,
+        /// The sha256 of the file now.
+        now: String,
+    },
+    /// A prompts file read as lengths (`Workload`): it is read as texts (`UserPrompts`).
+    #[error("{file}: a prompts file is sent as its texts, not as lengths")]
+    PromptsOnly {
+        /// The file.
+        file: String,
     },
     /// A workload without timestamps asked to be replayed as a trace.
     #[error("{0}: has no timestamps to replay: send it at a --request-rate instead")]

@@ -112,6 +112,7 @@ fn open_loop_rows_validate() {
         output_len: None,
         workload: None,
         time_scale: None,
+        prompts: None,
     });
     let text = Format::Json.exporter().render(&report).expect("json");
     let doc: Value = serde_json::from_str(&text).expect("JSON");

@@ -23,6 +23,7 @@ fn summary(p50: f64, p99: f64) -> Summary {
         p99,
         max: p99 * 1.1,
         mean: p50 * 1.1,
+        std: None,
     }
 }
 

@@ -20,6 +20,7 @@ fn summary(p50: f64, p90: f64, p99: f64, mean: f64) -> Summary {
         p99,
         max: p99 * 2.0,
         mean,
+        std: None,
     }
 }
 

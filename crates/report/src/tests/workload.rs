@@ -34,6 +34,7 @@ pub(crate) fn workload_report() -> Report {
             input_tokens: q.input_tokens,
             output_tokens: q.output_tokens,
             prefix_blocks: q.prefix_blocks.clone(),
+            prompt: None,
         })
         .collect();
     let sent: Vec<&CellRequest> = reqs.iter().collect();

@@ -68,6 +68,8 @@ pub(crate) struct NewRequest {
     pub script: Option<Vec<String>>,
     /// The client's request id (SGLang's `rid`), by which `POST /abort_request` names it.
     pub rid: Option<String>,
+    /// The LoRA adapter serving it (an index in `lora_adapters`; `None`: the base model).
+    pub adapter: Option<u16>,
 }
 
 /// A snapshot of the engine's state, published after every scheduler iteration.

@@ -15,7 +15,8 @@
 //!   pass apart.
 //! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk; fewer
 //!   per step on average with `spec_accept_length`, see `spec`) after
-//!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`.
+//!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`, plus
+//!   `lora_switch_ms` per distinct LoRA adapter in the batch (`crate::lora`).
 //! - **Aborts**: a request whose client went away is freed at once, or keeps running (and
 //!   generating) for `drop_keeps_running_ms`; `POST /abort_request` frees the requests it
 //!   names at once, their streams ending with finish reason `abort`. Every abort is logged.
@@ -77,6 +78,8 @@ struct Pass {
     end: Instant,
     work: Work,
     secs: f64,
+    /// Distinct LoRA adapters in a decode step's batch (each one priced `lora_switch_ms`).
+    adapters: u32,
 }
 
 struct Scheduler<'a> {
@@ -299,6 +302,7 @@ impl Scheduler<'_> {
             (false, true) => false,
             (true, true) => !self.last_was_prefill,
         };
+        let mut adapters = 0;
         let (work, ms) = if do_prefill {
             let mut budget = self.cfg.chunked_prefill_tokens;
             let mut parts = Vec::new();
@@ -326,7 +330,14 @@ impl Scheduler<'_> {
                 .filter_map(|id| self.reqs.get(id))
                 .map(|r| r.spec.prompt_len + u64::from(r.generated))
                 .sum();
-            let ms = self.cfg.step_ms(self.decoding.len(), kv);
+            adapters = crate::lora::distinct(
+                self.decoding
+                    .iter()
+                    .filter_map(|id| self.reqs.get(id))
+                    .map(|r| r.spec.adapter),
+            );
+            let ms = self.cfg.step_ms(self.decoding.len(), kv)
+                + crate::lora::switch_ms(self.cfg, adapters);
             (Work::Decode(self.decoding.clone()), ms)
         };
         self.last_was_prefill = do_prefill;
@@ -336,6 +347,7 @@ impl Scheduler<'_> {
             end: start + Duration::from_secs_f64(secs),
             work,
             secs,
+            adapters,
         });
     }
 
@@ -353,6 +365,7 @@ impl Scheduler<'_> {
                 end: Instant::now(),
                 decode_batch,
                 prefill_requests,
+                lora_adapters: pass.adapters,
             });
         }
         match pass.work {

@@ -133,12 +133,14 @@ async fn find_model(
         Fetch::Status(_, _) | Fetch::NotJson => None,
     };
     let served_models = listed.as_ref().map(model_ids).unwrap_or_default();
-    let served = choose_model(
-        base,
-        opts.model.as_deref(),
-        &served_models,
-        listed.is_some(),
-    )?;
+    // Without --model, the one base model: LoRA adapters are listed beside it (with the base
+    // model as their `parent`), and a request names one only when asked (`run --lora`).
+    let bases = listed.as_ref().map(base_model_ids).unwrap_or_default();
+    let candidates = match opts.model {
+        None if !bases.is_empty() => &bases,
+        _ => &served_models,
+    };
+    let served = choose_model(base, opts.model.as_deref(), candidates, listed.is_some())?;
     Ok((served, served_models, listed))
 }
 
@@ -214,6 +216,19 @@ fn model_ids(v: &Value) -> Vec<String> {
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The ids of `/v1/models` entries that are no adapter of another (no `parent`).
+fn base_model_ids(v: &Value) -> Vec<String> {
+    v.get("data")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter(|m| m.get("parent").is_none_or(Value::is_null))
                 .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
                 .collect()
         })
