@@ -16,7 +16,7 @@ use crate::cell::{BurstFigures, CellResult, CellStatus};
 use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::{Summary, weighted_summary};
-use crate::verdict::{ErrorTally, bare_result, prompt_check};
+use crate::verdict::{ErrorTally, bare_result, prompt_check, tally_mismatch};
 
 const NS_PER_MS: f64 = 1e6;
 
@@ -86,13 +86,7 @@ pub fn burst_result(
     let mut errors = warmup_errors;
     errors.add_records(records, "");
     let pc = prompt_check(expected_prompt_tokens, prompt_tolerance, records);
-    errors.add("prompt_mismatch", pc.mismatched, || {
-        format!(
-            "prompt length mismatch: built {} tokens, the server counted {:+} more",
-            pc.expected,
-            pc.max_diff.unwrap_or(0)
-        )
-    });
+    tally_mismatch(&mut errors, &pc, "");
     let f = burst_figures(records);
     let failed = !errors.by_kind.is_empty() || f.as_ref().is_none_or(|f| f.output_tokens == 0);
     let mut row = if failed {

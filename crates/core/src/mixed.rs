@@ -24,7 +24,7 @@ use crate::mixed_plan::mixed_kv_needed;
 use crate::plan::PlannedCell;
 use crate::record::RequestRecord;
 use crate::stats::Summary;
-use crate::verdict::{ErrorTally, bare_result, prompt_check};
+use crate::verdict::{ErrorTally, bare_result, prompt_check, tally_mismatch};
 
 const NS_PER_MS: f64 = 1e6;
 const NS_PER_S: f64 = 1e9;
@@ -164,26 +164,20 @@ pub fn mixed_result(
     errors.add_records(std::slice::from_ref(o.injected), "injected_");
     for (what, expected, tolerance, records) in [
         (
-            "stream",
+            "stream ",
             o.stream_context_tokens,
             judged.stream_tolerance,
             o.streams,
         ),
         (
-            "injected",
+            "injected ",
             o.prompt_tokens,
             judged.prompt_tolerance,
             std::slice::from_ref(o.injected),
         ),
     ] {
         let pc = prompt_check(expected, tolerance, records);
-        errors.add("prompt_mismatch", pc.mismatched, || {
-            format!(
-                "{what} prompt length mismatch: built {} tokens, the server counted {:+} more",
-                pc.expected,
-                pc.max_diff.unwrap_or(0)
-            )
-        });
+        tally_mismatch(&mut errors, &pc, what);
     }
     let figures = mixed_figures(o);
     if figures.is_none() && errors.by_kind.is_empty() {

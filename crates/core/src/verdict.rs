@@ -258,10 +258,12 @@ pub fn prompt_check(expected: u64, tolerance: u64, records: &[RequestRecord]) ->
     pc
 }
 
-fn tally_mismatch(errors: &mut ErrorTally, pc: &PromptCheck) {
+/// Counts `pc`'s mismatched prompts as `prompt_mismatch` errors, the first with its words
+/// (`whose` names the prompts where a row checks several kinds, e.g. `injected `).
+pub(crate) fn tally_mismatch(errors: &mut ErrorTally, pc: &PromptCheck, whose: &str) {
     errors.add("prompt_mismatch", pc.mismatched, || {
         format!(
-            "prompt length mismatch: built {} tokens, the server counted {:+} more",
+            "{whose}prompt length mismatch: built {} tokens, the server counted {:+} more",
             pc.expected,
             pc.max_diff.unwrap_or(0)
         )
@@ -524,7 +526,7 @@ pub fn prefill_result(
     let pc = prompt_check(expected, tolerance, std::slice::from_ref(record));
     if pc.mismatched > 0 && row.status == CellStatus::Valid {
         let mut errors = ErrorTally::default();
-        tally_mismatch(&mut errors, &pc);
+        tally_mismatch(&mut errors, &pc, "");
         row = bare_result(
             cell,
             CellStatus::Failed,
@@ -630,7 +632,7 @@ fn window_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
     let pc = prompt_check(o.expected_prompt_tokens, o.prompt_tolerance, o.records);
     let mut errors = o.warmup_errors;
     errors.add_records(o.records, "");
-    tally_mismatch(&mut errors, &pc);
+    tally_mismatch(&mut errors, &pc, "");
     let verdict = decode_verdict(&DecodeFacts {
         concurrency: n,
         fault: o.fault.as_deref(),

@@ -8,7 +8,7 @@
 use crate::common::*;
 use std::io::{BufRead, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 /// The commands of `doc`'s shell blocks that call the binary through cargo (`cargo run
 /// --release -- …`), each as its arguments after `--`: continuation lines joined, a trailing
@@ -40,6 +40,22 @@ pub(crate) fn doc_commands(doc: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// A docs simulator example as written: `sim_args` started on a free port (instead of 8000),
+/// `run_args` against it with the results in `dir`; the simulator is stopped before returning.
+pub(crate) fn run_doc_pair(sim_args: &[String], run_args: &[String], dir: &Path) -> Output {
+    let (mut sim, url) = spawn_sim_process(sim_args);
+    let mut args: Vec<String> = run_args
+        .iter()
+        .map(|a| a.replace("http://127.0.0.1:8000", &url))
+        .collect();
+    args.extend(["--output".into(), dir.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run_bin(&args);
+    let _ = sim.kill();
+    let _ = sim.wait();
+    o
+}
+
 /// docs/sessions.md's simulator example, as written (the server on a free port instead of
 /// 8000, the results in a test directory): every session cell it plans runs, 1K and 2K ×
 /// 1, 4 and 8 sessions of 4 measured turns, except 2K × 8, which the 4K simulator's KV cannot
@@ -60,17 +76,8 @@ fn the_sessions_docs_simulator_example_runs_its_sessions() {
     );
     assert_eq!(cmds[0][0], "sim");
     assert_eq!(cmds[1][0], "run");
-    let (mut sim, url) = spawn_sim_process(&cmds[0]);
     let dir = out_dir("first-use-sessions-doc");
-    let mut args: Vec<String> = cmds[1]
-        .iter()
-        .map(|a| a.replace("http://127.0.0.1:8000", &url))
-        .collect();
-    args.extend(["--output".into(), dir.display().to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = run_bin(&args);
-    let _ = sim.kill();
-    let _ = sim.wait();
+    let o = run_doc_pair(&cmds[0], &cmds[1], &dir);
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
     assert!(!out.contains("sessions not run"), "{out}");

@@ -11,7 +11,7 @@
 //! - docs/lora.md's commands, run as written.
 
 use crate::common::*;
-use crate::first_use::doc_commands;
+use crate::first_use::{doc_commands, run_doc_pair};
 use llmib_core::{LoraAssign, LoraSettings};
 use llmib_sim::{ServedRequest, SimConfig};
 use serde_json::Value;
@@ -252,17 +252,8 @@ fn the_lora_docs_commands_run() {
     let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lora.md"));
     let cmds = doc_commands(doc);
     assert_eq!(cmds.len(), 2, "{cmds:?}");
-    let (mut child, url) = spawn_sim_process(&cmds[0]);
     let dir = out_dir("lora-docs");
-    let mut args: Vec<String> = cmds[1]
-        .iter()
-        .map(|a| a.replace("http://127.0.0.1:8000", &url))
-        .collect();
-    args.extend(["--output".into(), dir.display().to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = run_bin(&args);
-    let _ = child.kill();
-    let _ = child.wait();
+    let o = run_doc_pair(&cmds[0], &cmds[1], &dir);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     let row = cell(&rows, "decode", 512, 2);

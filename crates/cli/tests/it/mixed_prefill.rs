@@ -6,7 +6,7 @@
 //! standalone TTFT; the streams' tok/s before and after are the decode step's.
 
 use crate::common::*;
-use crate::first_use::doc_commands;
+use crate::first_use::{doc_commands, run_doc_pair};
 
 /// The model's figures of a prompt of `p` tokens sent into `n` streams: (longest gap, injected
 /// TTFT, standalone TTFT), ms.
@@ -38,17 +38,8 @@ fn sim_config(args: &[String]) -> llmib_sim::SimConfig {
 
 /// Runs one sim/run pair of the docs and checks its cell against the model.
 fn check_pair(sim_args: &[String], run_args: &[String], name: &str) {
-    let (mut sim, url) = spawn_sim_process(sim_args);
     let dir = out_dir(name);
-    let mut args: Vec<String> = run_args
-        .iter()
-        .map(|a| a.replace("http://127.0.0.1:8000", &url))
-        .collect();
-    args.extend(["--output".into(), dir.display().to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = run_bin(&args);
-    let _ = sim.kill();
-    let _ = sim.wait();
+    let o = run_doc_pair(sim_args, run_args, &dir);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&dir);
     let row = cell(&rows, "mixed_prefill", 3000, 4);

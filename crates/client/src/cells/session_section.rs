@@ -13,7 +13,7 @@ use crate::progress::events::ProgressEvent;
 use crate::prompts::prompt::PromptBuilder;
 use llmib_core::{
     Capacity, CellKey, CellResult, CellStatus, Phase, PlannedCell, PlannedContext, RatePoint,
-    SESSIONS_CEILING, SearchStep, SessionSettings, Slo, bare_result, capacity_cell,
+    SESSIONS_CEILING, SearchBounds, SearchStep, SessionSettings, Slo, bare_result, capacity_cell,
     next_session_rate_step, next_session_step, now_rfc3339, session_capacity_result, session_holds,
     session_kv_needed, session_rate_bounds, session_rate_capacity_cell,
     session_rate_capacity_result, session_rate_points,
@@ -157,83 +157,86 @@ async fn cell_row(
     Ok(true)
 }
 
-/// The capacity search over sessions (`llmib_core::next_session_step`), every point a session
-/// row; then the context's capacity row (unless the run stopped first).
+/// What a context's capacity search runs over: concurrent sessions from a first count
+/// (`llmib_core::next_session_step`), or session rates within bounds
+/// (`llmib_core::next_session_rate_step`); each has its own capacity row.
+#[derive(Debug, Clone, Copy)]
+enum Over {
+    Sessions(u32),
+    Rates(SearchBounds),
+}
+
+impl Over {
+    /// The context's capacity row of this search.
+    fn capacity_cell(self, ctx: &PlannedContext) -> PlannedCell {
+        match self {
+            Over::Sessions(_) => capacity_cell(ctx.tokens, &ctx.label),
+            Over::Rates(_) => session_rate_capacity_cell(ctx.tokens, &ctx.label),
+        }
+    }
+
+    /// The next step from the context's rows so far.
+    fn step(self, rows: &[CellResult], ctx: &PlannedContext, precision: f64) -> SearchStep {
+        match self {
+            Over::Sessions(start) => {
+                let points: Vec<RatePoint> = rows
+                    .iter()
+                    .filter(|r| r.phase == Phase::Session && r.key().rate_mrps == 0)
+                    .map(|r| RatePoint {
+                        rate: f64::from(r.concurrency),
+                        holds: session_holds(r),
+                    })
+                    .collect();
+                next_session_step(&points, start, SESSIONS_CEILING, precision)
+            }
+            Over::Rates(bounds) => {
+                next_session_rate_step(&session_rate_points(rows, ctx.tokens), bounds)
+            }
+        }
+    }
+
+    /// The session cell at a point of the search.
+    fn point(self, ctx: &PlannedContext, x: f64) -> PlannedCell {
+        match self {
+            Over::Sessions(_) => session_planned(ctx, x as u32),
+            Over::Rates(_) => session_rate_planned(ctx, x),
+        }
+    }
+}
+
+/// A capacity search (`over`), every point a session row; then the context's capacity row
+/// (unless the run stopped first).
 async fn search(
     sec: &mut Section<'_, '_>,
     builder: &mut PromptBuilder,
-    end: &mut MatrixEnd,
-    stop: &impl Fn() -> MatrixEnd,
+    (end, stop): (&mut MatrixEnd, &impl Fn() -> MatrixEnd),
     slo: &Slo,
+    over: Over,
 ) -> Result<(), DriverError> {
     let st = sec.sx.settings;
-    let cell = capacity_cell(sec.ctx.tokens, &sec.ctx.label);
+    let cell = over.capacity_cell(sec.ctx);
     if sec.m.done.contains(&cell.key) {
         return Ok(());
     }
-    let start = st.sessions.first().copied().unwrap_or(1);
     let mut answer = Capacity::None;
     for _ in 0..MAX_SEARCH_STEPS {
-        let points: Vec<RatePoint> = sec
-            .rows
-            .iter()
-            .filter(|r| r.phase == Phase::Session && r.key().rate_mrps == 0)
-            .map(|r| RatePoint {
-                rate: f64::from(r.concurrency),
-                holds: session_holds(r),
-            })
-            .collect();
-        match next_session_step(&points, start, SESSIONS_CEILING, st.precision) {
+        match over.step(&sec.rows, sec.ctx, st.precision) {
             SearchStep::Done(c) => {
                 answer = c;
                 break;
             }
-            SearchStep::Measure(s) => {
-                let cell = session_planned(sec.ctx, s as u32);
-                if !cell_row(sec, builder, end, stop, cell).await? {
+            SearchStep::Measure(x) => {
+                let point = over.point(sec.ctx, x);
+                if !cell_row(sec, builder, end, stop, point).await? {
                     return Ok(());
                 }
             }
         }
     }
-    let mut row = session_capacity_result(&cell, slo, st.precision, answer, &sec.rows);
-    row.finished_at = Some(now_rfc3339());
-    save(sec.m, row)
-}
-
-/// The capacity search over session rates (`llmib_core::next_session_rate_step`) from the first
-/// `--session-rate`, every point an open-loop session row; then the context's capacity row over
-/// rates (keyed apart from the one over session counts).
-async fn search_rate(
-    sec: &mut Section<'_, '_>,
-    builder: &mut PromptBuilder,
-    end: &mut MatrixEnd,
-    stop: &impl Fn() -> MatrixEnd,
-    (slo, start): (&Slo, f64),
-) -> Result<(), DriverError> {
-    let st = sec.sx.settings;
-    let cell = session_rate_capacity_cell(sec.ctx.tokens, &sec.ctx.label);
-    if sec.m.done.contains(&cell.key) {
-        return Ok(());
-    }
-    let bounds = session_rate_bounds(start, st.precision);
-    let mut answer = Capacity::None;
-    for _ in 0..MAX_SEARCH_STEPS {
-        let points = session_rate_points(&sec.rows, sec.ctx.tokens);
-        match next_session_rate_step(&points, bounds) {
-            SearchStep::Done(c) => {
-                answer = c;
-                break;
-            }
-            SearchStep::Measure(rate) => {
-                let cell = session_rate_planned(sec.ctx, rate);
-                if !cell_row(sec, builder, end, stop, cell).await? {
-                    return Ok(());
-                }
-            }
-        }
-    }
-    let mut row = session_rate_capacity_result(&cell, slo, st.precision, answer, &sec.rows);
+    let mut row = match over {
+        Over::Sessions(_) => session_capacity_result(&cell, slo, st.precision, answer, &sec.rows),
+        Over::Rates(_) => session_rate_capacity_result(&cell, slo, st.precision, answer, &sec.rows),
+    };
     row.finished_at = Some(now_rfc3339());
     save(sec.m, row)
 }
@@ -250,10 +253,14 @@ async fn searches(
     let st = sec.sx.settings;
     let first_rate = st.session_rates.as_ref().and_then(|r| r.first().copied());
     if !st.sessions.is_empty() || first_rate.is_none() {
-        search(sec, builder, end, stop, slo).await?;
+        let start = st.sessions.first().copied().unwrap_or(1);
+        search(sec, builder, (end, stop), slo, Over::Sessions(start)).await?;
     }
     match (first_rate, &*end) {
-        (Some(r), MatrixEnd::Completed) => search_rate(sec, builder, end, stop, (slo, r)).await,
+        (Some(r), MatrixEnd::Completed) => {
+            let over = Over::Rates(session_rate_bounds(r, st.precision));
+            search(sec, builder, (end, stop), slo, over).await
+        }
         _ => Ok(()),
     }
 }

@@ -197,13 +197,7 @@ pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
     errors.add("drain_cut", f.unfinished_requests, || {
         "requests still running at the drain limit were cut".into()
     });
-    errors.add("prompt_mismatch", pc.mismatched, || {
-        format!(
-            "prompt length mismatch: built {} tokens, the server counted {:+} more",
-            pc.expected,
-            pc.max_diff.unwrap_or(0)
-        )
-    });
+    crate::verdict::tally_mismatch(&mut errors, &pc, "");
     let (status, reason) = if let Some(fault) = &o.fault {
         (CellStatus::Failed, Some(fault.clone()))
     } else if completed == 0 {

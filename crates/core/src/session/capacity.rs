@@ -58,46 +58,48 @@ pub fn session_holds(r: &CellResult) -> bool {
     r.status.has_figures() && r.slo.as_ref().is_some_and(|s| s.holds)
 }
 
-/// A context's capacity row for sessions: the largest S whose cell holds the SLO
-/// (`capacity_sessions`, null when none does) and every measured point (`capacity.points`,
-/// each point's `rate` being its S; `capacity.over` says `sessions`).
-pub fn session_capacity_result(
+/// What a session search measured over, for its capacity row: the points' axis and the words
+/// of its answers.
+struct Axis {
+    /// `capacity.over`: `sessions` or `session_rate`.
+    over: &'static str,
+    /// The reason when every point up to the ceiling held (`{}` is the answer).
+    at_least: &'static str,
+    /// The reason when none held.
+    none: &'static str,
+}
+
+/// A context's capacity row of a session search over `axis`: every measured point (`points`,
+/// its axis value as `rate`) and the answer, the SLO's figures taken at the answer's point.
+/// The caller names the answer in its own column. Returns the row and the answer.
+fn capacity_row(
     cell: &PlannedCell,
-    slo: &crate::slo::Slo,
-    precision: f64,
+    (slo, precision): (&crate::slo::Slo, f64),
     answer: Capacity,
-    rows: &[CellResult],
-) -> CellResult {
-    let (outcome, s, failed_at) = match answer {
-        Capacity::Found { rate, failed_at } => ("found", Some(rate as u32), Some(failed_at)),
-        Capacity::AtLeast { rate } => ("at_least", Some(rate as u32), None),
+    points: Vec<CapacityPoint>,
+    axis: Axis,
+) -> (CellResult, Option<f64>) {
+    let (outcome, value, failed_at) = match answer {
+        Capacity::Found { rate, failed_at } => ("found", Some(rate), Some(failed_at)),
+        Capacity::AtLeast { rate } => ("at_least", Some(rate), None),
         Capacity::None => ("none", None, None),
     };
-    let points: Vec<CapacityPoint> = rows
-        .iter()
-        .filter(|r| r.phase == Phase::Session && r.context_tokens == cell.key.context_tokens)
-        .filter(|r| r.key().rate_mrps == 0)
-        .map(|r| CapacityPoint {
-            rate: f64::from(r.concurrency),
-            holds: session_holds(r),
-            attainment: r.slo_attainment.flatten(),
-            goodput_rps: r.goodput_rps.flatten(),
-            goodput_tok_per_s: r.goodput_tok_per_s.flatten(),
-        })
-        .collect();
     let reason = match answer {
         Capacity::Found { .. } => None,
-        Capacity::AtLeast { rate } => Some(format!(
-            "every session count up to {rate} held the SLO: capacity is at least that"
-        )),
-        Capacity::None => Some("no number of sessions meets the SLO".to_string()),
+        Capacity::AtLeast { rate } => Some(axis.at_least.replace("{}", &rate.to_string())),
+        Capacity::None => Some(axis.none.to_string()),
     };
     let mut row = bare_result(cell, CellStatus::Valid, reason);
-    row.session.capacity_sessions = Some(s);
-    let at = |n: u32| points.iter().find(|p| p.rate as u32 == n);
-    row.slo_attainment = Some(s.and_then(at).and_then(|p| p.attainment));
-    row.goodput_rps = Some(s.and_then(at).and_then(|p| p.goodput_rps));
-    row.goodput_tok_per_s = Some(s.and_then(at).and_then(|p| p.goodput_tok_per_s));
+    // The same key as a cell at that point (rates are compared as keys write them).
+    let at = |x: f64| {
+        let key = crate::cell::rate_mrps(x);
+        points
+            .iter()
+            .find(|p| crate::cell::rate_mrps(p.rate) == key)
+    };
+    row.slo_attainment = Some(value.and_then(at).and_then(|p| p.attainment));
+    row.goodput_rps = Some(value.and_then(at).and_then(|p| p.goodput_rps));
+    row.goodput_tok_per_s = Some(value.and_then(at).and_then(|p| p.goodput_tok_per_s));
     row.capacity = Some(Box::new(CapacityFigures {
         slo: slo.to_string(),
         precision,
@@ -108,8 +110,45 @@ pub fn session_capacity_result(
         saturation_rate: None,
         concurrency_goodput_rps: None,
         time_scale: None,
-        over: Some("sessions".to_string()),
+        over: Some(axis.over.to_string()),
     }));
+    (row, value)
+}
+
+/// A session row as a capacity point at `rate` (its S, or its session rate).
+fn point(r: &CellResult, rate: f64) -> CapacityPoint {
+    CapacityPoint {
+        rate,
+        holds: session_holds(r),
+        attainment: r.slo_attainment.flatten(),
+        goodput_rps: r.goodput_rps.flatten(),
+        goodput_tok_per_s: r.goodput_tok_per_s.flatten(),
+    }
+}
+
+/// A context's capacity row for sessions: the largest S whose cell holds the SLO
+/// (`capacity_sessions`, null when none does) and every measured point (`capacity.points`,
+/// each point's `rate` being its S; `capacity.over` says `sessions`).
+pub fn session_capacity_result(
+    cell: &PlannedCell,
+    slo: &crate::slo::Slo,
+    precision: f64,
+    answer: Capacity,
+    rows: &[CellResult],
+) -> CellResult {
+    let points = rows
+        .iter()
+        .filter(|r| r.phase == Phase::Session && r.context_tokens == cell.key.context_tokens)
+        .filter(|r| r.key().rate_mrps == 0)
+        .map(|r| point(r, f64::from(r.concurrency)))
+        .collect();
+    let axis = Axis {
+        over: "sessions",
+        at_least: "every session count up to {} held the SLO: capacity is at least that",
+        none: "no number of sessions meets the SLO",
+    };
+    let (mut row, s) = capacity_row(cell, (slo, precision), answer, points, axis);
+    row.session.capacity_sessions = Some(s.map(|s| s as u32));
     row
 }
 
@@ -188,55 +227,17 @@ pub fn session_rate_capacity_result(
     answer: Capacity,
     rows: &[CellResult],
 ) -> CellResult {
-    let (outcome, rate, failed_at) = match answer {
-        Capacity::Found { rate, failed_at } => ("found", Some(rate), Some(failed_at)),
-        Capacity::AtLeast { rate } => ("at_least", Some(rate), None),
-        Capacity::None => ("none", None, None),
-    };
-    let ctx = cell.key.context_tokens;
-    let session_rows = rows
+    let points = rows
         .iter()
-        .filter(|r| r.phase == Phase::Session && r.context_tokens == ctx);
-    let points: Vec<CapacityPoint> = session_rows
-        .filter_map(|r| {
-            Some(CapacityPoint {
-                rate: r.key().request_rate()?,
-                holds: session_holds(r),
-                attainment: r.slo_attainment.flatten(),
-                goodput_rps: r.goodput_rps.flatten(),
-                goodput_tok_per_s: r.goodput_tok_per_s.flatten(),
-            })
-        })
+        .filter(|r| r.phase == Phase::Session && r.context_tokens == cell.key.context_tokens)
+        .filter_map(|r| Some(point(r, r.key().request_rate()?)))
         .collect();
-    let reason = match answer {
-        Capacity::Found { .. } => None,
-        Capacity::AtLeast { rate } => Some(format!(
-            "every session rate up to {rate}/s held the SLO: capacity is at least that"
-        )),
-        Capacity::None => Some("no session rate meets the SLO".to_string()),
+    let axis = Axis {
+        over: "session_rate",
+        at_least: "every session rate up to {}/s held the SLO: capacity is at least that",
+        none: "no session rate meets the SLO",
     };
-    let mut row = bare_result(cell, CellStatus::Valid, reason);
+    let (mut row, rate) = capacity_row(cell, (slo, precision), answer, points, axis);
     row.session.capacity_session_rate = Some(rate);
-    let at = |x: f64| {
-        let key = crate::cell::rate_mrps(x);
-        points
-            .iter()
-            .find(|p| crate::cell::rate_mrps(p.rate) == key)
-    };
-    row.slo_attainment = Some(rate.and_then(at).and_then(|p| p.attainment));
-    row.goodput_rps = Some(rate.and_then(at).and_then(|p| p.goodput_rps));
-    row.goodput_tok_per_s = Some(rate.and_then(at).and_then(|p| p.goodput_tok_per_s));
-    row.capacity = Some(Box::new(CapacityFigures {
-        slo: slo.to_string(),
-        precision,
-        outcome: outcome.to_string(),
-        failed_at,
-        points,
-        synchronous_rate: None,
-        saturation_rate: None,
-        concurrency_goodput_rps: None,
-        time_scale: None,
-        over: Some("session_rate".to_string()),
-    }));
     row
 }

@@ -170,13 +170,7 @@ pub fn session_result(cell: &PlannedCell, o: SessionObservation<'_>) -> CellResu
     // Warm-ups count too: a history the server refused is why a session never ran.
     let all: Vec<RequestRecord> = o.turns.iter().map(|t| t.record.clone()).collect();
     errors.add_records(&all, "");
-    errors.add("prompt_mismatch", pc.mismatched, || {
-        format!(
-            "prompt length mismatch: built {} tokens, the server counted {:+} more",
-            pc.expected,
-            pc.max_diff.unwrap_or(0)
-        )
-    });
+    crate::verdict::tally_mismatch(&mut errors, &pc, "");
     let failed = measured.len() as u64 - completed;
     let (status, mut reason) = if let Some(fault) = &o.fault {
         (CellStatus::Failed, Some(fault.clone()))
