@@ -169,6 +169,6 @@ pub fn read_prompts(
         )
     })?;
     let prompts = llmib_core::UserPrompts::parse(spec, text)?;
-    let source = prompts.record(llmib_hub::hex_sha256(&bytes));
+    let source = prompts.record(llmib_core::hex_sha256(&bytes));
     Ok((prompts, source))
 }

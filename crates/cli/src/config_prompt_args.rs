@@ -77,7 +77,7 @@ impl PromptArgs {
                 "--prompt-text {shown}: cannot read it ({e}); give the path of a UTF-8 text file (relative to the working directory)"
             ),
         };
-        let sha256 = llmib_hub::hex_sha256(&bytes);
+        let sha256 = llmib_core::hex_sha256(&bytes);
         Ok(Some(PromptTextSource::of(&shown, bytes, sha256)?))
     }
 }
@@ -117,7 +117,7 @@ mod tests {
     use super::*;
 
     fn source(bytes: &[u8]) -> PromptTextSource {
-        PromptTextSource::of("p.txt", bytes.to_vec(), llmib_hub::hex_sha256(bytes)).expect("text")
+        PromptTextSource::of("p.txt", bytes.to_vec(), llmib_core::hex_sha256(bytes)).expect("text")
     }
 
     /// A file read through the flag: its name, size, sha256 and text; a missing file is

@@ -105,7 +105,7 @@ fn read_source(arg: &str) -> anyhow::Result<(Tool, ImportFile)> {
         tool,
         ImportFile {
             name: file.display().to_string(),
-            sha256: llmib_hub::hex_sha256(&bytes),
+            sha256: llmib_core::hex_sha256(&bytes),
             bytes,
         },
     ))

@@ -18,6 +18,7 @@ mod capacity_search;
 mod cell;
 mod counting;
 mod diag;
+mod digest;
 mod drain;
 mod figures;
 mod gof;
@@ -96,6 +97,7 @@ pub use cell::{
     BurstFigures, CellKey, CellResult, CellStatus, MixedFigures, Phase, PromptCheck,
     QueueObservation,
 };
+pub use digest::hex_sha256;
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
 pub use loop_row::{LOOP_ERROR_KIND, fail_on_loop, guard_loops, loop_evidence};

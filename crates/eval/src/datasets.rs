@@ -15,7 +15,6 @@ use crate::formats::{Item, Layout, parse};
 use crate::jsonl::read_jsonl;
 use crate::select::{spread, stratified};
 use llmib_core::{Profile, Provenance};
-use sha2::{Digest, Sha256};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -97,10 +96,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    llmib_core::hex_sha256(bytes)
 }
 
 /// The items of `profile` (its set, then `limit` spread over it) and where they came from.

@@ -36,7 +36,6 @@ pub use upload::{ALLOWED_FILES, UploadFiles, precheck};
 
 use backend::Backend;
 use rusqlite::Connection;
-use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The identity of a stored run: its row id in `runs`.
@@ -138,10 +137,6 @@ impl Store {
     }
 }
 
-/// sha256 of bytes, lower-case hex: the form of every hash the hub stores.
-pub fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+/// sha256 of bytes, lower-case hex: the form of every hash the hub stores (core's, so a run's
+/// recorded hashes and the hub's are one function).
+pub use llmib_core::hex_sha256;

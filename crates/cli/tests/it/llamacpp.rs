@@ -625,6 +625,14 @@ fn llamacpp_run_metadata_and_the_api_key_leaves_no_trace() {
         "1",
         "--duration",
         "1s",
+        // The new request paths against a real server, with the key: a mixed-prefill cell
+        // (its prompt in the second slot) and probes beside the decode cell.
+        "--mixed-prefill",
+        "512",
+        "--mixed-span",
+        "500ms",
+        "--probe-rate",
+        "2",
         "--save-requests",
         "--format",
         "html,md,csv,json",
@@ -632,11 +640,17 @@ fn llamacpp_run_metadata_and_the_api_key_leaves_no_trace() {
     let o = run_bin(&args);
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&out);
-    assert_eq!(
-        cell(&rows, "decode", 256, 1)["status"],
-        "valid",
-        "{rows:#?}"
-    );
+    let decode = cell(&rows, "decode", 256, 1);
+    assert_eq!(decode["status"], "valid", "{rows:#?}");
+    let probe = &decode["probe"];
+    assert!(probe["sent"].as_u64() >= Some(1), "{decode:#}");
+    assert_eq!(probe["completed"], probe["sent"], "{decode:#}");
+    let mixed = cell(&rows, "mixed_prefill", 512, 1);
+    assert_eq!(mixed["status"], "valid", "{mixed:#}");
+    let m = &mixed["mixed"];
+    assert_eq!(m["longest_gap_ms"]["n"], 1, "{m:#}");
+    assert!(num(m, "injected_ttft_ms") > 0.0, "{m:#}");
+    assert_eq!(m["standalone_ttft_ms"]["n"], 3, "{m:#}");
 
     // The metadata, as far as llama-server tells it.
     let run = run_json(&out);
