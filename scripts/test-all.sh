@@ -60,7 +60,9 @@ eval "$(scripts/postgres/start.sh)"; export LLMIB_TEST_POSTGRES_URL
 step "a one-node Slurm cluster (sharded runs submitted as a user would)"
 eval "$(scripts/slurm/start.sh)"
 export SLURM_CONF
-trap 'scripts/slurm/stop.sh >/dev/null 2>&1 || true' EXIT
+# Whatever ends the script (a failed step included), the servers it started stop with it: a
+# PostgreSQL left on its port would refuse the next run's start.
+trap 'scripts/slurm/stop.sh >/dev/null 2>&1 || true; scripts/postgres/stop.sh >/dev/null 2>&1 || true' EXIT
 
 step "module layering (no import cycles between files)"
 python3 scripts/module_cycles_test.py
@@ -81,7 +83,7 @@ step "cargo test"
 # Unit tests of every crate and the one integration-test binary (doc examples carry no tests;
 # benches are run by `cargo bench`, not here). The output is kept to print one total at the end.
 log="$(mktemp)"
-trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true' EXIT
+trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true; scripts/postgres/stop.sh >/dev/null 2>&1 || true' EXIT
 set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
 # One test at a time: most integration tests time a schedule or a decode window to the
