@@ -314,6 +314,11 @@ fn with_common(mut row: CellResult, r: &AiperfExport) -> CellResult {
 
 /// A rate row's own figures.
 fn rate_figures(r: &AiperfExport, load: &Load) -> RateFigures {
+    // Its token totals over its benchmark duration.
+    let per_s = |total: &str| {
+        let d = r.stat("benchmark_duration", "avg").filter(|d| *d > 0.0)?;
+        Some(r.stat(total, "avg")? / d)
+    };
     let arrival = match (load.kind.as_str(), r.input_config_smoothness()) {
         ("gamma", Some(s)) => format!("gamma:{s}"),
         (kind, _) => kind.to_string(),
@@ -332,6 +337,10 @@ fn rate_figures(r: &AiperfExport, load: &Load) -> RateFigures {
         unfinished_requests: 0,
         never_sent: 0,
         output_tok_per_s: r.stat("output_token_throughput", "avg"),
+        input_tok_per_s: per_s("total_isl"),
+        input_output_tok_per_s: per_s("total_isl")
+            .zip(per_s("total_osl"))
+            .map(|(i, o)| i + o),
         span_s: r.stat("benchmark_duration", "avg"),
         ttft_ms: summary(r, "time_to_first_token", "ms"),
         tpot_ms: summary(r, "inter_token_latency", "ms"),

@@ -273,6 +273,9 @@ fn rate_figures(
         unfinished_requests: unfinished,
         never_sent: 0,
         output_tok_per_s: r.stat(b, "output_tokens_per_second", "total", "mean"),
+        // Its per-second token rates are a mean over the run, not totals over a span.
+        input_tok_per_s: None,
+        input_output_tok_per_s: None,
         span_s: r.num(b, "duration"),
         ttft_ms: summary(r, b, "time_to_first_token_ms", 1.0),
         tpot_ms: summary(r, b, "inter_token_latency_ms", 1.0),

@@ -338,6 +338,8 @@ fn rate_figures(r: &VllmResult) -> Option<RateFigures> {
         Some(b) => format!("gamma:{b}"),
         None => "unknown".to_string(),
     };
+    // vLLM's own input_throughput and total_token_throughput: its totals over its duration.
+    let per_s = |n: u64| (r.duration > 0.0).then(|| n as f64 / r.duration);
     Some(RateFigures {
         arrival,
         scheduled: r.num_prompts,
@@ -348,6 +350,8 @@ fn rate_figures(r: &VllmResult) -> Option<RateFigures> {
         unfinished_requests: 0,
         never_sent: 0,
         output_tok_per_s: Some(r.output_throughput),
+        input_tok_per_s: per_s(r.total_input_tokens),
+        input_output_tok_per_s: per_s(r.total_input_tokens + r.total_output_tokens),
         span_s: Some(r.duration),
         ttft_ms: summary(r, "ttft", &s.ttft),
         tpot_ms: summary(r, "tpot", &s.tpot),

@@ -81,6 +81,13 @@ pub struct RateFigures {
     pub never_sent: u64,
     /// Output tokens / (last end − first send).
     pub output_tok_per_s: Option<f64>,
+    /// Prompt tokens of the finished requests, by the server's usage, / the same span (vLLM's
+    /// `input_throughput`); null where a finished request's usage gave no prompt count.
+    #[serde(default)]
+    pub input_tok_per_s: Option<f64>,
+    /// Those prompt tokens and every output token / the span (vLLM's `total_token_throughput`).
+    #[serde(default)]
+    pub input_output_tok_per_s: Option<f64>,
     /// Last end − first send, seconds.
     pub span_s: Option<f64>,
     /// Send to first content token, ms.

@@ -96,6 +96,16 @@ fn span_of(sent: &[&RequestRecord], all: &[RequestRecord]) -> Option<f64> {
     Some(last_end.saturating_sub(first_send) as f64 / 1e9).filter(|s| *s > 0.0)
 }
 
+/// The prompt tokens of the finished requests by the server's count (as vLLM's `total_input`
+/// counts its successful requests); `None` when a finished request's usage had none, so the
+/// figure is never a sum over part of them.
+fn input_tokens(rs: &[RequestRecord]) -> Option<u64> {
+    rs.iter()
+        .filter(|r| matches!(r.outcome, Outcome::Finished { .. }))
+        .map(|r| r.prompt_tokens_reported)
+        .sum()
+}
+
 /// The figures of a rate cell's requests (METHOD.md, "Open-loop rate cells").
 /// With the SLO's verdict, when there is an SLO (its goodput is the row's).
 fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
@@ -126,6 +136,10 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
             .count() as u64,
         never_sent: (rs.len() - sent.len()) as u64,
         output_tok_per_s: span_s.map(|s| tokens as f64 / s),
+        input_tok_per_s: span_s.zip(input_tokens(rs)).map(|(s, i)| i as f64 / s),
+        input_output_tok_per_s: span_s
+            .zip(input_tokens(rs))
+            .map(|(s, i)| (i + tokens) as f64 / s),
         span_s,
         ttft_ms: per.ttft_ms,
         tpot_ms: per.tpot_ms,

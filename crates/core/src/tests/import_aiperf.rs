@@ -76,6 +76,11 @@ fn a_rate_run_is_a_rate_row_with_aiperfs_figures() {
         (f.output_tok_per_s, f.span_s),
         (Some(352.2346636642184), Some(1.620863744))
     );
+    // AIPerf's total_isl and total_osl over its benchmark_duration.
+    assert_eq!(
+        (f.input_tok_per_s, f.input_output_tok_per_s),
+        (Some(1559.0 / 1.620863744), Some(2199.0 / 1.620863744))
+    );
     assert_eq!((f.queue_ms.as_ref(), f.max_concurrency), (None, None));
 }
 

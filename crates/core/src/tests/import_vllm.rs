@@ -61,6 +61,10 @@ fn a_rate_file_is_a_rate_row_with_vllms_figures() {
     );
     assert_eq!(row.tbt_ms.as_ref(), Some(itl));
     assert_eq!(f.output_tok_per_s, Some(311.3080648062443));
+    // vLLM's input and total token throughput: its totals over its duration (the file's own
+    // total_token_throughput is 937.8155452288111).
+    assert_eq!(f.input_tok_per_s, Some(1288.0 / 2.0558413750004547));
+    assert_eq!(f.input_output_tok_per_s, Some(937.8155452288111));
     assert_eq!((f.arrival.as_str(), f.scheduled), ("poisson", 20));
     assert_eq!(f.max_in_flight, 4);
     // vLLM saved no E2E figures by default: the summary is its samples'.

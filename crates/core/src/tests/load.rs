@@ -107,6 +107,20 @@ fn a_rate_cell_has_the_figures_method_defines() {
     let tok_s = row.total_tok_per_s.expect("tok/s");
     assert!((tok_s - 9.0 / 0.71).abs() < 1e-9, "{tok_s}");
     let f = row.rate.as_ref().expect("rate figures");
+    // Three finished prompts of 100 tokens by the server's count over the same 0.71 s; with
+    // the 9 output tokens, 309.
+    let input = f.input_tok_per_s.expect("input tok/s");
+    assert!((input - 300.0 / 0.71).abs() < 1e-9, "{input}");
+    let both = f.input_output_tok_per_s.expect("input + output tok/s");
+    assert!((both - 309.0 / 0.71).abs() < 1e-9, "{both}");
+    // A finished request without a prompt count: no input figure from part of them.
+    let mut partial = rs.clone();
+    partial[1].prompt_tokens_reported = None;
+    let p = rate_result(
+        &rate_cell(100, "100", 10.0),
+        obs(&partial, &due, &[false; 3], None),
+    );
+    assert_eq!(p.rate.as_ref().and_then(|f| f.input_tok_per_s), None);
     // TTFT 50, 50, 500 ms; TPOT 10, 20, 10 ms; E2E 80, 90, 510 ms.
     let ttft = f.ttft_ms.as_ref().expect("ttft");
     assert_eq!((ttft.min, ttft.p50, ttft.max), (50.0, 50.0, 500.0));

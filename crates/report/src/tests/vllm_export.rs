@@ -41,6 +41,8 @@ fn cell(arrival: &str) -> CellResult {
         unfinished_requests: 0,
         never_sent: 0,
         output_tok_per_s: Some(180.0),
+        input_tok_per_s: None,
+        input_output_tok_per_s: None,
         span_s: Some(5.0),
         ttft_ms: Some(summary(100.0, 150.0, 190.0, 110.0)),
         tpot_ms: Some(summary(10.0, 12.0, 14.0, 10.5)),
