@@ -72,7 +72,9 @@ impl Prober {
         };
         let (gate, rx) = watch::channel(false);
         let stop = CancellationToken::new();
-        let task = tokio::spawn(run(body, origin, rx, stop.clone()));
+        // Ctrl-C cuts the open probes at once: no grace for a run the user stopped.
+        let cut = m.cancel.child_token();
+        let task = tokio::spawn(run(body, origin, rx, (stop.clone(), cut)));
         Some(Prober { gate, stop, task })
     }
 
@@ -100,15 +102,15 @@ fn unsent(i: u32, origin: Instant, why: &str) -> RequestRecord {
     r
 }
 
-/// Sends a probe every 1 / rate seconds while the gate is open, until `stop`.
+/// Sends a probe every 1 / rate seconds while the gate is open, until `stop`; the probes still
+/// open then get [`GRACE`] before `cut` ends them (the run's Ctrl-C ends them at once).
 async fn run(
     body: ProbeBody,
     origin: Instant,
     mut gate: watch::Receiver<bool>,
-    stop: CancellationToken,
+    (stop, cut): (CancellationToken, CancellationToken),
 ) -> Vec<RequestRecord> {
     let every = duration_from_secs(1.0 / body.settings.rate);
-    let cut = CancellationToken::new();
     let mut open: Vec<JoinHandle<RequestRecord>> = Vec::new();
     let mut i = 0u32;
     'send: loop {
