@@ -28,19 +28,34 @@ pub async fn gather_diagnostics() -> Diagnostics {
     }
 }
 
-/// Every raw text, read one after another (a few hundred milliseconds on a GPU server).
+/// Every raw text. The commands run at once, each on a thread of its own: `nvidia-smi` takes a
+/// few hundred milliseconds on a GPU server, twice, and the run's first request waits for
+/// these facts (issue 44: one after another they were most of the time to the first request).
 fn gather_inputs() -> DiagInputs {
+    let (uname, nvidia_smi, topology) = std::thread::scope(|s| {
+        let uname = s.spawn(|| run_command("uname", &["-srm"], COMMAND_TIMEOUT));
+        let smi = s.spawn(|| run_command("nvidia-smi", &[], COMMAND_TIMEOUT));
+        let topo = s.spawn(|| run_command("nvidia-smi", &["topo", "-m"], COMMAND_TIMEOUT));
+        (joined(uname), joined(smi), joined(topo))
+    });
     DiagInputs {
         env: std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect(),
-        uname: run_command("uname", &["-srm"], COMMAND_TIMEOUT),
-        nvidia_smi: run_command("nvidia-smi", &[], COMMAND_TIMEOUT),
+        uname,
+        nvidia_smi,
         proc_version: read_file(diag_source::PROC_VERSION),
-        topology: run_command("nvidia-smi", &["topo", "-m"], COMMAND_TIMEOUT),
+        topology,
         proc_params: read_file(diag_source::PROC_PARAMS),
         sys_registry_dwords: read_file(diag_source::SYS_REGISTRY_DWORDS),
     }
+}
+
+/// A command thread's text; a thread that panicked (it should not) is its source's failure,
+/// said, never a missing fact.
+fn joined(h: std::thread::ScopedJoinHandle<'_, RawText>) -> RawText {
+    h.join()
+        .unwrap_or_else(|_| Err(ProbeError::Other("the command's thread panicked".to_owned())))
 }
 
 /// Inputs where every source failed for `reason`.
