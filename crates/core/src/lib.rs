@@ -208,7 +208,7 @@ pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,
     WorkloadRequest, WorkloadSpec, predicted_cached_tokens, trace_offsets,
 };
-pub use workload::{PromptBody, PromptsSource, UserPrompt, UserPrompts};
+pub use workload::{PromptBody, PromptLineFault, PromptsSource, UserPrompt, UserPrompts};
 
 // The run's metadata, the results store and what keeps secrets out of both.
 pub use cell::{ClockSync, MergedShard, MergedShards, ShardCell};

@@ -34,7 +34,7 @@ mod request;
 mod sharegpt;
 mod trace;
 
-pub use error::WorkloadError;
+pub use error::{PromptLineFault, WorkloadError};
 pub use prompts::{PromptBody, PromptsSource, UserPrompt, UserPrompts};
 pub use request::WorkloadRequest;
 pub use trace::{PrefixPrediction, TimeScaleSpec, predicted_cached_tokens, trace_offsets};

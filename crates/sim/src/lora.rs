@@ -38,8 +38,9 @@ pub(crate) fn vllm_serves(cfg: &SimConfig, asked: &str) -> bool {
     asked == cfg.model || cfg.lora_adapters.iter().any(|a| a == asked)
 }
 
-/// SGLang's `base:name` naming no adapter, when adapters are configured: the 400's message.
-pub(crate) fn check_sglang(cfg: &SimConfig, asked: Option<&str>) -> Result<(), String> {
+/// SGLang's `base:name` naming no adapter, when adapters are configured: the message of the
+/// 400 it answers (`None`: the name is served).
+pub(crate) fn sglang_refusal(cfg: &SimConfig, asked: Option<&str>) -> Option<String> {
     let named = asked.and_then(|m| m.split_once(':')).map(|(_, a)| a);
     match named {
         Some(a)
@@ -47,12 +48,12 @@ pub(crate) fn check_sglang(cfg: &SimConfig, asked: Option<&str>) -> Result<(), S
                 && !cfg.lora_adapters.is_empty()
                 && !cfg.lora_adapters.iter().any(|x| x == a) =>
         {
-            Err(format!(
+            Some(format!(
                 "LoRA adapter `{a}` is not loaded; loaded adapters: {}",
                 cfg.lora_adapters.join(", ")
             ))
         }
-        _ => Ok(()),
+        _ => None,
     }
 }
 
@@ -122,12 +123,12 @@ mod tests {
         assert_eq!(adapter_of(&s, "anything:a"), Some(0));
         // A bare name is the base model on SGLang's OpenAI routes.
         assert_eq!(adapter_of(&s, "a"), None);
-        assert!(check_sglang(&s, Some("sim/tiny:a")).is_ok());
-        let e = check_sglang(&s, Some("sim/tiny:c")).expect_err("unknown adapter");
+        assert_eq!(sglang_refusal(&s, Some("sim/tiny:a")), None);
+        let e = sglang_refusal(&s, Some("sim/tiny:c")).expect("unknown adapter");
         assert!(e.contains("`c`") && e.contains("a, b"), "{e}");
         // Without adapters a colon in a model name means nothing.
         let plain = SimConfig::default();
-        assert!(check_sglang(&plain, Some("llama3:8b")).is_ok());
+        assert_eq!(sglang_refusal(&plain, Some("llama3:8b")), None);
     }
 
     /// The rule's known answers: 2.5 ms per distinct adapter, base-model requests free.

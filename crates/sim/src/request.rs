@@ -168,7 +168,9 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
 /// The model name to echo, after vLLM's check that the client asked for the served one (or
 /// one of its LoRA adapters) and SGLang's that a `base:adapter` names a loaded adapter.
 pub(crate) fn response_model(cfg: &SimConfig, asked: Option<&str>) -> Result<String, Reject> {
-    crate::lora::check_sglang(cfg, asked).map_err(Reject::bad)?;
+    if let Some(why) = crate::lora::sglang_refusal(cfg, asked) {
+        return Err(Reject::bad(why));
+    }
     let vllm = cfg.flavor == Flavor::Vllm;
     if let Some(m) = asked.filter(|m| vllm && !crate::lora::vllm_serves(cfg, m)) {
         return Err(Reject {

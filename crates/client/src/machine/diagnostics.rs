@@ -54,8 +54,11 @@ fn gather_inputs() -> DiagInputs {
 /// A command thread's text; a thread that panicked (it should not) is its source's failure,
 /// said, never a missing fact.
 fn joined(h: std::thread::ScopedJoinHandle<'_, RawText>) -> RawText {
-    h.join()
-        .unwrap_or_else(|_| Err(ProbeError::Other("the command's thread panicked".to_owned())))
+    h.join().unwrap_or_else(|_| {
+        Err(ProbeError::Other(
+            "the command's thread panicked".to_owned(),
+        ))
+    })
 }
 
 /// Inputs where every source failed for `reason`.

@@ -83,8 +83,8 @@ pub enum WorkloadError {
         file: String,
         /// 1-based line.
         line: usize,
-        /// What is wrong, in words.
-        what: String,
+        /// What is wrong.
+        what: PromptLineFault,
     },
     /// A chat (`messages`) line where the API sends one text.
     #[error(
@@ -152,4 +152,51 @@ pub(super) fn relative_s(
         });
     }
     Ok(rel)
+}
+
+/// What is wrong with one line of a prompts file (`WorkloadError::BadPrompt`), in the words
+/// its message gives after the file and line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptLineFault {
+    /// Not JSON: where on the line, and serde_json's words.
+    #[error("not valid JSON (column {column}: {detail})")]
+    NotJson {
+        /// The 1-based column on the line.
+        column: usize,
+        /// What serde_json said, without its position.
+        detail: String,
+    },
+    /// JSON, but not an object.
+    #[error("not a JSON object")]
+    NotObject,
+    /// Both keys.
+    #[error("has both \"prompt\" and \"messages\": give one")]
+    Both,
+    /// Neither key.
+    #[error("has neither \"prompt\" nor \"messages\"")]
+    Neither,
+    /// `prompt` is "".
+    #[error("\"prompt\" is empty")]
+    PromptEmpty,
+    /// `prompt` is not a string.
+    #[error("\"prompt\" is not a string")]
+    PromptNotString,
+    /// `messages` is [].
+    #[error("\"messages\" is empty")]
+    MessagesEmpty,
+    /// `messages` is not an array.
+    #[error("\"messages\" is not an array")]
+    MessagesNotArray,
+    /// Message n (1-based) is not an object.
+    #[error("message {0} of \"messages\" is not an object")]
+    MessageNotObject(usize),
+    /// Message n has no non-empty `role` string.
+    #[error("message {0} has no \"role\" string")]
+    NoRole(usize),
+    /// Message n has no `content` string or parts array.
+    #[error("message {0} has no \"content\" (a string, or an array of content parts)")]
+    NoContent(usize),
+    /// `max_tokens` is not a whole number from 1 to 2³² − 1 (its JSON text).
+    #[error("\"max_tokens\" is {0}, not a positive integer")]
+    BadMaxTokens(String),
 }

@@ -12,7 +12,7 @@
 //! prompts may be private).
 
 use super::WorkloadSpec;
-use super::error::WorkloadError;
+use super::error::{PromptLineFault as Fault, WorkloadError};
 use crate::api::Api;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -156,21 +156,24 @@ impl PromptsSource {
 }
 
 /// One non-blank line, or what is wrong with it.
-fn parse_line(raw: &str, line: usize) -> Result<UserPrompt, String> {
+fn parse_line(raw: &str, line: usize) -> Result<UserPrompt, Fault> {
     let v: Value = serde_json::from_str(raw).map_err(|e| {
         // serde_json says "at line 1 column N" of the line alone: the column is the news.
         let msg = e.to_string();
-        let msg = msg
+        let detail = msg
             .rsplit_once(" at line ")
             .map_or(msg.as_str(), |(m, _)| m);
-        format!("not valid JSON (column {}: {msg})", e.column())
+        Fault::NotJson {
+            column: e.column(),
+            detail: detail.to_string(),
+        }
     })?;
     let Value::Object(o) = v else {
-        return Err("not a JSON object".into());
+        return Err(Fault::NotObject);
     };
     let (body, bytes) = match (o.get("prompt"), o.get("messages")) {
-        (Some(_), Some(_)) => return Err(r#"has both "prompt" and "messages": give one"#.into()),
-        (None, None) => return Err(r#"has neither "prompt" nor "messages""#.into()),
+        (Some(_), Some(_)) => return Err(Fault::Both),
+        (None, None) => return Err(Fault::Neither),
         (Some(p), None) => prompt_text(p)?,
         (None, Some(m)) => messages(m)?,
     };
@@ -183,33 +186,33 @@ fn parse_line(raw: &str, line: usize) -> Result<UserPrompt, String> {
 }
 
 /// `prompt`: a non-empty string; with its length in bytes.
-fn prompt_text(p: &Value) -> Result<(PromptBody, usize), String> {
+fn prompt_text(p: &Value) -> Result<(PromptBody, usize), Fault> {
     match p {
         Value::String(s) if !s.is_empty() => Ok((PromptBody::Text(s.clone()), s.len())),
-        Value::String(_) => Err(r#""prompt" is empty"#.into()),
-        _ => Err(r#""prompt" is not a string"#.into()),
+        Value::String(_) => Err(Fault::PromptEmpty),
+        _ => Err(Fault::PromptNotString),
     }
 }
 
 /// `messages`: a non-empty array of objects, each with a non-empty string `role` and a
 /// `content` that is a string or an array (of content parts); with the texts' bytes.
-fn messages(m: &Value) -> Result<(PromptBody, usize), String> {
+fn messages(m: &Value) -> Result<(PromptBody, usize), Fault> {
     let all = match m {
         Value::Array(a) if !a.is_empty() => a,
-        Value::Array(_) => return Err(r#""messages" is empty"#.into()),
-        _ => return Err(r#""messages" is not an array"#.into()),
+        Value::Array(_) => return Err(Fault::MessagesEmpty),
+        _ => return Err(Fault::MessagesNotArray),
     };
     let mut bytes = 0;
     for (i, msg) in all.iter().enumerate() {
         let n = i + 1;
         let Value::Object(o) = msg else {
-            return Err(format!(r#"message {n} of "messages" is not an object"#));
+            return Err(Fault::MessageNotObject(n));
         };
         if o.get("role")
             .and_then(Value::as_str)
             .is_none_or(str::is_empty)
         {
-            return Err(format!(r#"message {n} has no "role" string"#));
+            return Err(Fault::NoRole(n));
         }
         bytes += match o.get("content") {
             Some(Value::String(s)) => s.len(),
@@ -218,18 +221,14 @@ fn messages(m: &Value) -> Result<(PromptBody, usize), String> {
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
                 .map(str::len)
                 .sum(),
-            _ => {
-                return Err(format!(
-                    r#"message {n} has no "content" (a string, or an array of content parts)"#
-                ));
-            }
+            _ => return Err(Fault::NoContent(n)),
         };
     }
     Ok((PromptBody::Messages(all.clone()), bytes))
 }
 
 /// `max_tokens`: absent or `null`, else a whole number from 1 to 2³² − 1.
-fn max_tokens(o: &Map<String, Value>) -> Result<Option<u32>, String> {
+fn max_tokens(o: &Map<String, Value>) -> Result<Option<u32>, Fault> {
     match o.get("max_tokens") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
@@ -237,7 +236,7 @@ fn max_tokens(o: &Map<String, Value>) -> Result<Option<u32>, String> {
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| *n > 0)
             .map(Some)
-            .ok_or_else(|| format!(r#""max_tokens" is {v}, not a positive integer"#)),
+            .ok_or_else(|| Fault::BadMaxTokens(v.to_string())),
     }
 }
 
