@@ -104,6 +104,10 @@ fn open_load_spreads_requests_round_robin_and_counts_them_per_adapter() {
             "--skip-decode",
             "--request-rate",
             "12",
+            // Sends 83 ms apart: the order the server sees them in is the schedule's (two
+            // Poisson arrivals a fraction of a millisecond apart could reach it swapped).
+            "--arrival",
+            "constant",
             "--lora",
             "sql,chat,code",
             "--format",
