@@ -550,6 +550,12 @@ def cmd_valid(args):
     return 0
 
 
+def results_named(d, prefix):
+    """The JSON results in d whose file names start with prefix, in name order."""
+    return [json.load(open(os.path.join(d, n))) for n in sorted(os.listdir(d))
+            if n.startswith(prefix) and n.endswith(".json")]
+
+
 def cmd_table(args):
     d = args[0]
     groups = {}
@@ -600,10 +606,7 @@ def cmd_table(args):
             print(f"| {tool} | {r['n']} | {r.get('hog_s')} | {fmt(r.get('window_tok_s'), ',.0f')} "
                   f"| {fmt(r.get('reported_tok_s'), ',.0f')} | {r.get('backlog_kb')} "
                   f"| {fmt(r.get('wall_s'), '.1f')} | {fmt(r.get('total_cpu_s'), '.1f')} |")
-    starts = []
-    for name in sorted(os.listdir(d)):
-        if name.startswith("startup-") and name.endswith(".json"):
-            starts.append(json.load(open(os.path.join(d, name))))
+    starts = results_named(d, "startup-")
     if starts:
         print()
         print("| startup case | first connect s | first generation request s | exit s |")
@@ -612,10 +615,7 @@ def cmd_table(args):
             print(f"| {s['label']} | {fmt(s.get('first_connect_median_s'), '.4f')} "
                   f"| {fmt(s.get('first_generation_median_s'), '.4f')} "
                   f"| {fmt(s.get('exit_median_s'), '.3f')} |")
-    proms = []
-    for name in sorted(os.listdir(d)):
-        if name.startswith("prompts-") and name.endswith(".json"):
-            proms.append(json.load(open(os.path.join(d, name))))
+    proms = results_named(d, "prompts-")
     if proms:
         print()
         print("| prompts case | line marks, s after exec | exit s | exit code |")
