@@ -5,7 +5,8 @@
 //!
 //! The listener is bound before the run starts (an address in use is an error then, not an
 //! hour in) and closed when the run ends, so a scraper sees the target go down with the run:
-//! once a scrape has read every cell done, or a second after the reports are written.
+//! once the answer to a scrape that read every cell done is written out, or a second after
+//! the reports are written.
 //! It is fed like the displays: a [`Progress`] sink keeps the last cell's facts, and the live
 //! atomics the cell publishes are read at each scrape. Nothing here feeds a figure: the rows
 //! come from the records. The text is rendered by [`render`], a function of a snapshot, so
@@ -45,7 +46,8 @@ struct State {
     open: Option<Arc<OpenLoopLive>>,
     /// The cell's tokens at the previous scrape, and when: tok/s is measured between scrapes.
     last: Option<(Instant, u64)>,
-    /// Whether a scrape has read every planned cell done (the run's last figures).
+    /// Whether a scrape's answer that reads every planned cell done (the run's last figures)
+    /// has been written out to its scraper.
     read_at_end: bool,
 }
 
@@ -118,6 +120,17 @@ impl Progress for MetricsSink {
 }
 
 impl MetricsSink {
+    /// A scrape's answer rendered from `snap` has been written out: once it carried every
+    /// planned cell done, the run's end need not wait any longer. Marked after the write, not at
+    /// the snapshot, since the endpoint closing between the two would lose the very answer
+    /// the wait was for (a scraper's last read would then be one cell short).
+    fn answered(&self, snap: &Snapshot) {
+        if snap.planned > 0 && snap.done >= snap.planned {
+            let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            s.read_at_end = true;
+        }
+    }
+
     /// The figures now (and the tok/s since the previous call).
     pub fn snapshot(&self) -> Snapshot {
         let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,9 +144,6 @@ impl MetricsSink {
             _ => None,
         };
         s.last = tokens.map(|t| (now, t));
-        if s.planned > 0 && s.done >= s.planned {
-            s.read_at_end = true;
-        }
         let latency = match (&s.window, &s.open) {
             (Some(w), _) => Some(&w.latency),
             (None, Some(o)) => Some(&o.latency),
@@ -288,6 +298,24 @@ impl Drop for MetricsListen {
     }
 }
 
+/// Reads a request's head into `buf` (its length read): until the blank line that ends it, a
+/// full buffer, the scraper's end, or 2 s. One read is not enough: a client may send the head
+/// in pieces, and bytes of it left unread when the answer's socket closes make the kernel
+/// reset the connection, which can lose the answer on the scraper's side.
+async fn read_head(conn: &mut tokio::net::TcpStream, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    let read = async {
+        while n < buf.len() && !buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+            match conn.read(&mut buf[n..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), read).await;
+    n
+}
+
 /// Binds `addr` and serves `/metrics` until the returned listener is dropped.
 pub async fn start(addr: &str) -> Result<MetricsListen> {
     let listener = TcpListener::bind(addr).await.with_context(|| {
@@ -300,16 +328,17 @@ pub async fn start(addr: &str) -> Result<MetricsListen> {
             let sink = served.clone();
             tokio::spawn(async move {
                 let mut buf = [0u8; 2048];
-                let n = conn.read(&mut buf).await.unwrap_or(0);
+                let n = read_head(&mut conn, &mut buf).await;
                 let head = String::from_utf8_lossy(&buf[..n]);
                 let path = head.split_whitespace().nth(1).unwrap_or("");
-                let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
-                    ("200 OK", render(&sink.snapshot()))
-                } else {
-                    (
+                let snap =
+                    (path == "/metrics" || path.starts_with("/metrics?")).then(|| sink.snapshot());
+                let (status, body) = match &snap {
+                    Some(snap) => ("200 OK", render(snap)),
+                    None => (
                         "404 Not Found",
                         "only /metrics is served here\n".to_string(),
-                    )
+                    ),
                 };
                 let answer = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\n\
@@ -317,7 +346,11 @@ pub async fn start(addr: &str) -> Result<MetricsListen> {
                     body.len()
                 );
                 // A scraper that went away is no concern of the run's.
-                let _ = conn.write_all(answer.as_bytes()).await;
+                let written = conn.write_all(answer.as_bytes()).await.is_ok()
+                    && conn.shutdown().await.is_ok();
+                if let Some(snap) = snap.as_ref().filter(|_| written) {
+                    sink.answered(snap);
+                }
             });
         }
     });
@@ -383,5 +416,42 @@ mod tests {
         assert!(second.tok_per_s.is_some_and(|r| r > 0.0), "{second:?}");
         sink.event(ProgressEvent::Note("x".into()));
         assert_eq!(sink.snapshot().done, 0);
+    }
+
+    #[test]
+    fn the_runs_end_waits_for_an_answer_written_not_for_a_snapshot_taken() {
+        let sink = MetricsSink::default();
+        let mut s = sink.0.lock().expect("lock");
+        s.planned = 1;
+        s.done = 1;
+        drop(s);
+        let snap = sink.snapshot();
+        let read = |sink: &MetricsSink| sink.0.lock().expect("lock").read_at_end;
+        assert!(!read(&sink), "a snapshot alone released the end");
+        sink.answered(&Snapshot::default());
+        assert!(!read(&sink), "an answer with no cell done released the end");
+        sink.answered(&snap);
+        assert!(read(&sink));
+    }
+
+    #[tokio::test]
+    async fn a_head_sent_in_pieces_is_read_whole_before_the_answer() {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let addr = free.local_addr().expect("address").to_string();
+        drop(free);
+        let listen = start(&addr).await.expect("listen");
+        let mut c = tokio::net::TcpStream::connect(&addr)
+            .await
+            .expect("connect");
+        c.write_all(b"GET /met").await.expect("first piece");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        c.write_all(b"rics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("second piece");
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.expect("the answer");
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        assert!(answer.contains("llmib_cells_done 0"), "{answer}");
+        drop(listen);
     }
 }

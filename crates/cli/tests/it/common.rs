@@ -173,3 +173,19 @@ pub fn spawn_sim_process(args: &[String]) -> (std::process::Child, String) {
         .to_string();
     (child, url)
 }
+
+/// The quantile function of `|(a[i] - a[0]) - (b[i] - b[0]) - median|` in ms over the pairs:
+/// how far the instants `a` kept to `b` once a constant offset is taken out.
+pub fn spread(a: &[f64], b: &[f64]) -> impl Fn(f64) -> f64 {
+    let diffs: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - a[0]) - (y - b[0]))
+        .collect();
+    let mut sorted = diffs.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let mut errs: Vec<f64> = diffs.iter().map(|d| (d - median).abs()).collect();
+    errs.sort_by(f64::total_cmp);
+    move |p: f64| errs[((errs.len() as f64 * p).ceil() as usize).clamp(1, errs.len()) - 1]
+}

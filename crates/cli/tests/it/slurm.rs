@@ -167,6 +167,47 @@ fn submission(conf: &str, array: u64, merge: u64, shards: u64) -> (Vec<Job>, Opt
     (tasks, merged)
 }
 
+/// [`submission`], once `sacct` has the merge's and every task's completion: the jobs leave
+/// `squeue` as they end, and a cancelled merge's line may reach the completion file a moment
+/// after (at most 10 s waited).
+fn completed(conf: &str, array: u64, merge: u64, shards: u64) -> (Vec<Job>, Option<Job>) {
+    let start = Instant::now();
+    loop {
+        let (tasks, merged) = submission(conf, array, merge, shards);
+        let all = merged.is_some() && tasks.len() as u64 == shards;
+        if all || start.elapsed() > Duration::from_secs(10) {
+            return (tasks, merged);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// What a failed assertion shows: `sacct`'s completions, the jobs' logs (the scripts'
+/// `#SBATCH --output` under `work/results`) and the controller's last lines, so a failure on a
+/// CI runner says which job did what without a rerun.
+fn evidence(conf: &str, work: &Path) -> String {
+    let logs = std::fs::read_dir(work.join("results"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| {
+                    let body = std::fs::read_to_string(e.path()).unwrap_or_default();
+                    format!("{}:\n{body}", e.path().display())
+                })
+                .collect::<Vec<_>>()
+                .join("\n----\n")
+        })
+        .unwrap_or_default();
+    let ctld = Path::new(conf).with_file_name("log/slurmctld.log");
+    let ctld = std::fs::read_to_string(&ctld).unwrap_or_default();
+    let tail: Vec<&str> = ctld.lines().rev().take(30).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    format!(
+        "sacct: {:?}\nlogs:\n{logs}\nslurmctld.log (last lines):\n{}",
+        jobs(conf),
+        tail.join("\n")
+    )
+}
+
 fn row<'a>(rows: &'a [Value], phase: &str) -> &'a Value {
     rows.iter()
         .find(|r| r["phase"] == phase)
@@ -197,21 +238,10 @@ fn slurm_array_of_three_shards_and_its_merge_match_one_process() {
     let (array, merge) = submit(&conf, &sim.url, &work, 3, 15);
     wait_for(&conf, &[array, merge], Duration::from_secs(240));
     let merged_dir = work.join("res/merged");
-    let logs = || {
-        std::fs::read_dir(work.join("results"))
-            .map(|d| {
-                d.flatten()
-                    .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-                    .collect::<Vec<_>>()
-                    .join("\n----\n")
-            })
-            .unwrap_or_default()
-    };
     assert!(
         merged_dir.join("cells.jsonl").is_file(),
-        "no merged run; sacct: {:?}\nlogs:\n{}",
-        jobs(&conf),
-        logs()
+        "no merged run; {}",
+        evidence(&conf, &work)
     );
     let merged = cells(&merged_dir);
     let (r1, rm) = (row(&single, "rate"), row(&merged, "rate"));
@@ -243,10 +273,12 @@ fn slurm_array_of_three_shards_and_its_merge_match_one_process() {
     assert_eq!(row(&merged, "decode")["merged"]["complete"], true);
     let page = std::fs::read_to_string(merged_dir.join("report.html")).expect("report.html");
     assert!(page.contains("id=\"shards\""), "no Shards section");
-    let (tasks, merged) = submission(&conf, array, merge, 3);
-    assert_eq!(tasks.len(), 3, "{tasks:?}");
-    assert!(tasks.iter().all(|t| t.state == "COMPLETED"), "{tasks:?}");
-    assert_eq!(merged.map(|m| m.state).as_deref(), Some("COMPLETED"));
+    let (tasks, merged) = completed(&conf, array, merge, 3);
+    let why = || evidence(&conf, &work);
+    assert_eq!(tasks.len(), 3, "{}", why());
+    assert!(tasks.iter().all(|t| t.state == "COMPLETED"), "{}", why());
+    let merged = merged.map(|m| m.state);
+    assert_eq!(merged.as_deref(), Some("COMPLETED"), "{}", why());
 }
 
 #[test]
@@ -258,18 +290,26 @@ fn a_failed_shard_leaves_the_merge_not_run_and_says_so_in_sacct() {
     // Shard 1 cannot create its results directory: a file is in the way.
     std::fs::create_dir_all(work.join("res")).expect("res");
     std::fs::write(work.join("res/shard-1"), "in the way").expect("block shard 1");
-    let (array, merge) = submit(&conf, &sim.url, &work, 2, 12);
+    // 20 s ahead: this is often the fresh cluster's first submission, and a shard that starts
+    // past its slot fails on purpose (core::slot_lateness), which would make two failed shards.
+    let (array, merge) = submit(&conf, &sim.url, &work, 2, 20);
     wait_for(&conf, &[array, merge], Duration::from_secs(180));
-    assert!(!work.join("res/merged").exists(), "the merge ran");
-    let (tasks, merged) = submission(&conf, array, merge, 2);
-    let merged = merged.expect("the merge job in sacct");
-    assert_eq!(merged.state, "CANCELLED", "{merged:?}");
+    let why = || evidence(&conf, &work);
+    assert!(
+        !work.join("res/merged").exists(),
+        "the merge ran; {}",
+        why()
+    );
+    let (tasks, merged) = completed(&conf, array, merge, 2);
+    let merged = merged.unwrap_or_else(|| panic!("the merge job not in sacct; {}", why()));
+    assert_eq!(merged.state, "CANCELLED", "{merged:?}; {}", why());
     assert!(merged.name.starts_with("llmib-merge"), "{merged:?}");
     let failed: Vec<&Job> = tasks.iter().filter(|t| t.state == "FAILED").collect();
-    assert_eq!(failed.len(), 1, "one failed shard: {tasks:?}");
+    assert_eq!(failed.len(), 1, "one failed shard: {tasks:?}; {}", why());
     assert_ne!(failed[0].exit, "0:0", "{failed:?}");
     assert!(
         tasks.iter().any(|t| t.state == "COMPLETED"),
-        "the other shard ran: {tasks:?}"
+        "the other shard ran: {tasks:?}; {}",
+        why()
     );
 }
