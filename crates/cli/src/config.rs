@@ -356,6 +356,15 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub lora: lora_args::LoraArgs,
+    /// Structured output and tools (`--response-format`, `--tools`, `--tool-choice`:
+    /// `config_structured_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub structured: structured_args::StructuredArgs,
+    /// The images in requests (`--images`, `--image-size`: `config_image_args.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub images: image_args::ImageArgs,
     /// The mixed-prefill cells (`--mixed-prefill`, …: `config_mixed_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
@@ -497,6 +506,8 @@ pub mod session_args;
 
 #[path = "config_cost_args.rs"]
 pub mod cost_args;
+#[path = "config_image_args.rs"]
+pub mod image_args;
 #[path = "config_lora_args.rs"]
 pub mod lora_args;
 #[path = "config_mixed_args.rs"]
@@ -507,6 +518,8 @@ pub mod probe_args;
 pub mod prompt_args;
 #[path = "config_shard_flags.rs"]
 pub mod shard_flags;
+#[path = "config_structured_args.rs"]
+pub mod structured_args;
 
 impl RunArgs {
     /// Fills every flag that was not given from the `--config` file (flags win; clap has
@@ -556,6 +569,8 @@ impl RunArgs {
                 mixed,
                 probe,
                 lora,
+                images,
+                structured,
                 sharding,
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost, prompts,

@@ -112,6 +112,7 @@ fn sample(arg: &clap::Arg) -> Option<String> {
         "mooncake:trace.jsonl",
         "0/2",
         "2026-12-04T22:00:00Z",
+        "64x32",
         "x",
     ]
     .into_iter()

@@ -71,6 +71,7 @@ fn rec(stream: u32, sent: u64, end: u64, finished: bool) -> RequestRecord {
         completion_tokens_reported: None,
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 

@@ -95,7 +95,7 @@ fn classified(args: &RunArgs) {
         skip_decode: _, input_len: _, output_len: _, workload: _, time_scale: _, session: _,
         mixed: _, probe: _, temperature: _, top_p: _, seed: _, extra_body: _,
         forced_token_id: _, no_loop_detection: _, max_total_tokens: _,
-        show_capacity_limited_values: _, cost: _, lora: _,
+        show_capacity_limited_values: _, cost: _, lora: _, images: _, structured: _,
         // Its text: the same file again (`prompt_args::resumed`, from run_cmd).
         prompts: _,
         // Refused: a shard's timetable has passed.
@@ -225,7 +225,15 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         || a.seed.is_some()
         || a.extra_body.is_some()
         || a.forced_token_id.is_some();
-    let controls = controls_given.then(|| a.request_controls()).transpose()?;
+    // The structured flags are compared apart (`refuse_changed_structured`), so a control
+    // given again without them is compared with the saved controls' own structured keys.
+    let controls = controls_given
+        .then(|| a.request_controls())
+        .transpose()?
+        .map(|c| llmib_core::RequestControls {
+            structured: s.request.structured.clone(),
+            ..c
+        });
     fixed(
         "temperature / --top-p / --seed / --extra-body / --forced-token-id",
         controls,
@@ -248,7 +256,30 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
         load,
         s.load.clone(),
     )?;
+    refuse_changed_structured(s, a)?;
     refuse_changed_sections(s, a)
+}
+
+/// Refuses another schema, tools file or choice (by the files' sha256): the answers would be
+/// checked against something else than the saved rows'.
+fn refuse_changed_structured(s: &Settings, a: &RunArgs) -> Result<()> {
+    let given = a
+        .structured
+        .given()
+        .then(|| a.structured.spec(None))
+        .transpose()?;
+    let print = |s: &llmib_core::StructuredSpec| {
+        let format = s.response_format.as_ref().map(|f| match f {
+            llmib_core::ResponseFormat::JsonObject => "json_object".to_string(),
+            llmib_core::ResponseFormat::JsonSchema { sha256, .. } => format!("sha256 {sha256}"),
+        });
+        (format, s.tools_sha256.clone(), s.tool_choice.clone())
+    };
+    fixed(
+        "response-format / --tools / --tool-choice",
+        given.map(|g| g.as_ref().map(print)),
+        s.request.structured.as_ref().map(print),
+    )
 }
 
 /// Refuses a change of the sections after the matrix (sessions, mixed prefill) and of the
@@ -279,6 +310,10 @@ fn refuse_changed_sections(s: &Settings, a: &RunArgs) -> Result<()> {
         .map(|(names, how)| Some((names, how.unwrap_or_default())));
     let saved_lora = s.lora.as_ref().map(|l| (l.adapters.clone(), l.assign));
     fixed("lora / --lora-assign", lora, saved_lora)?;
+    // The images' count and sizes; their seed stays the saved run's.
+    let saved_images = s.images.as_ref().map(|i| (i.per_request, i.sizes.clone()));
+    let images = a.images.images.map(|_| a.images.given());
+    fixed("images / --image-size", images, saved_images)?;
     let m = &a.mixed;
     let mixed_given = m.mixed_prefill.is_some()
         || m.mixed_concurrency.is_some()

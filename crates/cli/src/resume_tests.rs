@@ -271,3 +271,75 @@ fn lora_adapters_are_fixed_on_resume() {
     let e = decide(&info, &random, &dir(), None).expect_err("another assignment");
     assert!(e.to_string().contains("lora-assign"), "{e}");
 }
+
+/// The images' count and sizes are fixed on resume (their seed is the saved one).
+#[test]
+fn images_are_fixed_on_resume() {
+    use crate::config::image_args::ImageArgs;
+    let images = |k: u32, sizes: &[&str]| RunArgs {
+        images: ImageArgs {
+            images: Some(k),
+            image_size: Some(sizes.iter().map(|s| s.parse().expect("size")).collect()),
+            image_format: None,
+        },
+        ..Default::default()
+    };
+    let e = decide_with(images(1, &["8x8"])).expect_err("a run saved without images");
+    assert!(e.to_string().contains("--images"), "{e}");
+    let mut info = saved();
+    info.plan.settings.images = images(2, &["8x8"])
+        .images
+        .settings(Some(llmib_core::Api::Chat), 77)
+        .expect("settings");
+    let r = decide(&info, &images(2, &["8x8"]), &dir(), None).expect("the same images");
+    assert_eq!(r.settings.images.as_ref().map(|i| i.seed), Some(77));
+    assert!(decide(&info, &RunArgs::default(), &dir(), None).is_ok());
+    for other in [
+        images(1, &["8x8"]),
+        images(2, &["16x8"]),
+        images(0, &["8x8"]),
+    ] {
+        let e = decide(&info, &other, &dir(), None).expect_err("another count or size");
+        assert!(e.to_string().contains("images"), "{e}");
+    }
+}
+
+/// The schema, the tools and the choice are fixed on resume, by the files' sha256; another
+/// control given again is compared without them.
+#[test]
+fn structured_output_is_fixed_on_resume() {
+    use crate::config::structured_args::StructuredArgs;
+    let d = std::env::temp_dir().join(format!("llmib-resume-structured-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("dir");
+    let (a, b) = (d.join("a.json"), d.join("b.json"));
+    std::fs::write(&a, r#"{"type":"object"}"#).expect("write");
+    std::fs::write(&b, r#"{"type":"array"}"#).expect("write");
+    let with = |p: &std::path::Path| RunArgs {
+        structured: StructuredArgs {
+            response_format: Some(format!("json_schema:{}", p.display())),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = decide_with(with(&a)).expect_err("a run saved without a schema");
+    assert!(e.to_string().contains("--response-format"), "{e}");
+    let mut info = saved();
+    info.plan.settings.request = with(&a).request_controls().expect("controls");
+    assert!(
+        decide(&info, &with(&a), &dir(), None).is_ok(),
+        "the same file"
+    );
+    assert!(decide(&info, &RunArgs::default(), &dir(), None).is_ok());
+    let e = decide(&info, &with(&b), &dir(), None).expect_err("another schema");
+    assert!(e.to_string().contains("response-format"), "{e}");
+    let temp = RunArgs {
+        temperature: info.plan.settings.request.temperature,
+        seed: Some(1),
+        ..Default::default()
+    };
+    info.plan.settings.request.seed = Some(1);
+    assert!(
+        decide(&info, &temp, &dir(), None).is_ok(),
+        "the schema is not a control's change"
+    );
+}

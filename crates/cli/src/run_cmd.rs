@@ -342,6 +342,13 @@ struct Prepared {
     model: String,
 }
 
+/// The API a new run asks the probe for: `--api`'s, where it names one; under `auto`, chat for
+/// a run with images (a completion prompt has no image part), else the probe's choice.
+fn asked_api(args: &RunArgs, settings: &Settings) -> Option<llmib_core::Api> {
+    let images = settings.images.as_ref().map(|_| llmib_core::Api::Chat);
+    args.api.and_then(config::ApiArg::choice).or(images)
+}
+
 /// Probes the server named by the flags (or by the run being resumed). What the run decided
 /// (endpoint, EOS, targeting, local tokenizer) goes in with the probe's options, so the engine
 /// comes back complete; on resume, the saved run's choices are passed as decided.
@@ -381,7 +388,7 @@ async fn probe_server(
         timeout: Duration::from_secs(10),
         api: match saved {
             Some(_) => Some(settings.api),
-            None => args.api.and_then(config::ApiArg::choice),
+            None => asked_api(args, settings),
         },
         targeting: match saved {
             Some(_) => Some(settings.token_targeting),
@@ -400,6 +407,10 @@ async fn probe_server(
         bail!("{refused}");
     }
     let mut probe = Engine::probe(&opts).await?;
+    // `--api auto` resolved by the probe: a structured flag it cannot carry is refused too.
+    if let Some(refused) = settings.request.refused_on(probe.engine.api()) {
+        bail!("{refused}");
+    }
     // The run's own choice, per call: a resumed run reads as this invocation says.
     let set = match args.http_reader.unwrap_or_default() {
         config::HttpReaderArg::Auto => probe

@@ -80,7 +80,9 @@ impl RunArgs {
             busy_timeout_s: secs_or(self.busy_timeout, d.busy_timeout_s),
             // A merge recomputes every figure from the shards' records.
             save_requests: self.save_requests || sharded.is_some(),
-            respect_eos: self.respect_eos,
+            // A grammar ends each answer where the model closes it: forcing a length would
+            // contradict it, so structured requests end at EOS (docs/structured-output.md).
+            respect_eos: self.respect_eos || self.structured.given(),
             serial_server: self.serial_server,
             skip_prefill: self.skip_prefill,
             prefill_only: self.prefill_only,
@@ -111,6 +113,10 @@ impl RunArgs {
             until_stable: self.until_stable,
             prompt_seed,
             lora: self.lora.settings(prompt_seed)?,
+            images: self.images.settings(
+                self.api.and_then(crate::config::ApiArg::choice),
+                prompt_seed,
+            )?,
             shard: sharded.as_ref().map(|s| s.spec),
             timetable: sharded.map(|s| s.timetable),
             economics: self.cost.settings()?,
@@ -159,11 +165,18 @@ impl RunArgs {
                 "--forced-token-id sets temperature 0 and ignores EOS: drop --temperature and --respect-eos"
             );
         }
+        if self.forced_token_id.is_some() && self.structured.given() {
+            bail!(
+                "--forced-token-id forces one token, which a schema or a tool call forbids: drop one"
+            );
+        }
+        let extra_body = self.extra_body.clone().map(|e| e.0);
         Ok(llmib_core::RequestControls {
             temperature: self.temperature,
             top_p: self.top_p,
             seed: self.seed,
-            extra_body: self.extra_body.clone().map(|e| e.0),
+            structured: self.structured.spec(extra_body.as_ref())?,
+            extra_body,
             forced_token_id: self.forced_token_id,
         })
     }

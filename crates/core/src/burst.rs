@@ -154,6 +154,7 @@ mod tests {
             completion_tokens_reported: usage,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         }
     }
 

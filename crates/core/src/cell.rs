@@ -355,6 +355,14 @@ pub struct CellResult {
     /// The row's figures per LoRA adapter beside its total (`--lora`; `crate::lora`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<Box<crate::lora::LoraFigures>>,
+    /// The row's structured-output counts (`--response-format`, `--tools`;
+    /// `crate::structured_check`): answers checked, valid, invalid, cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Box<crate::structured_check::StructuredFigures>>,
+    /// The row's images: per request, sizes, and the image tokens the server counted
+    /// (`--images`; `crate::images`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Box<crate::images::ImageFigures>>,
     /// A session row's columns (`turns_completed`, `cached_tokens`, `per_turn`, …), written
     /// at the row's top level; absent on other rows.
     #[serde(flatten)]
@@ -428,6 +436,8 @@ impl CellResult {
             mixed: None,
             probe: None,
             lora: None,
+            images: None,
+            structured: None,
         }
     }
 

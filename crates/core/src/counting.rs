@@ -239,6 +239,7 @@ mod tests {
             completion_tokens_reported: reported,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         }
     }
 

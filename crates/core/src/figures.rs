@@ -290,6 +290,7 @@ mod tests {
             completion_tokens_reported: None,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         }
     }
 

@@ -341,6 +341,8 @@ fn rate_figures(r: &AiperfExport, load: &Load) -> RateFigures {
         input_output_tok_per_s: per_s("total_isl")
             .zip(per_s("total_osl"))
             .map(|(i, o)| i + o),
+        // AIPerf's export has no one-second peak.
+        peak_output_tok_per_s: None,
         span_s: r.stat("benchmark_duration", "avg"),
         ttft_ms: summary(r, "time_to_first_token", "ms"),
         tpot_ms: summary(r, "inter_token_latency", "ms"),

@@ -276,6 +276,8 @@ fn rate_figures(
         // Its per-second token rates are a mean over the run, not totals over a span.
         input_tok_per_s: None,
         input_output_tok_per_s: None,
+        // GuideLLM's report has no one-second peak.
+        peak_output_tok_per_s: None,
         span_s: r.num(b, "duration"),
         ttft_ms: summary(r, b, "time_to_first_token_ms", 1.0),
         tpot_ms: summary(r, b, "inter_token_latency_ms", 1.0),

@@ -63,6 +63,10 @@ pub struct VllmResult {
     pub request_throughput: f64,
     /// `total_output_tokens / duration`.
     pub output_throughput: f64,
+    /// The most output tokens in one one-second bucket from the benchmark's first send
+    /// (absent in files of older vLLM).
+    #[serde(default)]
+    pub max_output_tokens_per_s: Option<f64>,
     /// Per request: prompt tokens (`--save-detailed`).
     #[serde(default)]
     pub input_lens: Option<Vec<u64>>,
@@ -352,6 +356,9 @@ fn rate_figures(r: &VllmResult) -> Option<RateFigures> {
         output_tok_per_s: Some(r.output_throughput),
         input_tok_per_s: per_s(r.total_input_tokens),
         input_output_tok_per_s: per_s(r.total_input_tokens + r.total_output_tokens),
+        // The same buckets as this tool's (`rate.peak_output_tok_per_s`), but vLLM counts a
+        // token per streamed chunk: equal where each chunk carries one token.
+        peak_output_tok_per_s: r.max_output_tokens_per_s,
         span_s: Some(r.duration),
         ttft_ms: summary(r, "ttft", &s.ttft),
         tpot_ms: summary(r, "tpot", &s.tpot),

@@ -23,10 +23,14 @@ mod drain;
 mod figures;
 mod gof;
 mod hw;
+mod image_png;
+mod image_row;
+mod images;
 mod import_aiperf;
 mod import_common;
 mod import_guidellm;
 mod import_vllm;
+mod json_schema;
 mod lag;
 mod length;
 mod live;
@@ -61,6 +65,8 @@ mod stable;
 mod standard;
 mod stats;
 mod store;
+mod structured;
+mod structured_check;
 mod sweep;
 mod sweep_pick;
 mod telemetry;
@@ -77,6 +83,7 @@ pub use agent_usage::{
     InputReading, MessagesUsage, UsageConflict, infer_reading, request_prompt_tokens,
 };
 pub use capacity::kv_tokens_needed;
+pub use json_schema::{CHECKED_KEYWORDS, SchemaFault, check_schema, validate};
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX,
     MINIMAL_PROMPT_SPREAD, Plan, PlannedCell, PlannedContext, PrefillMetric,
@@ -90,6 +97,13 @@ pub use size::{
     parse_duration, parse_tokens,
 };
 pub use standard::{STANDARD_MATRICES, StandardMatrix, UnknownStandard, standard_matrix};
+pub use structured::{
+    AnswerCheck, ResponseFormat, STRUCTURED_BODY_KEYS, StructuredError, StructuredSpec, ToolChoice,
+    ToolSpec,
+};
+pub use structured_check::{
+    AnswerText, StructuredFigures, ToolCallText, judge, structured_figures,
+};
 
 // What a request and a cell observed, and the figures computed from it.
 pub use burst::burst_result;
@@ -100,6 +114,13 @@ pub use cell::{
 pub use digest::hex_sha256;
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
+pub use image_png::{adler32, base64, crc32, noise_png, zlib_stored};
+pub use image_row::finish_image_row;
+pub use images::{
+    IMAGE_TOKENS_COUNTED_BY, ImageCheck, ImageError, ImageFigures, ImageGroup, ImageRequest,
+    ImageSettings, ImageSize, MAX_IMAGE_BYTES_PER_CELL, MAX_IMAGE_SIDE, MAX_IMAGES_PER_REQUEST,
+    base64_len, image_token_check, png_len, sizes_label,
+};
 pub use loop_row::{LOOP_ERROR_KIND, fail_on_loop, guard_loops, loop_evidence};
 pub use lora::{
     LoraAdapterFigures, LoraAssign, LoraError, LoraFigures, LoraSettings, LoraSpan, lora_figures,
@@ -158,7 +179,7 @@ pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow, Sp
 pub use load::{
     CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation,
     ScheduleError, auto_rates, capacity_cell, capacity_concurrency, capacity_result, cell_schedule,
-    closed_batch_rate, closed_loop_slo, rate_cell, rate_result, round_rate,
+    closed_batch_rate, closed_loop_slo, peak_output_tok_per_s, rate_cell, rate_result, round_rate,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};

@@ -52,7 +52,7 @@ mod tests;
 mod rows;
 pub use rows::{
     CapacityInputs, RateObservation, capacity_concurrency, capacity_result, closed_loop_slo,
-    rate_result,
+    peak_output_tok_per_s, rate_result,
 };
 
 /// The planned cell of an open-loop cell at `rate` requests per second.

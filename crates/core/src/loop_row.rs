@@ -96,6 +96,7 @@ mod tests {
                 span_bytes: 4160,
                 sample: "The quick brown fox".into(),
             }),
+            structured: None,
         }
     }
 

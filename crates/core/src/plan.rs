@@ -128,6 +128,10 @@ pub struct Settings {
     /// `--lora-assign`; `crate::lora`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<crate::lora::LoraSettings>,
+    /// Images in the prefill, decode, burst and rate cells' requests (`--images`,
+    /// `--image-size`; `crate::images`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::images::ImageSettings>,
     /// The mixed-prefill cells (`--mixed-prefill`; `crate::mixed`), after the matrix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mixed_prefill: Option<crate::mixed_plan::MixedPrefillSettings>,
@@ -330,6 +334,7 @@ impl Default for Settings {
             mixed_prefill: None,
             probe: None,
             lora: None,
+            images: None,
             standard: None,
             decode_warmup_s: 0.0,
             shard: None,

@@ -57,6 +57,10 @@ pub struct RequestRecord {
     /// The loop the repetition guard found in this request's text (`crate::LoopGuard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<crate::repetition::LoopFinding>,
+    /// The structured-output verdict on its answer (`--response-format`, `--tools`;
+    /// `crate::structured_check::judge`), where one was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<crate::structured::AnswerCheck>,
 }
 
 impl RequestRecord {
@@ -99,6 +103,7 @@ impl RequestRecord {
             completion_tokens_reported: None,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         }
     }
 

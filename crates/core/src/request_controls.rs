@@ -26,6 +26,10 @@ pub struct RequestControls {
     /// route diagnostic; EOS is ignored as always).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forced_token_id: Option<u32>,
+    /// Structured output and tools (`--response-format`, `--tools`, `--tool-choice`;
+    /// `crate::structured`), put into every body in the API's shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<crate::structured::StructuredSpec>,
 }
 
 /// The body keys the tool owns: `--extra-body` may not set them, since each one changes what
@@ -81,7 +85,16 @@ impl RequestControls {
     /// The first control that `api` cannot carry, if any: neither the Messages API nor the
     /// Responses API has a sampling `seed` or a `logit_bias` (which forced-token decode needs).
     /// Temperature and top-p exist in every API.
+    /// Structured output and tools: see `StructuredSpec::refused_on`.
     pub fn refused_on(&self, api: crate::api::Api) -> Option<ControlRefused> {
+        if let Some(crate::structured::StructuredError::Api { flag, .. }) =
+            self.structured.as_ref().and_then(|s| s.refused_on(api))
+        {
+            return Some(ControlRefused {
+                control: flag,
+                api: api.label(),
+            });
+        }
         if !matches!(api, crate::api::Api::Messages | crate::api::Api::Responses) {
             return None;
         }

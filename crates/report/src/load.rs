@@ -103,7 +103,7 @@ pub(crate) fn off_pace(c: &CellResult) -> bool {
 }
 
 /// The rate-cell table's columns.
-const RATE_COLS: [(&str, bool); 21] = [
+const RATE_COLS: [(&str, bool); 22] = [
     ("Context", false),
     ("Requested rate", true),
     ("Achieved rate", true),
@@ -111,6 +111,7 @@ const RATE_COLS: [(&str, bool); 21] = [
     ("Completed", true),
     ("Failed", true),
     ("Output tok/s", true),
+    ("Peak 1-s tok/s", true),
     ("TTFT p50", true),
     ("TTFT p99", true),
     ("TPOT p50", true),
@@ -140,6 +141,7 @@ fn rate_texts(c: &CellResult) -> Vec<String> {
         count(c.completed_requests),
         count(flat(c.failed_requests)),
         number::or_null(c.total_tok_per_s, number::rate),
+        number::or_null(f.and_then(|f| f.peak_output_tok_per_s), number::rate),
         ms(s(|f| f.ttft_ms.as_ref()), |s| s.p50),
         ms(s(|f| f.ttft_ms.as_ref()), |s| s.p99),
         s(|f| f.tpot_ms.as_ref()).map_or_else(|| NULL.into(), |s| number::tbt_ms(s.p50)),

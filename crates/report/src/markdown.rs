@@ -317,6 +317,17 @@ fn extra_sections(out: &mut String, report: &Report) {
     if let Some(t) = Table::lora(report) {
         text_section(out, "LoRA adapters", crate::lora::LORA_CAPTION, &t);
     }
+    if let Some(t) = Table::images(report) {
+        text_section(out, "Images", crate::images::IMAGES_CAPTION, &t);
+    }
+    if let Some(t) = Table::structured(report) {
+        text_section(
+            out,
+            "Structured output",
+            crate::structured::STRUCTURED_CAPTION,
+            &t,
+        );
+    }
     if let Some(t) = Table::speculative(report) {
         text_section(
             out,

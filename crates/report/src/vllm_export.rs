@@ -67,6 +67,10 @@ pub struct VllmBenchResult {
     /// `(total_input_tokens + total_output_tokens) / duration`, where the input is known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_token_throughput: Option<f64>,
+    /// The most output tokens in one one-second bucket from the first send: the row's
+    /// `rate.peak_output_tok_per_s`, vLLM's own definition (tokens, where vLLM counts chunks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens_per_s: Option<f64>,
     /// `mean_/median_/std_/p90_/p99_` of `ttft`, `tpot`, `itl`, `e2el`, in ms.
     #[serde(flatten)]
     pub stats: BTreeMap<String, f64>,
@@ -213,6 +217,7 @@ pub fn vllm_result(
         request_throughput: completed as f64 / duration,
         output_throughput,
         total_token_throughput: total_input.map(|i| (i + output) as f64 / duration),
+        max_output_tokens_per_s: rate.peak_output_tok_per_s,
         stats: stats_of(cell, rate, records),
         detail,
     })

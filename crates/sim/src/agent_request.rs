@@ -134,10 +134,12 @@ fn fit_to_context(cfg: &SimConfig, p: u64, asked: Option<u32>) -> Result<u32, Re
 pub(crate) fn parse_messages(cfg: &SimConfig, body: &[u8]) -> Result<GenRequest, Reject> {
     let raw: RawMessages = read(body)?;
     let model = request::response_model(cfg, raw.model.as_deref())?;
-    let prompt = chat_prompt(&messages_chat(
+    let mut prompt = chat_prompt(&messages_chat(
         raw.system.as_ref(),
         raw.messages.as_deref(),
     )?)?;
+    let msgs = raw.messages.as_deref().unwrap_or_default();
+    crate::images::append_image_tokens(cfg, &mut prompt, msgs)?;
     let asked = request::to_u32(raw.max_tokens, "max_tokens")?
         .ok_or_else(|| Reject::bad("`max_tokens` is required"))?;
     if asked == 0 {
@@ -163,7 +165,10 @@ pub(crate) fn count_message_tokens(cfg: &SimConfig, body: &[u8]) -> Result<u64, 
     let raw: RawMessages = read(body)?;
     request::response_model(cfg, raw.model.as_deref())?;
     let msgs = messages_chat(raw.system.as_ref(), raw.messages.as_deref())?;
-    Ok(chat_prompt(&msgs)?.len() as u64)
+    let mut prompt = chat_prompt(&msgs)?;
+    let raw_msgs = raw.messages.as_deref().unwrap_or_default();
+    crate::images::append_image_tokens(cfg, &mut prompt, raw_msgs)?;
+    Ok(prompt.len() as u64)
 }
 
 /// The chat messages of a Responses body: `instructions` as a system message, then `input`.
@@ -198,6 +203,9 @@ pub(crate) fn parse_responses(cfg: &SimConfig, body: &[u8]) -> Result<GenRequest
     if cfg.add_bos {
         // Special tokens on over a template that starts with BOS: a second one.
         prompt.insert(0, tokenizer::BOS);
+    }
+    if let Some(Value::Array(items)) = &raw.input {
+        crate::images::append_image_tokens(cfg, &mut prompt, items)?;
     }
     let asked = request::to_u32(raw.max_output_tokens, "max_output_tokens")?;
     if asked == Some(0) {

@@ -255,6 +255,21 @@ pub struct SimConfig {
     /// (requests on the base model add nothing; `crate::lora::switch_ms`).
     #[serde(default)]
     pub lora_switch_ms: f64,
+    /// A decode step whose batch holds a request under a grammar (a JSON schema, or a forced
+    /// tool call) takes this many times as long (`crate::structured`; 1: no cost).
+    #[serde(default = "one")]
+    pub grammar_step_factor: f64,
+    /// Every k-th answer under a grammar breaks its schema (0: none; `crate::structured`).
+    #[serde(default)]
+    pub grammar_break_every: u32,
+    /// Tokens of an answer under a grammar when the request forces no length
+    /// (`crate::structured`).
+    #[serde(default = "default_grammar_answer_tokens")]
+    pub grammar_answer_tokens: u32,
+    /// Pixels per image token along each side: a W × H image in a chat, Messages or Responses
+    /// request costs `ceil(W / p) · ceil(H / p) + 2` prompt tokens (`crate::images`).
+    #[serde(default = "default_image_patch")]
+    pub image_patch: u32,
     /// Required `Authorization: Bearer` key (`None`: open server).
     pub api_key: Option<String>,
     /// Seed of every random decision (output text, ids, faults).
@@ -276,6 +291,24 @@ pub struct SimConfig {
 
 fn default_answer_words() -> u32 {
     24
+}
+
+/// The default `image_patch`: pixels per image token along each side (Qwen2-VL's 14-pixel
+/// patches merged 2 × 2).
+pub(crate) const DEFAULT_IMAGE_PATCH: u32 = 28;
+
+fn default_image_patch() -> u32 {
+    DEFAULT_IMAGE_PATCH
+}
+
+/// `grammar_step_factor`'s default: no grammar cost.
+fn one() -> f64 {
+    1.0
+}
+
+/// `grammar_answer_tokens`'s default.
+fn default_grammar_answer_tokens() -> u32 {
+    32
 }
 
 impl SimConfig {
@@ -345,6 +378,9 @@ impl SimConfig {
             return bad("max_running_requests: must be at least 1 when set".into());
         }
         self.validate_lora()?;
+        if self.image_patch == 0 {
+            return bad("image_patch: must be at least 1 pixel".into());
+        }
         self.validate_faults()
     }
 
@@ -387,6 +423,9 @@ impl SimConfig {
         }
         if !(self.lora_switch_ms.is_finite() && self.lora_switch_ms >= 0.0) {
             return bad("lora_switch_ms: must be zero or positive".into());
+        }
+        if !(self.grammar_step_factor.is_finite() && self.grammar_step_factor >= 1.0) {
+            return bad("grammar_step_factor: must be 1 or more".into());
         }
         Ok(())
     }

@@ -253,10 +253,22 @@ async fn generate(st: Arc<AppState>, api: Api, body: Bytes) -> Response {
     }
     let writer = writer_for(&cfg, api, &req, id);
     let prompt_tokens = writer.prompt_tokens;
-    let frames = frames_for(&cfg, api, &req, writer);
-    let script = cfg
+    let mut frames = frames_for(&cfg, api, &req, writer);
+    let mut script = cfg
         .answer_accuracy
         .and_then(|p| crate::answers::script(&body, p, cfg.answer_words));
+    // A grammar's answer is its schema's instance (`crate::structured`).
+    let grammar = crate::structured::answer_for(&st, api, &body, &req);
+    if let Some((words, tool)) = grammar.clone() {
+        script = Some(words);
+        if let (Some(name), Api::Chat) = (tool, api) {
+            frames = Box::new(crate::structured::ToolCallFrames {
+                inner: frames,
+                name,
+                first: true,
+            });
+        }
+    }
     let adapter = crate::lora::adapter_of(&cfg, &req.model);
     let (rx, guard) = st.engine.submit(NewRequest {
         prompt_len: req.prompt.len() as u64,
@@ -269,6 +281,7 @@ async fn generate(st: Arc<AppState>, api: Api, body: Bytes) -> Response {
         script,
         rid: req.rid.clone(),
         adapter,
+        grammar: grammar.is_some(),
     });
     if cfg.stamp_chunks {
         st.stamps.push_arrival(ArrivalStamp {

@@ -32,11 +32,13 @@ mod error;
 mod faults;
 mod frames;
 mod http;
+mod images;
 mod info;
 mod lora;
 mod messages_api;
 mod metrics;
 mod profiles;
+mod reject;
 mod reply;
 mod request;
 mod responses_api;
@@ -45,6 +47,7 @@ mod server;
 mod sse;
 mod stamps;
 mod state;
+mod structured;
 mod tokenizer;
 mod wire;
 
@@ -61,6 +64,9 @@ mod agent_transcripts;
 #[path = "tests/control.rs"]
 mod control_tests;
 #[cfg(test)]
+#[path = "tests/images.rs"]
+mod images_tests;
+#[cfg(test)]
 #[path = "tests/lora.rs"]
 mod lora_tests;
 #[cfg(test)]
@@ -75,6 +81,9 @@ mod sessions_tests;
 #[cfg(test)]
 #[path = "tests/spec_loop.rs"]
 mod spec_loop_tests;
+#[cfg(test)]
+#[path = "tests/structured.rs"]
+mod structured_tests;
 
 pub use config::{FaultConfig, Flavor, MessagesUsage, SimConfig};
 pub use emitted::{EmittedFigures, ServedRequest, served_requests};

@@ -10,30 +10,7 @@ use crate::config::{Flavor, SimConfig};
 use crate::tokenizer::{self, ChatMessage};
 use crate::wire::Kind;
 
-/// A rejected request: HTTP status, error type and message.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Reject {
-    /// HTTP status.
-    pub status: u16,
-    /// The engine's error `type`.
-    pub err_type: &'static str,
-    /// The message, worded as the engine words it.
-    pub message: String,
-    /// The request field the error is about, where the engine names one (`param`).
-    pub param: Option<&'static str>,
-}
-
-impl Reject {
-    /// A 400 `BadRequestError`.
-    pub(crate) fn bad(message: impl Into<String>) -> Self {
-        Reject {
-            status: 400,
-            err_type: "BadRequestError",
-            message: message.into(),
-            param: None,
-        }
-    }
-}
+pub(crate) use crate::reject::Reject;
 
 #[derive(Debug, Default, Deserialize)]
 struct StreamOptions {
@@ -142,7 +119,11 @@ pub(crate) fn parse(cfg: &SimConfig, kind: Kind, body: &[u8]) -> Result<GenReque
         return Err(Reject::bad("the simulator supports only n = 1"));
     }
     let model = response_model(cfg, raw.model.as_deref())?;
-    let prompt = prompt_tokens(cfg, kind, &raw)?;
+    let mut prompt = prompt_tokens(cfg, kind, &raw)?;
+    if kind == Kind::Chat {
+        let msgs = raw.messages.as_deref().unwrap_or_default();
+        crate::images::append_image_tokens(cfg, &mut prompt, msgs)?;
+    }
     let p = prompt.len() as u64;
     let max_tokens = max_tokens(cfg, kind, &raw, p)?;
     check_length(cfg, p, max_tokens)?;

@@ -46,6 +46,7 @@ async fn serve_with(
         started: state::unix_now(),
         stamps,
         generate_requests: Default::default(),
+        structured_answers: Default::default(),
     });
     let app = http::router(Arc::clone(&state));
     let stopper = Arc::clone(&state);

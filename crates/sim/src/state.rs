@@ -27,6 +27,8 @@ pub(crate) struct AppState {
     pub stamps: Arc<StampLog>,
     /// Generation requests received so far (`faults.refuse_after_requests`).
     pub generate_requests: AtomicU64,
+    /// Answers under a grammar so far (`grammar_break_every`; `crate::structured`).
+    pub structured_answers: AtomicU64,
 }
 
 /// Seconds since the Unix epoch.

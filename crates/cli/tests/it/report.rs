@@ -594,6 +594,7 @@ fn rate_row(
                 completion_tokens_reported: Some(20),
                 cached_tokens_reported: None,
                 repetition: None,
+                structured: None,
             }
         })
         .collect();

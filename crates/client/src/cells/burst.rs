@@ -95,14 +95,26 @@ pub(crate) async fn burst_cell(
     crate::server::counting::count_tokens(&m.engine, &mut measured).await;
     let records = finished_records(m, cell.key, measured);
     report_errors(m, Stage::Burst, &records);
+    // Slot i sends stream `inputs.streams[i]`'s request; with images, the prompt check reads
+    // each count less its image tokens.
+    let streams = &inputs.streams;
+    let (checked, images) = crate::cells::images::checked(
+        m,
+        cell.key.context_tokens,
+        &records,
+        &|_| inputs.prompt_tokens,
+        &|r| streams.get(r.stream as usize).copied(),
+    );
     let mut row = burst_result(
         cell,
-        &records,
+        &checked,
         warmup_errors,
         inputs.prompt_tokens,
         m.prompt_tolerance(cell),
     );
     // Slot i sends stream `inputs.streams[i]`'s request, and its records say slot i.
     crate::cells::lora::cell_figures(m, &mut row, &records, &inputs.streams);
+    crate::cells::structured::set(m, &mut row, &records);
+    crate::cells::images::finish(&mut row, &records, images);
     row
 }

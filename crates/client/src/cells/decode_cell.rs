@@ -135,10 +135,16 @@ pub(crate) async fn decode_cell(
     // On a shard the server's counter counts every shard's tokens: the shard row keeps it
     // for the merge instead of checking its own share against it.
     let server_tokens = w.server_generation_tokens.take();
+    // With images, the prompt check reads each count less its image tokens.
+    let text = inputs.prompt_tokens;
+    let (checked, images) =
+        crate::cells::images::checked(m, k.context_tokens, &records, &|_| text, &|r| {
+            Some(r.stream)
+        });
     let mut row = decode_result(
         cell,
         DecodeObservation {
-            records: records.as_slice(),
+            records: &checked,
             window: w.window,
             readiness: w.readiness,
             queue: w.queue.clone(),
@@ -163,6 +169,8 @@ pub(crate) async fn decode_cell(
         row.slo = Some(llmib_core::closed_loop_slo(slo, &records, w.window));
     }
     crate::cells::lora::window_figures(m, &mut row, &records, w.window);
+    crate::cells::structured::set(m, &mut row, &records);
+    crate::cells::images::finish(&mut row, &records, images);
     if let (Some(shard), Some(slot)) = (&m.shard, &slot) {
         let mut c = shard.cell(slot, w.origin_unix_ns, streams.len() as u64);
         c.open_ns = Some(slot.open_unix_ns.saturating_sub(slot.origin_unix_ns));

@@ -127,10 +127,18 @@ impl ContextPrompts {
                     CellFailure::request_body(format!("no prompt was built for stream {i}"))
                 })?;
                 let model = crate::cells::lora::request_model(m, i);
-                let spec = m
-                    .engine
-                    .stream_request(&model, p.input.clone(), max_tokens, deferred, lim)
-                    .map_err(|e| CellFailure::request_body(e.to_string()))?;
+                let input = p.input.clone();
+                let spec = crate::cells::images::request(
+                    m,
+                    &model,
+                    input,
+                    max_tokens,
+                    deferred,
+                    lim,
+                    self.context,
+                    i,
+                )
+                .map_err(|e| CellFailure::request_body(e.to_string()))?;
                 Ok((i, spec))
             })
             .collect()

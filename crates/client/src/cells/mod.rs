@@ -6,8 +6,12 @@
 //!   lengths and workloads);
 //! - the decode window (`window`, its start and ramp in `ramp`, the run's warm-ups in `warm`,
 //!   the lateness probe `lagprobe`), which measures each request through `wire::stream`;
+//! - `images`: the images each request carries under `run --images`, and the rows' image
+//!   tokens;
 //! - `lora`: the adapter each request names under `run --lora`, and the rows' figures per
 //!   adapter;
+//! - `structured`: the rows' counts of answers checked against `run --response-format` or
+//!   `--tools` (valid, invalid, cut);
 //! - `outlet`: records finished and rows saved on the way out; `telemetry`: each cell's
 //!   hardware and server series recorded around it; `shard`: a shard's timetable; `skip`: the
 //!   dashboard's skip switch.
@@ -20,6 +24,7 @@
 pub(crate) mod burst;
 pub(crate) mod context;
 pub(crate) mod decode_cell;
+pub(crate) mod images;
 pub(crate) mod inject;
 pub(crate) mod inputs;
 pub(crate) mod lagprobe;
@@ -44,6 +49,7 @@ pub(crate) mod settle;
 pub(crate) mod shard;
 pub(crate) mod skip;
 pub(crate) mod state;
+pub(crate) mod structured;
 pub(crate) mod telemetry;
 pub(crate) mod varying;
 pub(crate) mod warm;

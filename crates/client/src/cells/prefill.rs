@@ -48,10 +48,10 @@ pub(crate) async fn prefill_inputs(
             .await
             .map_err(|e| CellFailure::from(&e))?;
         let lim = m.limits(prompt.tokens, 1);
-        let spec = m
-            .engine
-            .stream_request(&m.model, prompt.input, 1, true, lim)
-            .map_err(|e| CellFailure::request_body(e.to_string()))?;
+        let context = cell.key.context_tokens;
+        let spec =
+            crate::cells::images::request(m, &m.model, prompt.input, 1, true, lim, context, stream)
+                .map_err(|e| CellFailure::request_body(e.to_string()))?;
         repeats.push(spec);
     }
     Ok(PrefillInputs { first, repeats })
@@ -78,7 +78,7 @@ pub(crate) async fn prefill_cell(
     }
     let tolerance = m.prompt_tolerance(cell);
     if inputs.repeats.is_empty() || matches!(record.outcome, Outcome::Cancelled) {
-        let mut row = prefill_result(cell, &record, expected, tolerance);
+        let mut row = judged(m, cell, std::slice::from_ref(&record), expected, tolerance);
         if row.status == CellStatus::Valid {
             row.server_prompt_tok_per_s = server_rate;
         }
@@ -94,11 +94,39 @@ pub(crate) async fn prefill_cell(
         records.push(record);
         server_rates.extend(server_rate);
     }
-    let mut row = prefill_series_result(cell, &records, expected, tolerance);
+    let mut row = judged(m, cell, &records, expected, tolerance);
     if row.status == CellStatus::Valid {
         // The server's rate of the same cold prefills, median like the client's.
         row.server_prompt_tok_per_s = llmib_core::Summary::of_vec(&mut server_rates).map(|s| s.p50);
     }
+    row
+}
+
+/// The prefill row of `records` (one: `prefill_result`; several: `prefill_series_result`),
+/// with images the prompt check reading each count less its image tokens. Record i is the
+/// request of stream 0 (i = 0) or `u32::MAX − i` (a repeat, as `prefill_inputs` numbers them).
+fn judged(
+    m: &MatrixRun<'_>,
+    cell: &PlannedCell,
+    records: &[RequestRecord],
+    expected: u64,
+    tolerance: u64,
+) -> CellResult {
+    let stream = |r: &RequestRecord| {
+        Some(if r.stream == 0 {
+            0
+        } else {
+            u32::MAX - r.stream
+        })
+    };
+    let context = cell.key.context_tokens;
+    let (checked, images) =
+        crate::cells::images::checked(m, context, records, &|_| expected, &stream);
+    let mut row = match &checked[..] {
+        [one] => prefill_result(cell, one, expected, tolerance),
+        all => prefill_series_result(cell, all, expected, tolerance),
+    };
+    crate::cells::images::finish(&mut row, records, images);
     row
 }
 

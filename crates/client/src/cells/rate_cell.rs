@@ -33,6 +33,21 @@ struct CellPlan {
     scale: Option<f64>,
 }
 
+/// `plan`, where its requests' images fit in memory: every request, images included, is built
+/// before the schedule starts (`llmib_core::ImageSettings::cell_memory`).
+fn images_fit(m: &MatrixRun<'_>, plan: CellPlan) -> Result<CellPlan, CellFailure> {
+    match m
+        .plan
+        .settings
+        .images
+        .as_ref()
+        .map(|i| i.cell_memory(plan.due.len()))
+    {
+        Some(Err(e)) => Err(CellFailure::schedule(e.to_string())),
+        _ => Ok(plan),
+    }
+}
+
 /// The plan of the cell at `rate`: a seeded schedule (and lengths), or a trace's replay.
 fn cell_plan(
     m: &MatrixRun<'_>,
@@ -196,7 +211,7 @@ pub(crate) async fn rate_cell_row(
     rate: f64,
 ) -> CellResult {
     let st = &m.plan.settings;
-    let plan = match cell_plan(m, s, cell, rate) {
+    let plan = match cell_plan(m, s, cell, rate).and_then(|p| images_fit(m, p)) {
         Ok(p) => p,
         Err(e) => return e.row(cell),
     };
@@ -224,10 +239,12 @@ pub(crate) async fn rate_cell_row(
     let built = lengths_sent(&part, built, &records);
     let prompt_tokens = built.last().copied().unwrap_or(s.ctx.tokens);
     let workload = workload_of(m, s, &part, &records, plan.scale);
+    let (checked, images) =
+        crate::cells::images::checked_part(m, s.ctx.tokens, &records, &built, &part.streams);
     let mut row = rate_result(
         cell,
         RateObservation {
-            records: &records,
+            records: &checked,
             // Stopped when stable: the schedule is what was sent of it.
             scheduled_ns: &spec.due_ns[..run.fired.min(spec.due_ns.len())],
             waited: &run.waited,
@@ -249,6 +266,8 @@ pub(crate) async fn rate_cell_row(
     // Record k is the request of stream `part.streams[k]` (saved by global index on a shard,
     // returned as measured).
     crate::cells::lora::cell_figures(m, &mut row, &records, &part.streams);
+    crate::cells::structured::set(m, &mut row, &records);
+    crate::cells::images::finish(&mut row, &records, images);
     if let Some(slot) = &slot {
         let prompts = part.requests.is_some().then(|| built.clone());
         shard_part(

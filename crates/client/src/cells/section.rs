@@ -61,10 +61,17 @@ pub(crate) async fn fresh_requests(
             .map_err(|e| CellFailure::from(&e))?;
         tokens = p.tokens;
         let model = crate::cells::lora::request_model(m, stream);
-        let spec = m
-            .engine
-            .stream_request(&model, p.input, max_tokens, false, lim)
-            .map_err(|e| CellFailure::request_body(e.to_string()))?;
+        let spec = crate::cells::images::request(
+            m,
+            &model,
+            p.input,
+            max_tokens,
+            false,
+            lim,
+            s.ctx.tokens,
+            stream,
+        )
+        .map_err(|e| CellFailure::request_body(e.to_string()))?;
         out.push(spec);
     }
     Ok((out, tokens))
@@ -136,5 +143,6 @@ pub(crate) async fn varying_requests(
             prompts: None,
         },
     };
-    build_requests(m, builder, makers, reqs, streams, lim).await
+    let context = s.ctx.tokens;
+    build_requests(m, builder, makers, reqs, streams, lim, context).await
 }

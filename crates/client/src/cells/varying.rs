@@ -230,7 +230,7 @@ pub(crate) struct PromptMakers<'a> {
 /// Builds each request's prompt and its streamed request, request k with stream index
 /// `streams[k]` (one each, so prompts share no prefix but a trace's blocks). Returns the
 /// requests and each one's built prompt length (for the user's own prompts, the estimate: the
-/// server counts them once sent).
+/// server counts them once sent). `context` keys their images (`crate::cells::images`).
 pub(crate) async fn build_requests(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
@@ -238,6 +238,7 @@ pub(crate) async fn build_requests(
     requests: &[CellRequest],
     streams: &[u32],
     lim: StreamLimits,
+    context: u64,
 ) -> Result<(Vec<RequestSpec>, Vec<u64>), CellFailure> {
     let mut out = Vec::with_capacity(requests.len());
     let mut built = Vec::with_capacity(requests.len());
@@ -268,16 +269,17 @@ pub(crate) async fn build_requests(
         };
         built.push(tokens);
         let max_tokens = u32::try_from(r.output_tokens).unwrap_or(u32::MAX);
-        let spec = m
-            .engine
-            .stream_request(
-                &lora::request_model(m, stream),
-                input,
-                max_tokens,
-                false,
-                lim,
-            )
-            .map_err(|e| CellFailure::request_body(e.to_string()))?;
+        let spec = crate::cells::images::request(
+            m,
+            &lora::request_model(m, stream),
+            input,
+            max_tokens,
+            false,
+            lim,
+            context,
+            stream,
+        )
+        .map_err(|e| CellFailure::request_body(e.to_string()))?;
         out.push(spec);
     }
     Ok((out, built))

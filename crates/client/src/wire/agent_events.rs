@@ -50,11 +50,14 @@ pub fn parse_messages_event<'a>(ev: &SseEvent<'a>) -> Result<StreamItem<'a>, Chu
             // A block's first text, where a server puts any there (Anthropic sends "").
             if let Some(b) = raw.content_block {
                 (chunk.content, chunk.reasoning) = (b.text, b.thinking);
+                // A `tool_use` block names its tool; its input streams as JSON deltas.
+                chunk.tool_name = b.name;
             }
         }
         "content_block_delta" => {
             if let Some(d) = raw.delta {
                 (chunk.content, chunk.reasoning) = (d.text, d.thinking);
+                chunk.tool_args = d.partial_json;
             }
         }
         "message_delta" => {
@@ -90,6 +93,13 @@ pub fn parse_responses_event<'a>(ev: &SseEvent<'a>) -> Result<StreamItem<'a>, Ch
         "response.output_text.delta" | "response.refusal.delta" => chunk.content = raw.delta.0,
         k if k.starts_with("response.reasoning") && k.ends_with(".delta") => {
             chunk.reasoning = raw.delta.0;
+        }
+        "response.function_call_arguments.delta" => chunk.tool_args = raw.delta.0,
+        "response.output_item.added" => {
+            chunk.tool_name = raw
+                .item
+                .filter(|i| i.kind.as_deref() == Some("function_call"))
+                .and_then(|i| i.name);
         }
         "response.completed" | "response.incomplete" => {
             let Some(r) = raw.response else {
@@ -208,6 +218,12 @@ struct MsgDelta<'a> {
     thinking: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
+    /// A `tool_use` block's tool.
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    /// An `input_json_delta`'s piece of the tool's input.
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -241,6 +257,17 @@ struct RespEvent<'a> {
     delta: LooseStr<'a>,
     #[serde(default)]
     response: Option<RespObject>,
+    /// `response.output_item.added`'s item (a function call names its function there).
+    #[serde(default, borrow)]
+    item: Option<RespItem<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RespItem<'a> {
+    #[serde(default, rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
 }
 
 /// The end events' `response`: status, usage, why it is incomplete, or its error.

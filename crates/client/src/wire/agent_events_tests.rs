@@ -338,3 +338,40 @@ fn vllms_error_bodies_on_the_new_routes_say_what_went_wrong() {
         assert!(msg.contains("input tokens"), "{msg}");
     }
 }
+
+/// Tool calls in both APIs: the name where the call starts, its arguments as they stream
+/// (generated text, so a deferred count sees them).
+#[test]
+fn tool_calls_name_their_function_and_stream_their_arguments() {
+    let msg = |data: &'static str| {
+        let e = ev("", data);
+        match parse_messages_event(&e).expect("parses") {
+            StreamItem::Chunk(c) => (
+                c.has_text(),
+                c.tool_name.map(|s| s.into_owned()),
+                c.tool_args.map(|s| s.into_owned()),
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let start = r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"get_weather","input":{}}}"#;
+    assert_eq!(msg(start), (false, Some("get_weather".into()), None));
+    let delta = r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}"#;
+    assert_eq!(msg(delta), (true, None, Some("{\"city\":".into())));
+    let resp = |data: &'static str| {
+        let e = ev("", data);
+        match parse_responses_event(&e).expect("parses") {
+            StreamItem::Chunk(c) => (
+                c.tool_name.map(|s| s.into_owned()),
+                c.tool_args.map(|s| s.into_owned()),
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let added = r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"c1","name":"get_weather","arguments":""}}"#;
+    assert_eq!(resp(added), (Some("get_weather".into()), None));
+    let message = r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m"}}"#;
+    assert_eq!(resp(message), (None, None));
+    let args = r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"city\""}"#;
+    assert_eq!(resp(args), (None, Some("{\"city\"".into())));
+}

@@ -63,18 +63,25 @@ pub struct Chunk<'a> {
     /// A Messages usage report (`message_start`, `message_delta`): the prompt's length is
     /// read from all of a request's reports together (`llmib_core::request_prompt_tokens`).
     pub messages_usage: Option<llmib_core::MessagesUsage>,
+    /// The name of a tool call this chunk starts (chat's `delta.tool_calls[0].function.name`,
+    /// a Messages `tool_use` block, a Responses `function_call` item).
+    pub tool_name: Option<Cow<'a, str>>,
+    /// A piece of a tool call's arguments (JSON text): generated tokens too.
+    pub tool_args: Option<Cow<'a, str>>,
 }
 
 impl Chunk<'_> {
-    /// True when the chunk carries generated text (content or reasoning, non-empty).
+    /// True when the chunk carries generated text (content, reasoning or a tool call's
+    /// arguments, non-empty).
     pub fn has_text(&self) -> bool {
-        self.content.as_deref().is_some_and(|s| !s.is_empty())
-            || self.reasoning.as_deref().is_some_and(|s| !s.is_empty())
+        self.text_len() > 0
     }
 
-    /// Bytes of generated text in this chunk (content plus reasoning).
+    /// Bytes of generated text in this chunk (content, reasoning and tool-call arguments).
     pub fn text_len(&self) -> usize {
-        self.content.as_deref().map_or(0, str::len) + self.reasoning.as_deref().map_or(0, str::len)
+        self.content.as_deref().map_or(0, str::len)
+            + self.reasoning.as_deref().map_or(0, str::len)
+            + self.tool_args.as_deref().map_or(0, str::len)
     }
 }
 
@@ -163,6 +170,9 @@ pub fn parse_data(data: &str) -> Result<StreamItem<'_>, ChunkError> {
                 chunk.content = d.content;
             }
             chunk.reasoning = d.reasoning_content.or(d.reasoning);
+            if let Some(f) = d.tool_calls.and_then(|t| t.first).and_then(|t| t.function) {
+                (chunk.tool_name, chunk.tool_args) = (f.name, f.arguments);
+            }
         }
     }
     Ok(StreamItem::Chunk(chunk))
@@ -309,6 +319,23 @@ struct RawDelta<'a> {
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning: Option<Cow<'a, str>>,
+    /// Tool-call deltas (only the first of a chunk is read: engines stream one at a time).
+    #[serde(default, borrow)]
+    tool_calls: Option<FirstOf<RawToolCall<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct RawToolCall<'a> {
+    #[serde(default, borrow)]
+    function: Option<RawFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawFunction<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 /// The first element of a JSON array and the array's length, without allocating a `Vec`.

@@ -41,6 +41,8 @@ fn into_owned(i: StreamItem<'_>) -> StreamItem<'static> {
             usage: c.usage,
             cache_n: c.cache_n,
             messages_usage: c.messages_usage,
+            tool_name: c.tool_name.map(|x| Cow::Owned(x.into_owned())),
+            tool_args: c.tool_args.map(|x| Cow::Owned(x.into_owned())),
         }),
     }
 }
@@ -353,4 +355,24 @@ fn ingest_throughput() {
     }
     let s = t.elapsed().as_secs_f64();
     println!("decode only: {:.2} M events/s", n as f64 / s / 1e6);
+}
+
+/// A chat tool-call delta: the name on the first, the arguments as generated text.
+#[test]
+fn a_tool_call_delta_names_its_function_and_carries_its_arguments() {
+    let first = r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}"#;
+    let StreamItem::Chunk(c) = parse_data(first).expect("parses") else {
+        panic!("a chunk")
+    };
+    assert_eq!(c.tool_name.as_deref(), Some("get_weather"));
+    assert!(!c.has_text(), "an empty argument is no token");
+    let next = r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]},"finish_reason":null}]}"#;
+    let StreamItem::Chunk(c) = parse_data(next).expect("parses") else {
+        panic!("a chunk")
+    };
+    assert_eq!(c.text_len(), 9);
+    assert_eq!(
+        (c.tool_name, c.tool_args.as_deref()),
+        (None, Some("{\"city\": "))
+    );
 }

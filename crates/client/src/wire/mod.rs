@@ -22,3 +22,4 @@ pub(crate) mod rawtls;
 pub(crate) mod sse;
 pub(crate) mod stream;
 pub(crate) mod stream_end;
+pub(crate) mod structured;

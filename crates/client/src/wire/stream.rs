@@ -91,6 +91,9 @@ pub struct RequestSpec {
     /// How the server means a Messages usage's `input_tokens` (the run's reading, learned by
     /// the calibration); unused by the other APIs.
     pub reading: llmib_core::InputReading,
+    /// Check the answer against the run's schema or tools (`--response-format`, `--tools`):
+    /// its text and tool calls are kept while it streams, and judged when it ends.
+    pub structured: Option<std::sync::Arc<llmib_core::StructuredSpec>>,
 }
 
 impl RequestSpec {
@@ -113,6 +116,7 @@ impl RequestSpec {
             rid: None,
             api: llmib_core::Api::Completions,
             reading: llmib_core::InputReading::Exclusive,
+            structured: None,
         })
     }
 }
@@ -140,6 +144,9 @@ pub struct Measured {
     /// The repetition guard while the stream runs; its finding goes to the record's
     /// `repetition` when the stream ends.
     guard: Option<Box<LoopGuard>>,
+    /// The answer's text and tool calls, kept where the spec checks them; judged into the
+    /// record's `structured` when the stream ends.
+    checked: Option<Box<llmib_core::AnswerText>>,
 }
 
 impl Measured {
@@ -152,6 +159,7 @@ impl Measured {
             retry_after: None,
             answer: None,
             guard: None,
+            checked: None,
         }
     }
 }
@@ -184,18 +192,23 @@ pub async fn measure(
             completion_tokens_reported: None,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         },
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
         retry_after: None,
         answer: spec.keep_answer.then(String::new),
         guard: spec.limits.loop_guard.then(Box::default),
+        checked: spec.structured.as_ref().map(|_| Box::default()),
     };
     let (end_ns, outcome) = drive(client, spec, origin, cancel, live, &mut m).await;
     m.record.end_ns = end_ns;
     m.record.outcome = outcome;
     // The last scan covers the text since the last periodic one (a cancelled stream too).
     m.record.repetition = m.guard.take().and_then(|g| g.finish());
+    if let (Some(s), Some(a)) = (&spec.structured, m.checked.take()) {
+        m.record.structured = crate::wire::structured::verdict(s, &a, &m.record.outcome);
+    }
     if counting == Counting::UsagePerChunk {
         reconcile_zero_chunks(&mut m.record.chunks);
     }
@@ -566,6 +579,9 @@ fn account(
     if let Some(g) = m.guard.as_mut() {
         g.push(c.content.as_deref(), c.reasoning.as_deref());
     }
+    if let Some(a) = m.checked.as_mut() {
+        crate::wire::structured::collect(a, c);
+    }
     match counting {
         Counting::UsagePerChunk => {
             // Tokens in this chunk = growth of the cumulative completion count. A chunk whose
@@ -600,6 +616,7 @@ fn account(
                     // Reasoning text is generated tokens too.
                     let mut s = c.reasoning.as_deref().unwrap_or("").to_string();
                     s.push_str(c.content.as_deref().unwrap_or(""));
+                    s.push_str(c.tool_args.as_deref().unwrap_or(""));
                     v.push(s);
                 }
             }

@@ -88,6 +88,11 @@ pub struct RateFigures {
     /// Those prompt tokens and every output token / the span (vLLM's `total_token_throughput`).
     #[serde(default)]
     pub input_output_tok_per_s: Option<f64>,
+    /// The most output tokens that arrived within one whole second counted from the first send
+    /// (vLLM's `max_output_tokens_per_s`: one-second buckets, the last one partial), tok/s;
+    /// null without a token. Below the mean on a span under a second.
+    #[serde(default)]
+    pub peak_output_tok_per_s: Option<f64>,
     /// Last end − first send, seconds.
     pub span_s: Option<f64>,
     /// Send to first content token, ms.

@@ -78,6 +78,28 @@ fn inter_token_gaps(records: &[RequestRecord]) -> Vec<(f64, u64)> {
     gaps
 }
 
+/// The most output tokens whose chunks arrived within one one-second bucket, the buckets
+/// counted from the first send (vLLM's `max_output_tokens_per_s`, whose buckets are the same,
+/// the last one partial); each chunk brings its own tokens (k for a speculative step), never
+/// one per chunk. `None` without a sent request or a token.
+pub fn peak_output_tok_per_s(records: &[RequestRecord]) -> Option<f64> {
+    let first_send = records
+        .iter()
+        .filter(|r| r.was_sent())
+        .map(|r| r.sent_ns)
+        .min()?;
+    let mut buckets: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for c in records.iter().flat_map(|r| &r.chunks) {
+        let second = c.t_ns.saturating_sub(first_send) / 1_000_000_000;
+        *buckets.entry(second).or_default() += u64::from(c.tokens);
+    }
+    buckets
+        .into_values()
+        .max()
+        .filter(|t| *t > 0)
+        .map(|t| t as f64)
+}
+
 /// The send instants of the requests that were sent, ascending.
 fn send_instants(records: &[RequestRecord]) -> Vec<u64> {
     let mut sends: Vec<u64> = records
@@ -140,6 +162,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
         input_output_tok_per_s: span_s
             .zip(input_tokens(rs))
             .map(|(s, i)| (i + tokens) as f64 / s),
+        peak_output_tok_per_s: peak_output_tok_per_s(rs),
         span_s,
         ttft_ms: per.ttft_ms,
         tpot_ms: per.tpot_ms,

@@ -4,6 +4,7 @@
 //! cells are refused.
 
 use super::*;
+use crate::record::{Chunk, Outcome, RequestRecord};
 
 const RATE10: &[u8] = include_bytes!("../../../../testdata/vllm-bench-serve/rate10.json");
 const INF_C4: &[u8] = include_bytes!("../../../../testdata/vllm-bench-serve/inf-c4.json");
@@ -149,4 +150,60 @@ fn mixed_models_repeated_cells_and_bad_files_are_refused() {
         "{e}"
     );
     assert!(matches!(import_vllm(&[]), Err(ImportError::NoFiles)));
+}
+
+/// The one-second peak is vLLM's own: the rate file's requests rebuilt as records (a chunk per
+/// token at vLLM's instants: send + TTFT, then each gap) give the `max_output_tokens_per_s` the
+/// file saved, and the import keeps that figure.
+#[test]
+fn the_one_second_peak_is_vllms_own_figure() {
+    let v: serde_json::Value = serde_json::from_slice(RATE10).expect("json");
+    let list = |k: &str| v[k].as_array().expect(k).clone();
+    let starts: Vec<f64> = list("start_times")
+        .iter()
+        .filter_map(|x| x.as_f64())
+        .collect();
+    let first = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    let ns = |s: f64| ((s - first) * 1e9).round() as u64;
+    let records: Vec<RequestRecord> = starts
+        .iter()
+        .zip(list("ttfts"))
+        .zip(list("itls"))
+        .enumerate()
+        .map(|(i, ((start, ttft), itls))| {
+            let mut t = start + ttft.as_f64().expect("ttft");
+            let mut chunks = vec![Chunk {
+                t_ns: ns(t),
+                tokens: 1,
+            }];
+            for gap in itls.as_array().expect("itls") {
+                t += gap.as_f64().expect("gap");
+                chunks.push(Chunk {
+                    t_ns: ns(t),
+                    tokens: 1,
+                });
+            }
+            let end_ns = chunks.last().map_or(0, |c| c.t_ns);
+            RequestRecord {
+                stream: i as u32,
+                sent_ns: ns(*start),
+                headers_ns: None,
+                chunks,
+                end_ns,
+                outcome: Outcome::Finished {
+                    reason: "length".into(),
+                },
+                prompt_tokens_reported: None,
+                completion_tokens_reported: None,
+                cached_tokens_reported: None,
+                repetition: None,
+                structured: None,
+            }
+        })
+        .collect();
+    assert_eq!(crate::peak_output_tok_per_s(&records), Some(326.0));
+    let r = parse_vllm_result("rate10.json", RATE10).expect("parses");
+    let row = vllm_cell(&r);
+    let f = row.rate.as_ref().expect("rate figures");
+    assert_eq!(f.peak_output_tok_per_s, Some(326.0));
 }

@@ -36,6 +36,7 @@ fn rec(i: u32, sent: u64, chunks: &[u64]) -> RequestRecord {
         completion_tokens_reported: Some(chunks.len() as u64),
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 
@@ -500,4 +501,31 @@ fn a_request_never_sent_is_no_send_but_fails_the_slo() {
     assert!(f.queue_ms.as_ref().expect("queue").max < 1.0);
     // Three of four scheduled requests met the SLO.
     assert_eq!(row.slo_attainment, Some(Some(0.75)));
+}
+
+/// The one-second peak counts each chunk's tokens in the whole second after the first send it
+/// arrived in: a speculative chunk of 3 brings 3, a chunk at 1.0 s exactly opens the second
+/// bucket, a request never sent does not move the first send, and no token gives no figure.
+#[test]
+fn the_peak_second_counts_tokens_not_chunks_from_the_first_send() {
+    let mut a = rec(0, 500, &[600, 900, 1499]);
+    a.chunks[1].tokens = 3;
+    let b = rec(1, 700, &[1500, 1600, 2400]);
+    // From the first send (500 ms): a's 100, 400 and 999 ms are second 0 (1 + 3 + 1 tokens);
+    // b's 1000 and 1100 ms second 1, 1900 ms second 1 too (3 tokens).
+    assert_eq!(peak_output_tok_per_s(&[a.clone(), b.clone()]), Some(5.0));
+    // Counted from a never-sent request's 0, second 0 would hold 4 and second 1 three.
+    let mut never = rec(2, 0, &[]);
+    never.outcome = Outcome::Error {
+        kind: crate::record::NEVER_SENT.into(),
+        message: "the drain limit came first".into(),
+    };
+    assert_eq!(peak_output_tok_per_s(&[never, a, b]), Some(5.0));
+    let rs = [rec(0, 0, &[10, 20]), rec(1, 0, &[1000, 1001, 1002])];
+    assert_eq!(
+        peak_output_tok_per_s(&rs),
+        Some(3.0),
+        "1.0 s opens bucket 1"
+    );
+    assert_eq!(peak_output_tok_per_s(&[rec(0, 0, &[])]), None);
 }

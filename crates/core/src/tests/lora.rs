@@ -94,6 +94,7 @@ fn rec(stream: u32, sent: u64, chunks: &[(u64, u32)]) -> RequestRecord {
         completion_tokens_reported: None,
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 

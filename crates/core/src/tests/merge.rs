@@ -37,6 +37,7 @@ fn rec(stream: u32, sent: u64, first: u64, gap: u64, end: u64, finished: bool) -
         completion_tokens_reported: None,
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 

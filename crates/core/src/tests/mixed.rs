@@ -125,6 +125,7 @@ fn stream(id: u32, times: impl IntoIterator<Item = u64>) -> RequestRecord {
         completion_tokens_reported: None,
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 

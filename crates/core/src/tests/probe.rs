@@ -25,6 +25,7 @@ fn probe(sent: u64, chunks: &[u64], outcome: Outcome) -> RequestRecord {
         completion_tokens_reported: None,
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 

@@ -149,6 +149,7 @@ fn turn(
             completion_tokens_reported: Some(tokens),
             cached_tokens_reported: cached,
             repetition: None,
+            structured: None,
         },
     }
 }

@@ -170,6 +170,7 @@ fn a_records_figures_follow_the_method() {
         completion_tokens_reported: Some(4),
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     };
     let s = RequestSample::of_record(&r);
     assert!(s.ok);

@@ -197,6 +197,7 @@ fn req(stream: u32, ts: &[u64], prompt: Option<u64>, outcome: Outcome) -> Reques
         completion_tokens_reported: None,
         cached_tokens_reported: None,
         repetition: None,
+        structured: None,
     }
 }
 

@@ -55,6 +55,7 @@ pub(crate) fn rate_row(
                 completion_tokens_reported: Some(tokens),
                 cached_tokens_reported: None,
                 repetition: None,
+                structured: None,
             }
         })
         .collect();

@@ -43,6 +43,7 @@ fn cell(arrival: &str) -> CellResult {
         output_tok_per_s: Some(180.0),
         input_tok_per_s: None,
         input_output_tok_per_s: None,
+        peak_output_tok_per_s: Some(250.0),
         span_s: Some(5.0),
         ttft_ms: Some(summary(100.0, 150.0, 190.0, 110.0)),
         tpot_ms: Some(summary(10.0, 12.0, 14.0, 10.5)),
@@ -83,6 +84,7 @@ fn records() -> Vec<RequestRecord> {
             completion_tokens_reported: None,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         },
         RequestRecord {
             stream: 0,
@@ -97,6 +99,7 @@ fn records() -> Vec<RequestRecord> {
             completion_tokens_reported: None,
             cached_tokens_reported: None,
             repetition: None,
+            structured: None,
         },
     ]
 }
@@ -123,6 +126,11 @@ fn a_rate_cell_maps_to_vllm_fields() {
     assert!(close(r.request_throughput, 1.8), "{}", r.request_throughput);
     assert_eq!(r.output_throughput, 180.0);
     assert_eq!(r.total_token_throughput, Some((4608.0 + 900.0) / 5.0));
+    assert_eq!(
+        r.max_output_tokens_per_s,
+        Some(250.0),
+        "the row's one-second peak"
+    );
     let s = &r.stats;
     for (k, v) in [
         ("median_ttft_ms", 100.0),

@@ -70,6 +70,9 @@ pub(crate) struct NewRequest {
     pub rid: Option<String>,
     /// The LoRA adapter serving it (an index in `lora_adapters`; `None`: the base model).
     pub adapter: Option<u16>,
+    /// Under a grammar (`crate::structured`): its decode steps take `grammar_step_factor`
+    /// times as long.
+    pub grammar: bool,
 }
 
 /// A snapshot of the engine's state, published after every scheduler iteration.

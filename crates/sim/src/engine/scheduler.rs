@@ -16,7 +16,9 @@
 //! - **Decode step**: every request past prefill gets `spec_tokens` tokens (one chunk; fewer
 //!   per step on average with `spec_accept_length`, see `spec`) after
 //!   `interp(step table, batch size) + per_kv_token_us × KV tokens in the batch`, plus
-//!   `lora_switch_ms` per distinct LoRA adapter in the batch (`crate::lora`).
+//!   `lora_switch_ms` per distinct LoRA adapter in the batch (`crate::lora`), all of it
+//!   `grammar_step_factor` times as long when the batch holds a request under a grammar
+//!   (`crate::structured`).
 //! - **Aborts**: a request whose client went away is freed at once, or keeps running (and
 //!   generating) for `drop_keeps_running_ms`; `POST /abort_request` frees the requests it
 //!   names at once, their streams ending with finish reason `abort`. Every abort is logged.
@@ -336,8 +338,19 @@ impl Scheduler<'_> {
                     .filter_map(|id| self.reqs.get(id))
                     .map(|r| r.spec.adapter),
             );
-            let ms = self.cfg.step_ms(self.decoding.len(), kv)
-                + crate::lora::switch_ms(self.cfg, adapters);
+            let grammar = self
+                .decoding
+                .iter()
+                .filter_map(|id| self.reqs.get(id))
+                .any(|r| r.spec.grammar);
+            let factor = if grammar {
+                self.cfg.grammar_step_factor
+            } else {
+                1.0
+            };
+            let ms = (self.cfg.step_ms(self.decoding.len(), kv)
+                + crate::lora::switch_ms(self.cfg, adapters))
+                * factor;
             (Work::Decode(self.decoding.clone()), ms)
         };
         self.last_was_prefill = do_prefill;

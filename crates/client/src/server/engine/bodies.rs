@@ -73,6 +73,10 @@ impl Engine {
         let openai = matches!(self.api, Api::Completions | Api::Chat);
         if let Value::Object(m) = &mut body {
             self.request.apply(m);
+            // Structured output and tools, in this API's shape (`llmib_core::StructuredSpec`).
+            if let Some(s) = &self.request.structured {
+                s.apply(self.api, m);
+            }
             let d = &self.dialect;
             if self.respect_eos {
                 // The model decides the length; `max_tokens` only caps it.

@@ -21,6 +21,7 @@ mod dialect;
 mod discovery;
 mod dispatch;
 mod generic;
+mod images;
 mod llamacpp;
 mod ollama;
 mod options;
@@ -57,6 +58,7 @@ pub use answers::{Answer, answer_of};
 pub(crate) use dialect::{Dialect, MetricsKind, TokenizerKind};
 pub use dialect::{Gauges, SpecCounters};
 pub(crate) use dispatch::gauges_from;
+pub use images::ImagePart;
 pub use options::{ProbeError, ProbeOptions};
 
 /// A prompt as sent in a completion request.
@@ -341,12 +343,28 @@ impl Engine {
         deferred: bool,
         limits: StreamLimits,
     ) -> Result<RequestSpec, EngineError> {
+        self.stream_request_with_images(model, prompt, max_tokens, deferred, limits, &[])
+    }
+
+    /// [`Engine::stream_request`] with `images` in its user message (`images.rs`; none: the
+    /// same request). A completions engine refuses images.
+    pub fn stream_request_with_images(
+        &self,
+        model: &str,
+        prompt: PromptInput,
+        max_tokens: u32,
+        deferred: bool,
+        limits: StreamLimits,
+        images: &[ImagePart],
+    ) -> Result<RequestSpec, EngineError> {
         let counting = if deferred {
             Counting::Deferred
         } else {
             self.counting()
         };
-        let body = self.completion_body(model, prompt, max_tokens, true);
+        let mut body = self.completion_body(model, prompt, max_tokens, true);
+        images::attach(self.api, &mut body, images)
+            .map_err(|e| EngineError::Body(e.to_string()))?;
         let mut spec = RequestSpec::new(self.generate_url(), &body, counting)
             .map_err(|e| EngineError::Body(e.to_string()))?;
         spec.limits = limits;
@@ -355,6 +373,7 @@ impl Engine {
         spec.api = self.api;
         spec.reading = self.input_reading();
         spec.raw = self.raw.clone();
+        spec.structured = self.request.structured.clone().map(Arc::new);
         Ok(spec)
     }
 

@@ -685,10 +685,9 @@ async fn request_controls_are_in_every_body_and_never_replace_the_tools_keys() {
     extra.insert("ignore_eos".into(), json!(false));
     o.request = llmib_core::RequestControls {
         temperature: Some(0.6),
-        top_p: None,
         seed: Some(7),
         extra_body: Some(extra),
-        forced_token_id: None,
+        ..Default::default()
     };
     let e = Engine::probe(&o).await.expect("probe").engine;
     let body = e.completion_body("m", PromptInput::Text("hi".into()), 4, true);
