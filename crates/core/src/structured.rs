@@ -277,6 +277,14 @@ impl StructuredSpec {
         parts.join("+")
     }
 
+    /// The tools in chat's shape, for a chat template's render (`None` without tools): the
+    /// server renders them into every prompt, so a count of a prompt without them would be
+    /// short by the same tokens on every request.
+    pub fn chat_tools(&self) -> Option<Value> {
+        (!self.tools.is_empty())
+            .then(|| Value::Array(self.tools.iter().map(|t| tool_body(Api::Chat, t)).collect()))
+    }
+
     /// Puts the keys into a body for `api` (after the user's controls, so they are the
     /// flags').
     pub fn apply(&self, api: Api, body: &mut Map<String, Value>) {

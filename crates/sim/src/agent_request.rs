@@ -33,6 +33,8 @@ struct RawMessages {
     system: Option<Value>,
     max_tokens: Option<i64>,
     stream: Option<bool>,
+    /// Tool definitions, rendered ahead of the messages (`crate::tools`).
+    tools: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -45,6 +47,8 @@ struct RawResponses {
     stream: Option<bool>,
     temperature: Option<f64>,
     top_p: Option<f64>,
+    /// Tool definitions, rendered ahead of the input (`crate::tools`).
+    tools: Option<Vec<Value>>,
 }
 
 fn read<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Reject> {
@@ -134,10 +138,8 @@ fn fit_to_context(cfg: &SimConfig, p: u64, asked: Option<u32>) -> Result<u32, Re
 pub(crate) fn parse_messages(cfg: &SimConfig, body: &[u8]) -> Result<GenRequest, Reject> {
     let raw: RawMessages = read(body)?;
     let model = request::response_model(cfg, raw.model.as_deref())?;
-    let mut prompt = chat_prompt(&messages_chat(
-        raw.system.as_ref(),
-        raw.messages.as_deref(),
-    )?)?;
+    let chat = messages_chat(raw.system.as_ref(), raw.messages.as_deref())?;
+    let mut prompt = chat_prompt(&crate::tools::with_tools(chat, raw.tools.as_deref()))?;
     let msgs = raw.messages.as_deref().unwrap_or_default();
     crate::images::append_image_tokens(cfg, &mut prompt, msgs)?;
     let asked = request::to_u32(raw.max_tokens, "max_tokens")?
@@ -165,7 +167,7 @@ pub(crate) fn count_message_tokens(cfg: &SimConfig, body: &[u8]) -> Result<u64, 
     let raw: RawMessages = read(body)?;
     request::response_model(cfg, raw.model.as_deref())?;
     let msgs = messages_chat(raw.system.as_ref(), raw.messages.as_deref())?;
-    let mut prompt = chat_prompt(&msgs)?;
+    let mut prompt = chat_prompt(&crate::tools::with_tools(msgs, raw.tools.as_deref()))?;
     let raw_msgs = raw.messages.as_deref().unwrap_or_default();
     crate::images::append_image_tokens(cfg, &mut prompt, raw_msgs)?;
     Ok(prompt.len() as u64)
@@ -199,7 +201,8 @@ fn responses_chat(raw: &RawResponses) -> Result<Vec<ChatMessage>, Reject> {
 pub(crate) fn parse_responses(cfg: &SimConfig, body: &[u8]) -> Result<GenRequest, Reject> {
     let raw: RawResponses = read(body)?;
     let model = request::response_model(cfg, raw.model.as_deref())?;
-    let mut prompt = chat_prompt(&responses_chat(&raw)?)?;
+    let chat = crate::tools::with_tools(responses_chat(&raw)?, raw.tools.as_deref());
+    let mut prompt = chat_prompt(&chat)?;
     if cfg.add_bos {
         // Special tokens on over a template that starts with BOS: a second one.
         prompt.insert(0, tokenizer::BOS);

@@ -247,6 +247,8 @@ struct TokenizeBody {
     add_special_tokens: Option<bool>,
     add_generation_prompt: Option<bool>,
     return_token_strs: Option<bool>,
+    /// vLLM's chat tokenize takes the tools the template renders (`crate::tools`).
+    tools: Option<Vec<Value>>,
 }
 
 /// `POST /tokenize`: vLLM answers `{count, max_model_len, tokens, token_strs}`, SGLang
@@ -262,7 +264,10 @@ pub(crate) async fn tokenize(State(st): State<Arc<AppState>>, body: Bytes) -> Re
             tokenizer::encode(p, b.add_special_tokens.unwrap_or(true) && cfg.add_bos)
         }
         (None, Some(m)) => match parse_messages(m) {
-            Ok(msgs) => tokenizer::encode_chat(&msgs, b.add_generation_prompt.unwrap_or(true)),
+            Ok(msgs) => tokenizer::encode_chat(
+                &crate::tools::with_tools(msgs, b.tools.as_deref()),
+                b.add_generation_prompt.unwrap_or(true),
+            ),
             Err(e) => return reject(cfg, &e),
         },
         _ => {

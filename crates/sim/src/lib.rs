@@ -49,6 +49,7 @@ mod stamps;
 mod state;
 mod structured;
 mod tokenizer;
+mod tools;
 mod wire;
 
 #[cfg(test)]
@@ -84,6 +85,9 @@ mod spec_loop_tests;
 #[cfg(test)]
 #[path = "tests/structured.rs"]
 mod structured_tests;
+#[cfg(test)]
+#[path = "tests/tools.rs"]
+mod tools_tests;
 
 pub use config::{FaultConfig, Flavor, MessagesUsage, SimConfig};
 pub use emitted::{EmittedFigures, ServedRequest, served_requests};

@@ -31,6 +31,8 @@ struct RawRequest {
     stream_options: Option<StreamOptions>,
     n: Option<i64>,
     rid: Option<serde_json::Value>,
+    /// Tool definitions: the template renders them ahead of the messages (`crate::tools`).
+    tools: Option<Vec<serde_json::Value>>,
 }
 
 /// A checked generation request.
@@ -203,7 +205,8 @@ fn prompt_tokens(cfg: &SimConfig, kind: Kind, raw: &RawRequest) -> Result<Vec<u3
                 .messages
                 .as_deref()
                 .ok_or_else(|| Reject::bad("`messages` is required"))?;
-            tokenizer::encode_chat(&parse_messages(msgs)?, true)
+            let msgs = crate::tools::with_tools(parse_messages(msgs)?, raw.tools.as_deref());
+            tokenizer::encode_chat(&msgs, true)
         }
     };
     if prompt.is_empty() {

@@ -25,16 +25,20 @@ fn example(name: &str) -> PathBuf {
 /// A simulator whose decode step is 10 ms at any batch (no KV cost), so a row's TBT is the
 /// step, and `factor` times it under a grammar.
 fn sim(factor: f64, break_every: u32) -> Sim {
+    Sim::start(sim_config(factor, break_every))
+}
+
+fn sim_config(factor: f64, break_every: u32) -> SimConfig {
     let mut c = llmib_sim::builtin_profile("tiny").expect("profile");
     c.decode_step_ms = vec![(1, 10.0), (64, 10.0)];
     c.per_kv_token_us = 0.0;
     c.stamp_chunks = false;
-    Sim::start(SimConfig {
+    SimConfig {
         grammar_step_factor: factor,
         grammar_break_every: break_every,
         grammar_answer_tokens: 24,
         ..c
-    })
+    }
 }
 
 /// `run` at context 512, one stream, max output 64, with `extra` (on chat unless `extra` names
@@ -181,11 +185,24 @@ fn every_broken_answer_is_counted_in_the_order_it_was_sent() {
     );
 }
 
+/// On both flavours, since they count a chat prompt apart: vLLM's `/tokenize` takes the tools
+/// with the messages, SGLang's takes text only (the template is measured by a request). The
+/// simulator renders the tools into every prompt as a chat template does, so a count without
+/// them would fail the row with a prompt mismatch.
 #[test]
 fn required_tool_calls_are_checked_against_the_tools_parameters() {
     let _serial = timing_lock();
-    let s = sim(1.0, 0);
-    let dir = out_dir("structured-tools");
+    for flavor in [llmib_sim::Flavor::Sglang, llmib_sim::Flavor::Vllm] {
+        let s = Sim::start(SimConfig {
+            flavor,
+            ..sim_config(1.0, 0)
+        });
+        tool_calls_are_checked(&s, &format!("structured-tools-{flavor:?}"));
+    }
+}
+
+fn tool_calls_are_checked(s: &Sim, name: &str) {
+    let dir = out_dir(name);
     let tools = example("weather-tools.json");
     let tools = tools.to_str().unwrap_or_default();
     let o = run_chat(

@@ -42,12 +42,21 @@ impl Engine {
             )
         } else {
             let url = format!("{}/v1/chat/completions", self.base_url);
-            let body = json!({
+            let mut body = json!({
                 "model": self.model.served_model,
                 "messages": [{"role": "user", "content": content}],
                 "max_tokens": 1,
                 "stream": false,
             });
+            // `--tools`: the template renders them into every prompt, so into this one too.
+            if let Some(t) = self
+                .request
+                .structured
+                .as_ref()
+                .and_then(|s| s.chat_tools())
+            {
+                body["tools"] = t;
+            }
             let v = self.post_json(&url, &body).await?;
             let n = super::agent_probe::answer_prompt_tokens(
                 Api::Chat,
@@ -89,11 +98,24 @@ impl Engine {
     /// [`Engine::chat_prompt_tokens`] counts one message: without running the model.
     /// `Ok(None)` where the engine cannot count a chat.
     pub async fn count_messages(&self, messages: &Value) -> Result<Option<u64>, EngineError> {
+        // `--tools`: the template renders the tool definitions into every prompt (vLLM's
+        // tokenize route and llama.cpp's apply-template take them as the chat route does).
+        let tools = self
+            .request
+            .structured
+            .as_ref()
+            .and_then(|s| s.chat_tools());
+        let with_tools = |mut body: Value| {
+            if let (Some(t), Value::Object(m)) = (&tools, &mut body) {
+                m.insert("tools".into(), t.clone());
+            }
+            body
+        };
         let counted = match self.dialect.tokenizer {
             TokenizerKind::LlamaCpp => {
                 let url = format!("{}/apply-template", self.base_url);
                 let Some(v) = self
-                    .post_json_if_served(&url, &json!({ "messages": messages }))
+                    .post_json_if_served(&url, &with_tools(json!({ "messages": messages })))
                     .await?
                 else {
                     return Ok(None);
@@ -108,11 +130,11 @@ impl Engine {
             }
             TokenizerKind::OpenAiStyle if self.kind == EngineKind::Vllm => {
                 let url = format!("{}/tokenize", self.base_url);
-                let body = json!({
+                let body = with_tools(json!({
                     "model": self.model.served_model,
                     "messages": messages,
                     "add_generation_prompt": true,
-                });
+                }));
                 let Some(v) = self.post_json_if_served(&url, &body).await? else {
                     return Ok(None);
                 };
