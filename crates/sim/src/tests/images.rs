@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::raw::{exchange, post};
+use super::raw::{exchange, post, usage_prompt_tokens as prompt_tokens};
 use crate::images::image_tokens;
 use crate::{Flavor, SimConfig};
 
@@ -103,21 +103,6 @@ fn bodies(images: &[String]) -> [(&'static str, Value, Value); 3] {
                    "input": chat_msgs(json!([{"type": "input_text", "text": "Describe it"}]))}),
         ),
     ]
-}
-
-fn prompt_tokens(path: &str, body: &str) -> u64 {
-    let v: Value = serde_json::from_str(body).expect("JSON");
-    let u = &v["usage"];
-    let n = if path == "/v1/messages" {
-        // Anthropic's usage splits the prompt into uncached, cache-written and cache-read.
-        let part = |k: &str| u[k].as_u64().unwrap_or(0);
-        u["input_tokens"]
-            .as_u64()
-            .map(|n| n + part("cache_creation_input_tokens") + part("cache_read_input_tokens"))
-    } else {
-        u["prompt_tokens"].as_u64().or(u["input_tokens"].as_u64())
-    };
-    n.unwrap_or_else(|| panic!("{path}: no prompt count in {body}"))
 }
 
 #[tokio::test]

@@ -221,3 +221,20 @@ pub(crate) async fn read_ending(
         silent,
     }
 }
+
+/// The prompt tokens an answer's usage reports on `path` (Messages: its uncached,
+/// cache-written and cache-read parts together).
+pub(crate) fn usage_prompt_tokens(path: &str, body: &str) -> u64 {
+    let v: Value = serde_json::from_str(body).expect("JSON");
+    let u = &v["usage"];
+    let n = if path == "/v1/messages" {
+        // Anthropic's usage splits the prompt into uncached, cache-written and cache-read.
+        let part = |k: &str| u[k].as_u64().unwrap_or(0);
+        u["input_tokens"]
+            .as_u64()
+            .map(|n| n + part("cache_creation_input_tokens") + part("cache_read_input_tokens"))
+    } else {
+        u["prompt_tokens"].as_u64().or(u["input_tokens"].as_u64())
+    };
+    n.unwrap_or_else(|| panic!("{path}: no prompt count in {body}"))
+}

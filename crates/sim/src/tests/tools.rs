@@ -4,25 +4,11 @@
 
 use serde_json::{Value, json};
 
-use super::raw::post;
+use super::raw::{post, usage_prompt_tokens as usage_prompt};
 use crate::{Flavor, SimConfig};
 
 fn weather() -> Value {
     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
-}
-
-fn usage_prompt(path: &str, body: &str) -> u64 {
-    let v: Value = serde_json::from_str(body).expect("JSON");
-    let u = &v["usage"];
-    let n = if path == "/v1/messages" {
-        let part = |k: &str| u[k].as_u64().unwrap_or(0);
-        u["input_tokens"]
-            .as_u64()
-            .map(|n| n + part("cache_creation_input_tokens") + part("cache_read_input_tokens"))
-    } else {
-        u["prompt_tokens"].as_u64().or(u["input_tokens"].as_u64())
-    };
-    n.unwrap_or_else(|| panic!("{path}: no prompt count in {body}"))
 }
 
 #[tokio::test]
