@@ -4,12 +4,11 @@
 
 use crate::cell::CellResult;
 use crate::images::ImageFigures;
-use crate::record::{Outcome, RequestRecord};
+use crate::record::RequestRecord;
 
 /// A row built from [`crate::images::ImageCheck::text_part`] made whole again: its image figures set (where
 /// the row has figures), and a rate row's input tok/s counted from `records` as measured, image
-/// tokens included (the server prefilled them), as `crate::load` counts them: the finished
-/// requests' server counts over the row's span, `None` when a finished request had none.
+/// tokens included (the server prefilled them), by the rate row's own rule over its span.
 pub fn finish_image_row(row: &mut CellResult, records: &[RequestRecord], figures: ImageFigures) {
     if !row.status.has_figures() {
         return;
@@ -18,12 +17,6 @@ pub fn finish_image_row(row: &mut CellResult, records: &[RequestRecord], figures
     let Some(f) = row.rate.as_deref_mut() else {
         return;
     };
-    let input: Option<u64> = records
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Finished { .. }))
-        .map(|r| r.prompt_tokens_reported)
-        .sum();
-    let tokens: u64 = records.iter().map(RequestRecord::tokens).sum();
-    f.input_tok_per_s = f.span_s.zip(input).map(|(s, i)| i as f64 / s);
-    f.input_output_tok_per_s = f.span_s.zip(input).map(|(s, i)| (i + tokens) as f64 / s);
+    (f.input_tok_per_s, f.input_output_tok_per_s) =
+        crate::load::input_throughputs(records, f.span_s);
 }

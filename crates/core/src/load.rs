@@ -50,6 +50,7 @@ pub fn round_rate(rate: f64) -> f64 {
 mod tests;
 
 mod rows;
+pub(crate) use rows::input_throughputs;
 pub use rows::{
     CapacityInputs, RateObservation, capacity_concurrency, capacity_result, closed_loop_slo,
     peak_output_tok_per_s, rate_result,

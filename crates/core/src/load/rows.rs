@@ -128,6 +128,21 @@ fn input_tokens(rs: &[RequestRecord]) -> Option<u64> {
         .sum()
 }
 
+/// `rate.input_tok_per_s` and `rate.input_output_tok_per_s` of `rs` over `span_s`: the
+/// finished requests' prompt tokens by the server's count ([`input_tokens`]), then with every
+/// output token too; both `None` without a span or a count.
+pub(crate) fn input_throughputs(
+    rs: &[RequestRecord],
+    span_s: Option<f64>,
+) -> (Option<f64>, Option<f64>) {
+    let tokens: u64 = rs.iter().map(RequestRecord::tokens).sum();
+    let both = span_s.zip(input_tokens(rs));
+    (
+        both.map(|(s, i)| i as f64 / s),
+        both.map(|(s, i)| (i + tokens) as f64 / s),
+    )
+}
+
 /// The figures of a rate cell's requests (METHOD.md, "Open-loop rate cells").
 /// With the SLO's verdict, when there is an SLO (its goodput is the row's).
 fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
@@ -146,6 +161,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
     let unwaited = |r: &&RequestRecord| !o.waited.get(r.stream as usize).copied().unwrap_or(false);
     let per = SampleSummaries::of(&samples);
     let mut gaps = inter_token_gaps(rs);
+    let (input_tok_per_s, input_output_tok_per_s) = input_throughputs(rs, span_s);
     let mut f = RateFigures {
         arrival: o.arrival.to_string(),
         scheduled: o.scheduled_ns.len() as u64,
@@ -158,10 +174,8 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
             .count() as u64,
         never_sent: (rs.len() - sent.len()) as u64,
         output_tok_per_s: span_s.map(|s| tokens as f64 / s),
-        input_tok_per_s: span_s.zip(input_tokens(rs)).map(|(s, i)| i as f64 / s),
-        input_output_tok_per_s: span_s
-            .zip(input_tokens(rs))
-            .map(|(s, i)| (i + tokens) as f64 / s),
+        input_tok_per_s,
+        input_output_tok_per_s,
         peak_output_tok_per_s: peak_output_tok_per_s(rs),
         span_s,
         ttft_ms: per.ttft_ms,
