@@ -3,32 +3,10 @@
 
 #[macro_use]
 mod say;
-mod completions_cmd;
+mod commands;
 mod config;
-mod config_load;
-mod config_sessions;
-mod drive;
-mod eval_cmd;
-mod event_file;
-mod hub_cmd;
-mod import_cmd;
-mod merge_cmd;
-mod metrics_listen;
-mod report_cmd;
-mod resume;
-mod run_cmd;
-mod settings;
-mod shard_args;
-mod sim_cmd;
-mod sweep_cmd;
-mod sweep_combo;
-mod sweep_file;
-mod sweep_ready;
-mod sweep_server;
-mod sweep_slurm;
-mod upload_cmd;
-mod upload_sweep;
-mod workload_check;
+mod live;
+mod sweep;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -47,36 +25,36 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Measure the speed test matrix of a running server.
-    Run(Box<upload_cmd::RunCommandArgs>),
+    Run(Box<commands::upload::RunCommandArgs>),
     /// Run the full default matrix against the built-in simulator (no GPU needed).
-    Demo(run_cmd::DemoArgs),
+    Demo(commands::run::DemoArgs),
     /// Serve the built-in simulated inference engine.
-    Sim(sim_cmd::SimArgs),
+    Sim(commands::sim::SimArgs),
     /// Render a results directory as HTML, Markdown, CSV or JSON.
-    Report(report_cmd::ReportArgs),
+    Report(commands::report::ReportArgs),
     /// Set two or more runs side by side, with per-cell ratios to the first (two eval runs:
     /// paired by item, with the McNemar test).
-    Compare(report_cmd::CompareArgs),
+    Compare(commands::report::CompareArgs),
     /// Score an accuracy profile (GSM8K, MMLU-Pro, GPQA Diamond) against a server.
-    Eval(Box<eval_cmd::EvalArgs>),
+    Eval(Box<commands::eval::EvalArgs>),
     /// Merge the results of a run's shards (`run --shard I/N` on several client machines)
     /// into one results directory, figures recomputed from every shard's requests.
-    Merge(merge_cmd::MergeArgs),
+    Merge(commands::merge::MergeArgs),
     /// Turn another tool's result files (`vllm:FILE`) into a results directory.
-    Import(import_cmd::ImportArgs),
+    Import(commands::import::ImportArgs),
     /// The results hub: serve it (runs from many machines, listed, shown and compared in a
     /// browser), and manage its upload tokens.
-    Hub(hub_cmd::HubArgs),
+    Hub(commands::hub::HubArgs),
     /// Upload results directories to a hub.
-    Upload(upload_cmd::UploadArgs),
+    Upload(commands::upload::UploadArgs),
     /// Start the server in each configuration of a grid, measure each with the same `run`
     /// flags (after `--`), stop it, and report which serves best: a table, the Pareto frontier
     /// of tok/s per GPU against tok/s per user, and the best at each SLO.
-    Sweep(Box<sweep_cmd::SweepArgs>),
+    Sweep(Box<commands::sweep::SweepArgs>),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
-    Completions(completions_cmd::CompletionsArgs),
+    Completions(commands::completions::CompletionsArgs),
     /// Print the man page (roff) to stdout, or write one page per command with `--output DIR`.
-    Man(completions_cmd::ManArgs),
+    Man(commands::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -105,7 +83,7 @@ fn main() -> ExitCode {
     };
     // The hub opens its store before any runtime exists (the PostgreSQL client is blocking).
     let command = match cli.command {
-        Command::Hub(a) => return finish(hub_cmd::run(a)),
+        Command::Hub(a) => return finish(commands::hub::run(a)),
         other => other,
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -120,27 +98,31 @@ fn main() -> ExitCode {
     };
     let result = rt.block_on(async move {
         match command {
-            Command::Run(a) => upload_cmd::run(*a).await,
-            Command::Upload(a) => upload_sweep::upload(a).await,
+            Command::Run(a) => commands::upload::run(*a).await,
+            Command::Upload(a) => sweep::upload::upload(a).await,
             // Returned above, before the runtime was built.
             Command::Hub(_) => unreachable!("hub commands run outside the runtime"),
-            Command::Demo(a) => run_cmd::demo(a).await,
-            Command::Sim(a) => sim_cmd::run(a).await.map(|_| run_cmd::Exit::Ok),
-            Command::Report(a) => report_cmd::run(a).map(|_| run_cmd::Exit::Ok),
-            Command::Eval(a) => eval_cmd::run(*a).await.map(|_| run_cmd::Exit::Ok),
-            Command::Merge(a) => merge_cmd::run(a).map(|_| run_cmd::Exit::Ok),
-            Command::Import(a) => import_cmd::run(a).map(|_| run_cmd::Exit::Ok),
-            Command::Compare(a) => report_cmd::run_compare(a).map(|_| run_cmd::Exit::Ok),
-            Command::Sweep(a) => sweep_cmd::run(*a).await,
-            Command::Completions(a) => completions_cmd::completions(&a, Cli::command()),
-            Command::Man(a) => completions_cmd::man(&a, Cli::command()),
+            Command::Demo(a) => commands::run::demo(a).await,
+            Command::Sim(a) => commands::sim::run(a).await.map(|_| commands::run::Exit::Ok),
+            Command::Report(a) => commands::report::run(a).map(|_| commands::run::Exit::Ok),
+            Command::Eval(a) => commands::eval::run(*a)
+                .await
+                .map(|_| commands::run::Exit::Ok),
+            Command::Merge(a) => commands::merge::run(a).map(|_| commands::run::Exit::Ok),
+            Command::Import(a) => commands::import::run(a).map(|_| commands::run::Exit::Ok),
+            Command::Compare(a) => {
+                commands::report::run_compare(a).map(|_| commands::run::Exit::Ok)
+            }
+            Command::Sweep(a) => commands::sweep::run(*a).await,
+            Command::Completions(a) => commands::completions::completions(&a, Cli::command()),
+            Command::Man(a) => commands::completions::man(&a, Cli::command()),
         }
     });
     finish(result)
 }
 
 /// The exit code of a command's result; an error is printed first, as one redacted line.
-fn finish(result: anyhow::Result<run_cmd::Exit>) -> ExitCode {
+fn finish(result: anyhow::Result<commands::run::Exit>) -> ExitCode {
     match result {
         Ok(exit) => exit.code(),
         Err(e) => {
@@ -163,7 +145,7 @@ const SECRET_FLAGS: [&str; 3] = ["--api-key", "--token", "--upload-token"];
 /// `LLMIB_HUB_TOKEN`, the password of a URL in any argument, in `OPENAI_BASE_URL` or in
 /// `LLMIB_HUB_DB`), to redact.
 fn given_secrets() -> Vec<String> {
-    let mut v: Vec<String> = ["OPENAI_API_KEY", upload_cmd::TOKEN_ENV]
+    let mut v: Vec<String> = ["OPENAI_API_KEY", commands::upload::TOKEN_ENV]
         .iter()
         .filter_map(|k| std::env::var(k).ok())
         .collect();
@@ -178,7 +160,7 @@ fn given_secrets() -> Vec<String> {
         }
         v.extend(llmib_core::url_password(a).map(str::to_string));
     }
-    for var in ["OPENAI_BASE_URL", hub_cmd::DB_ENV] {
+    for var in ["OPENAI_BASE_URL", commands::hub::DB_ENV] {
         if let Ok(u) = std::env::var(var) {
             v.extend(llmib_core::url_password(&u).map(str::to_string));
         }
@@ -200,5 +182,4 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 #[cfg(test)]
-#[path = "deploy_tests.rs"]
 mod deploy_tests;

@@ -161,5 +161,5 @@ pub fn merge(dirs: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<Vec<Pa
 }
 
 #[cfg(test)]
-#[path = "merge_cmd_tests.rs"]
+#[path = "merge_tests.rs"]
 mod tests;

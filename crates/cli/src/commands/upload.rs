@@ -8,8 +8,8 @@
 //! here, before anything is sent. The token never reaches the terminal: its type prints as
 //! `<redacted>`, the header is marked sensitive, and every line from the hub is redacted of it.
 
+use crate::commands::run::{self, Exit};
 use crate::config::RunArgs;
-use crate::run_cmd::{self, Exit};
 use anyhow::{Result, bail};
 use clap::Args;
 use llmib_core::REQUESTS_FILE;
@@ -357,7 +357,7 @@ fn read_results(dir: &Path, skip_requests: bool) -> Result<serde_json::Value, Up
 pub async fn run(a: RunCommandArgs) -> Result<Exit> {
     let RunCommandArgs { run, upload } = a;
     let Some(url) = upload.upload else {
-        return run_cmd::run(run).await;
+        return run::run(run).await;
     };
     let hub = Hub::new(&url, upload.upload_token, "--upload", "--upload-token")?;
     hub.check_reachable().await?;
@@ -367,12 +367,12 @@ pub async fn run(a: RunCommandArgs) -> Result<Exit> {
     let dir = match (&run.resume, &run.output) {
         (Some(d), _) | (None, Some(d)) => d.clone(),
         (None, None) => {
-            let d = run_cmd::default_output("run");
+            let d = run::default_output("run");
             run.output = Some(d.clone());
             d
         }
     };
-    let exit = run_cmd::run(run).await?;
+    let exit = run::run(run).await?;
     let later = format!(
         "llm-inference-bench upload {} --hub {}",
         dir.display(),

@@ -11,7 +11,7 @@ impl RunArgs {
     /// them.
     pub fn load(&self) -> Result<Option<llmib_core::LoadSettings>> {
         if self.sessions_mode() && self.workload.is_some() {
-            // The workload is the sessions' replay (`config_sessions.rs`), not open load's.
+            // The workload is the sessions' replay (`config/sessions.rs`), not open load's.
             let rest = RunArgs {
                 workload: None,
                 time_scale: None,
@@ -20,7 +20,7 @@ impl RunArgs {
             return rest.load();
         }
         let trace = self.workload.as_ref().is_some_and(|w| w.kind.is_trace());
-        // With --sessions, --find-capacity searches sessions (`config_sessions.rs`).
+        // With --sessions, --find-capacity searches sessions (`config/sessions.rs`).
         let sessions = self.sessions_mode();
         if sessions && self.find_capacity && (self.request_rate.is_some() || trace) {
             bail!(
@@ -38,7 +38,7 @@ impl RunArgs {
                 ("--input-len", self.input_len.is_some()),
                 ("--output-len", self.output_len.is_some()),
                 ("--time-scale", self.time_scale.is_some()),
-                // Session rates take the arrival pattern too (`config_sessions.rs`).
+                // Session rates take the arrival pattern too (`config/sessions.rs`).
                 (
                     "--arrival",
                     self.arrival.is_some() && self.session.session_rate.is_none(),

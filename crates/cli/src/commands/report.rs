@@ -38,13 +38,13 @@ fn quiet_broken_pipe(r: std::io::Result<()>) -> anyhow::Result<()> {
 /// Writes the reports and lists the files written, one per line. An eval directory gets its
 /// accuracy pages (`eval.md`, `eval.html`) written again.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
-    if crate::eval_cmd::is_eval_dir(&args.run_dir) {
+    if crate::commands::eval::is_eval_dir(&args.run_dir) {
         if args.output.is_some() || !args.format.is_empty() {
             bail!(
                 "an eval directory's pages are eval.md and eval.html, written inside it: drop --output and --format"
             );
         }
-        let list: String = crate::eval_cmd::rewrite_reports(&args.run_dir)?
+        let list: String = crate::commands::eval::rewrite_reports(&args.run_dir)?
             .iter()
             .map(|p| format!("{}\n", p.display()))
             .collect();
@@ -92,11 +92,11 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
         );
     }
     let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();
-    if dirs.iter().all(|d| crate::eval_cmd::is_eval_dir(d)) {
+    if dirs.iter().all(|d| crate::commands::eval::is_eval_dir(d)) {
         let [a, b] = dirs.as_slice() else {
             bail!("eval runs are compared in pairs: give two directories");
         };
-        let text = crate::eval_cmd::compare(a, b)?;
+        let text = crate::commands::eval::compare(a, b)?;
         return quiet_broken_pipe(std::io::stdout().lock().write_all(text.as_bytes()));
     }
     let cmp = Comparison::load(&dirs)?;

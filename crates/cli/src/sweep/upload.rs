@@ -1,4 +1,4 @@
-//! `upload DIR…`: each directory in turn, a results directory as one run (`upload_cmd.rs`) and
+//! `upload DIR…`: each directory in turn, a results directory as one run (`commands/upload.rs`) and
 //! a sweep directory as one group. Each combination that
 //! wrote a results directory is uploaded as a run (its `run.json` names the sweep and the
 //! combination, which is how the hub groups them); a run the hub holds already is kept, so a
@@ -7,8 +7,8 @@
 //! the sweep's earlier file. A run that is refused is said and the rest go on; the sweep's
 //! page is printed at the end.
 
-use crate::run_cmd::Exit;
-use crate::upload_cmd::{Failure, How, Hub, UploadArgs};
+use crate::commands::run::Exit;
+use crate::commands::upload::{Failure, How, Hub, UploadArgs};
 use anyhow::Result;
 use llmib_core::{ComboState, SWEEP_FILE, SweepFile};
 use serde::Deserialize;

@@ -16,11 +16,8 @@ use serde_norway::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-#[path = "deploy_docker_tests.rs"]
 mod docker;
-#[path = "deploy_k8s_tests.rs"]
 mod kubernetes;
-#[path = "deploy_k8s_sweep_tests.rs"]
 mod kubernetes_sweep;
 
 /// The Kubernetes files, relative to the repository root.

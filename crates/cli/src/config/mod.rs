@@ -336,40 +336,40 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", value_parser = parse::stable_target)]
     #[serde(deserialize_with = "de::stable_target")]
     pub until_stable: Option<llmib_core::StableTarget>,
-    /// The session flags (`--sessions`, `--turns`, …: `config_sessions.rs`).
+    /// The session flags (`--sessions`, `--turns`, …: `config/sessions.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub session: session_args::SessionArgs,
-    /// The price and GPU count of the cost figures (`--gpu-hour-usd`, …: `config_cost_args.rs`).
+    /// The price and GPU count of the cost figures (`--gpu-hour-usd`, …: `config/cost_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub cost: cost_args::CostArgs,
-    /// How prompts are made (`--token-targeting`, `--prompt-text`: `config_prompt_args.rs`).
+    /// How prompts are made (`--token-targeting`, `--prompt-text`: `config/prompt_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub prompts: prompt_args::PromptArgs,
-    /// The probe requests (`--probe-rate`, …: `config_probe_args.rs`).
+    /// The probe requests (`--probe-rate`, …: `config/probe_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub probe: probe_args::ProbeArgs,
-    /// The LoRA adapters (`--lora`, `--lora-assign`: `config_lora_args.rs`).
+    /// The LoRA adapters (`--lora`, `--lora-assign`: `config/lora_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub lora: lora_args::LoraArgs,
     /// Structured output and tools (`--response-format`, `--tools`, `--tool-choice`:
-    /// `config_structured_args.rs`).
+    /// `config/structured_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub structured: structured_args::StructuredArgs,
-    /// The images in requests (`--images`, `--image-size`: `config_image_args.rs`).
+    /// The images in requests (`--images`, `--image-size`: `config/image_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub images: image_args::ImageArgs,
-    /// The mixed-prefill cells (`--mixed-prefill`, …: `config_mixed_args.rs`).
+    /// The mixed-prefill cells (`--mixed-prefill`, …: `config/mixed_args.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub mixed: mixed_args::MixedArgs,
-    /// The shard flags (`--shard`, `--shards`, `--start-at`, …: `config_shard_flags.rs`).
+    /// The shard flags (`--shard`, `--shards`, `--start-at`, …: `config/shard_flags.rs`).
     #[command(flatten)]
     #[serde(flatten)]
     pub sharding: shard_flags::ShardFlags,
@@ -493,33 +493,30 @@ impl From<PrefillMetricArg> for llmib_core::PrefillMetric {
     }
 }
 
-#[path = "config_parse.rs"]
 pub mod parse;
 pub use parse::{ContextList, ExtraBody, Formats, Levels};
 pub use prompt_args::TargetingArg;
 
-#[path = "config_de.rs"]
 mod de;
 
-#[path = "config_session_args.rs"]
 pub mod session_args;
 
-#[path = "config_cost_args.rs"]
 pub mod cost_args;
-#[path = "config_image_args.rs"]
 pub mod image_args;
-#[path = "config_lora_args.rs"]
 pub mod lora_args;
-#[path = "config_mixed_args.rs"]
 pub mod mixed_args;
-#[path = "config_probe_args.rs"]
 pub mod probe_args;
-#[path = "config_prompt_args.rs"]
 pub mod prompt_args;
-#[path = "config_shard_flags.rs"]
 pub mod shard_flags;
-#[path = "config_structured_args.rs"]
 pub mod structured_args;
+
+// The flags checked into what a run is given, beside the flags themselves.
+pub mod load;
+pub mod resume;
+pub mod sessions;
+pub mod settings;
+pub mod shard_args;
+pub mod workload_check;
 
 impl RunArgs {
     /// Fills every flag that was not given from the `--config` file (flags win; clap has
@@ -661,5 +658,4 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

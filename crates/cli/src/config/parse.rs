@@ -1,6 +1,6 @@
 //! The parsers of the typed values, one per kind: a flag's `value_parser` and the file's
-//! deserializer (`config_de.rs`) both call them, so a key means exactly what its flag means.
-//! The list types they produce live here too, so the parsers import nothing from `config.rs`.
+//! deserializer (`config/de.rs`) both call them, so a key means exactly what its flag means.
+//! The list types they produce live here too, so the parsers import nothing from `config/mod.rs`.
 
 use llmib_core::{ArrivalPattern, ContextSpec, RateSpec, Slo};
 use llmib_core::{parse_context_list, parse_duration, parse_tokens};

@@ -1,5 +1,5 @@
 //! The shard flags of `run` (`--shard`, `--shards`, `--start-at`, `--shard-prep-seconds`,
-//! `--shard-prefill-rate`), flattened into `RunArgs` and its config file; `shard_args.rs` checks
+//! `--shard-prefill-rate`), flattened into `RunArgs` and its config file; `config/shard_args.rs` checks
 //! them into the shard's identity and timetable.
 
 use super::de;

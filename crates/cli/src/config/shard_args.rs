@@ -78,7 +78,7 @@ impl RunArgs {
                 start_unix_ns,
                 prep_s,
                 prefill_tok_per_s,
-                // What the server caches is known after the probe (`run_cmd::prepare_new`).
+                // What the server caches is known after the probe (`commands::run::prepare_new`).
                 cached_prompt_block_tokens: None,
             },
         }))

@@ -8,7 +8,7 @@
 //! `SWEEP/<combination>/`: an ordinary results directory (report, `compare`, `upload`), whose
 //! `run.json` holds the exact server command as its launch command, redacted.
 
-use crate::run_cmd::Exit;
+use crate::commands::run::Exit;
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use llmib_core::SWEEP_FILE;
@@ -96,7 +96,7 @@ pub enum LauncherArg {
 impl SweepArgs {
     /// The flags with a sweep file's keys filled in where the command line left them unset
     /// (or at their defaults: `--url`, `--launcher`).
-    fn with_file(mut self, f: crate::sweep_file::SweepToml) -> Result<SweepArgs> {
+    fn with_file(mut self, f: crate::sweep::file::SweepToml) -> Result<SweepArgs> {
         fn unset<T>(mine: &mut Vec<T>, theirs: Option<Vec<T>>) {
             if mine.is_empty() {
                 *mine = theirs.unwrap_or_default();
@@ -152,7 +152,7 @@ struct Planned {
 /// Runs the sweep; the exit code says whether any combination was measured.
 pub async fn run(args: SweepArgs) -> Result<Exit> {
     let args = match args.file.clone() {
-        Some(f) => args.with_file(crate::sweep_file::read(&f)?)?,
+        Some(f) => args.with_file(crate::sweep::file::read(&f)?)?,
         None => args,
     };
     let mut p = match &args.resume {
@@ -177,9 +177,15 @@ pub async fn run(args: SweepArgs) -> Result<Exit> {
         }
         let name = p.file.combinations[i].name.clone();
         errln!("sweep [{}/{total}] {name}", i + 1);
-        let record =
-            crate::sweep_combo::measure(&p.dir, &p.file, i, p.serve.as_deref(), &p.run_args, &stop)
-                .await;
+        let record = crate::sweep::combo::measure(
+            &p.dir,
+            &p.file,
+            i,
+            p.serve.as_deref(),
+            &p.run_args,
+            &stop,
+        )
+        .await;
         errln!("sweep [{}/{total}] {name}: {}", i + 1, state_words(&record));
         p.file.combinations[i] = record;
         write_file(&p)?;
@@ -271,7 +277,7 @@ fn plan(args: &SweepArgs) -> Result<Planned> {
     let dir = args
         .output
         .clone()
-        .unwrap_or_else(|| crate::run_cmd::default_output("sweep"));
+        .unwrap_or_else(|| crate::commands::run::default_output("sweep"));
     prepare_dir(&dir, args.force)?;
     let spec = SweepSpec {
         serve: args.serve.as_deref().map(stored_command),
@@ -392,7 +398,7 @@ fn check_run_flags(run_args: &[String]) -> Result<()> {
     #[derive(clap::Parser)]
     struct RunFlags {
         #[command(flatten)]
-        _run: crate::upload_cmd::RunCommandArgs,
+        _run: crate::commands::upload::RunCommandArgs,
     }
     let argv = ["run", "--url", "http://127.0.0.1:1"]
         .into_iter()

@@ -1,8 +1,8 @@
 //! Running the matrix with a display: the dashboard, lines or JSON events; the hardware
 //! monitor; and Ctrl-C / SIGTERM handling (the run stops, what was measured is saved).
 
-use crate::event_file::{EventWriter, EventsFile, Fanout};
-use crate::settings::Monitor;
+use crate::config::settings::Monitor;
+use crate::live::event_file::{EventWriter, EventsFile, Fanout};
 use anyhow::Result;
 use llmib_client::Engine;
 use llmib_client::HwMonitor;
@@ -40,7 +40,7 @@ pub struct Drive<'a> {
     /// `--events`: the file that also gets every progress event.
     pub events: Option<EventsFile>,
     /// `--metrics-listen`: the live metrics' sink, which also gets every progress event.
-    pub metrics: Option<crate::metrics_listen::MetricsSink>,
+    pub metrics: Option<crate::live::metrics_listen::MetricsSink>,
 }
 
 /// A signal that stops the run.

@@ -35,17 +35,17 @@ pub struct ManArgs {
 pub fn completions(
     args: &CompletionsArgs,
     cli: clap::Command,
-) -> anyhow::Result<crate::run_cmd::Exit> {
+) -> anyhow::Result<crate::commands::run::Exit> {
     let mut cmd = cli.bin_name(BIN_NAME);
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, BIN_NAME, &mut script);
     out!("{}", String::from_utf8_lossy(&script));
-    Ok(crate::run_cmd::Exit::Ok)
+    Ok(crate::commands::run::Exit::Ok)
 }
 
 /// Prints the top-level man page, or writes every page into `--output` and lists them; `cli` as
 /// for [`completions`].
-pub fn man(args: &ManArgs, cli: clap::Command) -> anyhow::Result<crate::run_cmd::Exit> {
+pub fn man(args: &ManArgs, cli: clap::Command) -> anyhow::Result<crate::commands::run::Exit> {
     let cli = cli.bin_name(BIN_NAME);
     match &args.output {
         None => {
@@ -61,7 +61,7 @@ pub fn man(args: &ManArgs, cli: clap::Command) -> anyhow::Result<crate::run_cmd:
             }
         }
     }
-    Ok(crate::run_cmd::Exit::Ok)
+    Ok(crate::commands::run::Exit::Ok)
 }
 
 /// Writes the page of every command into `dir`; the paths written, top-level page first.

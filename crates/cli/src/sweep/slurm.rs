@@ -84,8 +84,8 @@ impl SlurmJob {
         &self,
         limit: Duration,
         cancelled: &dyn Fn() -> bool,
-    ) -> crate::sweep_ready::Ready<String> {
-        use crate::sweep_ready::Ready;
+    ) -> crate::sweep::ready::Ready<String> {
+        use crate::sweep::ready::Ready;
         let started = Instant::now();
         loop {
             if cancelled() {

@@ -1,7 +1,7 @@
 //! `run` and `demo`: probe the server, build the plan, drive the matrix, save, report.
 
 use crate::config::{self, ContextList, Formats, Levels, RunArgs};
-use crate::event_file::EventsFile;
+use crate::live::event_file::EventsFile;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use llmib_client::LocalTokenizer;
@@ -176,7 +176,7 @@ fn resumed_run(
         .load()
         .with_context(|| format!("cannot resume from {}", dir.display()))?;
     let url = args.url.as_deref().map(llmib_core::strip_url_userinfo);
-    let decided = crate::resume::decide(&r.info, args, dir, url.as_deref())?;
+    let decided = crate::config::resume::decide(&r.info, args, dir, url.as_deref())?;
     // The saved run keeps the text's source only: the file read now must be that text.
     let prompt_text = crate::config::prompt_args::resumed(
         settings.prompt_text.take(),
@@ -203,13 +203,13 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     let events = args.events.as_deref().map(EventsFile::create).transpose()?;
     // Bound before the probe: an address in use is said now, not after the probe.
     let metrics = match &args.metrics_listen {
-        Some(addr) => Some(crate::metrics_listen::start(addr).await?),
+        Some(addr) => Some(crate::live::metrics_listen::start(addr).await?),
         None => None,
     };
     let resumed = resumed_run(&args, &mut settings)?;
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
     // A workload is read and checked against the server before anything is sent or saved.
-    crate::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
+    crate::config::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
     // Every LoRA adapter is one the server lists, before anything is measured.
     if let Some(l) = &settings.lora {
         l.check_served(&probe.served_models)?;
@@ -231,7 +231,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
 
     let display = llmib_dashboard::resolve(args.display);
     let reader = Arc::clone(&engine);
-    let end = crate::drive::drive(crate::drive::Drive {
+    let end = crate::live::drive::drive(crate::live::drive::Drive {
         engine,
         model,
         plan: &plan,
@@ -430,7 +430,7 @@ async fn probe_server(
     Ok((url, probe))
 }
 
-/// Resume: the plan comes from the interrupted run, with the settings [`crate::resume::decide`]
+/// Resume: the plan comes from the interrupted run, with the settings [`crate::config::resume::decide`]
 /// allowed to change (noted); cells it measured are skipped.
 fn prepare_resume(
     args: &RunArgs,

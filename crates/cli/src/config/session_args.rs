@@ -1,5 +1,5 @@
 //! The session flags of `run` (`--sessions`, `--turns`, `--turn-input-len`, …), flattened
-//! into `RunArgs` and its config file; `config_sessions.rs` turns them into the run's settings.
+//! into `RunArgs` and its config file; `config/sessions.rs` turns them into the run's settings.
 
 use super::de;
 use super::parse::{self, Levels};

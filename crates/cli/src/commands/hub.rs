@@ -7,7 +7,7 @@
 //! commands need no runtime at all. A database URL's password is never printed: the URL is
 //! shown without its userinfo, and `main` redacts the password from every error line.
 
-use crate::run_cmd::Exit;
+use crate::commands::run::Exit;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use llmib_core::{strip_url_userinfo, terminal_name};

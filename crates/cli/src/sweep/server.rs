@@ -4,8 +4,8 @@
 //! for until it answers; stopped with SIGTERM, then SIGKILL after a grace; and its port waited
 //! for until it is free, so the next combination can take it.
 
-pub use crate::sweep_ready::Ready;
-use crate::sweep_slurm::SlurmJob;
+pub use crate::sweep::ready::Ready;
+use crate::sweep::slurm::SlurmJob;
 use anyhow::{Context as _, Result};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;

@@ -3,8 +3,8 @@
 //! `SWEEP/<combination>/`, then stopped and its port waited for. What became of it is its
 //! record in `sweep.json`: measured, or why not, with the tail of the server's log.
 
-use crate::sweep_server::{Launched, Ready, Server, free_port, wait_port_free, wait_ready};
-use crate::sweep_slurm::SlurmJob;
+use crate::sweep::server::{Launched, Ready, Server, free_port, wait_port_free, wait_ready};
+use crate::sweep::slurm::SlurmJob;
 use llmib_core::{
     ComboRecord, ComboState, Launcher, SweepFile, SweepMember, log_tail, now_rfc3339, render,
     stored_command, wants_port,

@@ -20,7 +20,7 @@ pub async fn check(load: Option<&LoadSettings>, engine: &Engine) -> Result<()> {
     let context = engine.info().context_length.as_ref().map(|c| c.value);
     match &load.workload {
         Some(spec) if spec.kind == llmib_core::WorkloadKind::Prompts => {
-            let (prompts, now) = crate::config_load::read_prompts(spec)?;
+            let (prompts, now) = crate::config::load::read_prompts(spec)?;
             if let Some(recorded) = &load.prompts {
                 recorded.check_same(&now)?;
             }
