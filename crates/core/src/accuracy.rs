@@ -26,15 +26,21 @@ pub enum Profile {
     #[serde(rename = "long-answer")]
     #[cfg_attr(feature = "clap", value(name = "long-answer"))]
     LongAnswer,
+    /// MT-Bench's 80 questions in 8 categories, sent for speculative decoding's acceptance per
+    /// category (`crate::SpecBenchSummary`), not scored.
+    #[serde(rename = "mt-bench")]
+    #[cfg_attr(feature = "clap", value(name = "mt-bench"))]
+    MtBench,
 }
 
 impl Profile {
     /// Every profile, in the order help lists them.
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Gsm8k,
         Profile::MmluPro,
         Profile::GpqaDiamond,
         Profile::LongAnswer,
+        Profile::MtBench,
     ];
 
     /// The name `--profile` takes and `eval.json` keeps.
@@ -44,6 +50,7 @@ impl Profile {
             Profile::MmluPro => "mmlu-pro",
             Profile::GpqaDiamond => "gpqa-diamond",
             Profile::LongAnswer => "long-answer",
+            Profile::MtBench => "mt-bench",
         }
     }
 }

@@ -61,6 +61,7 @@ mod size;
 mod slo;
 mod slot;
 mod spec;
+mod spec_category;
 mod stable;
 mod standard;
 mod stats;
@@ -162,8 +163,8 @@ pub use warmup::decode_warmup_cell;
 // Load from several client machines: shards of one plan, and the check of a merge.
 pub use merge::{
     DecodeMergeInputs, MergedCell, MergedRun, ShardPart, ShardResults, max_in_flight, merge_cell,
-    merge_copied_row, merge_decode_cell, merge_rate_cell, merge_shards, origin_late_ns,
-    to_common_clock, union_records,
+    merge_copied_row, merge_decode_cell, merge_rate_cell, merge_session_cell, merge_shards,
+    origin_late_ns, to_common_clock, union_records,
 };
 pub use plan::{fnv1a, plan_hash};
 pub use shard::{
@@ -184,6 +185,10 @@ pub use load::{
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
 pub use spec::SpecWindow;
+pub use spec_category::{
+    SERVER_USAGE, SpecBenchSummary, SpecCategoryRow, SpecRequestOutcome, group_by_category,
+    spec_category_row,
+};
 pub use varying::{
     CellRequest, HISTOGRAM_BINS, LengthBin, LengthFigures, LengthSource, WorkloadFigures,
     cell_requests, empirical_cdf, length_figures, server_counted_prompts, workload_figures,
@@ -209,6 +214,10 @@ pub use session::{
 pub use session::{
     ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
     parse_sharegpt_sessions,
+};
+pub use session::{
+    SessionLoop, SessionPart, TurnJoinError, TurnMeta, join_turns, my_sessions, session_limits,
+    session_slot_kind,
 };
 pub use stable::{
     BatchMeans, MIN_BATCH_OBS, MIN_STABLE_S, STABLE_BATCHES, StableInput, StableSample,

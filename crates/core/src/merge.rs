@@ -20,7 +20,7 @@
 //!    is Requests queued (the reason names the shards);
 //! 5. the union's own status.
 
-use crate::cell::{CellResult, CellStatus, Phase, QueueObservation};
+use crate::cell::{CellResult, CellStatus, QueueObservation};
 use crate::cell::{MergedShard, MergedShards, ShardCell};
 use crate::counting::CountReport;
 use crate::figures::Window;
@@ -609,24 +609,13 @@ pub fn merge_copied_row(
     (finish_row(row, parts, complete), records)
 }
 
-/// The merged row of one cell, by its phase: decode and rate cells are recomputed from the
-/// union, every other row (prefill, Over capacity on shard 0) is copied.
-pub fn merge_cell(
-    cell: &PlannedCell,
-    inputs: DecodeMergeInputs<'_>,
-    parts: &[ShardPart<'_>],
-) -> (CellResult, Vec<RequestRecord>) {
-    let over = first(parts).is_some_and(|p| p.row.status == CellStatus::OverCapacity);
-    match cell.key.phase {
-        Phase::Decode if !over => merge_decode_cell(cell, inputs, parts),
-        Phase::Rate if !over => merge_rate_cell(cell, inputs.plan, parts),
-        _ => merge_copied_row(cell, parts),
-    }
-}
-
 #[cfg(test)]
 #[path = "tests/merge.rs"]
 mod tests;
 
+mod cell;
 mod run;
+mod session;
+pub use cell::merge_cell;
 pub use run::{MergedCell, MergedRun, ShardResults, merge_shards};
+pub use session::merge_session_cell;

@@ -19,6 +19,7 @@ mod capacity;
 mod columns;
 mod replay;
 mod row;
+mod shard;
 pub use capacity::{
     SESSION_RATE_CAPACITY, SESSION_RATE_CEILING, SESSIONS_CEILING, next_session_rate_step,
     next_session_step, session_capacity_result, session_holds, session_rate_bounds,
@@ -30,6 +31,10 @@ pub use replay::{
     parse_sharegpt_sessions,
 };
 pub use row::{SessionObservation, TurnRecord, session_result};
+pub use shard::{
+    SessionLoop, SessionPart, TurnJoinError, TurnMeta, join_turns, my_sessions, session_limits,
+    session_slot_kind,
+};
 
 /// The pause between a turn's end and the next turn's send (`--think-time`).
 #[derive(Debug, Clone, Copy, PartialEq)]

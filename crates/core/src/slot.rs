@@ -42,6 +42,22 @@ pub enum SlotKind {
         /// How long requests still running are waited for (`--drain-timeout`), seconds.
         drain_s: f64,
     },
+    /// A session cell (`crate::session_slot_kind`): every session's history (a replay's
+    /// opening) built; a closed loop's histories warmed together from the origin (turn 0)
+    /// before its window opens; its sessions' starts and turns over the span, then the drain
+    /// limit a single machine gives the turns still running.
+    Session {
+        /// Prompt tokens built (every session's history or opening).
+        build_tokens: u64,
+        /// Prompt tokens a closed loop warms together before its window (every history);
+        /// 0 where each session warms its own at its arrival (an open loop, a replay).
+        warm_tokens: u64,
+        /// The window (a closed loop), the arrivals' window (an open loop) or the last
+        /// session's start (a replay), seconds.
+        span_s: f64,
+        /// How long turns still running after the span are waited for, seconds.
+        drain_s: f64,
+    },
 }
 
 /// One cell's slot, instants in ns since the Unix epoch.

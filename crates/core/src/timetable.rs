@@ -21,6 +21,7 @@
 //! discipline as chrony reports it.
 
 use crate::cell::{CellKey, ClockSync, Phase};
+use crate::session::SessionPart;
 use crate::slot::{Slot, SlotKind, SlotRecord};
 use serde::{Deserialize, Serialize};
 
@@ -125,7 +126,8 @@ fn at_rate(tokens: u64, per_s: f64) -> u64 {
 /// the tokenizer's rate ([`BUILD_TOK_PER_S`]) and those it warms at the prefill rate, at
 /// least [`SLOT_GRACE_NS`] (the grace before the origin); a decode ramp is the prefill of the
 /// N prompts plus [`RAMP_FLOOR_NS`], at most the readiness limit; a rate cell has no ramp,
-/// and its drain limit is a single machine's. Every shard computes the same.
+/// and its drain limit is a single machine's; a closed loop of sessions ramps by warming its
+/// histories, and drains as a single machine does. Every shard computes the same.
 pub fn slot_parts(kind: SlotKind, prefill_tok_per_s: f64) -> SlotParts {
     let rate = if prefill_tok_per_s.is_finite() && prefill_tok_per_s > 0.0 {
         prefill_tok_per_s
@@ -175,6 +177,24 @@ pub fn slot_parts(kind: SlotKind, prefill_tok_per_s: f64) -> SlotParts {
             body_ns: ns(span_s),
             drain_ns: ns(drain_s),
             ..none
+        },
+        // The histories are built in the preparation and warmed inside the cell (turn 0 is
+        // the cell's own, unmeasured), so a closed loop's ramp is their prefill, uncapped: a
+        // single machine's window too opens only when every warm-up is done.
+        SlotKind::Session {
+            build_tokens,
+            warm_tokens,
+            span_s,
+            drain_s,
+        } => SlotParts {
+            prep_ns: prep(build_tokens, 0),
+            ramp_ns: if warm_tokens > 0 {
+                RAMP_FLOOR_NS.saturating_add(at_rate(warm_tokens, rate))
+            } else {
+                0
+            },
+            body_ns: ns(span_s),
+            drain_ns: ns(drain_s),
         },
     }
 }
@@ -352,7 +372,8 @@ pub fn parse_chrony_tracking(text: &str) -> Option<ClockSync> {
 }
 
 /// One line of a shard's `schedules.jsonl`: a rate cell's global schedule, and the prompt
-/// lengths built for this shard's requests, so a merge can judge the union as one cell.
+/// lengths built for this shard's requests, so a merge can judge the union as one cell; or a
+/// session cell's sessions' starts and this shard's turns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardSchedule {
     /// The rate cell.
@@ -370,6 +391,11 @@ pub struct ShardSchedule {
     /// took (absent in a schedule written before slots were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<SlotRecord>,
+    /// A session cell: `due_ns` holds every session's start (index = session, all shards'),
+    /// `mine` this shard's sessions, and this its turns (which session and turn each of its
+    /// records in `requests.jsonl` is), so a merge rebuilds the row from every shard's turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionPart>,
 }
 
 #[cfg(test)]

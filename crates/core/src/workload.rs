@@ -1,7 +1,9 @@
 //! Real workloads on the open-loop path (issue 20): a file of requests, each with its prompt and
 //! output length (and, for traces, its arrival instant), read into one [`Workload`]. Three
-//! formats of lengths, named `kind:PATH` ([`WorkloadSpec`]), and one of texts, `prompts:FILE`
-//! (the user's own prompts, sent as they are: [`UserPrompts`], module `prompts`):
+//! formats of lengths, named `kind:PATH` ([`WorkloadSpec`]), and two of texts, `prompts:FILE`
+//! (the user's own prompts, sent as they are: [`UserPrompts`], module `prompts`) and
+//! `sharegpt-text:FILE` (ShareGPT's first human messages sent with their words, each asking as
+//! many tokens as its recorded reply has: [`UserPrompts::parse_texts`]):
 //!
 //! - `sharegpt:FILE`: ShareGPT JSON, an array of `{"id", "conversations": [{"from", "value"}]}`.
 //!   A request is the first human turn (`from` = `human` or `user`) and the turn right after it,
@@ -49,8 +51,13 @@ pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
 /// The format of a workload file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkloadKind {
-    /// ShareGPT conversations (JSON array): lengths only.
+    /// ShareGPT conversations (JSON array): lengths only (filler of each human message's
+    /// length); replayed as sessions, the recorded words.
     ShareGpt,
+    /// ShareGPT conversations (JSON array) sent with their words: each request is the first
+    /// human message as recorded, asking as many tokens as the reply after it had
+    /// ([`UserPrompts::parse_texts`]).
+    ShareGptText,
     /// Mooncake trace (JSONL): timestamps, lengths and prefix blocks.
     Mooncake,
     /// Azure LLM inference trace (CSV): timestamps and lengths.
@@ -67,6 +74,7 @@ impl WorkloadKind {
     pub fn name(self) -> &'static str {
         match self {
             WorkloadKind::ShareGpt => "sharegpt",
+            WorkloadKind::ShareGptText => "sharegpt-text",
             WorkloadKind::Mooncake => "mooncake",
             WorkloadKind::Azure => "azure",
             WorkloadKind::Sessions => "sessions",
@@ -78,6 +86,12 @@ impl WorkloadKind {
     /// others are sent at a rate (or, for sessions, replayed as sessions).
     pub fn is_trace(self) -> bool {
         matches!(self, WorkloadKind::Mooncake | WorkloadKind::Azure)
+    }
+
+    /// Whether its requests are texts sent as they are ([`UserPrompts`]: `prompts:FILE`,
+    /// `sharegpt-text:FILE`), counted by the server once sent, rather than lengths to build.
+    pub fn is_texts(self) -> bool {
+        matches!(self, WorkloadKind::Prompts | WorkloadKind::ShareGptText)
     }
 }
 
@@ -98,6 +112,7 @@ impl FromStr for WorkloadSpec {
         let (kind, path) = s.trim().split_once(':').ok_or_else(unknown)?;
         let kind = match kind.trim().to_ascii_lowercase().as_str() {
             "sharegpt" => WorkloadKind::ShareGpt,
+            "sharegpt-text" => WorkloadKind::ShareGptText,
             "mooncake" => WorkloadKind::Mooncake,
             "azure" => WorkloadKind::Azure,
             "sessions" => WorkloadKind::Sessions,
@@ -159,7 +174,9 @@ impl Workload {
             WorkloadKind::Mooncake => (mooncake::parse(&file, text)?, 0),
             WorkloadKind::Azure => (azure::parse(&file, text)?, 0),
             WorkloadKind::Sessions => return Err(WorkloadError::SessionsOnly { file }),
-            WorkloadKind::Prompts => return Err(WorkloadError::PromptsOnly { file }),
+            WorkloadKind::Prompts | WorkloadKind::ShareGptText => {
+                return Err(WorkloadError::PromptsOnly { file });
+            }
         };
         if requests.is_empty() {
             return Err(WorkloadError::Empty { file, skipped });

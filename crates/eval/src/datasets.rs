@@ -4,8 +4,9 @@
 //! changed, or the download is not what it claims to be, and scores on it would not compare.
 //!
 //! Each profile then takes its items: GSM8K's whole test split (1,319), a stratified 1,000 of
-//! MMLU-Pro's test split ([`crate::select::stratified`], by category), GPQA Diamond's 198;
-//! `--limit` spreads over those. GPQA asks that its questions never be republished in plain
+//! MMLU-Pro's test split ([`crate::select::stratified`], by category), GPQA Diamond's 198,
+//! MT-Bench's 80 (by category, for `crate::spec_bench`); `--limit` spreads over
+//! those. GPQA asks that its questions never be republished in plain
 //! text: the file lives only in the user's cache (or their own folder), never in this
 //! repository, and nothing of it is written out but item ids and parsed letters.
 
@@ -36,7 +37,10 @@ pub struct Source {
 /// The pinned sources. GSM8K: OpenAI's repository at a fixed commit (MIT). MMLU-Pro: TIGER-Lab's
 /// Hugging Face dataset at a fixed revision (MIT). GPQA Diamond: the copy OpenAI's simple-evals
 /// (and SGLang's evals) read (CC BY 4.0, with the authors' request not to republish it).
-pub const SOURCES: [Source; 3] = [
+/// MT-Bench: LMSYS FastChat's `question.jsonl` at the commit that released it (Apache-2.0, the
+/// repository's licence); its sha256 is that of the git blob `464e2c22` at that commit, the
+/// same blob FastChat's head still holds (read from a clone, docs/eval.md).
+pub const SOURCES: [Source; 4] = [
     Source {
         profile: Profile::Gsm8k,
         url: "https://raw.githubusercontent.com/openai/grade-school-math/3101c7d5072418e28b9008a6636bde82a006892c/grade_school_math/data/test.jsonl",
@@ -57,6 +61,13 @@ pub const SOURCES: [Source; 3] = [
         sha256: "41d1213cd7a4998605a26c2798500652572007161b3a92817ba46b35befcd305",
         file: "gpqa_diamond.csv",
         layout: Layout::GpqaCsv,
+    },
+    Source {
+        profile: Profile::MtBench,
+        url: "https://raw.githubusercontent.com/lm-sys/FastChat/b494d0c6b4e7935f1764f8439e75da3e66beccc7/fastchat/llm_judge/data/mt_bench/question.jsonl",
+        sha256: "119565adbab82227089cefdb44c8d7e2cf04dc0a0ec233634c82e7d4e2a944f7",
+        file: "mt_bench_question.jsonl",
+        layout: Layout::MtBenchJsonl,
     },
 ];
 
@@ -107,7 +118,7 @@ pub async fn obtain(
 ) -> Result<(Vec<Item>, Provenance), EvalError> {
     let src = source(profile).ok_or_else(|| {
         EvalError::Settings(format!(
-            "--profile {profile} has no dataset: use gsm8k, mmlu-pro or gpqa-diamond"
+            "--profile {profile} has no dataset: use gsm8k, mmlu-pro, gpqa-diamond or mt-bench"
         ))
     })?;
     let expected = at.sha256.clone().unwrap_or_else(|| src.sha256.to_string());
@@ -262,7 +273,12 @@ mod tests {
 
     #[test]
     fn every_accuracy_profile_has_a_pinned_source() {
-        for p in [Profile::Gsm8k, Profile::MmluPro, Profile::GpqaDiamond] {
+        for p in [
+            Profile::Gsm8k,
+            Profile::MmluPro,
+            Profile::GpqaDiamond,
+            Profile::MtBench,
+        ] {
             let s = source(p).expect("a source");
             assert_eq!(s.sha256.len(), 64, "{p}");
             assert!(s.url.starts_with("https://"), "{p}");

@@ -1,5 +1,5 @@
 //! Reading the official files into items: GSM8K's JSON lines, OpenAI simple-evals' GPQA CSV,
-//! TIGER-Lab's MMLU-Pro parquet. Each item is named by the file's own id (or its line or row),
+//! TIGER-Lab's MMLU-Pro parquet, FastChat's MT-Bench JSON lines. Each item is named by the file's own id (or its line or row),
 //! and every error by the file and the line or row.
 
 use crate::error::EvalError;
@@ -22,6 +22,10 @@ pub struct Item {
     /// Subject or category.
     #[serde(default)]
     pub category: Option<String>,
+    /// The user's later turns of a multi-turn question (MT-Bench's second turn), each sent
+    /// after the model's answer to the one before; empty for the accuracy profiles.
+    #[serde(default)]
+    pub followups: Vec<String>,
 }
 
 /// How an official file is laid out.
@@ -34,6 +38,11 @@ pub(crate) enum Layout {
     GpqaCsv,
     /// TIGER-Lab's parquet: `question_id`, `question`, `options`, `answer`, `category`.
     MmluProParquet,
+    /// FastChat's MT-Bench lines: `question_id` (a number, or a string as SPEED-Bench's
+    /// qualitative split writes it), `category`, `turns` (the user's messages, sent in order,
+    /// each after the model's answer to the one before). No reference answer: the profile
+    /// measures acceptance, not accuracy.
+    MtBenchJsonl,
 }
 
 /// Parses the checked `bytes` of the file at `path` (named in errors).
@@ -42,7 +51,53 @@ pub(crate) fn parse(layout: Layout, bytes: Vec<u8>, path: &Path) -> Result<Vec<I
         Layout::Gsm8kJsonl => parse_gsm8k(&bytes, path),
         Layout::GpqaCsv => parse_gpqa(&bytes, path),
         Layout::MmluProParquet => parse_mmlu_pro(bytes, path),
+        Layout::MtBenchJsonl => parse_mt_bench(&bytes, path),
     }
+}
+
+fn parse_mt_bench(bytes: &[u8], path: &Path) -> Result<Vec<Item>, EvalError> {
+    #[derive(Deserialize)]
+    struct Line {
+        question_id: serde_json::Value,
+        category: String,
+        turns: Vec<String>,
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| EvalError::dataset_by(format!("{}: not UTF-8", path.display()), e))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            let at = || format!("{} line {}", path.display(), i + 1);
+            let line: Line = serde_json::from_str(l).map_err(|e| {
+                EvalError::dataset_by(
+                    format!(
+                        "{}: not an MT-Bench line ({{\"question_id\", \"category\", \"turns\": [...]}})",
+                        at()
+                    ),
+                    e,
+                )
+            })?;
+            let id = match &line.question_id {
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::String(s) if !s.is_empty() => s.clone(),
+                _ => return Err(EvalError::dataset(format!("{}: no `question_id`", at()))),
+            };
+            let mut turns = line.turns.into_iter();
+            let question = turns
+                .next()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| EvalError::dataset(format!("{}: no first turn", at())))?;
+            Ok(Item {
+                id: format!("mt-bench-{id}"),
+                question,
+                answer: String::new(),
+                options: Vec::new(),
+                category: Some(line.category),
+                followups: turns.collect(),
+            })
+        })
+        .collect()
 }
 
 fn parse_gsm8k(bytes: &[u8], path: &Path) -> Result<Vec<Item>, EvalError> {
@@ -70,6 +125,7 @@ fn parse_gsm8k(bytes: &[u8], path: &Path) -> Result<Vec<Item>, EvalError> {
                 answer,
                 options: Vec::new(),
                 category: None,
+                followups: Vec::new(),
             })
         })
         .collect()
@@ -122,6 +178,7 @@ fn parse_gpqa(bytes: &[u8], path: &Path) -> Result<Vec<Item>, EvalError> {
             options: order.iter().map(|&c| choices[c].clone()).collect(),
             category: domain.map(field).filter(|s| !s.is_empty()),
             id,
+            followups: Vec::new(),
         });
     }
     Ok(out)
@@ -186,6 +243,7 @@ fn mmlu_pro_item(row: &parquet::record::Row, at: &str) -> Result<Item, EvalError
         answer,
         options,
         category,
+        followups: Vec::new(),
     })
 }
 
@@ -206,6 +264,37 @@ mod tests {
         let letter = it.answer.as_bytes()[0] - b'A';
         assert_eq!(it.options[letter as usize], "4", "{it:?}");
         assert!(it.options.contains(&"6, or so".to_string()));
+    }
+
+    #[test]
+    fn mt_bench_lines_keep_their_turns_and_category() {
+        let bytes = b"{\"question_id\": 81, \"category\": \"writing\", \"turns\": [\"Compose a post.\", \"Rewrite it.\"]}\n\n{\"question_id\": \"sb-7\", \"category\": \"math\", \"turns\": [\"2+2?\"], \"reference\": [\"4\"]}\n";
+        let items = parse_mt_bench(bytes, Path::new("q.jsonl")).expect("parsed");
+        let got: Vec<(&str, &str, Option<&str>)> = items
+            .iter()
+            .map(|i| (i.id.as_str(), i.question.as_str(), i.category.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mt-bench-81", "Compose a post.", Some("writing")),
+                ("mt-bench-sb-7", "2+2?", Some("math")),
+            ]
+        );
+        assert_eq!(items[0].followups, ["Rewrite it."]);
+        assert!(items[1].followups.is_empty());
+        let e = parse_mt_bench(
+            b"{\"question_id\": 1, \"category\": \"x\", \"turns\": []}",
+            Path::new("q.jsonl"),
+        )
+        .expect_err("no turn");
+        assert_eq!(e.to_string(), "q.jsonl line 1: no first turn");
+        let e = parse_mt_bench(b"\n{\"turns\": 3}", Path::new("q.jsonl")).expect_err("bad");
+        assert!(
+            e.to_string()
+                .starts_with("q.jsonl line 2: not an MT-Bench line"),
+            "{e}"
+        );
     }
 
     #[test]

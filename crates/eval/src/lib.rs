@@ -6,11 +6,14 @@
 //!   compared item by item with the exact McNemar test ([`compare`]);
 //! - **the long-answer task**: completion-token statistics of one prompt at the concurrency
 //!   an adaptive search chooses, written as `tasks.jsonl`, `tokens.json` and `tokens.md`
-//!   ([`run_task`]).
+//!   ([`run_task`]);
+//! - **speculative decoding per category** (`mt-bench`): MT-Bench's questions sent one
+//!   category at a time, the server's acceptance over each category's window, written as
+//!   `spec.json` and `spec.md` ([`run_spec`]).
 //!
 //! The records the files hold (`eval.json`, `items.jsonl`) are `llmib_core::accuracy`'s, so the
 //! report crate renders them without depending on this one. Modules are private; this list is
-//! the crate's surface. Module imports run one way: `accuracy` and `task` (the runs) use the
+//! the crate's surface. Module imports run one way: `accuracy`, `spec_bench` and `task` (the runs) use the
 //! datasets, scoring, generation and file helpers below them, never the other way round.
 
 #![warn(unnameable_types)]
@@ -25,6 +28,7 @@ mod jsonl;
 mod score;
 mod select;
 mod server;
+mod spec_bench;
 mod task;
 mod tokens;
 mod tokenstats;
@@ -41,6 +45,7 @@ pub use score::{
 };
 pub use select::{gsm8k_answer, permutation, spread, stratified};
 pub use server::Server;
+pub use spec_bench::{SpecRun, run_spec};
 pub use task::{
     LONG_ANSWER_PATTERN, LONG_ANSWER_PROMPT, TaskPrompt, TaskRun, parse_levels, run_task,
 };

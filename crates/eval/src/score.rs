@@ -113,7 +113,7 @@ pub fn answer_format(profile: Profile) -> Option<AnswerFormat> {
     match profile {
         Profile::Gsm8k => Some(AnswerFormat::Number),
         Profile::MmluPro | Profile::GpqaDiamond => Some(AnswerFormat::Letter),
-        Profile::LongAnswer => None,
+        Profile::LongAnswer | Profile::MtBench => None,
     }
 }
 

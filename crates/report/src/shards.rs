@@ -99,12 +99,13 @@ pub(crate) fn view(report: &Report) -> Option<ShardsView> {
     (merged.is_some() || shard.is_some()).then_some(ShardsView { merged, shard })
 }
 
-/// The decode and rate rows that were merged, in table order.
+/// The decode, rate and session rows that were merged, in table order.
 fn merged_rows(report: &Report) -> Vec<&CellResult> {
     report
         .cells
         .iter()
-        .filter(|c| matches!(c.phase, Phase::Decode | Phase::Rate) && c.merged.is_some())
+        .filter(|c| matches!(c.phase, Phase::Decode | Phase::Rate | Phase::Session))
+        .filter(|c| c.merged.is_some())
         .collect()
 }
 
@@ -268,12 +269,12 @@ pub(crate) fn marked(s: &MergedShard) -> bool {
         || (s.status == CellStatus::NotRun && s.requests > 0)
 }
 
-/// `9 streams` (decode) or `9 req` (rate).
+/// `9 streams` (decode), `9 sessions` (session) or `9 req` (rate).
 fn requests(phase: Phase, s: &MergedShard) -> String {
-    let unit = if phase == Phase::Decode {
-        "streams"
-    } else {
-        "req"
+    let unit = match phase {
+        Phase::Decode => "streams",
+        Phase::Session => "sessions",
+        _ => "req",
     };
     format!("{} {unit}", number::count(s.requests))
 }

@@ -135,6 +135,17 @@ impl Default for FaultConfig {
 
 /// Everything the simulated engine needs: dialect, sizes, the performance model and faults.
 ///
+/// One rule of [`SimConfig::spec_accept_by_text`]: requests whose prompt holds `contains`
+/// emit `length` tokens per decode step on average.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecAcceptRule {
+    /// Text the prompt must hold (case-sensitive, non-empty).
+    pub contains: String,
+    /// Mean tokens per decode step, in `[1, spec_tokens]`.
+    pub length: f64,
+}
+
 /// Defaults (used for keys a TOML file leaves out) are those of the `tiny` profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -170,6 +181,15 @@ pub struct SimConfig {
     /// the engines' acceptance figures (`/metrics`) report what the steps really emitted.
     #[serde(default)]
     pub spec_accept_length: Option<f64>,
+    /// Speculative decoding that depends on the content: the first rule whose `contains` text
+    /// appears in a request's prompt (any string of its JSON body: the `prompt`, a message's
+    /// `content` or its parts' `text`) gives that request's mean tokens per step instead of
+    /// `spec_accept_length`; a request no rule matches keeps `spec_accept_length`. As a drafter
+    /// accepts more of code or of a repeated passage than of free prose, a per-category (or
+    /// per-text) answer a test can know: `[[spec_accept_by_text]]`, `contains = "…"`,
+    /// `length = 2.0`.
+    #[serde(default)]
+    pub spec_accept_by_text: Vec<SpecAcceptRule>,
     /// Prefix cache size in tokens (0 disables it). Cached prompts also yield to running
     /// requests: they are evicted, least recently used first, when KV is needed.
     pub prefix_cache_tokens: u64,
@@ -368,6 +388,20 @@ impl SimConfig {
                 self.spec_tokens
             ));
         }
+        for (i, r) in self.spec_accept_by_text.iter().enumerate() {
+            if r.contains.is_empty() {
+                return bad(format!(
+                    "spec_accept_by_text[{i}].contains: must not be empty"
+                ));
+            }
+            if !(r.length.is_finite() && r.length >= 1.0 && r.length <= f64::from(self.spec_tokens))
+            {
+                return bad(format!(
+                    "spec_accept_by_text[{i}].length: must be between 1 and spec_tokens ({}), got {}",
+                    self.spec_tokens, r.length
+                ));
+            }
+        }
         if let Some(s) = &self.answer_loop {
             crate::tokenizer::loop_tokens(s)?;
         }
@@ -561,6 +595,40 @@ mod tests {
         assert_eq!(c.decode_step_ms, vec![(1, 3.0), (8, 6.0)]);
         assert!(c.apply_override("spec_tokens=0").is_err());
         assert!(c.apply_override("no_equals_sign").is_err());
+    }
+
+    /// `spec_accept_by_text` from TOML, and each bad rule refused naming it: an empty text, a
+    /// length outside 1..=spec_tokens.
+    #[test]
+    fn text_rules_load_and_bad_ones_are_refused() {
+        let table: toml::Table = toml::from_str(
+            "spec_tokens = 4\n[[spec_accept_by_text]]\ncontains = \"def \"\nlength = 3.5\n",
+        )
+        .expect("toml");
+        let c = from_table(table).expect("valid");
+        c.validate().expect("valid");
+        assert_eq!(
+            c.spec_accept_by_text,
+            [SpecAcceptRule {
+                contains: "def ".into(),
+                length: 3.5
+            }]
+        );
+        for (contains, length, says) in [
+            ("", 2.0, "spec_accept_by_text[0].contains"),
+            ("x", 4.5, "spec_accept_by_text[0].length"),
+            ("x", 0.5, "spec_accept_by_text[0].length"),
+        ] {
+            let bad = SimConfig {
+                spec_accept_by_text: vec![SpecAcceptRule {
+                    contains: contains.into(),
+                    length,
+                }],
+                ..c.clone()
+            };
+            let e = bad.validate().expect_err("refused").to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

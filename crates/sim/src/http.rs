@@ -282,6 +282,7 @@ async fn generate(st: Arc<AppState>, api: Api, body: Bytes) -> Response {
         rid: req.rid.clone(),
         adapter,
         grammar: grammar.is_some(),
+        spec_accept: crate::engine::accept_for(&cfg.spec_accept_by_text, &body),
     });
     if cfg.stamp_chunks {
         st.stamps.push_arrival(ArrivalStamp {

@@ -89,7 +89,7 @@ mod structured_tests;
 #[path = "tests/tools.rs"]
 mod tools_tests;
 
-pub use config::{FaultConfig, Flavor, MessagesUsage, SimConfig};
+pub use config::{FaultConfig, Flavor, MessagesUsage, SimConfig, SpecAcceptRule};
 pub use emitted::{EmittedFigures, ServedRequest, served_requests};
 pub use error::SimError;
 pub use profiles::{builtin_profile, builtin_profile_names, load_profile, profile_from_toml};

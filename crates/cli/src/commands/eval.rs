@@ -1,10 +1,10 @@
-//! `eval`: its arguments, and the dispatch to `llmib_eval` (an accuracy profile, or the
-//! long-answer task). Everything eval does lives in that crate; this file only turns flags
+//! `eval`: its arguments, and the dispatch to `llmib_eval` (an accuracy profile, the
+//! long-answer task, or MT-Bench's acceptance per category). Everything eval does lives in that crate; this file only turns flags
 //! into its settings.
 
 use anyhow::{Result, bail};
 use clap::Args;
-use llmib_eval::{AccuracyRun, Locate, Profile, Server, TaskPrompt, TaskRun};
+use llmib_eval::{AccuracyRun, Locate, Profile, Server, SpecRun, TaskPrompt, TaskRun};
 use std::path::PathBuf;
 
 pub use llmib_eval::{compare, is_eval_dir, rewrite_reports};
@@ -25,8 +25,9 @@ pub struct EvalArgs {
     /// responses (OpenAI Responses).
     #[arg(long, value_enum)]
     pub api: Option<EvalApi>,
-    /// Profile: gsm8k, mmlu-pro or gpqa-diamond (accuracy), or long-answer (completion-token
-    /// statistics of one task; implied by --prompt or --prompt-file).
+    /// Profile: gsm8k, mmlu-pro or gpqa-diamond (accuracy), long-answer (completion-token
+    /// statistics of one task; implied by --prompt or --prompt-file), or mt-bench (speculative
+    /// decoding's acceptance per category).
     #[arg(long, value_enum, hide_possible_values = true)]
     pub profile: Option<Profile>,
     /// A local copy instead of the download: a folder holding the official file (checked
@@ -109,31 +110,53 @@ pub async fn run(a: EvalArgs) -> Result<()> {
     };
     let given_prompt = a.prompt.is_some() || a.prompt_file.is_some();
     match (a.profile, given_prompt) {
-        (None, false) => bail!("pass --profile: gsm8k, mmlu-pro, gpqa-diamond or long-answer"),
+        (None, false) => {
+            bail!("pass --profile: gsm8k, mmlu-pro, gpqa-diamond, long-answer or mt-bench")
+        }
         (None, true) | (Some(Profile::LongAnswer), _) => {
             Ok(llmib_eval::run_task(&server, &task_run(a)?).await?)
         }
         (Some(_), true) => bail!("--prompt and --prompt-file belong to --profile long-answer"),
+        (Some(Profile::MtBench), false) => Ok(llmib_eval::run_spec(&server, &spec_run(a)?).await?),
         (Some(profile), false) => {
             Ok(llmib_eval::run_accuracy(&server, &accuracy_run(profile, a)?).await?)
         }
     }
 }
 
-fn accuracy_run(profile: Profile, a: EvalArgs) -> Result<AccuracyRun> {
+/// Where the dataset is, from the flags (`--dataset-sha256` checked).
+fn locate(a: &EvalArgs) -> Result<Locate> {
     if let Some(h) = &a.dataset_sha256
         && (h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()))
     {
         bail!("--dataset-sha256 must be 64 hex digits");
     }
+    Ok(Locate {
+        dataset_dir: a.dataset_dir.clone(),
+        url: a.dataset_url.clone(),
+        sha256: a.dataset_sha256.as_deref().map(str::to_ascii_lowercase),
+        cache_dir: a.cache_dir.clone(),
+    })
+}
+
+/// `mt-bench`: speculative decoding's acceptance per category, the metrics read every 250 ms
+/// during a category's window (often enough for SGLang's gauges, which cover its last 40
+/// decode batches; vLLM's counters need only the first and last read).
+fn spec_run(a: EvalArgs) -> Result<SpecRun> {
+    Ok(SpecRun {
+        locate: locate(&a)?,
+        limit: a.limit,
+        concurrency: a.concurrency,
+        max_output: a.max_output,
+        gauge_interval: std::time::Duration::from_millis(250),
+        output: a.output,
+    })
+}
+
+fn accuracy_run(profile: Profile, a: EvalArgs) -> Result<AccuracyRun> {
     Ok(AccuracyRun {
         profile,
-        locate: Locate {
-            dataset_dir: a.dataset_dir,
-            url: a.dataset_url,
-            sha256: a.dataset_sha256.as_deref().map(str::to_ascii_lowercase),
-            cache_dir: a.cache_dir,
-        },
+        locate: locate(&a)?,
         limit: a.limit,
         concurrency: a.concurrency,
         max_output: a.max_output,

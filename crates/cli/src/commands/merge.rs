@@ -64,6 +64,11 @@ fn prep_note(rows: &[CellResult]) -> Option<String> {
             row.request_rate.unwrap_or(0.0)
         ),
         Phase::Decode => format!("{} × {}", row.context_label, row.concurrency),
+        Phase::Session => match (row.session.session_rate.flatten(), row.concurrency) {
+            (Some(r), _) => format!("{} at {r} sessions/s", row.context_label),
+            (None, 0) => row.context_label.clone(),
+            (None, s) => format!("{} × {s} sessions", row.context_label),
+        },
         _ => row.context_label.clone(),
     };
     let secs = |ms: Option<f64>| ms.unwrap_or(0.0) / 1e3;

@@ -154,6 +154,7 @@ fn write_shard(dir: &Path, index: u32) {
         prompt_tokens: None,
         expected_prompt_tokens: 1024,
         slot: None,
+        session: None,
     })
     .expect("schedule");
 }

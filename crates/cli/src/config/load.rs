@@ -87,9 +87,7 @@ impl RunArgs {
     /// it: its name, prompts, size and sha256, never its text.
     fn prompts_source(&self) -> Result<Option<llmib_core::PromptsSource>> {
         match &self.workload {
-            Some(w) if w.kind == llmib_core::WorkloadKind::Prompts => {
-                read_prompts(w).map(|(_, source)| Some(source))
-            }
+            Some(w) if w.kind.is_texts() => read_prompts(w).map(|(_, source)| Some(source)),
             _ => Ok(None),
         }
     }
@@ -151,24 +149,32 @@ impl RunArgs {
     }
 }
 
-/// Reads a `prompts:FILE` workload's file: its prompts, checked line by line, and its source
-/// with the sha256 of its bytes (what run.json records; a resumed run compares it).
+/// Reads a workload of texts (`prompts:FILE`, `sharegpt-text:FILE`): its prompts, checked line
+/// by line (a ShareGPT file as JSON, its pairs chosen by their text alone), and its source with
+/// the sha256 of its bytes (what run.json records; a resumed run compares it). A ShareGPT
+/// reply's length is the server's count, taken when the section runs
+/// (`llmib_client::load_texts`); here each asks 1, as only the file's identity is recorded.
 pub fn read_prompts(
     spec: &llmib_core::WorkloadSpec,
 ) -> Result<(llmib_core::UserPrompts, llmib_core::PromptsSource)> {
     let file = spec.path.display().to_string();
+    let kind = spec.kind.name();
+    let format = match spec.kind {
+        llmib_core::WorkloadKind::ShareGptText => "ShareGPT JSON",
+        _ => "JSONL",
+    };
     let bytes = std::fs::read(&spec.path).map_err(|e| {
         anyhow::anyhow!(
-            "--workload prompts:{file}: cannot read it ({e}); give the path of a JSONL file (relative to the working directory)"
+            "--workload {kind}:{file}: cannot read it ({e}); give the path of a {format} file (relative to the working directory)"
         )
     })?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         anyhow::anyhow!(
-            "--workload prompts:{file}: not UTF-8 text (invalid byte at offset {}); convert it to UTF-8",
+            "--workload {kind}:{file}: not UTF-8 text (invalid byte at offset {}); convert it to UTF-8",
             e.valid_up_to()
         )
     })?;
-    let prompts = llmib_core::UserPrompts::parse(spec, text)?;
+    let prompts = llmib_core::UserPrompts::parse_texts(spec, text, &|_| 1)?;
     let source = prompts.record(llmib_core::hex_sha256(&bytes));
     Ok((prompts, source))
 }

@@ -316,11 +316,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "LENGTH", value_parser = parse::length)]
     #[serde(deserialize_with = "de::length")]
     pub output_len: Option<LengthSpec>,
-    /// Open load from a file: `sharegpt:FILE` (lengths, sent at --request-rate), a trace
-    /// replayed with its own arrivals, `mooncake:FILE` or `azure:FILE` (one rate row), or
-    /// `prompts:FILE`: your own prompts (JSONL, `{"prompt": …}` or `{"messages": […]}` with an
-    /// optional `max_tokens`), sent as written at --request-rate; run.json records the file's
-    /// name, size and sha256, never its text.
+    /// Open load from a file: `sharegpt:FILE` (lengths, filler sent at --request-rate),
+    /// `sharegpt-text:FILE` (each first human message sent with its words, asking its recorded
+    /// reply's length), a trace replayed with its own arrivals, `mooncake:FILE` or
+    /// `azure:FILE` (one rate row), or `prompts:FILE`: your own prompts (JSONL, `{"prompt": …}`
+    /// or `{"messages": […]}` with an optional `max_tokens`), sent as written at
+    /// --request-rate; for texts run.json records the file's name, size and sha256, never its
+    /// text.
     #[arg(long, value_name = "KIND:FILE", value_parser = parse::workload)]
     #[serde(deserialize_with = "de::workload")]
     pub workload: Option<WorkloadSpec>,

@@ -44,10 +44,13 @@ impl RunArgs {
                     "a session trace starts its sessions itself: drop --session-rate (replay faster with --time-scale K)"
                 )
             }
-            WorkloadKind::ShareGpt if self.session.session_rate.is_none() => {
+            // Both ShareGPT kinds replay the recorded words: a session sends its turns' text.
+            WorkloadKind::ShareGpt | WorkloadKind::ShareGptText
+                if self.session.session_rate.is_none() =>
+            {
                 bail!("ShareGPT's conversations replay as sessions arriving at --session-rate R")
             }
-            WorkloadKind::Sessions | WorkloadKind::ShareGpt => {}
+            WorkloadKind::Sessions | WorkloadKind::ShareGpt | WorkloadKind::ShareGptText => {}
             _ => bail!(
                 "{} is not a session trace: replay sessions from sessions:FILE or sharegpt:FILE",
                 w.kind.name()
@@ -75,12 +78,6 @@ impl RunArgs {
                 bail!("{flag} applies to sessions: add --sessions S,… (e.g. --sessions 1,8)");
             }
             return Ok(None);
-        }
-        if self.sharding.shard.is_some() {
-            // Each shard would run every session cell whole, at its own time: not one cell.
-            bail!(
-                "session cells are not split across shards yet: run the sessions from one client (drop --shard)"
-            );
         }
         let levels = a.sessions.as_ref().map(|l| l.0.clone()).unwrap_or_default();
         if a.sessions.is_some() && levels.is_empty() {

@@ -96,6 +96,14 @@ impl RunArgs {
                 "its rates come from what one machine measured; give the rates (--request-rate 5,10,20)",
             )?;
         }
+        if self.find_capacity && self.sessions_mode() {
+            // Each step of a session search is the merged verdict of the last cell, which no
+            // shard sees: the others' sessions are in their own files until the merge.
+            refuse(
+                "--find-capacity with sessions",
+                "the next session count or rate depends on the merged verdict of the last cell, which no shard sees; drop --find-capacity, give the counts (--sessions 1,2,4,8) or rates (--session-rate 0.5,1,2) and read the merged rows",
+            )?;
+        }
         if self.find_capacity || matches!(self.time_scale, Some(TimeScaleSpec::Auto)) {
             refuse(
                 "a capacity search (--find-capacity, --time-scale auto)",

@@ -5,7 +5,7 @@
 //! before the first request; the open-load section reads it again when its turn comes. A
 //! `prompts:FILE` file (the user's own prompts, sent as written) must be the one the run
 //! recorded (its sha256: a resumed run reads it again) and its chats need an API that carries
-//! them.
+//! them; `sharegpt-text:FILE` likewise (ShareGPT's human messages, sent with their words).
 
 use anyhow::{Result, bail};
 use llmib_client::Engine;
@@ -19,7 +19,7 @@ pub async fn check(load: Option<&LoadSettings>, engine: &Engine) -> Result<()> {
     };
     let context = engine.info().context_length.as_ref().map(|c| c.value);
     match &load.workload {
-        Some(spec) if spec.kind == llmib_core::WorkloadKind::Prompts => {
+        Some(spec) if spec.kind.is_texts() => {
             let (prompts, now) = crate::config::load::read_prompts(spec)?;
             if let Some(recorded) = &load.prompts {
                 recorded.check_same(&now)?;

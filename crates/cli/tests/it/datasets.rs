@@ -17,14 +17,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A file server on loopback: path → body; counts the requests it answered.
-struct Files {
-    url: String,
-    hits: Arc<AtomicUsize>,
+pub(crate) struct Files {
+    pub(crate) url: String,
+    pub(crate) hits: Arc<AtomicUsize>,
     files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
 }
 
 impl Files {
-    fn start() -> Files {
+    pub(crate) fn start() -> Files {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let hits = Arc::new(AtomicUsize::new(0));
@@ -68,7 +68,7 @@ impl Files {
         Files { url, hits, files }
     }
 
-    fn put(&self, path: &str, body: Vec<u8>) -> String {
+    pub(crate) fn put(&self, path: &str, body: Vec<u8>) -> String {
         self.files
             .lock()
             .expect("files")
@@ -77,7 +77,7 @@ impl Files {
     }
 }
 
-fn sha(b: &[u8]) -> String {
+pub(crate) fn sha(b: &[u8]) -> String {
     Sha256::digest(b)
         .iter()
         .map(|x| format!("{x:02x}"))

@@ -26,7 +26,7 @@ const PROMPTS: &str = r#"{"prompt": "Write a haiku about the sea.", "max_tokens"
 /// The simulator's tokenizer (docs/simulator.md; `llmib_sim`'s `tokenizer.rs`), written again
 /// so the count of a body's text is the test's own: a word (ASCII letters and digits, with the
 /// one space before it) of L bytes is ⌈L / 4⌉ tokens, any other byte one.
-fn sim_tokens(text: &str) -> u64 {
+pub(crate) fn sim_tokens(text: &str) -> u64 {
     let b = text.as_bytes();
     let (mut i, mut n) = (0, 0);
     while i < b.len() {
@@ -49,7 +49,7 @@ fn sim_tokens(text: &str) -> u64 {
 
 /// The simulator's count of a chat prompt: BOS, each message as `<|role|>\n` and its text,
 /// then the generation prompt `<|assistant|>\n`.
-fn sim_chat_tokens(messages: &Value) -> u64 {
+pub(crate) fn sim_chat_tokens(messages: &Value) -> u64 {
     let mut text = String::new();
     for m in messages.as_array().expect("messages") {
         let content = match &m["content"] {
@@ -86,19 +86,19 @@ fn lines_as_sent() -> Vec<(Value, u64)> {
         .collect()
 }
 
-fn served(sim: &Sim) -> Vec<ServedRequest> {
+pub(crate) fn served(sim: &Sim) -> Vec<ServedRequest> {
     let h = sim.handle();
     llmib_sim::served_requests(&h.take_arrival_stamps(), &h.take_chunk_stamps())
 }
 
-fn stamped_tiny() -> Sim {
+pub(crate) fn stamped_tiny() -> Sim {
     let mut cfg = llmib_sim::builtin_profile("tiny").expect("tiny");
     cfg.stamp_chunks = true;
     Sim::start(cfg)
 }
 
 /// Runs `run` with the open-load flags and `extra`, through `url`, into `dir`.
-fn run_prompts(
+pub(crate) fn run_prompts(
     url: &str,
     dir: &std::path::Path,
     workload: &str,

@@ -13,8 +13,8 @@
 //! - `structured`: the rows' counts of answers checked against `run --response-format` or
 //!   `--tools` (valid, invalid, cut);
 //! - `outlet`: records finished and rows saved on the way out; `telemetry`: each cell's
-//!   hardware and server series recorded around it; `shard`: a shard's timetable; `skip`: the
-//!   dashboard's skip switch.
+//!   hardware and server series recorded around it; `shard`: a shard's timetable
+//!   (`session_shard`: a session cell's part on a shard); `skip`: the dashboard's skip switch.
 //!
 //! A new cell kind is a file here: a function given its inputs that returns its row.
 //!
@@ -44,6 +44,7 @@ pub(crate) mod section;
 pub(crate) mod session_cell;
 pub(crate) mod session_replay;
 pub(crate) mod session_section;
+pub(crate) mod session_shard;
 pub(crate) mod session_turns;
 pub(crate) mod settle;
 pub(crate) mod shard;

@@ -336,6 +336,7 @@ fn shard_part(
         prompt_tokens,
         expected_prompt_tokens,
         slot: shard.record(),
+        session: None,
     };
     if let Err(e) = m.store.append_schedule(&line) {
         *row = failed_result(cell, "store", format!("could not save the schedule: {e}"));

@@ -7,7 +7,8 @@
 //! limit). An open loop starts sessions at a rate (`--session-rate`, Poisson arrivals over the
 //! window): each warms its own history at its arrival and runs its turns. Each session runs as
 //! a task of its own (`session_turns`), so one session's reads never wait on another's. The
-//! row is `llmib_core::session_result`'s.
+//! row is `llmib_core::session_result`'s. On a shard the cell runs its sessions j ≡ I (mod N)
+//! in its slot of the timetable, and saves what `merge` needs (`session_shard`).
 //!
 //! While it runs, the cell publishes a live window ([`announce`]): one stream per session, the
 //! measured turns as they end, and the gauges its queue sampler reads, so a dashboard shows
@@ -16,6 +17,7 @@
 use crate::cells::context::MatrixRun;
 use crate::cells::inputs::CellFailure;
 use crate::cells::outlet::{finished_records, report_errors};
+use crate::cells::session_shard::{self, SessionShare};
 use crate::cells::session_turns::{
     Clock, Sent, SessionJob, TurnSpec, answer_tokens, run_session, send_turn, session_stream,
 };
@@ -26,8 +28,8 @@ use crate::prompts::prompt::{PromptBuilder, TextMaker};
 use crate::server::engine::Engine;
 use crate::wire::stream::{Counting, Measured};
 use llmib_core::{
-    CellResult, Outcome, PlannedCell, SessionObservation, SessionSettings, SplitMix64, TurnRecord,
-    session_result,
+    CellResult, Outcome, PlannedCell, SessionLoop, SessionObservation, SessionSettings, SplitMix64,
+    TurnMeta, TurnRecord, session_limits, session_result, session_slot_kind,
 };
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
@@ -111,19 +113,20 @@ pub(crate) async fn flush(m: &MatrixRun<'_>, asked: bool) -> Result<Option<bool>
     }
 }
 
-/// Every session's history of exactly C tokens, built and counted.
+/// The history of exactly C tokens of each session of `ids` (global indices), built and
+/// counted.
 async fn histories(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     sx: &SessionContext<'_>,
     cell: &PlannedCell,
-    n: u32,
+    ids: &[u32],
 ) -> Result<Vec<Conversation>, CellFailure> {
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
     let chat = m.engine.api().is_conversation();
     let st = sx.settings;
-    let mut out = Vec::with_capacity(n as usize);
-    for i in 0..n {
+    let mut out = Vec::with_capacity(ids.len());
+    for &i in ids {
         let system = &sx.systems[st.group_of(i).unwrap_or(i) as usize % sx.systems.len().max(1)];
         let stream = session_stream(cell.key, i);
         let hint = st.system_prompt_tokens;
@@ -143,24 +146,25 @@ async fn histories(
     Ok(out)
 }
 
-/// Every history sent once together (turn 0), from `origin`.
+/// Every history sent once together (turn 0), from `origin`, each as its session's stream;
+/// `in_flight` sessions run at once (every shard's).
 async fn warm_ups(
     m: &MatrixRun<'_>,
     output: u32,
-    convs: &[Conversation],
-    origin: Instant,
+    convs: &[(u32, Conversation)],
+    (origin, in_flight): (Instant, u32),
     live: &LiveWindow,
 ) -> Vec<Result<Measured, CellFailure>> {
-    let limits = m.limits(convs.first().map_or(0, |c| c.tokens), convs.len() as u32);
+    let limits = m.limits(convs.first().map_or(0, |c| c.1.tokens), in_flight);
     m.progress.event(ProgressEvent::Phase(Stage::WarmUp));
-    futures_util::future::join_all(convs.iter().enumerate().map(|(i, c)| {
+    futures_util::future::join_all(convs.iter().map(|(j, c)| {
         let at = Clock {
             origin,
             cancel: &m.cancel,
             limits,
             live: Some(live),
         };
-        send_turn(&m.engine, &m.model, c, output, i as u32, at)
+        send_turn(&m.engine, &m.model, c, output, *j, at)
     }))
     .await
 }
@@ -270,22 +274,24 @@ fn job(
     }
 }
 
-/// A closed loop of S sessions: the warm-ups together, then the window.
+/// A closed loop of S sessions (`convs`: this process's, by their global index) from
+/// `origin`: the warm-ups together, then the window (on a shard, at its slot's instants; with
+/// whether this shard's warm-ups were done when it opened).
 async fn closed_loop(
     m: &MatrixRun<'_>,
-    sx: &SessionContext<'_>,
-    cell: &PlannedCell,
-    convs: Vec<Conversation>,
+    (sx, cell): (&SessionContext<'_>, &PlannedCell),
+    convs: Vec<(u32, Conversation)>,
+    (origin, share): (Instant, &SessionShare),
     live: &Arc<LiveWindow>,
-) -> (Vec<Sent>, Option<f64>) {
-    let origin = Instant::now();
-    let s = convs.len() as u32;
-    let warm = warm_ups(m, sx.settings.turn_output, &convs, origin, live).await;
+) -> ((Vec<Sent>, Option<f64>), Option<bool>) {
+    // Every shard's sessions run at once: the server holds all S.
+    let s = share.starts.len() as u32;
+    let warm = warm_ups(m, sx.settings.turn_output, &convs, (origin, s), live).await;
     let d = m.plan.settings.duration_s;
-    let window_end = Instant::now() + Duration::from_secs_f64(d);
+    let (window_end, ready) = session_shard::window(m, share, d).await;
     let cut = m.cancel.child_token();
     let (mut sent, mut jobs) = (Vec::new(), Vec::new());
-    for (i, (conv, w)) in (0u32..).zip(convs.into_iter().zip(warm)) {
+    for ((i, conv), w) in convs.into_iter().zip(warm) {
         let Ok(w) = w else { continue };
         let specs = turn_specs(m, sx.settings, i, cell.key.context_tokens);
         let ok = matches!(w.record.outcome, Outcome::Finished { .. });
@@ -311,10 +317,11 @@ async fn closed_loop(
         }
     }
     // A turn in flight at the window's close runs to its end, within this limit.
-    let limit = window_end + Duration::from_secs_f64(d.max(30.0));
+    let (_, drain) = session_limits(SessionLoop::Closed, d, 0.0);
+    let limit = window_end + Duration::from_secs_f64(drain);
     let (turns, max_waiting) = run_window(m, jobs, limit, &cut, live).await;
     sent.extend(turns);
-    (sent, max_waiting)
+    ((sent, max_waiting), ready)
 }
 
 /// Most sessions one open-loop cell may start (rate × window).
@@ -341,22 +348,22 @@ fn arrivals(m: &MatrixRun<'_>, cell: &PlannedCell, rate: f64) -> Result<Vec<u64>
     Ok(due)
 }
 
-/// An open loop: each session starts at its arrival, warms its own history, then runs its
-/// turns; the cell ends when every session has ended (within a drain limit).
+/// An open loop from `origin`: each session (`convs`: this process's, by their global index)
+/// starts at its arrival, warms its own history, then runs its turns; the cell ends when
+/// every session has ended (within a drain limit).
 async fn open_loop(
     m: &MatrixRun<'_>,
-    sx: &SessionContext<'_>,
-    cell: &PlannedCell,
-    convs: Vec<Conversation>,
-    due: &[u64],
+    (sx, cell): (&SessionContext<'_>, &PlannedCell),
+    convs: Vec<(u32, Conversation)>,
+    (origin, share): (Instant, &SessionShare),
     live: &Arc<LiveWindow>,
 ) -> (Vec<Sent>, Option<f64>) {
-    let origin = Instant::now();
     let cut = m.cancel.child_token();
-    let in_flight = convs.len() as u32;
-    let jobs: Vec<SessionJob> = (0u32..)
-        .zip(convs.into_iter().zip(due))
-        .map(|(i, (conv, at))| {
+    let in_flight = share.starts.len() as u32;
+    let jobs: Vec<SessionJob> = convs
+        .into_iter()
+        .zip(&share.mine)
+        .map(|((i, conv), (_, at))| {
             let specs = turn_specs(m, sx.settings, i, cell.key.context_tokens);
             let parts = JobParts {
                 key: cell.key,
@@ -371,65 +378,106 @@ async fn open_loop(
             job(m, sx, parts, specs, (origin, &cut, in_flight, live))
         })
         .collect();
-    let d = m.plan.settings.duration_s;
-    let limit = origin + Duration::from_secs_f64(d + d.max(120.0));
+    let (span, drain) = session_limits(SessionLoop::Open, m.plan.settings.duration_s, 0.0);
+    let limit = origin + Duration::from_secs_f64(span + drain);
     run_window(m, jobs, limit, &cut, live).await
 }
 
-/// Measures one session cell.
+/// Measures one session cell: on a shard, its sessions j ≡ I (mod N) in its slot of the
+/// timetable (`session_shard`).
 pub(crate) async fn session_cell(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
     sx: &SessionContext<'_>,
     cell: &PlannedCell,
 ) -> CellResult {
-    let flushed = match flush(m, sx.settings.flush_cache).await {
-        Ok(f) => f,
-        Err(e) => return e.row(cell),
-    };
     let rate = cell.key.request_rate();
     let due = match rate.map(|r| arrivals(m, cell, r)).transpose() {
         Ok(d) => d,
         Err(e) => return e.row(cell),
     };
-    let n = due
-        .as_ref()
-        .map_or(cell.key.concurrency, |d| d.len() as u32);
-    let convs = match histories(m, builder, sx, cell, n).await {
-        Ok(c) => c,
-        Err(e) => return e.row(cell),
+    let kind = if due.is_some() {
+        SessionLoop::Open
+    } else {
+        SessionLoop::Closed
     };
+    let starts = due.unwrap_or_else(|| vec![0; cell.key.concurrency as usize]);
+    let build = (starts.len() as u64).saturating_mul(cell.key.context_tokens);
+    let slot = session_slot_kind(kind, build, m.plan.settings.duration_s, 0.0);
+    let Some(share) = session_shard::share(m, starts, slot).await else {
+        return llmib_core::interrupted_result(cell);
+    };
+    if share.mine.is_empty() && share.slot.is_some() {
+        return session_shard::idle_row(m, cell, &share);
+    }
+    match measure(m, builder, (sx, cell), &share, kind).await {
+        Ok(ran) => finish_cell(m, sx, cell, ran).await,
+        Err(row) => session_shard::finish(m, cell, &share, Vec::new(), (None, None), row),
+    }
+}
+
+/// This process's sessions of a cell run (`Err`: the row of a cell that failed before its
+/// turns): the cache flushed where asked, the histories built, then the loop from the origin.
+async fn measure(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    (sx, cell): (&SessionContext<'_>, &PlannedCell),
+    share: &SessionShare,
+    kind: SessionLoop,
+) -> Result<Ran, CellResult> {
+    let asked = sx.settings.flush_cache && share.flushes(m);
+    let flushed = flush(m, asked).await.map_err(|e| e.row(cell))?;
+    let ids = share.ids();
+    let convs = histories(m, builder, sx, cell, &ids)
+        .await
+        .map_err(|e| e.row(cell))?;
     let before = cached_counter(&m.engine).await;
+    let closed = kind == SessionLoop::Closed;
+    let origin = session_shard::origin(m, share, closed)
+        .await
+        .map_err(|late| llmib_core::failed_result(cell, "shard_late", late.to_string()))?;
     // Every session runs `--turns` (an open loop's must end); without it a closed loop's
     // turns are as many as the window holds, not known before.
-    let planned = sx.settings.turns.map(|t| u64::from(t) * u64::from(n));
-    let live = announce(m, n, planned);
-    let (sent, max_waiting) = match &due {
-        Some(d) => open_loop(m, sx, cell, convs, d, &live).await,
-        None => closed_loop(m, sx, cell, convs, &live).await,
+    let planned = sx.settings.turns.map(|t| u64::from(t) * ids.len() as u64);
+    // The live window holds every session's stream: a shard's are its global indices.
+    let live = announce(m, share.starts.len() as u32, planned);
+    let sessions = ids.len() as u32;
+    let convs: Vec<(u32, Conversation)> = ids.into_iter().zip(convs).collect();
+    let ((sent, max_waiting), ready) = if closed {
+        closed_loop(m, (sx, cell), convs, (origin, share), &live).await
+    } else {
+        let ran = open_loop(m, (sx, cell), convs, (origin, share), &live).await;
+        (ran, None)
     };
-    let ran = Ran {
+    Ok(Ran {
         sent,
         max_waiting,
-        sessions: n,
+        sessions,
         flushed,
         before,
-    };
-    finish_cell(m, sx, cell, ran).await
+        share: share.clone(),
+        ready,
+    })
 }
 
 /// What a session cell's sessions did, for its row.
 pub(crate) struct Ran {
     pub sent: Vec<Sent>,
     pub max_waiting: Option<f64>,
+    /// Sessions this process ran.
     pub sessions: u32,
     pub flushed: Option<bool>,
     /// The server's cached-token counter before the turns.
     pub before: Option<f64>,
+    /// Which sessions were this process's, and on a shard its slot.
+    pub share: SessionShare,
+    /// A closed loop on a shard: its warm-ups were done when the window opened.
+    pub ready: Option<bool>,
 }
 
 /// The row of a session cell from what its sessions did: tokens counted, records saved (and
 /// their errors reported), judged by `llmib_core::session_result`; Not run when Ctrl-C cut it.
+/// On a shard, with what `merge` needs (`session_shard::finish`).
 pub(crate) async fn finish_cell(
     m: &MatrixRun<'_>,
     sx: &SessionContext<'_>,
@@ -445,6 +493,8 @@ pub(crate) async fn finish_cell(
         sessions: n,
         flushed,
         before,
+        share,
+        ready,
     } = ran;
     let after = cached_counter(&m.engine).await;
     m.progress.event(ProgressEvent::Phase(Stage::Counting));
@@ -470,7 +520,11 @@ pub(crate) async fn finish_cell(
             },
         )
         .collect();
-    session_result(
+    let metas: Vec<TurnMeta> = match m.shard {
+        Some(_) => turns.iter().map(TurnMeta::of).collect(),
+        None => Vec::new(),
+    };
+    let row = session_result(
         cell,
         SessionObservation {
             turns: &turns,
@@ -487,5 +541,6 @@ pub(crate) async fn finish_cell(
             prompt_tolerance: 0,
             fault: None,
         },
-    )
+    );
+    session_shard::finish(m, cell, &share, metas, (max_waiting, ready), row)
 }

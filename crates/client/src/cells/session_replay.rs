@@ -4,7 +4,8 @@
 //! built (a trace's to its exact length, ShareGPT's from its recorded text) and sent cold as
 //! its first measured turn; each later turn appends the model's own answer and the recorded
 //! (or a filler) message. One cell per replay (per rate for ShareGPT); the row is
-//! `llmib_core::session_result`'s like any session cell's.
+//! `llmib_core::session_result`'s like any session cell's; on a shard, its sessions j ≡ I
+//! (mod N) in its slot of the timetable (`session_shard`).
 
 use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::inputs::CellFailure;
@@ -12,17 +13,19 @@ use crate::cells::outlet::save;
 use crate::cells::session_cell::{
     Ran, SessionContext, announce, cached_counter, finish_cell, flush, run_window,
 };
+use crate::cells::session_shard::{self, SessionShare};
 use crate::cells::session_turns::{SESSION_STREAMS, SessionJob, TurnSpec, session_stream};
 use crate::cells::telemetry::CellRecorder;
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::prompts::conversation::{Conversation, load_replay, opening};
 use crate::prompts::prompt::PromptBuilder;
 use llmib_core::{
-    CellKey, CellResult, CellStatus, Phase, PlannedCell, SessionReplay, TurnInput, WorkloadSpec,
-    bare_result, failed_result, fnv1a, now_rfc3339, rate_mrps,
+    CellKey, CellResult, CellStatus, Phase, PlannedCell, SessionLoop, SessionReplay, SlotKind,
+    TurnInput, WorkloadSpec, bare_result, duration_from_secs, failed_result, fnv1a,
+    interrupted_result, now_rfc3339, rate_mrps, session_limits, session_slot_kind,
 };
 use std::sync::Arc;
-use tokio::time::{Duration, Instant};
+use tokio::time::Duration;
 
 /// Most sessions one replay cell may hold.
 const MAX_REPLAY_SESSIONS: usize = 4096;
@@ -58,26 +61,22 @@ fn system_of(
     (sx.text.text(tokens, key, index, "system-"), tokens)
 }
 
-/// Every session's opening prompt, built and counted.
+/// The opening prompt of each session of `ids` (global indices), built and counted, by its
+/// index.
 async fn openings(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
-    sx: &SessionContext<'_>,
-    cell: &PlannedCell,
+    (sx, cell): (&SessionContext<'_>, &PlannedCell),
     replay: &SessionReplay,
-) -> Result<Vec<Conversation>, CellFailure> {
+    ids: &[u32],
+) -> Result<Vec<(u32, Conversation)>, CellFailure> {
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
-    if replay.sessions.len() > MAX_REPLAY_SESSIONS {
-        return Err(CellFailure::schedule(format!(
-            "the replay has {} sessions, more than one cell holds ({MAX_REPLAY_SESSIONS}): cut the file",
-            replay.sessions.len()
-        )));
-    }
     let chat = m.engine.api().is_conversation();
-    let mut out = Vec::with_capacity(replay.sessions.len());
+    let mut out = Vec::with_capacity(ids.len());
     let shortest = shortest_opening(replay);
-    for (i, s) in replay.sessions.iter().enumerate() {
-        let Some(first) = s.turns.first() else {
+    for &j in ids {
+        let i = j as usize;
+        let Some(first) = replay.sessions.get(i).and_then(|s| s.turns.first()) else {
             continue;
         };
         let (system, hint) = system_of(sx, replay, i, shortest);
@@ -93,9 +92,26 @@ async fn openings(
         )
         .await
         .map_err(|e| CellFailure::from(&e))?;
-        out.push(c);
+        out.push((j, c));
     }
     Ok(out)
+}
+
+/// A replay's slot of the timetable: every opening's tokens (a recorded text's at four bytes a
+/// token: every shard reads the same file, so every shard computes the same), to the last
+/// session's start and the drain after it.
+fn replay_slot(m: &MatrixRun<'_>, replay: &SessionReplay, starts_s: &[f64]) -> SlotKind {
+    let build = replay
+        .sessions
+        .iter()
+        .filter_map(|s| s.turns.first())
+        .map(|t| match &t.input {
+            TurnInput::Tokens(n) => *n,
+            TurnInput::Text(s) => s.len() as u64 / 4,
+        })
+        .fold(0u64, u64::saturating_add);
+    let last = starts_s.iter().copied().fold(0.0, f64::max);
+    session_slot_kind(SessionLoop::Replay, build, m.plan.settings.duration_s, last)
 }
 
 /// The turns of session `i` as the task sends them: the opening first (its start is the
@@ -120,48 +136,82 @@ fn specs(replay: &SessionReplay, i: usize, k: f64) -> Vec<TurnSpec> {
         .collect()
 }
 
-/// Measures one replay cell: sessions start at `starts_s` (seconds after the cell's origin).
+/// Measures one replay cell: sessions start at `starts_s` (seconds after the cell's origin);
+/// on a shard, its sessions j ≡ I (mod N) in its slot of the timetable (`session_shard`).
 pub(crate) async fn replay_cell(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
-    sx: &SessionContext<'_>,
-    cell: &PlannedCell,
+    (sx, cell): (&SessionContext<'_>, &PlannedCell),
     replay: &SessionReplay,
     starts_s: &[f64],
 ) -> CellResult {
-    let flushed = match flush(m, sx.settings.flush_cache).await {
-        Ok(f) => f,
-        Err(e) => return e.row(cell),
+    if replay.sessions.len() > MAX_REPLAY_SESSIONS {
+        let why = format!(
+            "the replay has {} sessions, more than one cell holds ({MAX_REPLAY_SESSIONS}): cut the file",
+            replay.sessions.len()
+        );
+        return CellFailure::schedule(why).row(cell);
+    }
+    let starts: Vec<u64> = (0..replay.sessions.len())
+        .map(|i| duration_from_secs(starts_s.get(i).copied().unwrap_or(0.0)).as_nanos() as u64)
+        .collect();
+    let slot = replay_slot(m, replay, starts_s);
+    let Some(share) = session_shard::share(m, starts, slot).await else {
+        return interrupted_result(cell);
     };
-    let convs = match openings(m, builder, sx, cell, replay).await {
-        Ok(c) => c,
-        Err(e) => return e.row(cell),
-    };
+    if share.mine.is_empty() && share.slot.is_some() {
+        return session_shard::idle_row(m, cell, &share);
+    }
+    match replay_turns(m, builder, (sx, cell), replay, &share).await {
+        Ok(ran) => finish_cell(m, sx, cell, ran).await,
+        Err(row) => session_shard::finish(m, cell, &share, Vec::new(), (None, None), row),
+    }
+}
+
+/// This process's sessions of a replay run (`Err`: the row of a cell that failed before its
+/// turns): the cache flushed where asked, the openings built, then every session from its
+/// start.
+async fn replay_turns(
+    m: &MatrixRun<'_>,
+    builder: &mut PromptBuilder,
+    (sx, cell): (&SessionContext<'_>, &PlannedCell),
+    replay: &SessionReplay,
+    share: &SessionShare,
+) -> Result<Ran, CellResult> {
+    let asked = sx.settings.flush_cache && share.flushes(m);
+    let flushed = flush(m, asked).await.map_err(|e| e.row(cell))?;
+    let convs = openings(m, builder, (sx, cell), replay, &share.ids())
+        .await
+        .map_err(|e| e.row(cell))?;
     let before = cached_counter(&m.engine).await;
-    let origin = Instant::now();
+    let origin = session_shard::origin(m, share, false)
+        .await
+        .map_err(|late| failed_result(cell, "shard_late", late.to_string()))?;
     let cut = m.cancel.child_token();
     let k = sx.settings.time_scale;
-    let n = convs.len() as u32;
+    let n = share.starts.len() as u32;
     let max_prompt = m.plan.context_length;
     // A replay plans every recorded turn of its sessions.
-    let planned = (0..convs.len())
-        .filter_map(|i| replay.sessions.get(i))
+    let planned = convs
+        .iter()
+        .filter_map(|(j, _)| replay.sessions.get(*j as usize))
         .map(|s| s.turns.len() as u64)
         .sum();
     let live = announce(m, n, Some(planned));
+    let start = |j: u32| share.mine.iter().find(|(i, _)| *i == j).map_or(0, |s| s.1);
+    let sessions = convs.len() as u32;
     let jobs: Vec<SessionJob> = convs
         .into_iter()
-        .enumerate()
-        .map(|(i, conv)| SessionJob {
+        .map(|(j, conv)| SessionJob {
             engine: m.engine.clone(),
             model: m.model.clone(),
-            session: i as u32,
-            tag: session_stream(cell.key, i as u32),
-            start: Duration::from_secs_f64(starts_s.get(i).copied().unwrap_or(0.0).max(0.0)),
+            session: j,
+            tag: session_stream(cell.key, j),
+            start: Duration::from_nanos(start(j)),
             warm_output: None,
             answer: String::new(),
             answer_tokens: 0,
-            specs: specs(replay, i, k),
+            specs: specs(replay, j as usize, k),
             first_as_is: true,
             block: sx.block,
             text: sx.text,
@@ -174,18 +224,24 @@ pub(crate) async fn replay_cell(
             live: Some(live.clone()),
         })
         .collect();
-    let last = starts_s.iter().copied().fold(0.0, f64::max);
-    let d = m.plan.settings.duration_s;
-    let limit = origin + Duration::from_secs_f64(last + d.max(120.0) * 4.0);
+    let (span, drain) = share_limits(m, share);
+    let limit = origin + Duration::from_secs_f64(span + drain);
     let (sent, max_waiting) = run_window(m, jobs, limit, &cut, &live).await;
-    let ran = Ran {
+    Ok(Ran {
         sent,
         max_waiting,
-        sessions: n,
+        sessions,
         flushed,
         before,
-    };
-    finish_cell(m, sx, cell, ran).await
+        share: share.clone(),
+        ready: None,
+    })
+}
+
+/// A replay's span (its last session's start) and drain limit, seconds.
+fn share_limits(m: &MatrixRun<'_>, share: &SessionShare) -> (f64, f64) {
+    let last = share.starts.iter().copied().max().unwrap_or(0) as f64 / 1e9;
+    session_limits(SessionLoop::Replay, m.plan.settings.duration_s, last)
 }
 
 /// The replay's cells: one for a session trace (sessions at their recorded starts), one per
@@ -238,7 +294,8 @@ pub(crate) async fn run_replays(
                     None => replay.starts_s(st.time_scale),
                 };
                 let rec = CellRecorder::start(m, Phase::Session);
-                let mut row = replay_cell(&rec.run(m), builder, sx, cell, replay, &starts).await;
+                let run = rec.run(m);
+                let mut row = replay_cell(&run, builder, (sx, cell), replay, &starts).await;
                 row.started_at = Some(rec.started_at());
                 row.finished_at = Some(now_rfc3339());
                 rec.finish(m, &mut row).await;

@@ -2,7 +2,8 @@
 //! `--workload` give each request its own lengths, this module says where they come from
 //! ([`Varying`]), builds every request's prompt (exact by the server's tokenizer, a stream of
 //! its own so no two share a prefix, except the shared blocks of a Mooncake trace; the user's
-//! own prompts of `prompts:FILE` are sent as written, counted by the server once sent) and adds
+//! own prompts of `prompts:FILE`, and ShareGPT's human messages of `sharegpt-text:FILE`, are
+//! sent as written, counted by the server once sent) and adds
 //! what was asked and sent to the row (`llmib_core::workload_figures`).
 //!
 //! How contexts combine with it: `--input-len` and `--workload` replace the per-context
@@ -13,7 +14,7 @@
 use crate::cells::context::MatrixRun;
 use crate::cells::inputs::CellFailure;
 use crate::cells::lora;
-use crate::prompts::block_prompt::{BlockPrompts, load_workload};
+use crate::prompts::block_prompt::{BlockPrompts, load_texts, load_workload};
 use crate::prompts::prompt::PromptBuilder;
 use crate::server::engine::PromptInput;
 use crate::wire::stream::{RequestSpec, StreamLimits};
@@ -48,9 +49,10 @@ impl Varying {
             return Ok(None);
         }
         let (workload, prompts) = match &load.workload {
-            Some(spec) if spec.kind == WorkloadKind::Prompts => {
-                (None, Some(prompts_of(spec, load.prompts.as_ref())?))
-            }
+            Some(spec) if spec.kind.is_texts() => (
+                None,
+                Some(prompts_of(&m.engine, spec, load.prompts.as_ref()).await?),
+            ),
             Some(spec) => (Some(load_workload(&m.engine, spec).await?), None),
             None => (None, None),
         };
@@ -197,12 +199,14 @@ pub(crate) fn fixed_scale(load: &LoadSettings) -> Option<f64> {
 
 /// The file's prompts as `load` recorded them, read again: the open-load section's turn comes
 /// after the matrix, and the file must still be the one checked before the run (its size and
-/// prompt count; the command compared its sha256).
-fn prompts_of(
+/// prompt count; the command compared its sha256). A `sharegpt-text:FILE` file's replies are
+/// counted by the server's tokenizer here ([`load_texts`]).
+async fn prompts_of(
+    engine: &crate::server::engine::Engine,
     spec: &llmib_core::WorkloadSpec,
     recorded: Option<&llmib_core::PromptsSource>,
 ) -> Result<UserPrompts, WorkloadError> {
-    let p = UserPrompts::load(spec)?;
+    let p = load_texts(engine, spec).await?;
     let now = (p.bytes, p.prompts.len() as u64);
     if let Some(rec) = recorded
         && (rec.bytes, rec.lines) != now

@@ -14,11 +14,14 @@
 //! first prompt and reused.
 //!
 //! Workload loading lives here too ([`load_workload`]): ShareGPT lengths are the server
-//! tokenizer's counts of each turn.
+//! tokenizer's counts of each turn; and of texts ([`load_texts`]): `sharegpt-text:FILE`'s
+//! replies counted the same way.
 
 use crate::prompts::prompt::{BuiltPrompt, PromptBuilder, PromptError};
 use crate::server::engine::{Engine, PromptInput};
-use llmib_core::{MOONCAKE_BLOCK_TOKENS, Workload, WorkloadError, WorkloadKind, WorkloadSpec};
+use llmib_core::{
+    MOONCAKE_BLOCK_TOKENS, UserPrompts, Workload, WorkloadError, WorkloadKind, WorkloadSpec,
+};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -197,6 +200,23 @@ pub async fn load_workload(
     })?;
     let counts = count_texts(engine, &file, texts.into_inner()).await?;
     Workload::parse(spec, &text, &|t| counts.get(t).copied().unwrap_or(0))
+}
+
+/// Reads a workload of texts (`prompts:FILE`, `sharegpt-text:FILE`): a ShareGPT file's
+/// recorded replies are counted by the server's tokenizer (each distinct text once), and each
+/// request asks that many tokens (`llmib_core::UserPrompts::parse_texts`).
+pub async fn load_texts(
+    engine: &Engine,
+    spec: &WorkloadSpec,
+) -> Result<UserPrompts, WorkloadError> {
+    let file = spec.path.display().to_string();
+    let text = std::fs::read_to_string(&spec.path).map_err(|e| WorkloadError::Read {
+        file: file.clone(),
+        error: e.to_string(),
+    })?;
+    let replies = UserPrompts::replies(spec, &text)?;
+    let counts = count_texts(engine, &file, replies).await?;
+    UserPrompts::parse_texts(spec, &text, &|t| counts.get(t).copied().unwrap_or(0))
 }
 
 /// The server's token count of each distinct text of a workload file `file` (its turns or

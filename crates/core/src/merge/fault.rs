@@ -1,5 +1,6 @@
 //! Why the shards' parts of one cell are not one cell: their windows or schedules disagree, a
-//! shard holds a record that is not its own, or none recorded what the merge needs. Any of
+//! shard holds a record that is not its own, a session cell's turns are not every session's,
+//! or none recorded what the merge needs. Any of
 //! them fails the merged row (merge.rs, rule 1), these words being its reason.
 
 use crate::figures::Window;
@@ -74,6 +75,30 @@ pub(super) enum CellMergeError {
         shard: u32,
         /// The request (its record's stream).
         request: u32,
+    },
+    /// Sessions of a session cell that no shard ran (a shard that wrote no schedule line).
+    #[error(
+        "sessions {sessions:?} of {of} are in no shard's line of schedules.jsonl: no shard ran them"
+    )]
+    Unclaimed {
+        /// The first few sessions no shard claims.
+        sessions: Vec<u32>,
+        /// Sessions in the cell.
+        of: usize,
+    },
+    /// A shard's schedule line of a session cell without its turns.
+    #[error("shard {shard}'s line of schedules.jsonl lists no turns of the session cell")]
+    NoTurns {
+        /// The shard.
+        shard: u32,
+    },
+    /// A shard's turns and its records are not one set.
+    #[error("shard {shard}: {source}")]
+    Turns {
+        /// The shard.
+        shard: u32,
+        /// What does not match.
+        source: crate::session::TurnJoinError,
     },
     /// A shard holds a decode record that is not one of its streams.
     #[error("shard {shard} holds a record of stream {stream}, which is not one of its streams")]

@@ -306,6 +306,7 @@ fn schedule(due: &[u64], index: u32) -> ShardSchedule {
         prompt_tokens: None,
         expected_prompt_tokens: 1024,
         slot: None,
+        session: None,
     }
 }
 

@@ -238,3 +238,69 @@ fn the_record_names_the_file_without_its_text() {
         "{e}"
     );
 }
+
+/// `sharegpt-text:FILE`: each conversation's first human message as written, asking its
+/// recorded reply's count (the caller's counter: here one token per byte), at least 1; a
+/// conversation without a pair, or with a blank side, left out whatever the counter says.
+#[test]
+fn sharegpt_text_sends_the_first_human_message_with_its_reply_count() {
+    let spec: WorkloadSpec = "sharegpt-text:data/sg.json".parse().expect("spec");
+    assert_eq!(spec.kind, WorkloadKind::ShareGptText);
+    assert!(spec.kind.is_texts() && !spec.kind.is_trace());
+    assert_eq!(spec.to_string(), "sharegpt-text:data/sg.json");
+    let text = r#"[
+ {"id": "a", "conversations": [{"from": "system", "value": "sys"}, {"from": "human", "value": "Hi there, tell me a joke."}, {"from": "gpt", "value": "No."}, {"from": "human", "value": "again"}]},
+ {"id": "b", "conversations": [{"from": "human", "value": "   "}, {"from": "gpt", "value": "x"}]},
+ {"id": "c", "conversations": [{"from": "gpt", "value": "alone"}]},
+ {"id": "d", "conversations": [{"from": "user", "value": "Why?"}, {"from": "assistant", "value": ""}]},
+ {"id": "e", "conversations": [{"from": "USER", "value": "Count: 1 2 3"}, {"from": "chatgpt", "value": "four five"}]}
+]"#;
+    let bytes = |t: &str| t.len() as u64;
+    let p = UserPrompts::parse_texts(&spec, text, &bytes).expect("good");
+    let got: Vec<(usize, PromptBody, Option<u32>)> = p
+        .prompts
+        .iter()
+        .map(|q| (q.line, q.body.clone(), q.max_tokens))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                2,
+                PromptBody::Text("Hi there, tell me a joke.".into()),
+                Some(3)
+            ),
+            (6, PromptBody::Text("Count: 1 2 3".into()), Some(9)),
+        ]
+    );
+    assert_eq!(p.bytes, text.len() as u64);
+    // The same prompts whoever counts (a zero count still asks one token).
+    let zero = UserPrompts::parse_texts(&spec, text, &|_| 0).expect("good");
+    assert_eq!(zero.prompts.len(), 2);
+    assert_eq!(zero.prompts[0].max_tokens, Some(1));
+    assert_eq!(
+        UserPrompts::replies(&spec, text).expect("replies"),
+        vec!["No.".to_string(), "four five".to_string()]
+    );
+    // A prompts file parses as itself; a file of lengths is refused as texts.
+    let own = UserPrompts::parse_texts(&self::spec(), r#"{"prompt": "x"}"#, &bytes).expect("own");
+    assert_eq!(own.prompts.len(), 1);
+    let lengths: WorkloadSpec = "sharegpt:data/sg.json".parse().expect("spec");
+    let e = UserPrompts::parse_texts(&lengths, text, &bytes).expect_err("lengths");
+    assert!(matches!(e, WorkloadError::LengthsOnly { .. }), "{e}");
+    // Nothing usable, and a bad file: one line naming the file (and the line).
+    let e = UserPrompts::parse_texts(&spec, r#"[{"conversations": []}]"#, &bytes)
+        .expect_err("empty")
+        .to_string();
+    assert!(
+        e.contains("data/sg.json") && e.contains("1 entries skipped"),
+        "{e}"
+    );
+    let e = UserPrompts::parse_texts(&spec, "[\n{\"conversations\": 3}\n]", &bytes)
+        .expect_err("bad")
+        .to_string();
+    assert!(e.starts_with("data/sg.json:2: "), "{e}");
+    // As lengths, it is refused: it is read as texts.
+    let e = crate::workload::Workload::parse(&spec, text, &|_| 1).expect_err("texts");
+    assert!(matches!(e, WorkloadError::PromptsOnly { .. }), "{e}");
+}

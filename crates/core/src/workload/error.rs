@@ -7,7 +7,7 @@
 pub enum WorkloadError {
     /// Not `kind:PATH` with a known kind.
     #[error(
-        "`{0}` is not a workload: write sharegpt:FILE, mooncake:FILE, azure:FILE, sessions:FILE or prompts:FILE (formats: sharegpt, mooncake, azure, sessions, prompts)"
+        "`{0}` is not a workload: write sharegpt:FILE, sharegpt-text:FILE, mooncake:FILE, azure:FILE, sessions:FILE or prompts:FILE (formats: sharegpt, sharegpt-text, mooncake, azure, sessions, prompts)"
     )]
     UnknownKind(String),
     /// The file could not be read.
@@ -108,9 +108,19 @@ pub enum WorkloadError {
         /// The sha256 of the file now.
         now: String,
     },
-    /// A prompts file read as lengths (`Workload`): it is read as texts (`UserPrompts`).
+    /// A prompts file (or `sharegpt-text:FILE`) read as lengths (`Workload`): it is read as
+    /// texts (`UserPrompts`).
     #[error("{file}: a prompts file is sent as its texts, not as lengths")]
     PromptsOnly {
+        /// The file.
+        file: String,
+    },
+    /// A file of lengths read as texts (`UserPrompts`): only `prompts:FILE` and
+    /// `sharegpt-text:FILE` are texts.
+    #[error(
+        "{file}: only prompts:FILE and sharegpt-text:FILE are sent as texts; this format gives lengths"
+    )]
+    LengthsOnly {
         /// The file.
         file: String,
     },

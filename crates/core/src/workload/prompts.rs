@@ -10,9 +10,17 @@
 //! keys the section and sizes its limits before anything is sent. What `run.json` records of the
 //! file is [`PromptsSource`]: its name, prompt count, size and sha256, never the text (a user's
 //! prompts may be private).
+//!
+//! `sharegpt-text:FILE` is read into the same [`UserPrompts`] ([`UserPrompts::parse_texts`]):
+//! each conversation's first human message is a `prompt`, sent with its recorded words (as
+//! vLLM's and SGLang's ShareGPT benchmarks send it), and its `max_tokens` is the recorded
+//! reply's length by the caller's count (the server's tokenizer), at least 1. A conversation
+//! without a human message followed by the model's, or with a side of white space only, is
+//! left out; which ones are read from the text alone, so the prompt count run.json records does
+//! not depend on who counted the replies.
 
-use super::WorkloadSpec;
 use super::error::{PromptLineFault as Fault, WorkloadError};
+use super::{WorkloadKind, WorkloadSpec};
 use crate::api::Api;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -102,6 +110,56 @@ impl UserPrompts {
             prompts,
             bytes: text.len() as u64,
         })
+    }
+
+    /// Parses `spec`'s `text` as texts of its kind: a prompts file line by line
+    /// ([`UserPrompts::parse`]), or ShareGPT's first pairs (`sharegpt-text:FILE`, module docs),
+    /// each asking `count_reply(reply)` tokens (at least 1). Any other kind is
+    /// [`WorkloadError::LengthsOnly`].
+    pub fn parse_texts(
+        spec: &WorkloadSpec,
+        text: &str,
+        count_reply: &dyn Fn(&str) -> u64,
+    ) -> Result<UserPrompts, WorkloadError> {
+        let file = spec.path.display().to_string();
+        match spec.kind {
+            WorkloadKind::Prompts => UserPrompts::parse(spec, text),
+            WorkloadKind::ShareGptText => {
+                let (pairs, skipped) = super::sharegpt::pairs(&file, text)?;
+                if pairs.is_empty() {
+                    return Err(WorkloadError::Empty { file, skipped });
+                }
+                let prompts = pairs
+                    .into_iter()
+                    .map(|p| UserPrompt {
+                        line: p.line,
+                        approx_tokens: (p.ask.len() as u64).div_ceil(4).max(1),
+                        max_tokens: Some(
+                            u32::try_from(count_reply(&p.reply).max(1)).unwrap_or(u32::MAX),
+                        ),
+                        body: PromptBody::Text(p.ask),
+                    })
+                    .collect();
+                Ok(UserPrompts {
+                    source: spec.clone(),
+                    prompts,
+                    bytes: text.len() as u64,
+                })
+            }
+            _ => Err(WorkloadError::LengthsOnly { file }),
+        }
+    }
+
+    /// The recorded replies of a `sharegpt-text:FILE` file's requests, in order (what the
+    /// caller counts with the server's tokenizer before [`UserPrompts::parse_texts`]); empty for
+    /// any other kind.
+    pub fn replies(spec: &WorkloadSpec, text: &str) -> Result<Vec<String>, WorkloadError> {
+        if spec.kind != WorkloadKind::ShareGptText {
+            return Ok(Vec::new());
+        }
+        let file = spec.path.display().to_string();
+        let (pairs, _) = super::sharegpt::pairs(&file, text)?;
+        Ok(pairs.into_iter().map(|p| p.reply).collect())
     }
 
     /// `Ok` where `api` can send every line as written. A `messages` line needs an API that

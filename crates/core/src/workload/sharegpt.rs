@@ -19,12 +19,21 @@ struct Turn {
     value: String,
 }
 
-/// The requests of a ShareGPT file and how many conversations were skipped.
-pub(super) fn parse(
-    file: &str,
-    text: &str,
-    count_tokens: &dyn Fn(&str) -> u64,
-) -> Result<(Vec<WorkloadRequest>, usize), WorkloadError> {
+/// One conversation's first human message and the model's reply right after it, as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Pair {
+    /// The 1-based line where the conversation's object starts.
+    pub line: usize,
+    /// The human message.
+    pub ask: String,
+    /// The model's reply.
+    pub reply: String,
+}
+
+/// Every conversation's first pair, in file order, and how many conversations have none (or an
+/// empty side: whitespace only). Whether a side is empty is read from its text, never from a
+/// token count, so the same file always gives the same pairs whoever counts them.
+pub(super) fn pairs(file: &str, text: &str) -> Result<(Vec<Pair>, usize), WorkloadError> {
     let all: Vec<Conversation> = serde_json::from_str(text).map_err(|e| {
         bad_row(
             file,
@@ -33,20 +42,39 @@ pub(super) fn parse(
         )
     })?;
     let lines = element_lines(text);
-    let mut requests = Vec::new();
+    let mut out = Vec::new();
     let mut skipped = 0;
-    for (i, c) in all.iter().enumerate() {
-        let Some((ask, reply)) = first_pair(&c.conversations) else {
-            skipped += 1;
-            continue;
-        };
-        let (input, output) = (count_tokens(ask), count_tokens(reply));
+    for (i, c) in all.into_iter().enumerate() {
+        match first_pair(&c.conversations) {
+            Some((ask, reply)) if !ask.trim().is_empty() && !reply.trim().is_empty() => {
+                out.push(Pair {
+                    line: lines.get(i).copied().unwrap_or(1),
+                    ask: ask.to_string(),
+                    reply: reply.to_string(),
+                })
+            }
+            _ => skipped += 1,
+        }
+    }
+    Ok((out, skipped))
+}
+
+/// The requests of a ShareGPT file and how many conversations were skipped.
+pub(super) fn parse(
+    file: &str,
+    text: &str,
+    count_tokens: &dyn Fn(&str) -> u64,
+) -> Result<(Vec<WorkloadRequest>, usize), WorkloadError> {
+    let (all, mut skipped) = pairs(file, text)?;
+    let mut requests = Vec::new();
+    for p in all {
+        let (input, output) = (count_tokens(&p.ask), count_tokens(&p.reply));
         if input == 0 || output == 0 {
             skipped += 1;
             continue;
         }
         requests.push(WorkloadRequest {
-            line: lines.get(i).copied().unwrap_or(1),
+            line: p.line,
             arrival_s: None,
             input_tokens: input,
             output_tokens: output,

@@ -199,3 +199,17 @@ fn a_run_without_shards_has_no_section() {
     assert!(!render(&r, Format::Markdown).contains("## Shards"));
     assert!(!render(&r, Format::Html).contains("id=\"shards\""));
 }
+
+#[test]
+fn a_merged_session_cell_lists_each_shards_sessions() {
+    let mut r = golden();
+    let mut row = super::sessions::measured(8192, 4, 900.0, 40.0, Some(0.9));
+    merge(&mut row, vec![part(0, 2, 0.0, 1.0), part(1, 2, 0.0, 1.0)]);
+    r.cells.push(row);
+    let md = render(&r, Format::Markdown);
+    let section = &md[md.find("\n## Shards\n").expect("a Shards section")..];
+    assert!(
+        section.contains("| Valid | yes | 2 sessions · +0.00 ms · ready · ±1.0 ms | 2 sessions"),
+        "{section}"
+    );
+}

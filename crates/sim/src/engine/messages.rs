@@ -73,6 +73,9 @@ pub(crate) struct NewRequest {
     /// Under a grammar (`crate::structured`): its decode steps take `grammar_step_factor`
     /// times as long.
     pub grammar: bool,
+    /// Its mean tokens per decode step where a `spec_accept_by_text` rule matched its prompt
+    /// (`None`: the engine's `spec_accept_length`).
+    pub spec_accept: Option<f64>,
 }
 
 /// A snapshot of the engine's state, published after every scheduler iteration.

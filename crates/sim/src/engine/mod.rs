@@ -12,6 +12,7 @@ mod prefix_cache;
 pub(crate) use prefix_cache::{CACHE_BLOCK_TOKENS, prompt_blocks, prompt_tail};
 mod scheduler;
 mod spec;
+pub(crate) use spec::accept_for;
 
 use messages::Cmd;
 pub(crate) use messages::{Finish, NewRequest, Stats, TokenEvent};

@@ -410,8 +410,8 @@ impl Scheduler<'_> {
                     let Some(r) = self.reqs.get_mut(&id) else {
                         continue;
                     };
-                    let want =
-                        spec::step_tokens(&mut r.spec_credit, self.cfg.spec_accept_length, k);
+                    let mean = r.spec.spec_accept.or(self.cfg.spec_accept_length);
+                    let want = spec::step_tokens(&mut r.spec_credit, mean, k);
                     let n = self.emit(id, want);
                     produced += u64::from(n);
                     if k > 1 && n > 0 {

@@ -30,6 +30,32 @@ pub(super) fn step_tokens(credit: &mut f64, mean: Option<f64>, k: u32) -> u32 {
     n
 }
 
+/// The mean tokens per step of a request whose JSON `body` is this: the first
+/// `spec_accept_by_text` rule whose text is in one of the body's strings (so JSON escapes never
+/// hide a match), else `None` (the engine's `spec_accept_length`). No rule, no parse.
+pub(crate) fn accept_for(rules: &[crate::config::SpecAcceptRule], body: &[u8]) -> Option<f64> {
+    if rules.is_empty() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut texts = Vec::new();
+    strings(&v, &mut texts);
+    rules
+        .iter()
+        .find(|r| texts.iter().any(|t| t.contains(r.contains.as_str())))
+        .map(|r| r.length)
+}
+
+/// Every string value in `v`, depth first.
+fn strings<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
 /// SGLang's current log interval.
 #[derive(Debug, Default)]
 pub(super) struct SpecInterval {
@@ -102,6 +128,26 @@ mod tests {
         assert_eq!(n, 2200, "no drift over many steps");
         assert_eq!(step_tokens(&mut 0.0, None, 3), 3, "every draft accepted");
         assert_eq!(step_tokens(&mut 0.0, Some(1.0), 3), 1);
+    }
+
+    #[test]
+    fn the_first_rule_in_the_prompt_sets_the_accept_length() {
+        let rule = |c: &str, l: f64| crate::config::SpecAcceptRule {
+            contains: c.into(),
+            length: l,
+        };
+        let rules = [
+            rule("def ", 3.0),
+            rule("\"quoted\"", 2.5),
+            rule("poem", 1.0),
+        ];
+        let chat = br#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "a poem with def inside"}]}]}"#;
+        assert_eq!(accept_for(&rules, chat), Some(3.0), "first rule wins");
+        let escaped = br#"{"prompt": "say \"quoted\" twice"}"#;
+        assert_eq!(accept_for(&rules, escaped), Some(2.5), "matched unescaped");
+        assert_eq!(accept_for(&rules, br#"{"prompt": "prose"}"#), None);
+        assert_eq!(accept_for(&[], br#"{"prompt": "def "}"#), None);
+        assert_eq!(accept_for(&rules, b"not json"), None);
     }
 
     #[test]
