@@ -15,7 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step says when it started (seconds since this script began), so a log shows where the
+# command's time went.
+step() { printf '\n==> %s (at %ss)\n' "$*" "$SECONDS" >&2; }
 
 step "toolchain components"
 # Installed when rustup is there; either way both must work, or the lint steps below would
@@ -91,7 +93,9 @@ set +e
 # them can hold them up (stop 41's CI ran them so). `timing_lock` serialises only the timed
 # tests among themselves; this keeps every other test off the cores while they run. It costs
 # the integration binary a few minutes; the unit tests take seconds either way.
-RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 | tee "$log"
+mkdir -p target
+RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 \
+  | python3 scripts/test_times.py target/test-times.tsv | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # vLLM's own checks (engine detection, KV capacity, exact prompts, per-chunk usage, no API key
@@ -109,5 +113,8 @@ passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ p
 failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 echo
+echo "the slowest tests (seconds, binary, test; all in target/test-times.tsv):"
+head -n 25 target/test-times.tsv 2>/dev/null || true
+echo "the test command took ${SECONDS} s"
 echo "tests: ${passed} passed, ${failed} failed, ${ignored} ignored"
 exit "$status"

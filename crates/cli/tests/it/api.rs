@@ -2,6 +2,7 @@
 //! simulator (its chat template adds tokens the prompt builder must measure).
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::llamacpp::{LlamaServer, llama, run_args, u};
 use crate::run::{exact_sim, run_small};
 
@@ -205,33 +206,18 @@ fn respect_eos_lets_requests_stop_and_says_so() {
 fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
-    let dir = out_dir("run-burst-after");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1,4",
-        "--duration",
-        "1s",
-        "--max-output",
-        "64",
-        "--run-burst",
-        "--burst-requests-per-concurrency",
-        "3",
-        "--format",
-        "html,md,csv,json",
-        "--output",
-        dir.to_str().unwrap_or_default(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
+    let ran = Bench::run(&sim.url)
+        .small("512", "1,4", "1s", "64")
+        .arg("--run-burst")
+        .set("--burst-requests-per-concurrency", "3")
+        .set("--format", "html,md,csv,json")
+        .out("run-burst-after")
+        .ok();
+    let (dir, rows) = (&ran.dir, ran.rows());
     let phases: Vec<&str> = rows.iter().filter_map(|r| r["phase"].as_str()).collect();
     assert_eq!(phases, ["prefill", "decode", "decode", "burst", "burst"]);
     for n in [1u64, 4] {
-        let b = cell(&rows, "burst", 512, n);
+        let b = ran.row("burst", 512, n);
         assert_eq!(b["status"], "valid", "{b:#}");
         let f = &b["burst"];
         assert_eq!(f["requests"], 3 * n, "{b:#}");
@@ -250,7 +236,7 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     // The sum of a request's gaps against 63 median gaps: scheduling jitter on a loaded host
     // only lengthens the former.
     assert_close("E2E p50 at N = 1", e2e, want, 20.0);
-    burst_section_in_every_format(&dir);
+    burst_section_in_every_format(dir);
 
     let dir = out_dir("run-burst-only");
     let args = ["--request-count", "6", "--warmup-request-count", "2"];

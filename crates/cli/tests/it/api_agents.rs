@@ -254,42 +254,16 @@ fn sessions_run_turn_by_turn_on_the_agents_routes() {
             c.kv_capacity_tokens = 200_000;
             c.prefix_cache_tokens = 200_000;
         });
-        let dir = out_dir(&format!("agents-sessions-{api}"));
-        let d = dir.to_str().unwrap_or_default();
-        let o = run_bin(&[
-            "run",
-            "--url",
-            &sim.url,
-            "--api",
-            api,
-            "--contexts",
-            "1K",
-            "--sessions",
-            "4",
-            "--turns",
-            "3",
-            "--turn-input-len",
-            "64",
-            "--turn-output-len",
-            "16",
-            "--system-prompt-len",
-            "128",
-            "--duration",
-            "60s",
-            "--max-output",
-            "16",
-            "--save-requests",
-            "--output",
-            d,
-            "--format",
-            "none",
-        ]);
-        assert!(o.status.success(), "{api}: {}", text(&o));
-        let rows = cells(&dir);
-        let row = rows
-            .iter()
-            .find(|r| r["phase"] == "session")
-            .unwrap_or_else(|| panic!("{api}: no session row in {rows:?}"));
+        let row = &crate::sessions::chat_sessions(&sim.url, "1K")
+            .set("--api", api)
+            .set("--sessions", "4")
+            .set("--turns", "3")
+            .set("--system-prompt-len", "128")
+            .set("--duration", "60s")
+            .arg("--save-requests")
+            .out(&format!("agents-sessions-{api}"))
+            .ok()
+            .only("session");
         let status = row["status"].as_str().unwrap_or_default();
         assert!(
             matches!(status, "valid" | "requests_queued"),

@@ -4,6 +4,7 @@
 //! never go back, and not the key.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::run::exact_sim;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -52,29 +53,14 @@ fn every_event_is_a_timed_line_without_the_key() {
         dir.join("run").display().to_string(),
         events_path.display().to_string(),
     );
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api-key",
-        KEY,
-        "--contexts",
-        "512,1K",
-        "--concurrency",
-        "1,2",
-        "--duration",
-        "1s",
-        "--max-output",
-        "16",
-        "--display",
-        "json",
-        "--events",
-        &e,
-        "--output",
-        &d,
-        "--format",
-        "none",
-    ]);
+    let o = Bench::run(&sim.url)
+        .set("--api-key", KEY)
+        .small("512,1K", "1,2", "1s", "16")
+        .set("--display", "json")
+        .set("--events", &e)
+        .set("--output", &d)
+        .go()
+        .output;
     let all = text(&o);
     assert!(!all.contains(KEY), "the terminal holds the key: {all}");
     let file = std::fs::read_to_string(&events_path).expect("the event file");

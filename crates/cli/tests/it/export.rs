@@ -5,6 +5,7 @@
 //! both tools define them alike.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -169,30 +170,14 @@ fn a_rate_run_exports_as_vllm_results_and_imports_back() {
     let dir = out_dir("export-vllm");
     let run = dir.join("run");
     let d = run.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1",
-        "--duration",
-        "2s",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-        "--request-rate",
-        "4,8",
-        "--skip-decode",
-        "--save-requests",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&run);
-    let model = run_json(&run)["model"]["served_model"]
+    let ran = Bench::run(&sim.url)
+        .small("512", "1", "2s", "16")
+        .set("--request-rate", "4,8")
+        .args(["--skip-decode", "--save-requests"])
+        .out_at(&run)
+        .ok();
+    let rows = ran.rows();
+    let model = ran.run_json()["model"]["served_model"]
         .as_str()
         .expect("model")
         .to_string();
@@ -221,8 +206,9 @@ fn a_rate_run_exports_as_vllm_results_and_imports_back() {
     check_round_trip(&cells(&back), &rows);
 
     // `--output -`: every cell in one JSON list, the shape of vLLM's sweep `summary.json`.
-    let o = run_bin(&["report", d, "--format", "vllm", "--output", "-"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let list: Vec<VllmReader> = serde_json::from_slice(&o.stdout).expect("a list of results");
+    let out = Bench::cmd(&["report", d, "--format", "vllm", "--output", "-"])
+        .ok()
+        .stdout();
+    let list: Vec<VllmReader> = serde_json::from_str(&out).expect("a list of results");
     assert_eq!(list.len(), 2);
 }

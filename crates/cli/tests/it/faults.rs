@@ -2,6 +2,7 @@
 //! limits (docs/reliability.md): the real binary against the simulator's fault knobs.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::run::{exact_sim, run_small};
 
 /// A server that accepts requests and then stays silent (before its headers, or mid-stream)
@@ -85,32 +86,20 @@ fn an_echoed_key_never_reaches_results_reports_or_the_terminal() {
     cfg.faults.echo_api_key = true;
     let sim = Sim::start(cfg);
     let dir = out_dir("run-echoed-key");
-    let d = dir.to_str().unwrap_or_default();
     let launch = format!(r#"bash -c "sglang serve --api-key {KEY} --port 1" GITHUB_PAT={KEY}"#);
     // A hardware string given by flag is text from outside too.
     let hardware = format!("8x H200 {KEY} 141GB");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api-key",
-        KEY,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1",
-        "--duration",
-        "1s",
-        "--max-output",
-        "16",
-        "--save-requests",
-        "--launch-command",
-        &launch,
-        "--hardware",
-        &hardware,
-        "--output",
-        d,
-    ]);
+    // The default report formats: the key must reach none of them.
+    let o = Bench::run(&sim.url)
+        .unset("--format")
+        .set("--api-key", KEY)
+        .small("512", "1", "1s", "16")
+        .arg("--save-requests")
+        .set("--launch-command", &launch)
+        .set("--hardware", &hardware)
+        .out_at(&dir)
+        .go()
+        .output;
     let (out, err) = (text(&o), String::from_utf8_lossy(&o.stderr).to_string());
     // Every cell failed: the run says so with its own exit code.
     assert_eq!(o.status.code(), Some(4), "{err}");

@@ -5,6 +5,7 @@
 //! `--max-output`, which used to be dropped without a word.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Output;
@@ -174,19 +175,12 @@ fn a_trace_replays_where_the_default_max_output_leaves_no_context() {
     std::fs::write(&trace, lines).expect("trace");
     let workload = format!("mooncake:{}", trace.display());
     let out = dir.join("run");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--workload",
-        &workload,
-        "--skip-decode",
-        "--skip-prefill",
-        "--output",
-        out.to_str().unwrap_or_default(),
-        "--format",
-        "none",
-    ]);
+    let o = Bench::run(&sim.url)
+        .set("--workload", &workload)
+        .args(["--skip-decode", "--skip-prefill"])
+        .out_at(&out)
+        .go()
+        .output;
     assert!(o.status.success(), "{}", text(&o));
     let rows = cells(&out);
     let rate: Vec<&Value> = rows.iter().filter(|r| r["phase"] == "rate").collect();

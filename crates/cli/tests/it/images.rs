@@ -8,6 +8,7 @@
 //! - docs/images.md's commands, run as written (`--api auto` picks chat for images).
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::first_use::{doc_commands, run_doc_pair};
 use llmib_sim::SimConfig;
 use serde_json::Value;
@@ -78,37 +79,19 @@ fn image_tokens_follow_the_simulators_rule_on_every_api() {
     let _serial = timing_lock();
     for api in ["chat", "messages", "responses"] {
         let s = sim();
-        let dir = out_dir(&format!("images-{api}"));
-        let d = dir.to_str().unwrap_or_default();
-        let o = run_bin(&[
-            "run",
-            "--url",
-            &s.url,
-            "--api",
-            api,
-            "--images",
-            "2",
-            "--image-size",
-            "56x28,100x30",
-            "--contexts",
-            "512",
-            "--prefill-contexts",
-            "512",
-            "--concurrency",
-            "2",
-            "--duration",
-            "1s",
-            "--max-output",
-            "8",
-            "--request-rate",
-            "8",
-            "--format",
-            "md",
-            "--output",
-            d,
-        ]);
-        assert!(o.status.success(), "{api}: {}", text(&o));
-        let rows = cells(&dir);
+        let ran = Bench::run(&s.url)
+            .set("--api", api)
+            .set("--images", "2")
+            .set("--image-size", "56x28,100x30")
+            .small("512", "2", "1s", "8")
+            .set("--prefill-contexts", "512")
+            .set("--request-rate", "8")
+            .set("--format", "md")
+            .out(&format!("images-{api}"))
+            .go();
+        let (dir, o) = (&ran.dir, &ran.output);
+        assert!(o.status.success(), "{api}: {}", text(o));
+        let rows = cells(dir);
         let mut counted = 0;
         for (phase, n) in [("prefill", 1), ("decode", 2), ("rate", 1)] {
             let row = rows
@@ -122,7 +105,7 @@ fn image_tokens_follow_the_simulators_rule_on_every_api() {
             counted += check_row(&format!("{api} {phase}"), row);
         }
         assert!(counted >= 3, "{api}: {counted}");
-        let saved = &run_json(&dir)["plan"]["settings"]["images"];
+        let saved = &run_json(dir)["plan"]["settings"]["images"];
         assert_eq!(saved["per_request"], 2, "{saved:#}");
         assert_eq!(
             saved["sizes"],
@@ -152,24 +135,14 @@ fn image_tokens_follow_the_simulators_rule_on_every_api() {
 #[test]
 fn images_on_completions_are_refused_before_anything_is_sent() {
     let s = sim();
-    let dir = out_dir("images-completions");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &s.url,
-        "--api",
-        "completions",
-        "--images",
-        "1",
-        "--contexts",
-        "512",
-        "--format",
-        "none",
-        "--output",
-        d,
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let ran = Bench::run(&s.url)
+        .set("--api", "completions")
+        .set("--images", "1")
+        .set("--contexts", "512")
+        .out("images-completions")
+        .go();
+    let (dir, o) = (&ran.dir, &ran.output);
+    assert_eq!(o.status.code(), Some(1), "{}", text(o));
     let err = String::from_utf8_lossy(&o.stderr);
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{err}");
@@ -182,7 +155,7 @@ fn images_on_completions_are_refused_before_anything_is_sent() {
         h.take_arrival_stamps().is_empty(),
         "nothing reached the server"
     );
-    assert!(cells(&dir).is_empty());
+    assert!(cells(dir).is_empty());
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! vLLM is a failure, since CI must run it.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::sweep::vllm_paths;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -114,26 +115,13 @@ pub(crate) fn import_and_check(arg: &str, file: &Path, tool: &str, sim: &Sim, di
     .expect("results.json is JSON");
     llmib_report::check_results_schema(&results).expect("the results schema holds");
     let other = dir.join("other");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "64",
-        "--concurrency",
-        "1",
-        "--duration",
-        "2",
-        "--max-output",
-        "16",
-        "--request-rate",
-        "10",
-        "--skip-decode",
-        "--format",
-        "none",
-        "--output",
-        other.to_str().unwrap_or(""),
-    ]);
+    let o = Bench::run(&sim.url)
+        .small("64", "1", "2", "16")
+        .set("--request-rate", "10")
+        .arg("--skip-decode")
+        .out_at(&other)
+        .go()
+        .output;
     assert!(o.status.success(), "{}", text(&o));
     let o = run_bin(&[
         "compare",

@@ -9,6 +9,7 @@
 //! that the loopback time between the client's send and the server's arrival never flips one.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use llmib_sim::{ServedRequest, SimConfig};
 use serde_json::Value;
 use std::time::Duration;
@@ -32,28 +33,12 @@ pub(crate) fn run_load(
     duration: &str,
     extra: &[&str],
 ) -> Vec<Value> {
-    let d = dir.to_str().unwrap_or_default();
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1",
-        "--duration",
-        duration,
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ];
-    args.extend_from_slice(extra);
-    let o = run_bin(&args);
-    assert!(o.status.success(), "{}", text(&o));
-    cells(dir)
+    Bench::run(url)
+        .small("512", "1", duration, "16")
+        .out_at(dir)
+        .args(extra)
+        .ok()
+        .rows()
 }
 
 /// The rows of `phase`, in the order they were written.
@@ -563,26 +548,13 @@ fn bad_workload_files_fail_in_one_line_before_anything_is_sent() {
     ];
     for (spec, says) in cases {
         let out = dir.join("run");
-        let o = run_bin(&[
-            "run",
-            "--url",
-            &sim.url,
-            "--contexts",
-            "512",
-            "--concurrency",
-            "1",
-            "--duration",
-            "1s",
-            "--max-output",
-            "8",
-            "--skip-decode",
-            "--workload",
-            &spec,
-            "--output",
-            out.to_str().unwrap_or_default(),
-            "--format",
-            "none",
-        ]);
+        let o = Bench::run(&sim.url)
+            .small("512", "1", "1s", "8")
+            .arg("--skip-decode")
+            .set("--workload", &spec)
+            .out_at(&out)
+            .go()
+            .output;
         assert!(!o.status.success(), "{spec}: {}", text(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();

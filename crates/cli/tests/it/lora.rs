@@ -11,6 +11,7 @@
 //! - docs/lora.md's commands, run as written.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::first_use::{doc_commands, run_doc_pair};
 use llmib_core::{LoraAssign, LoraSettings};
 use llmib_sim::{ServedRequest, SimConfig};
@@ -36,23 +37,17 @@ fn served(s: &Sim) -> Vec<ServedRequest> {
 /// `run` at context 512, max output 16 (no `--model`: the probe must pick the base model
 /// among the adapters), with `extra`.
 fn run_lora(url: &str, dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
-    let d = dir.to_str().unwrap_or_default();
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--contexts",
-        "512",
-        "--max-output",
-        "16",
-        "--duration",
-        "1s",
-        "--skip-prefill",
-        "--output",
-        d,
-    ];
-    args.extend_from_slice(extra);
-    run_bin(&args)
+    // The default report formats: the tests read report.md and report.html.
+    Bench::run(url)
+        .unset("--format")
+        .set("--contexts", "512")
+        .set("--max-output", "16")
+        .set("--duration", "1s")
+        .arg("--skip-prefill")
+        .out_at(dir)
+        .args(extra)
+        .go()
+        .output
 }
 
 /// How many requests each adapter took, by name, from a row's `lora` member.

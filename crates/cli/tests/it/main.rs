@@ -8,6 +8,7 @@ mod completions;
 mod dashboard;
 mod datasets;
 mod diagnostics;
+mod e2e;
 mod economics;
 mod emission;
 mod eval;

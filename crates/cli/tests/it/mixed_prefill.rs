@@ -6,6 +6,7 @@
 //! standalone TTFT; the streams' tok/s before and after are the decode step's.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::first_use::{doc_commands, run_doc_pair};
 
 /// The model's figures of a prompt of `p` tokens sent into `n` streams: (longest gap, injected
@@ -97,36 +98,19 @@ fn the_docs_stall_with_and_without_chunking_is_the_simulators() {
 fn probes_beside_a_decode_and_a_rate_cell_are_reported_apart() {
     let _serial = timing_lock();
     let sim = Sim::start(llmib_sim::builtin_profile("tiny").expect("tiny"));
-    let dir = out_dir("probes");
-    let d = dir.display().to_string();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--contexts",
-        "1K",
-        "--concurrency",
-        "4",
-        "--duration",
-        "3s",
-        "--max-output",
-        "512",
-        "--prefill-contexts",
-        "none",
-        "--request-rate",
-        "2",
-        "--probe-rate",
-        "2",
-        "--save-requests",
-        "--display",
-        "plain",
-        "--format",
-        "md,json",
-        "--output",
-        &d,
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
+    let ran = Bench::run(&sim.url)
+        .small("1K", "4", "3s", "512")
+        .set("--prefill-contexts", "none")
+        .set("--request-rate", "2")
+        .set("--probe-rate", "2")
+        .arg("--save-requests")
+        .set("--display", "plain")
+        .set("--format", "md,json")
+        .out("probes")
+        .go();
+    let (dir, o) = (&ran.dir, &ran.output);
+    assert!(o.status.success(), "{}", text(o));
+    let rows = cells(dir);
     for phase in ["decode", "rate"] {
         let row = rows
             .iter()
@@ -143,7 +127,7 @@ fn probes_beside_a_decode_and_a_rate_cell_are_reported_apart() {
         assert!(num(&p["ttft_ms"], "p50") > 0.0, "{p:#}");
     }
     // The decode cell's own requests are its four streams' only.
-    let decode = requests(&dir);
+    let decode = requests(dir);
     let streams: Vec<u64> = decode
         .get(&(1024, 4))
         .expect("the decode cell's records")

@@ -10,7 +10,7 @@ use crate::first_use::doc_commands;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -22,13 +22,7 @@ fn root() -> PathBuf {
 
 /// Runs the binary with `args` in `cwd`, with no API key from the environment.
 fn run_in(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .expect("run the binary")
+    crate::e2e::Bench::cmd(args).cwd(cwd).go().output
 }
 
 /// What one connection's client sent, kept as it went by.

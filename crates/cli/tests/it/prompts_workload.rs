@@ -8,6 +8,7 @@
 //! naming the file and the line, with exit 1, before any request reaches the server.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::prompt_text::Relay;
 use llmib_sim::ServedRequest;
 use serde_json::{Value, json};
@@ -104,34 +105,15 @@ pub(crate) fn run_prompts(
     workload: &str,
     extra: &[&str],
 ) -> std::process::Output {
-    let d = dir.to_str().unwrap_or_default();
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1",
-        "--duration",
-        "1s",
-        "--max-output",
-        "16",
-        "--skip-decode",
-        "--skip-prefill",
-        "--request-rate",
-        "20",
-        "--seed",
-        "3",
-        "--workload",
-        workload,
-        "--output",
-        d,
-        "--format",
-        "none",
-    ];
-    args.extend_from_slice(extra);
-    run_bin(&args)
+    Bench::run(url)
+        .small("512", "1", "1s", "16")
+        .args(["--skip-decode", "--skip-prefill", "--request-rate", "20"])
+        .set("--seed", "3")
+        .set("--workload", workload)
+        .out_at(dir)
+        .args(extra)
+        .go()
+        .output
 }
 
 /// A prompts file replayed on a rate cell through chat completions: every chat body the tool

@@ -6,26 +6,16 @@
 
 use crate::common::*;
 use crate::run::{exact_sim, run_small};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// `run` on a small matrix with no `--http-reader` flag, with the proxy variables of
 /// `proxy` set and every other proxy variable removed.
 fn default_run(url: &str, dir: &std::path::Path, proxy: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "run",
-        "--url",
-        url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1,4",
-    ])
-    .args(["--duration", "1s", "--max-output", "64", "--format", "none"])
-    .arg("--output")
-    .arg(dir)
-    .env_remove("OPENAI_API_KEY")
-    .env_remove("OPENAI_BASE_URL");
+    let mut cmd = crate::e2e::Bench::run(url)
+        .unset("--http-reader")
+        .small("512", "1,4", "1s", "64")
+        .out_at(dir)
+        .command();
     for v in [
         "HTTP_PROXY",
         "http_proxy",

@@ -43,37 +43,14 @@ fn browser_sessions_section_shows_the_matrix_turns_and_charts() {
     cfg.kv_capacity_tokens = 200_000;
     cfg.prefix_cache_tokens = 200_000;
     let sim = Sim::start(cfg);
-    let dir = out_dir("report-sessions-run");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K,2K",
-        "--sessions",
-        "1,2",
-        "--turns",
-        "2",
-        "--turn-input-len",
-        "64",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "256",
-        "--duration",
-        "30s",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "html",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    let html = crate::sessions::chat_sessions(&sim.url, "1K,2K")
+        .set("--sessions", "1,2")
+        .set("--turns", "2")
+        .set("--duration", "30s")
+        .set("--format", "html")
+        .out("report-sessions-run")
+        .ok()
+        .file("report.html");
     std::fs::write(artifacts().join("sessions.html"), &html).expect("keep the page");
     let work = out_dir("report-sessions-browser");
     let page = work.join("checked.html");

@@ -2,6 +2,7 @@
 //! true rates are known from its configuration.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use llmib_sim::SimConfig;
 
 /// A simulator with exactly known rates: fixed step times, no KV-dependent term, no prefill
@@ -19,9 +20,8 @@ pub(crate) fn exact_sim() -> SimConfig {
     c
 }
 
-/// Runs `run` against `url` on a small matrix into `dir`, without a report, plus `extra` flags.
-/// `LLMIB_IT_HTTP_READER=raw|reqwest` runs every such test through that reader (`--http-reader`;
-/// unset: `auto`, the default, which is the raw reader on the simulator's `http://` URL).
+/// Runs `run` against `url` on a small matrix into `dir`, without a report, plus `extra` flags
+/// (`Bench::run`: `LLMIB_IT_HTTP_READER=raw|reqwest` runs it through that reader).
 pub(crate) fn run_small(
     url: &str,
     dir: &std::path::Path,
@@ -31,35 +31,12 @@ pub(crate) fn run_small(
     max_output: &str,
     extra: &[&str],
 ) -> std::process::Output {
-    let d = dir.to_str().unwrap_or_default();
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--contexts",
-        contexts,
-        "--concurrency",
-        concurrency,
-        "--duration",
-        duration,
-    ];
-    args.extend([
-        "--max-output",
-        max_output,
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    args.extend_from_slice(extra);
-    let reader = std::env::var("LLMIB_IT_HTTP_READER").ok();
-    // A test that names its reader keeps it.
-    if let Some(r) = reader.as_deref()
-        && !extra.contains(&"--http-reader")
-    {
-        args.extend(["--http-reader", r]);
-    }
-    run_bin(&args)
+    Bench::run(url)
+        .small(contexts, concurrency, duration, max_output)
+        .out_at(dir)
+        .args(extra)
+        .go()
+        .output
 }
 
 fn step_ms(n: u32) -> f64 {
@@ -71,57 +48,82 @@ fn step_ms(n: u32) -> f64 {
     }
 }
 
+/// A typed row's figure, or the test fails naming it.
+fn fig(what: &str, v: Option<f64>) -> f64 {
+    v.unwrap_or_else(|| panic!("{what} is absent"))
+}
+
+/// The matrix's figures against the simulator's configuration, read back typed (as `report`
+/// and `merge` read them).
 #[test]
 fn figures_match_the_simulators_known_rates() {
+    use llmib_core::{CellStatus, Phase, TokenCountSource};
     let _serial = timing_lock();
     let sim = Sim::start(exact_sim());
-    let dir = out_dir("run-figures");
-    let o = run_small(&sim.url, &dir, "6K", "1,4", "2s", "256", &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
+    let run = Bench::run(&sim.url)
+        .small("6K", "1,4", "2s", "256")
+        .out("run-figures")
+        .ok()
+        .typed();
+    let row = |phase: Phase, n: u32| {
+        run.cells
+            .iter()
+            .find(|c| c.phase == phase && c.context_tokens == 6144 && c.concurrency == n)
+            .unwrap_or_else(|| panic!("no {phase:?} row at N={n}: {:#?}", run.cells))
+    };
     // Prefill: C / (C / rate) within 5%.
-    let p = cell(&rows, "prefill", 6144, 1);
-    assert_eq!(p["status"], "valid", "{p:#}");
-    assert_close("prefill tok/s", num(p, "prompt_tok_per_s"), 40_000.0, 5.0);
+    let p = row(Phase::Prefill, 1);
+    assert_eq!(p.status, CellStatus::Valid, "{p:#?}");
+    assert_close(
+        "prefill tok/s",
+        fig("prompt tok/s", p.prompt_tok_per_s),
+        40_000.0,
+        5.0,
+    );
     for n in [1u32, 4] {
-        let r = cell(&rows, "decode", 6144, u64::from(n));
-        assert_eq!(r["status"], "valid", "{r:#}");
+        let r = row(Phase::Decode, n);
+        assert_eq!(r.status, CellStatus::Valid, "{r:#?}");
         let step = step_ms(n);
-        assert_close(&format!("TBT at N={n}"), num(r, "tbt_ms_p50"), step, 5.0);
+        assert_close(
+            &format!("TBT at N={n}"),
+            fig("TBT", r.tbt_ms_p50),
+            step,
+            5.0,
+        );
         // Known rate: N tokens per step, less one step per request for the re-send's first
         // token (prefix-cached, so no prefill): 256 tokens take 257 steps.
         let expect = f64::from(n) * 1000.0 / step * 256.0 / 257.0;
-        assert_close(
-            &format!("total tok/s at N={n}"),
-            num(r, "total_tok_per_s"),
-            expect,
-            3.0,
-        );
+        let total = fig("total tok/s", r.total_tok_per_s);
+        assert_close(&format!("total tok/s at N={n}"), total, expect, 3.0);
+        let per_request = fig("per-request tok/s", r.per_request_tok_per_s);
         assert_close(
             &format!("per-request tok/s at N={n}"),
-            num(r, "per_request_tok_per_s"),
+            per_request,
             1000.0 / step,
             5.0,
         );
+        let active = fig("active requests", r.avg_active_requests);
         assert_close(
             &format!("active requests at N={n}"),
-            num(r, "avg_active_requests"),
+            active,
             f64::from(n),
             3.0,
         );
         // The server's generation counter agrees with the client's count.
-        assert_close(
-            &format!("server tokens at N={n}"),
-            num(r, "server_generation_tokens"),
-            num(r, "output_tokens"),
-            3.0,
+        let output = r.output_tokens.unwrap_or(0) as f64;
+        let server = fig("server tokens", r.server_generation_tokens);
+        assert_close(&format!("server tokens at N={n}"), server, output, 3.0);
+        assert_eq!(
+            r.token_count_source,
+            Some(TokenCountSource::ServerUsagePerChunk)
         );
-        assert_eq!(r["token_count_source"], "server_usage_per_chunk");
-        assert_eq!(r["prompt_check"]["mismatched"], 0, "{r:#}");
-        assert!(
-            num(r, "measured_s") >= 2.0 && num(r, "measured_s") < 2.3,
-            "{r:#}"
+        assert_eq!(
+            r.prompt_check.as_ref().map(|c| c.mismatched),
+            Some(0),
+            "{r:#?}"
         );
+        let measured = fig("measured s", r.measured_s);
+        assert!((2.0..2.3).contains(&measured), "{r:#?}");
     }
 }
 
@@ -289,35 +291,19 @@ fn bad_input_fails_fast_with_one_line() {
         .unwrap_or(9);
     let url = format!("http://127.0.0.1:{port}");
     let t = std::time::Instant::now();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &url,
-        "--format",
-        "none",
-        "--output",
-        out_dir("bad-unreachable").to_str().unwrap_or_default(),
-    ]);
-    assert!(!o.status.success());
+    let o = Bench::run(&url).out("bad-unreachable").exits(1);
     assert!(t.elapsed().as_secs() < 15, "took {:?}", t.elapsed());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = o.stderr();
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains(&url) || err.contains("127.0.0.1"), "{err}");
 
     let mut cfg = exact_sim();
     cfg.api_key = Some("sk-right-key-123".into());
     let sim = Sim::start(cfg);
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api-key",
-        "sk-wrong-key-456",
-        "--format",
-        "none",
-    ]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = Bench::run(&sim.url)
+        .set("--api-key", "sk-wrong-key-456")
+        .exits(1)
+        .stderr();
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.to_lowercase().contains("key"), "says what to do: {err}");
     assert!(
@@ -325,19 +311,11 @@ fn bad_input_fails_fast_with_one_line() {
         "the key is never printed: {err}"
     );
 
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api-key",
-        "sk-right-key-123",
-        "--model",
-        "no-such-model",
-        "--format",
-        "none",
-    ]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = Bench::run(&sim.url)
+        .set("--api-key", "sk-right-key-123")
+        .set("--model", "no-such-model")
+        .exits(1)
+        .stderr();
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("sim/tiny"), "lists the served model: {err}");
 

@@ -3,6 +3,7 @@
 //! (`llmib_sim::served_requests`: each request's prompt and cached tokens).
 
 use crate::common::*;
+use crate::e2e::{Bench, Ran};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -18,45 +19,27 @@ fn sim(cache: u64, kv: u64) -> Sim {
 }
 
 /// Runs 8 sessions × 6 turns from a 1K history with a shared system prompt; the session row.
-fn run_sessions(sim: &Sim, name: &str) -> (Value, std::path::PathBuf) {
-    let dir = out_dir(name);
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--sessions",
-        "8",
-        "--turns",
-        "6",
-        "--turn-input-len",
-        "64",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "256",
-        "--duration",
-        "60s",
-        "--max-output",
-        "16",
-        "--save-requests",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let row = rows
-        .iter()
-        .find(|r| r["phase"] == "session")
-        .cloned()
-        .unwrap_or_else(|| panic!("no session row in {rows:?}"));
-    (row, dir)
+fn run_sessions(sim: &Sim, name: &str) -> (Value, Ran) {
+    let ran = chat_sessions(&sim.url, "1K")
+        .set("--sessions", "8")
+        .set("--turns", "6")
+        .set("--duration", "60s")
+        .arg("--save-requests")
+        .out(name)
+        .ok();
+    (ran.only("session"), ran)
+}
+
+/// `run --api chat` of sessions at `context` with the suite's turn lengths (64 tokens in, 16
+/// out, a 256-token system prompt, `--max-output 16`); a test adds the sessions and turns.
+pub(crate) fn chat_sessions(url: &str, context: &str) -> Bench {
+    Bench::run(url)
+        .set("--api", "chat")
+        .set("--contexts", context)
+        .set("--turn-input-len", "64")
+        .set("--turn-output-len", "16")
+        .set("--system-prompt-len", "256")
+        .set("--max-output", "16")
 }
 
 /// The simulator's own cached tokens by prompt length, over every request it served.
@@ -76,14 +59,14 @@ fn per_turn(row: &Value) -> Vec<Value> {
 #[test]
 fn eight_sessions_six_turns_report_what_the_simulator_cached() {
     let sim = sim(200_000, 200_000);
-    let (row, dir) = run_sessions(&sim, "sessions-8x6");
+    let (row, ran) = run_sessions(&sim, "sessions-8x6");
     // vLLM-like serial prefill may hold a turn in the queue for a pass: queued is measured too.
     let status = row["status"].as_str().unwrap_or_default();
     assert!(matches!(status, "valid" | "requests_queued"), "{row}");
     assert_eq!(row["concurrency"], 8);
     assert_eq!(row["turns_completed"], 48, "{row}");
     // The session cell is recorded over time too: the server's counters through it.
-    let tele = std::fs::read_to_string(dir.join("telemetry.jsonl")).unwrap_or_default();
+    let tele = ran.file("telemetry.jsonl");
     assert!(
         tele.lines()
             .any(|l| l.contains("\"session\"") && l.contains("\"srv\"")),
@@ -106,7 +89,7 @@ fn eight_sessions_six_turns_report_what_the_simulator_cached() {
     assert_eq!(row["prompt_check"]["mismatched"], 0, "{row}");
     // The cached tokens each request reported are the simulator's own, request by request.
     let served = served_cached(&sim);
-    let reqs = requests(&dir);
+    let reqs = ran.requests();
     let mut seen = 0;
     for recs in reqs.values() {
         for r in recs {
@@ -167,40 +150,15 @@ fn the_session_search_finds_how_many_agents_the_simulator_holds() {
     cfg.max_running_requests = Some(4);
     cfg.decode_step_ms = vec![(1, 4.0), (512, 4.0)];
     let sim = Sim::start(cfg);
-    let dir = out_dir("sessions-capacity");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--sessions",
-        "1",
-        "--turns",
-        "3",
-        "--turn-input-len",
-        "64",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "256",
-        "--duration",
-        "60s",
-        "--max-output",
-        "16",
-        "--slo",
-        "ttft_p99=30ms",
-        "--find-capacity",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
+    let rows = chat_sessions(&sim.url, "1K")
+        .set("--sessions", "1")
+        .set("--turns", "3")
+        .set("--duration", "60s")
+        .set("--slo", "ttft_p99=30ms")
+        .arg("--find-capacity")
+        .out("sessions-capacity")
+        .ok()
+        .rows();
     let cap = rows
         .iter()
         .find(|r| r["phase"] == "capacity")
@@ -222,41 +180,14 @@ fn llamacpp_reports_each_turns_cache_and_a_warm_turn_beats_a_cold_one() {
     };
     let _serial = timing_lock();
     let server = crate::llamacpp::LlamaServer::start(paths, "sessions", 1, 4096, None);
-    let dir = out_dir("llamacpp-sessions");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &server.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "3K",
-        "--sessions",
-        "1",
-        "--turns",
-        "3",
-        "--turn-input-len",
-        "64",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "128",
-        "--duration",
-        "60s",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let row = rows
-        .iter()
-        .find(|r| r["phase"] == "session")
-        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    let row = &chat_sessions(&server.url, "3K")
+        .set("--sessions", "1")
+        .set("--turns", "3")
+        .set("--system-prompt-len", "128")
+        .set("--duration", "60s")
+        .out("llamacpp-sessions")
+        .ok()
+        .only("session");
     assert_eq!(row["status"], "valid", "{row}");
     assert_eq!(
         row["prompt_check"]["mismatched"], 0,
@@ -283,41 +214,13 @@ fn llamacpp_reports_each_turns_cache_and_a_warm_turn_beats_a_cold_one() {
 #[test]
 fn an_open_loop_starts_sessions_at_a_rate_and_each_runs_its_turns() {
     let sim = sim(200_000, 200_000);
-    let dir = out_dir("sessions-open-loop");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--session-rate",
-        "20",
-        "--turns",
-        "3",
-        "--turn-input-len",
-        "64",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "256",
-        "--duration",
-        "1s",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let row = rows
-        .iter()
-        .find(|r| r["phase"] == "session")
-        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    let row = &chat_sessions(&sim.url, "1K")
+        .set("--session-rate", "20")
+        .set("--turns", "3")
+        .set("--duration", "1s")
+        .out("sessions-open-loop")
+        .ok()
+        .only("session");
     assert_eq!(row["session_rate"], 20.0, "{row}");
     assert_eq!(row["concurrency"], 0);
     let sessions = row["session"]["sessions"].as_u64().unwrap_or(0);
@@ -339,40 +242,18 @@ fn an_open_loop_starts_sessions_at_a_rate_and_each_runs_its_turns() {
 #[test]
 fn a_session_trace_replays_its_sessions_turn_by_turn() {
     let sim = sim(200_000, 200_000);
-    let dir = out_dir("sessions-replay");
-    let d = dir.to_str().unwrap_or_default();
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/workloads/sessions.jsonl"
     );
-    let workload = format!("sessions:{trace}");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--workload",
-        &workload,
-        "--time-scale",
-        "4",
-        "--system-prompt-len",
-        "256",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let row = rows
-        .iter()
-        .find(|r| r["phase"] == "session")
-        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    let row = &chat_sessions(&sim.url, "1K")
+        .set("--workload", format!("sessions:{trace}"))
+        .set("--time-scale", "4")
+        .unset("--turn-input-len")
+        .unset("--turn-output-len")
+        .out("sessions-replay")
+        .ok()
+        .only("session");
     assert_eq!(row["context_label"], "sessions.jsonl", "{row}");
     assert_eq!(row["session"]["sessions"], 5, "{row}");
     assert_eq!(row["turns_completed"], 16, "{row}");
@@ -403,42 +284,20 @@ fn a_session_trace_replays_its_sessions_turn_by_turn() {
 #[test]
 fn sharegpt_conversations_replay_as_sessions_arriving_at_a_rate() {
     let sim = sim(200_000, 200_000);
-    let dir = out_dir("sessions-sharegpt");
-    let d = dir.to_str().unwrap_or_default();
     let file = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/workloads/sharegpt.json"
     );
-    let workload = format!("sharegpt:{file}");
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--workload",
-        &workload,
-        "--session-rate",
-        "40",
-        "--duration",
-        "1s",
-        "--system-prompt-len",
-        "64",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let row = rows
-        .iter()
-        .find(|r| r["phase"] == "session")
-        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    let row = &chat_sessions(&sim.url, "1K")
+        .set("--workload", format!("sharegpt:{file}"))
+        .set("--session-rate", "40")
+        .set("--duration", "1s")
+        .set("--system-prompt-len", "64")
+        .unset("--turn-input-len")
+        .unset("--turn-output-len")
+        .out("sessions-sharegpt")
+        .ok()
+        .only("session");
     assert_eq!(row["session_rate"], 40.0, "{row}");
     let sessions = row["session"]["sessions"].as_u64().unwrap_or(0);
     // Poisson at 40/s over 1 s, at most the file's 21 answered conversations.
@@ -458,47 +317,17 @@ fn sharegpt_conversations_replay_as_sessions_arriving_at_a_rate() {
 fn resume_measures_the_session_cells_a_stopped_run_left() {
     let sim = sim(200_000, 200_000);
     let dir = out_dir("sessions-resume");
-    let d = dir.to_str().unwrap_or_default().to_string();
-    let args = |budget: &'static str| {
-        let mut a = vec![
-            "run",
-            "--url",
-            &sim.url,
-            "--api",
-            "chat",
-            "--contexts",
-            "1K",
-            "--sessions",
-            "1,2",
-            "--turns",
-            "2",
-            "--turn-input-len",
-            "64",
-            "--turn-output-len",
-            "16",
-            "--system-prompt-len",
-            "128",
-            "--max-output",
-            "16",
-            "--max-time",
-            budget,
-            "--format",
-            "none",
-        ];
-        a.extend(if budget == "1ms" {
-            ["--output", d.as_str()]
-        } else {
-            ["--resume", d.as_str()]
-        });
-        a
-    };
-    let o = run_bin(&args("1ms"));
+    let base = chat_sessions(&sim.url, "1K")
+        .set("--sessions", "1,2")
+        .set("--turns", "2")
+        .set("--system-prompt-len", "128");
+    let resume = || base.clone().set("--max-time", "10m").resume_at(&dir);
+    let o = base.clone().set("--max-time", "1ms").out_at(&dir).exits(5);
     // A run that measured nothing says so and exits 5, its rows kept for --resume.
-    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     assert!(
-        text(&o).contains("the run measured nothing"),
+        o.text().contains("the run measured nothing"),
         "{}",
-        text(&o)
+        o.text()
     );
     let first = cells(&dir);
     let not_run = |rows: &[Value]| {
@@ -506,10 +335,8 @@ fn resume_measures_the_session_cells_a_stopped_run_left() {
             .filter(|r| r["phase"] == "session" && r["status"] == "not_run")
             .count()
     };
-    assert_eq!(not_run(&first), 2, "{}\n{first:?}", text(&o));
-    let o = run_bin(&args("10m"));
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
+    assert_eq!(not_run(&first), 2, "{}\n{first:?}", o.text());
+    let rows = resume().ok().rows();
     let measured: Vec<u64> = rows[first.len()..]
         .iter()
         .filter(|r| r["phase"] == "session" && r["status"] != "not_run")
@@ -517,10 +344,8 @@ fn resume_measures_the_session_cells_a_stopped_run_left() {
         .collect();
     assert_eq!(measured, vec![2, 4], "{rows:?}");
     // Resumed again, nothing is left to measure.
-    let o = run_bin(&args("10m"));
-    assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
-        cells(&dir).len(),
+        resume().ok().rows().len(),
         rows.len(),
         "no session cell measured twice"
     );
@@ -531,38 +356,14 @@ fn cells_of_one_context_never_share_a_conversation() {
     // Two cells at 1K: were the second cell's sessions the first's again, a deterministic
     // server would answer them the same and its cache would serve them whole.
     let sim = sim(200_000, 200_000);
-    let dir = out_dir("sessions-two-cells");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--sessions",
-        "1,2",
-        "--turns",
-        "2",
-        "--turn-input-len",
-        "64",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "256",
-        "--max-output",
-        "16",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let sessions: Vec<&Value> = rows.iter().filter(|r| r["phase"] == "session").collect();
+    let sessions = chat_sessions(&sim.url, "1K")
+        .set("--sessions", "1,2")
+        .set("--turns", "2")
+        .out("sessions-two-cells")
+        .ok()
+        .rows_of("session");
     assert_eq!(sessions.len(), 2);
-    for row in sessions {
+    for row in &sessions {
         let turns = per_turn(row);
         // The warm-up is served the shared system prompt at most, never a whole history.
         let warm = &turns[0];
@@ -593,47 +394,23 @@ fn the_session_rate_search_finds_the_simulators_ceiling() {
     cfg.prefix_cache_tokens = 400_000;
     cfg.decode_step_ms = vec![(1, 4.0), (8, 4.0), (9, 40.0), (512, 40.0)];
     let sim = Sim::start(cfg);
-    let dir = out_dir("sessions-rate-capacity");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &sim.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "256",
-        "--session-rate",
-        "32",
-        "--arrival",
-        "constant",
-        "--turns",
-        "2",
-        "--turn-input-len",
-        "32",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "64",
-        "--duration",
-        "2s",
-        "--max-output",
-        "16",
-        "--slo",
-        "tpot_p50=10ms",
-        "--find-capacity",
-        "--capacity-precision",
-        "0.1",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let cap = rows
+    let rows = chat_sessions(&sim.url, "256")
+        .set("--session-rate", "32")
+        .set("--arrival", "constant")
+        .set("--turns", "2")
+        .set("--turn-input-len", "32")
+        .set("--system-prompt-len", "64")
+        .set("--duration", "2s")
+        .set("--slo", "tpot_p50=10ms")
+        .arg("--find-capacity")
+        .set("--capacity-precision", "0.1")
+        .out("sessions-rate-capacity")
+        .ok()
+        .rows();
+    let cap = &rows
         .iter()
         .find(|r| r["phase"] == "capacity")
+        .cloned()
         .unwrap_or_else(|| panic!("no capacity row: {rows:?}"));
     assert_eq!(
         cap["concurrency"], 1,

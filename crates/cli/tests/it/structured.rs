@@ -10,6 +10,7 @@
 //! - docs/structured-output.md's commands, as written.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::first_use::doc_commands;
 use llmib_sim::SimConfig;
 use serde_json::Value;
@@ -44,31 +45,17 @@ fn sim_config(factor: f64, break_every: u32) -> SimConfig {
 /// `run` at context 512, one stream, max output 64, with `extra` (on chat unless `extra` names
 /// another API).
 fn run_chat(url: &str, dir: &Path, extra: &[&str]) -> std::process::Output {
-    let d = dir.to_str().unwrap_or_default();
-    let api = if extra.contains(&"--api") {
-        [].as_slice()
+    let b = Bench::run(url)
+        .unset("--format")
+        .small("512", "1", "2s", "64")
+        .arg("--skip-prefill")
+        .out_at(dir);
+    let b = if extra.contains(&"--api") {
+        b
     } else {
-        ["--api", "chat"].as_slice()
+        b.set("--api", "chat")
     };
-    let mut args = vec![
-        "run",
-        "--url",
-        url,
-        "--contexts",
-        "512",
-        "--concurrency",
-        "1",
-        "--max-output",
-        "64",
-        "--duration",
-        "2s",
-        "--skip-prefill",
-        "--output",
-        d,
-    ];
-    args.extend_from_slice(api);
-    args.extend_from_slice(extra);
-    run_bin(&args)
+    b.args(extra).go().output
 }
 
 fn schema_flag() -> String {

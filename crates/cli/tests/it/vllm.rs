@@ -76,42 +76,16 @@ fn n(v: &Value) -> u64 {
 fn vllm_sessions_cache_within_a_block_of_the_prediction_and_the_counter_agrees() {
     let _serial = timing_lock();
     let Some(server) = Vllm::start() else { return };
-    let dir = out_dir("vllm-sessions");
-    let d = dir.to_str().unwrap_or_default();
-    let o = run_bin(&[
-        "run",
-        "--url",
-        &server.url,
-        "--api",
-        "chat",
-        "--contexts",
-        "1K",
-        "--sessions",
-        "4",
-        "--turns",
-        "4",
-        "--turn-input-len",
-        "128",
-        "--turn-output-len",
-        "32",
-        "--system-prompt-len",
-        "256",
-        "--duration",
-        "120s",
-        "--max-output",
-        "16",
-        "--save-requests",
-        "--output",
-        d,
-        "--format",
-        "none",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let rows = cells(&dir);
-    let row = rows
-        .iter()
-        .find(|r| r["phase"] == "session")
-        .unwrap_or_else(|| panic!("no session row: {rows:?}"));
+    let ran = crate::sessions::chat_sessions(&server.url, "1K")
+        .set("--sessions", "4")
+        .set("--turns", "4")
+        .set("--turn-input-len", "128")
+        .set("--turn-output-len", "32")
+        .set("--duration", "120s")
+        .arg("--save-requests")
+        .out("vllm-sessions")
+        .ok();
+    let (dir, row) = (&ran.dir, &ran.only("session"));
     assert!(
         matches!(row["status"].as_str(), Some("valid" | "requests_queued")),
         "{row}"
@@ -126,7 +100,7 @@ fn vllm_sessions_cache_within_a_block_of_the_prediction_and_the_counter_agrees()
     // Turn by turn, request by request: within one block of the prediction (vLLM never
     // computes the last sampled token's KV, so where prompt + answer ends on a block boundary
     // it serves that block less).
-    let reqs = requests(&dir);
+    let reqs = requests(dir);
     let recs: Vec<&Value> = reqs.values().flatten().collect();
     let mut total_cached = 0u64;
     for t in row["per_turn"].as_array().into_iter().flatten() {

@@ -23,6 +23,7 @@
 //! Valid status. Without vLLM installed the test passes with a note, unless `CI` is set.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::hub::http_get;
 use crate::vllm::Vllm;
 use serde_json::Value;
@@ -51,19 +52,19 @@ fn vllm_agents_routes_exact_prompts_every_token_counted_and_the_cache_read() {
     }
 }
 
-/// Runs the binary on `api` into a fresh directory `name` with `args` after the common flags,
-/// asserts it succeeded and wrote the key nowhere, and returns the directory.
-fn run_api(url: &str, api: &str, name: &str, args: &[&str]) -> PathBuf {
-    let dir = out_dir(name);
-    let d = dir.to_str().expect("a UTF-8 temp dir");
-    let mut all = vec!["run", "--url", url, "--api-key", KEY, "--api", api];
-    all.extend(["--skip-prefill", "--save-requests", "--output", d]);
-    all.extend(["--format", "none"]);
-    all.extend(args);
+/// Runs `run` (its flags in `b`) on `api` into a fresh directory `name` with the key, no
+/// prefill and the records kept, asserts it succeeded and wrote the key nowhere, and returns
+/// the directory.
+fn run_api(b: Bench, api: &str, name: &str) -> PathBuf {
     let started = std::time::Instant::now();
-    let o = run_bin(&all);
+    let ran = b
+        .set("--api-key", KEY)
+        .set("--api", api)
+        .args(["--skip-prefill", "--save-requests"])
+        .out(name)
+        .ok();
     eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
-    assert!(o.status.success(), "{api}: {}", text(&o));
+    let dir = ran.dir;
     for entry in std::fs::read_dir(&dir).expect("list the output dir") {
         let path = entry.expect("an output file").path();
         let bytes = std::fs::read(&path).expect("read an output file");
@@ -148,7 +149,11 @@ fn assert_valid(api: &str, row: &Value, recs: &[Value], queued_ok: bool) {
 fn sustained_matrix(url: &str, api: &str) {
     let mut args = matrix_args();
     args.extend(["--duration", "3s"]);
-    let dir = run_api(url, api, &format!("vllm-{api}-decode"), &args);
+    let dir = run_api(
+        Bench::run(url).args(args),
+        api,
+        &format!("vllm-{api}-decode"),
+    );
     let rows = cells(&dir);
     let by_cell = requests(&dir);
     let block = block_size(&dir);
@@ -204,7 +209,11 @@ fn burst_matrix_counts_every_token(url: &str, api: &str) {
     let mut args = matrix_args();
     let n = BURST_REQUESTS.to_string();
     args.extend(["--request-count", &n, "--burst-warmup-request-count", "0"]);
-    let dir = run_api(url, api, &format!("vllm-{api}-burst"), &args);
+    let dir = run_api(
+        Bench::run(url).args(args),
+        api,
+        &format!("vllm-{api}-burst"),
+    );
     let (gen1, done1, stop1) = counters(url);
     let rows = cells(&dir);
     let by_cell = requests(&dir);
@@ -261,25 +270,12 @@ fn burst_matrix_counts_every_token(url: &str, api: &str) {
 /// system prompt (sent as Messages' `system`, Responses' `instructions`); each later turn
 /// repeats its session's prompt so far, and must read it from the cache.
 fn session_reads_the_cache(url: &str, api: &str) {
-    let args = [
-        "--contexts",
-        "1K",
-        "--sessions",
-        "2",
-        "--turns",
-        "3",
-        "--turn-input-len",
-        "128",
-        "--turn-output-len",
-        "16",
-        "--system-prompt-len",
-        "256",
-        "--duration",
-        "60s",
-        "--max-output",
-        "16",
-    ];
-    let dir = run_api(url, api, &format!("vllm-{api}-session"), &args);
+    let b = crate::sessions::chat_sessions(url, "1K")
+        .set("--sessions", "2")
+        .set("--turns", "3")
+        .set("--turn-input-len", "128")
+        .set("--duration", "60s");
+    let dir = run_api(b, api, &format!("vllm-{api}-session"));
     let rows = cells(&dir);
     let row = rows
         .iter()
