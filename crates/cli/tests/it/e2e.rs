@@ -48,6 +48,11 @@ impl Bench {
         }
     }
 
+    /// `eval --url URL --profile PROFILE` (a profile's dataset, the long-answer task).
+    pub fn eval(url: &str, profile: &str) -> Bench {
+        Bench::cmd(&["eval", "--url", url, "--profile", profile])
+    }
+
     /// The suite's small matrix: `--contexts`, `--concurrency`, `--duration`, `--max-output`.
     pub fn small(
         self,
@@ -145,6 +150,36 @@ impl Bench {
         c
     }
 
+    /// Starts the binary with its stdout and stderr piped (shards started side by side, read
+    /// with `wait_with_output`).
+    pub fn spawn(&self) -> std::process::Child {
+        self.command()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the binary")
+    }
+
+    /// `merge DIR… -o OUT` of shard directories into a fresh directory named `name`.
+    pub fn merge(dirs: &[PathBuf], name: &str) -> Bench {
+        let mut b = Bench::cmd(&["merge"]).args(dirs.iter().map(|d| d.display().to_string()));
+        let out = out_dir(name);
+        b = b.set("-o", out.display().to_string());
+        b.dir = Some(out);
+        b
+    }
+
+    /// The words of a shard's `run`: `--shard I/N` (N = `of`) at `start_at`, its output in
+    /// `dir`, plain lines and no hardware monitor, as each machine of a sharded run is started.
+    pub fn shard(url: &str, dir: &Path, (i, of): (usize, usize), start_at: &str) -> Bench {
+        Bench::run(url)
+            .out_at(dir)
+            .set("--shard", format!("{i}/{of}"))
+            .set("--start-at", start_at)
+            .set("--display", "plain")
+            .arg("--no-hw-monitor")
+    }
+
     /// Runs the binary to its end, whatever its exit code.
     pub fn go(self) -> Ran {
         let output = self.command().output().expect("run the binary");
@@ -167,6 +202,18 @@ impl Bench {
         assert_eq!(ran.output.status.code(), Some(code), "{}", ran.text());
         ran
     }
+}
+
+/// Waits for processes started side by side (shards) and asserts each exited 0.
+pub fn wait_all(children: Vec<std::process::Child>) -> Vec<Output> {
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("a process ends"))
+        .collect();
+    for (i, o) in outs.iter().enumerate() {
+        assert!(o.status.success(), "process {i}: {}", text(o));
+    }
+    outs
 }
 
 /// What one invocation printed and the directory it wrote.

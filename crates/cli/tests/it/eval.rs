@@ -3,6 +3,7 @@
 //! accuracies, the flipped items and the McNemar p-value are what the item ids decide.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use crate::llamacpp::{LlamaServer, llama};
 use crate::run::exact_sim;
 use llmib_sim::answers::answers_correctly;
@@ -40,23 +41,13 @@ pub(crate) fn write_fixtures(dir: &Path) -> (Vec<String>, Vec<String>) {
 }
 
 fn eval(url: &str, data: &Path, profile: &str, out: &Path, max_output: &str) -> serde_json::Value {
-    let o = run_bin(&[
-        "eval",
-        "--url",
-        url,
-        "--profile",
-        profile,
-        "--dataset-dir",
-        data.to_str().unwrap_or_default(),
-        "--concurrency",
-        "4",
-        "--max-output",
-        max_output,
-        "--output",
-        out.to_str().unwrap_or_default(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let s = std::fs::read_to_string(out.join("eval.json")).expect("eval.json");
+    let s = Bench::eval(url, profile)
+        .set("--dataset-dir", data.display().to_string())
+        .set("--concurrency", "4")
+        .set("--max-output", max_output)
+        .out_at(out)
+        .ok()
+        .file("eval.json");
     serde_json::from_str(&s).expect("eval.json is JSON")
 }
 
@@ -181,25 +172,16 @@ fn llamacpp_tiny_eval_scores_every_item() {
         .collect();
     std::fs::write(base.join("gsm8k.jsonl"), lines).expect("dataset");
     let out = base.join("run");
-    let o = run_bin(&[
-        "eval",
-        "--url",
-        &server.url,
-        "--profile",
-        "gsm8k",
-        "--dataset-dir",
-        base.to_str().unwrap_or_default(),
-        "--concurrency",
-        "2",
-        "--max-output",
-        "16",
-        "--output",
-        out.to_str().unwrap_or_default(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).expect("eval.json"))
-            .expect("JSON");
+    let v: Value = serde_json::from_str(
+        &Bench::eval(&server.url, "gsm8k")
+            .set("--dataset-dir", base.display().to_string())
+            .set("--concurrency", "2")
+            .set("--max-output", "16")
+            .out_at(&out)
+            .ok()
+            .file("eval.json"),
+    )
+    .expect("JSON");
     assert_eq!(v["accuracy"]["n"], 4, "{v:#}");
     let total: u64 = v["categories"]
         .as_object()
@@ -218,27 +200,17 @@ fn llamacpp_tiny_eval_scores_every_item() {
     // The long-answer task on the same server: the search, the counts and the built-in
     // pattern's verdict (the tiny model never states the result) go through a real engine.
     let out = base.join("tokens");
-    let o = run_bin(&[
-        "eval",
-        "--url",
-        &server.url,
-        "--profile",
-        "long-answer",
-        "--levels",
-        "1,2",
-        "--patience",
-        "1",
-        "--min-results",
-        "2",
-        "--max-output",
-        "16",
-        "--output",
-        out.to_str().unwrap_or_default(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("tokens.json")).expect("tokens"))
-            .expect("JSON");
+    let v: Value = serde_json::from_str(
+        &Bench::eval(&server.url, "long-answer")
+            .set("--levels", "1,2")
+            .set("--patience", "1")
+            .set("--min-results", "2")
+            .set("--max-output", "16")
+            .out_at(&out)
+            .ok()
+            .file("tokens.json"),
+    )
+    .expect("JSON");
     let st = &v["stats"];
     let n = st["results"].as_u64().unwrap_or(0);
     assert!(n >= 2, "{v:#}");

@@ -10,13 +10,13 @@
 //! Chromium is Debian's `chromium` (`/usr/bin/chromium`, or `LLMIB_CHROMIUM`). Without it the
 //! browser tests skip with a message, except under CI (`CI` set), where they fail.
 
-use crate::common::{out_dir, run_bin, text};
+use crate::common::out_dir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn seed_dir() -> PathBuf {
+pub(crate) fn seed_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/seed-run")
 }
 
@@ -294,7 +294,14 @@ fn assert_sorted(keys: &Value, ascending: bool) {
     }
 }
 
-fn screenshot(chrome: &Path, work: &Path, page: &Path, name: &str, size: &str, dark: bool) {
+pub(crate) fn screenshot(
+    chrome: &Path,
+    work: &Path,
+    page: &Path,
+    name: &str,
+    size: &str,
+    dark: bool,
+) {
     let shot = artifacts().join(name);
     let _ = std::fs::remove_file(&shot);
     let mut args = vec![
@@ -471,94 +478,6 @@ fn browser_renders_hostile_strings_as_text() {
     screenshot(&chrome, &work, &page, "xss.png", "1280,900", false);
 }
 
-#[test]
-fn browser_compare_page_is_clean() {
-    let Some(chrome) = chromium() else { return };
-    let work = out_dir("report-browser-compare");
-    let a = llmib_report::Report::load(&seed_dir()).expect("golden run");
-    let mut b = a.clone();
-    for c in &mut b.cells {
-        if let Some(v) = c.total_tok_per_s.as_mut() {
-            *v *= 1.25;
-        }
-    }
-    b.info.model.served_model = "<script>alert(1)</script>".to_string();
-    let cmp =
-        llmib_report::Comparison::new(vec![("a".into(), a), ("b".into(), b)]).expect("comparison");
-    let html = cmp.to_html().expect("html");
-    let page = artifacts().join("compare.html");
-    std::fs::write(&page, &html).expect("write");
-    let (dom, stderr) = run_chromium(&chrome, &work, &page, &["--dump-dom"]);
-    assert!(
-        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
-        "{dom}"
-    );
-    assert!(dom.contains("×1.25"));
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(console.is_empty(), "console output: {console:#?}");
-    screenshot(&chrome, &work, &page, "compare.png", "1280,1400", false);
-}
-
-#[test]
-fn browser_eval_page_is_clean() {
-    use llmib_core::{Accuracy, Category, EvalSummary, ItemScore, Profile};
-    let Some(chrome) = chromium() else { return };
-    let work = out_dir("report-browser-eval");
-    let item = |id: &str, c: Category| ItemScore {
-        id: id.to_string(),
-        expected: "B".into(),
-        parsed: (c == Category::Wrong).then(|| "<img src=x onerror=alert(2)>".into()),
-        category: c,
-        subject: Some("law".into()),
-        completion_tokens: Some(40),
-        finish_reason: Some("stop".into()),
-        error: None,
-    };
-    let items = vec![
-        item("q-1", Category::Correct),
-        item("q-2", Category::Correct),
-        item("q-3", Category::Correct),
-        item("<script>alert(1)</script>", Category::Wrong),
-    ];
-    let summary = EvalSummary {
-        profile: Profile::MmluPro,
-        model: "\"><svg onload=alert(3)>".into(),
-        url: "http://127.0.0.1:1".into(),
-        accuracy: Accuracy::of(&items),
-        categories: Default::default(),
-        by_subject: [("law".to_string(), Accuracy::of(&items))]
-            .into_iter()
-            .collect(),
-        tok_per_s: 321.0,
-        wall_s: 1.0,
-        concurrency: 4,
-        dataset: Default::default(),
-    };
-    let view = llmib_report::AccuracyView::new(&summary, &items);
-    let page = artifacts().join("eval.html");
-    std::fs::write(&page, view.html().expect("html")).expect("write");
-    let (dom, stderr) = run_chromium(&chrome, &work, &page, &["--dump-dom"]);
-    assert!(dom.contains("75.0%"), "the accuracy is shown: {dom}");
-    assert!(
-        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
-        "{dom}"
-    );
-    assert!(dom.contains("&lt;img src=x onerror=alert(2)&gt;"), "{dom}");
-    assert!(!dom.contains("<svg"), "{dom}");
-    for id in [
-        "card-accuracy",
-        "card-categories",
-        "card-dataset",
-        "subjects",
-        "misses",
-    ] {
-        assert!(dom.contains(&format!("id=\"{id}\"")), "section {id}");
-    }
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(console.is_empty(), "console output: {console:#?}");
-    screenshot(&chrome, &work, &page, "eval.png", "1280,1000", false);
-}
-
 /// An open-loop rate cell built by llmib_core's own row function: 8 requests due every
 /// 1/rate s (request i sent `late_ms` × i late), first token `ttft_ms` after the send, then 19
 /// more `tpot_ms` apart.
@@ -725,69 +644,4 @@ fn browser_load_section_draws_its_charts_and_the_pareto_frontier() {
         false,
     );
     screenshot(&chrome, &work, &page, "load-phone.png", "390,3000", false);
-}
-
-/// A copy of the golden run in a fresh folder, so commands may write into it.
-fn golden_copy(name: &str) -> PathBuf {
-    let dir = out_dir(name).join("run");
-    std::fs::create_dir_all(&dir).expect("dir");
-    for f in ["run.json", "cells.jsonl"] {
-        std::fs::copy(seed_dir().join(f), dir.join(f)).expect("copy");
-    }
-    dir
-}
-
-#[test]
-fn report_command_writes_every_format() {
-    let dir = golden_copy("report-cmd");
-    let o = run_bin(&["report", dir.to_str().expect("utf-8 path")]);
-    assert!(o.status.success(), "{}", text(&o));
-    for f in ["report.html", "report.md", "cells.csv", "results.json"] {
-        assert!(dir.join(f).is_file(), "{f} missing\n{}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stdout).contains(f));
-    }
-    let md = std::fs::read_to_string(dir.join("report.md")).expect("md");
-    assert!(md.contains("| Sustained decode | 1019K | 2 | Requests queued | 224.9 |"));
-
-    let o = run_bin(&[
-        "report",
-        dir.to_str().unwrap_or(""),
-        "--format",
-        "csv",
-        "--output",
-        "-",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("Phase,Context (tokens),"));
-
-    let o = run_bin(&["report", dir.to_str().unwrap_or(""), "--format", "pdf"]);
-    assert!(!o.status.success(), "an unknown format fails");
-    let missing = dir.join("nope");
-    let o = run_bin(&["report", missing.to_str().unwrap_or("")]);
-    assert!(!o.status.success());
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("run.json"),
-        "{}",
-        text(&o)
-    );
-}
-
-#[test]
-fn compare_command_prints_ratios_and_writes_html() {
-    let a = golden_copy("compare-cmd-a");
-    let b = golden_copy("compare-cmd-b");
-    let html = a.with_file_name("compare.html");
-    let o = run_bin(&[
-        "compare",
-        a.to_str().unwrap_or(""),
-        b.to_str().unwrap_or(""),
-        "--output",
-        html.to_str().unwrap_or(""),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("190.7 ×1.00"), "{out}");
-    assert!(html.is_file());
-    let o = run_bin(&["compare", a.to_str().unwrap_or("")]);
-    assert!(!o.status.success(), "one run is not a comparison");
 }

@@ -6,6 +6,7 @@
 //! cannot share.
 
 use crate::common::*;
+use crate::e2e::{Bench, wait_all};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -82,10 +83,7 @@ fn run_shards(url: &str) -> Vec<PathBuf> {
     let children: Vec<Child> = (0..4u32)
         .map(|i| start_shard(url, &dirs[i as usize], i, &start_at))
         .collect();
-    for (i, c) in children.into_iter().enumerate() {
-        let o = c.wait_with_output().expect("a shard ends");
-        assert!(o.status.success(), "shard {i}: {}", text(&o));
-    }
+    wait_all(children);
     dirs
 }
 
@@ -385,51 +383,19 @@ fn two_shards_replay_a_trace_as_one() {
         .collect();
     let children: Vec<Child> = (0..2)
         .map(|i| {
-            let (d, shard) = (dirs[i].to_string_lossy().to_string(), format!("{i}/2"));
-            let args = [
-                "run",
-                "--url",
-                &sim.url,
-                "--output",
-                &d,
-                "--shard",
-                &shard,
-                "--start-at",
-                &start_at,
-                "--shard-prep-seconds",
-                "3",
-                "--contexts",
-                "1K",
-                "--concurrency",
-                "1",
-                "--max-output",
-                "64",
-                "--skip-decode",
-                "--skip-prefill",
-                "--workload",
-                &workload,
-                "--time-scale",
-                "4",
-                "--drain-timeout",
-                "2s",
-                "--format",
-                "none",
-                "--display",
-                "plain",
-                "--no-hw-monitor",
-            ];
-            Command::new(bin())
-                .args(args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+            Bench::shard(&sim.url, &dirs[i], (i, 2), &start_at)
+                .set("--shard-prep-seconds", "3")
+                .set("--contexts", "1K")
+                .set("--concurrency", "1")
+                .set("--max-output", "64")
+                .args(["--skip-decode", "--skip-prefill"])
+                .set("--workload", &workload)
+                .set("--time-scale", "4")
+                .set("--drain-timeout", "2s")
                 .spawn()
-                .expect("start a shard")
         })
         .collect();
-    for (i, c) in children.into_iter().enumerate() {
-        let o = c.wait_with_output().expect("a shard ends");
-        assert!(o.status.success(), "shard {i}: {}", text(&o));
-    }
+    wait_all(children);
     let out = out_dir("shard-trace-merged");
     let o = merge(&dirs, &out);
     assert!(o.status.success(), "{}", text(&o));
@@ -481,34 +447,19 @@ fn two_shards_take_the_slot_the_timetable_computed() {
         .collect();
     let children: Vec<Child> = (0..2)
         .map(|i| {
-            let (d, shard) = (dirs[i].to_string_lossy().to_string(), format!("{i}/2"));
-            let mut args = vec!["run", "--url", &sim.url, "--output", &d];
-            args.extend(["--shard", &shard, "--start-at", &start_at]);
-            args.extend(["--shard-prep-seconds", "2", "--shard-prefill-rate", "50000"]);
-            args.extend(["--contexts", "512", "--max-output", "32", "--seed", "7"]);
-            args.extend(["--skip-decode", "--skip-prefill", "--request-rate", "10"]);
-            args.extend([
-                "--duration",
-                "3s",
-                "--drain-timeout",
-                "5s",
-                "--format",
-                "none",
-            ]);
-            args.extend(["--display", "plain", "--no-hw-monitor"]);
-            Command::new(bin())
-                .args(&args)
-                .env_remove("OPENAI_API_KEY")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+            Bench::shard(&sim.url, &dirs[i], (i, 2), &start_at)
+                .set("--shard-prep-seconds", "2")
+                .set("--shard-prefill-rate", "50000")
+                .small("512", "1", "3s", "32")
+                .unset("--concurrency")
+                .set("--seed", "7")
+                .args(["--skip-decode", "--skip-prefill"])
+                .set("--request-rate", "10")
+                .set("--drain-timeout", "5s")
                 .spawn()
-                .expect("start a shard")
         })
         .collect();
-    for (i, c) in children.into_iter().enumerate() {
-        let o = c.wait_with_output().expect("a shard ends");
-        assert!(o.status.success(), "shard {i}: {}", text(&o));
-    }
+    wait_all(children);
     let out = out_dir("shard-slot-merged");
     let o = merge(&dirs, &out);
     assert!(o.status.success(), "{}", text(&o));

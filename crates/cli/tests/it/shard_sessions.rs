@@ -12,10 +12,11 @@
 //! process (its own row, not a merge) by the same function an unsharded run uses.
 
 use crate::common::*;
+use crate::e2e::Bench;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 /// A vLLM-flavoured tiny simulator that caches every session's turns, with its oracle on.
 fn sim() -> Sim {
@@ -61,18 +62,13 @@ const TURNS: &[&str] = &[
 ];
 
 fn start(url: &str, dir: &Path, shard: &str, start_at: &str, cell: &[&str]) -> Child {
-    let d = dir.to_string_lossy().to_string();
-    let mut args = vec!["run", "--url", url, "--output", &d];
-    args.extend(["--shard", shard, "--start-at", start_at]);
-    args.extend_from_slice(PLAN);
-    args.extend_from_slice(cell);
-    Command::new(bin())
-        .args(&args)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    Bench::cmd(&["run", "--url", url])
+        .out_at(dir)
+        .set("--shard", shard)
+        .set("--start-at", start_at)
+        .args(PLAN)
+        .args(cell)
         .spawn()
-        .expect("start a process")
 }
 
 /// The session cell `cell` run by one process (on `one`'s simulator) and by two shards (on
@@ -93,13 +89,7 @@ fn run_both(one: &Sim, two: &Sim, name: &str, cell: &[&str]) -> (PathBuf, Vec<Pa
         let o = c.wait_with_output().expect("a process ends");
         assert!(o.status.success(), "{}", text(&o));
     }
-    let merged = out_dir(&format!("{name}-merged"));
-    let mut args: Vec<String> = vec!["merge".into()];
-    args.extend(dirs.iter().map(|d| d.to_string_lossy().to_string()));
-    args.extend(["-o".into(), merged.to_string_lossy().to_string()]);
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = run_bin(&refs);
-    assert!(o.status.success(), "{}", text(&o));
+    let merged = Bench::merge(&dirs, &format!("{name}-merged")).ok().dir;
     (single, dirs, merged)
 }
 
@@ -284,13 +274,15 @@ fn an_open_loop_on_two_shards_merges_to_the_one_process_cell() {
 #[test]
 fn a_shard_refuses_a_session_capacity_search() {
     for flags in [["--sessions", "1"], ["--session-rate", "1"]] {
-        let mut args = vec!["run", "--url", "http://127.0.0.1:9", "--format", "none"];
-        args.extend(["--shard", "0/2", "--start-at", "2099-01-01T00:00:00Z"]);
-        args.extend(["--turns", "2", "--find-capacity", "--slo", "ttft_p99=1s"]);
-        args.extend(flags);
-        let o = run_bin(&args);
-        assert!(!o.status.success(), "{flags:?}");
-        let says = text(&o);
+        let says = Bench::run("http://127.0.0.1:9")
+            .set("--shard", "0/2")
+            .set("--start-at", "2099-01-01T00:00:00Z")
+            .set("--turns", "2")
+            .arg("--find-capacity")
+            .set("--slo", "ttft_p99=1s")
+            .args(flags)
+            .exits(1)
+            .text();
         assert!(
             says.contains("--find-capacity with sessions cannot run on shards")
                 && says.contains("drop --find-capacity"),

@@ -12,6 +12,7 @@
 
 use crate::common::*;
 use crate::datasets::{Files, sha};
+use crate::e2e::Bench;
 use crate::prompt_text::Relay;
 use crate::prompts_workload::served;
 use crate::run::exact_sim;
@@ -78,25 +79,16 @@ fn mt_bench(
     extra: &[&str],
     out: &Path,
 ) -> std::process::Output {
-    let mut args = vec![
-        "eval",
-        "--url",
-        server,
-        "--profile",
-        "mt-bench",
-        "--dataset-url",
-        url,
-        "--cache-dir",
-        cache.to_str().unwrap_or_default(),
-        "--concurrency",
-        "2",
-        "--max-output",
-        MAX_OUTPUT,
-        "--output",
-        out.to_str().unwrap_or_default(),
-    ];
-    args.extend_from_slice(extra);
-    run_bin(&args)
+    Bench::cmd(&["eval", "--url", server])
+        .set("--profile", "mt-bench")
+        .set("--dataset-url", url)
+        .set("--cache-dir", cache.display().to_string())
+        .set("--concurrency", "2")
+        .set("--max-output", MAX_OUTPUT)
+        .out_at(out)
+        .args(extra)
+        .go()
+        .output
 }
 
 #[test]
