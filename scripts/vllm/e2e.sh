@@ -9,19 +9,23 @@
 #   scripts/vllm/e2e.sh [OUTPUT_DIR]
 #
 # LLMIB_BIN names the binary to check (the test command passes its debug build); without it the
-# release binary is built.
+# release binary is built. With VLLM_URL and VLLM_KEY set, the vLLM already serving there (with
+# that key, --max-num-seqs 4) is checked instead of a fresh one: the test command's real-vLLM
+# suite (crates/cli/tests/it/vllm_suite.rs) runs this script on the one server it starts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-results/vllm-e2e}"
-KEY="sk-vllm-e2e-$$"
+KEY="${VLLM_KEY:-sk-vllm-e2e-$$}"
 
 BIN="${LLMIB_BIN:-}"
 if [[ -z "$BIN" ]]; then
   cargo build --release -p llm-inference-bench >&2
   BIN=target/release/llm-inference-bench
 fi
-eval "$(scripts/vllm/start.sh --max-num-seqs 4 --api-key "$KEY")"
-trap 'scripts/vllm/stop.sh --pidfile "$VLLM_PIDFILE" >/dev/null 2>&1 || true' EXIT
+if [[ -z "${VLLM_URL:-}" ]]; then
+  eval "$(scripts/vllm/start.sh --max-num-seqs 4 --api-key "$KEY")"
+  trap 'scripts/vllm/stop.sh --pidfile "$VLLM_PIDFILE" >/dev/null 2>&1 || true' EXIT
+fi
 
 rm -rf "$OUT"
 "$BIN" run --url "$VLLM_URL" --api-key "$KEY" \

@@ -90,7 +90,7 @@ fn find_llama() -> Result<LlamaPaths, String> {
 
 /// One HTTP/1.1 exchange on a fresh connection (`Connection: close`), for readiness probes and
 /// metric reads: the test must not depend on the client it is testing. Returns status and body.
-fn http(
+pub(crate) fn http(
     addr: SocketAddr,
     method: &str,
     path: &str,

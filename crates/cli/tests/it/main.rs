@@ -57,3 +57,4 @@ mod sweep;
 mod telemetry;
 mod vllm;
 mod vllm_agents;
+mod vllm_suite;

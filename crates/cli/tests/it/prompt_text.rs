@@ -136,7 +136,7 @@ fn json_requests(bytes: &[u8]) -> Vec<(String, Value)> {
 
 /// A prompt split at its tag (`[… C1024 S3] `): the tag's context and stream (`None` for a
 /// tag of another kind: a warm-up's), and the words after it.
-fn split_prompt(prompt: &str) -> (Option<(u64, u32)>, &str) {
+pub(crate) fn split_prompt(prompt: &str) -> (Option<(u64, u32)>, &str) {
     let Some((tag, body)) = prompt.split_once("] ") else {
         return (None, "");
     };
@@ -155,7 +155,7 @@ fn split_prompt(prompt: &str) -> (Option<(u64, u32)>, &str) {
 
 /// Whether `passage` is a run of consecutive words of `words`, read round from its end to its
 /// start.
-fn runs_in(words: &[&str], passage: &[&str]) -> bool {
+pub(crate) fn runs_in(words: &[&str], passage: &[&str]) -> bool {
     let n = words.len();
     (0..n).any(|i| {
         passage

@@ -3,8 +3,7 @@
 //! 4-turn cell must report, turn by turn, the cached tokens vLLM served within one of its
 //! blocks of the tool's prediction, and its prefix-cache counter's delta must equal their sum.
 //!
-//! Without vLLM installed the test prints why and passes, unless `CI` is set: there a missing
-//! vLLM is a failure, since CI must run it.
+//! Run by `vllm_suite`, which starts the one vLLM server the real-vLLM checks share.
 
 use crate::common::*;
 use serde_json::Value;
@@ -23,13 +22,8 @@ pub(crate) struct Vllm {
 }
 
 impl Vllm {
-    /// Starts vLLM, or `None` (with the reason printed) where it is not installed and `CI` is
-    /// unset.
-    fn start() -> Option<Vllm> {
-        Vllm::start_with(&[])
-    }
-
-    /// As [`Vllm::start`], with more of `start.sh`'s arguments (`--api-key K`).
+    /// Starts vLLM with `start.sh`'s arguments (`--api-key K`), or `None` (with the reason
+    /// printed) where it is not installed and `CI` is unset.
     pub(crate) fn start_with(args: &[&str]) -> Option<Vllm> {
         let out = Command::new("bash")
             .arg(repo_root().join("scripts/vllm/start.sh"))
@@ -72,11 +66,12 @@ fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-#[test]
-fn vllm_sessions_cache_within_a_block_of_the_prediction_and_the_counter_agrees() {
-    let _serial = timing_lock();
-    let Some(server) = Vllm::start() else { return };
-    let ran = crate::sessions::chat_sessions(&server.url, "1K")
+/// The session cell against vLLM at `url` (its API key `key`): every turn's cache within a
+/// block of the prediction and vLLM's prefix-cache counter their sum. Run by
+/// `vllm_suite`, which starts the one vLLM server every real-vLLM check shares.
+pub(crate) fn sessions_cache_within_a_block(url: &str, key: &str) {
+    let ran = crate::sessions::chat_sessions(url, "1K")
+        .set("--api-key", key)
         .set("--sessions", "4")
         .set("--turns", "4")
         .set("--turn-input-len", "128")

@@ -20,17 +20,16 @@
 //!
 //! vLLM's Messages route ignores `ignore_eos`, so a model may stop early there; the tiny model
 //! does not, but an early stop is printed, and named in the failure where it costs a cell its
-//! Valid status. Without vLLM installed the test passes with a note, unless `CI` is set.
+//! Valid status. Run by `vllm_suite`, on the one vLLM server the real-vLLM checks share.
 
 use crate::common::*;
 use crate::e2e::Bench;
 use crate::hub::http_get;
-use crate::vllm::Vllm;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The server's API key: every request must carry it as a Bearer token.
-const KEY: &str = "sk-vllm-agents-e2e";
+pub(crate) const KEY: &str = "sk-vllm-agents-e2e";
 /// `--max-output`: short, since vLLM on CPU is slow.
 const MAX_OUTPUT: u64 = 16;
 /// The matrix's contexts and concurrency levels.
@@ -39,16 +38,13 @@ const CONCURRENCY: [u64; 2] = [1, 2];
 /// Requests of each burst cell.
 const BURST_REQUESTS: u64 = 4;
 
-#[test]
-fn vllm_agents_routes_exact_prompts_every_token_counted_and_the_cache_read() {
-    let _serial = timing_lock();
-    let Some(server) = Vllm::start_with(&["--api-key", KEY]) else {
-        return;
-    };
+/// The agents' routes against vLLM at `url` (started with [`KEY`]). Run by `vllm_suite`,
+/// which starts the one vLLM server every real-vLLM check shares.
+pub(crate) fn agents_routes(url: &str) {
     for api in ["messages", "responses"] {
-        sustained_matrix(&server.url, api);
-        burst_matrix_counts_every_token(&server.url, api);
-        session_reads_the_cache(&server.url, api);
+        sustained_matrix(url, api);
+        burst_matrix_counts_every_token(url, api);
+        session_reads_the_cache(url, api);
     }
 }
 
