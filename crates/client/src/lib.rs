@@ -39,8 +39,8 @@ pub use wire::stream::{BodyError, Counting, Measured, RequestSpec, StreamLimits,
 // The server: engine adapters, their probe, metrics and tokenizers.
 pub use server::counting::count_tokens;
 pub use server::engine::{
-    Answer, ChatCalibration, Engine, EngineError, Gauges, ImagePart, Probe, ProbeError,
-    ProbeOptions, PromptInput, SpecCounters, answer_of,
+    Answer, ChatCalibration, Engine, EngineError, Gauges, ImagePart, MAX_SPEC_POSITIONS, Probe,
+    ProbeError, ProbeOptions, PromptInput, SpecCounters, SpecPositions, answer_of,
 };
 pub use server::local_tokenizer::{LocalTokenizer, TokenizerError};
 pub use server::metrics::{Metrics, Sample};

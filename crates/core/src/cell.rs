@@ -571,6 +571,11 @@ pub struct SpecFigures {
     pub accept_length: Option<f64>,
     /// Where the figures come from (gauges or counters).
     pub source: String,
+    /// Accepted tokens at draft position k / drafts, over the window (vLLM's
+    /// `spec_decode_num_accepted_tokens_per_pos`; vllm-bench's
+    /// `spec_decode_per_position_acceptance_rates`); empty and absent where not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_position_accept_rate: Vec<f64>,
 }
 
 /// What the host's clock discipline says of its own error (chrony's tracking, read by

@@ -11,7 +11,7 @@
 //!   concurrency no other request starts inside a 30 s window).
 
 use crate::record::{Outcome, RequestRecord};
-use crate::stats::{Summary, weighted_summary};
+use crate::stats::{Summary, weighted_summary_at};
 use serde::{Deserialize, Serialize};
 
 const NS_PER_MS: f64 = 1e6;
@@ -80,6 +80,11 @@ pub struct DecodeFigures {
 
 /// Computes the decode figures of a cell from its measured requests and window.
 pub fn decode_figures(records: &[RequestRecord], w: Window) -> DecodeFigures {
+    decode_figures_at(records, w, &[])
+}
+
+/// [`decode_figures`] with the run's extra percentiles (`--percentiles`) in TTFT and TBT.
+pub fn decode_figures_at(records: &[RequestRecord], w: Window, ps: &[f64]) -> DecodeFigures {
     let mut output_tokens = 0u64;
     let mut ttft = Vec::new();
     let mut gaps: Vec<(f64, u64)> = Vec::new();
@@ -119,8 +124,8 @@ pub fn decode_figures(records: &[RequestRecord], w: Window) -> DecodeFigures {
             0.0
         },
         per_request_tok_per_s: Summary::of_vec(&mut per_req),
-        ttft_ms: Summary::of_vec(&mut ttft),
-        tbt_ms: weighted_summary(&mut gaps),
+        ttft_ms: Summary::of_vec_at(&mut ttft, ps),
+        tbt_ms: weighted_summary_at(&mut gaps, ps),
         avg_active_requests: if d_ns > 0 {
             active_ns as f64 / d_ns as f64
         } else {
@@ -316,6 +321,25 @@ mod tests {
         // Active from 100 ms to 2000 ms of a 2000 ms window.
         assert!((f.avg_active_requests - 0.95).abs() < 1e-9);
         assert_eq!(f.completed_requests, 0);
+    }
+
+    #[test]
+    fn extra_percentiles_reach_ttft_and_tbt() {
+        let w = Window {
+            start_ns: 0,
+            end_ns: 2000 * MS,
+        };
+        let rs = [
+            req(0, 0, 100, 10, 1, 5, true),
+            req(1, 0, 300, 10, 1, 5, true),
+        ];
+        let f = decode_figures_at(&rs, w, &[99.9]);
+        // TTFT [100, 300] ms: rank 0.999 → 299.8; every gap is 5 ms.
+        let ttft = f.ttft_ms.and_then(|s| s.at(99.9)).unwrap_or(0.0);
+        assert!((ttft - 299.8).abs() < 1e-9, "{ttft}");
+        assert_eq!(f.tbt_ms.and_then(|s| s.at(99.9)), Some(5.0));
+        let plain = decode_figures(&rs, w);
+        assert!(plain.ttft_ms.is_some_and(|s| s.percentiles.is_empty()));
     }
 
     #[test]

@@ -202,6 +202,7 @@ fn summary(r: &AiperfExport, metric: &str, unit: &str) -> Option<Summary> {
         max: s("max")?,
         mean: s("avg")?,
         std: s("std"),
+        percentiles: Vec::new(),
     })
 }
 

@@ -173,6 +173,7 @@ fn summary(r: &GuidellmReport, b: usize, metric: &str, scale: f64) -> Option<Sum
         max: s("max")? * scale,
         mean: s("mean")? * scale,
         std: s("std_dev").map(|x| x * scale),
+        percentiles: Vec::new(),
     })
 }
 

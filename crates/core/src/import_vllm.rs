@@ -330,7 +330,27 @@ fn summary(r: &VllmResult, metric: &str, seconds: &[f64]) -> Option<Summary> {
     s.p90 = reported("p90").unwrap_or(s.p90);
     s.p99 = reported("p99").unwrap_or(s.p99);
     s.std = reported("std").or(s.std);
+    s.percentiles = reported_percentiles(r, metric);
     Some(s)
+}
+
+/// The percentiles vLLM saved for `metric` beyond p50, p90 and p99 (`--metric-percentiles`:
+/// `p99.9_ttft_ms`, `p75_ttft_ms`), ascending; vLLM's own values, as the fixed ones.
+fn reported_percentiles(r: &VllmResult, metric: &str) -> Vec<crate::stats::Percentile> {
+    let suffix = format!("_{metric}_ms");
+    let mut out: Vec<crate::stats::Percentile> = r
+        .rest
+        .keys()
+        .filter_map(|k| {
+            let word = k.strip_prefix('p')?.strip_suffix(suffix.as_str())?;
+            let p: f64 = word.parse().ok()?;
+            let extra = p > 0.0 && p < 100.0 && !crate::stats::FIXED_PERCENTILES.contains(&p);
+            let value = r.stat(k).filter(|v| v.is_finite())?;
+            extra.then_some(crate::stats::Percentile { p, value })
+        })
+        .collect();
+    out.sort_by(|a, b| a.p.total_cmp(&b.p));
+    out
 }
 
 /// A rate row's own figures, where the file has per-request samples (without them a rate

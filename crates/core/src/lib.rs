@@ -144,7 +144,9 @@ pub use repetition::{
     CHECK_EVERY, LOOP_MAX_CYCLE, LOOP_MIN_CYCLES, LOOP_MIN_SPAN, LoopDetector, LoopEvidence,
     LoopFinding, LoopGuard, TAIL_CAP, TextChannel,
 };
-pub use stats::Summary;
+pub use stats::{
+    FIXED_PERCENTILES, Percentile, PercentileError, Summary, parse_percentiles, percentile_word,
+};
 
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.
 pub use counting::{CountReport, TokenizeError, Tokenized, count_request, needs_tokenizer};
@@ -153,10 +155,10 @@ pub use lag::{
 };
 pub use readiness::{Opened, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 pub use verdict::{
-    DecodeObservation, ErrorTally, bare_result, decode_result, every_measured_cell_failed,
-    failed_result, failing_window_done, first_token_stall, interrupted_result,
-    measure_again_on_resume, nothing_measured, over_capacity_result, prefill_result,
-    prefill_series_result,
+    DecodeObservation, ErrorTally, bare_result, decode_result, decode_result_at,
+    every_measured_cell_failed, failed_result, failing_window_done, first_token_stall,
+    interrupted_result, measure_again_on_resume, nothing_measured, over_capacity_result,
+    prefill_result, prefill_series_result,
 };
 pub use warmup::decode_warmup_cell;
 
@@ -180,7 +182,8 @@ pub use cell::{CapacityFigures, CapacityPoint, LimitRow, RateFigures, SloRow, Sp
 pub use load::{
     CapacityInputs, MAX_PROMPT_TOKENS_PER_CELL, MAX_REQUESTS_PER_CELL, RateObservation,
     ScheduleError, auto_rates, capacity_cell, capacity_concurrency, capacity_result, cell_schedule,
-    closed_batch_rate, closed_loop_slo, peak_output_tok_per_s, rate_cell, rate_result, round_rate,
+    closed_batch_rate, closed_loop_slo, peak_output_tok_per_s, rate_cell, rate_result,
+    rate_result_at, round_rate,
 };
 pub use load_settings::{LoadSettings, RateSpec, RateSpecError};
 pub use slo::{LimitVerdict, RequestSample, Slo, SloError, SloFigure, SloLimit, SloVerdict};
@@ -204,12 +207,15 @@ pub use room::{
     session_room,
 };
 pub use session::{
+    AnswerKind, Fork, MessageKind, PriorTurn, fork_shares_turn, replay_shared_prefix,
+};
+pub use session::{
     CACHE_SHORTFALL, PerTurn, SESSION_RATE_CAPACITY, SESSION_RATE_CEILING, SESSIONS_CEILING,
     SessionColumns, SessionFigures, SessionObservation, SessionSettings, ThinkTime, ThinkTimeError,
     TtftSplit, TurnRecord, cache_note, next_session_rate_step, next_session_step,
     predicted_cached_prefix, session_capacity_result, session_holds, session_kv_needed,
     session_rate_bounds, session_rate_capacity_cell, session_rate_capacity_result,
-    session_rate_points, session_result, ttft_split, turn_shared_prefix,
+    session_rate_points, session_result, session_result_at, ttft_split, turn_shared_prefix,
 };
 pub use session::{
     ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,

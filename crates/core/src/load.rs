@@ -53,7 +53,7 @@ mod rows;
 pub(crate) use rows::input_throughputs;
 pub use rows::{
     CapacityInputs, RateObservation, capacity_concurrency, capacity_result, closed_loop_slo,
-    peak_output_tok_per_s, rate_result,
+    peak_output_tok_per_s, rate_result, rate_result_at,
 };
 
 /// The planned cell of an open-loop cell at `rate` requests per second.

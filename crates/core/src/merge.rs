@@ -24,14 +24,17 @@ use crate::cell::{CellResult, CellStatus, QueueObservation};
 use crate::cell::{MergedShard, MergedShards, ShardCell};
 use crate::counting::CountReport;
 use crate::figures::Window;
-use crate::load::{RateObservation, closed_loop_slo, rate_result};
+use crate::load::{RateObservation, closed_loop_slo};
+// The tests judge rows with the plain form (no extra percentiles).
+#[cfg(test)]
+use crate::load::rate_result;
 use crate::meta::TokenCountSource;
 use crate::plan::{Plan, PlannedCell, prompt_tolerance};
 use crate::readiness::ReadinessBy;
 use crate::record::RequestRecord;
 use crate::shard::ShardSpec;
 use crate::timetable::ShardSchedule;
-use crate::verdict::{DecodeObservation, ErrorTally, bare_result, decode_result};
+use crate::verdict::{DecodeObservation, ErrorTally, bare_result};
 use fault::CellMergeError;
 
 mod fault;
@@ -411,7 +414,10 @@ pub fn merge_decode_cell(
         kernel_stamps: None,
         speculative: zero.row.speculative.clone(),
     };
-    let mut row = apply_findings(decode_result(cell, obs), &f);
+    let mut row = apply_findings(
+        crate::verdict::decode_result_at(cell, obs, &st.percentiles),
+        &f,
+    );
     if row.status.has_figures() {
         row.token_count_note = note;
         row.client_lag = worst_lag(parts);
@@ -587,7 +593,10 @@ pub fn merge_rate_cell(
         prompt_tolerance: prompt_tolerance(plan.settings.token_targeting, cell.key.context_tokens),
         fault,
     };
-    let mut row = apply_findings(rate_result(cell, obs), &f);
+    let mut row = apply_findings(
+        crate::load::rate_result_at(cell, obs, &plan.settings.percentiles),
+        &f,
+    );
     row.token_count_note = note;
     (finish_row(row, parts, f.complete()), records)
 }

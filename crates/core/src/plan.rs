@@ -153,10 +153,12 @@ pub struct Settings {
     /// `shard`, and shared by every shard (so part of the plan's hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timetable: Option<crate::timetable::TimetableSettings>,
-    /// The price and GPU count of the cost figures (`--gpu-hour-usd`, `--node-hour-usd`,
-    /// `--gpus`; `crate::energy`).
+    /// The cost figures' prices and GPU count (`--gpu-hour-usd`, `--gpus`; `crate::energy`).
     #[serde(default, skip_serializing_if = "crate::energy::CostSettings::is_empty")]
     pub economics: crate::energy::CostSettings,
+    /// Latency percentiles beyond p50, p90 and p99 in every row (`--percentiles`; ascending).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles: Vec<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -340,6 +342,7 @@ impl Default for Settings {
             shard: None,
             timetable: None,
             economics: crate::energy::CostSettings::default(),
+            percentiles: Vec::new(),
             until_stable: None,
             tokenizer_file: None,
             prompt_text: None,

@@ -15,11 +15,15 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+mod agentic;
 mod capacity;
 mod columns;
 mod replay;
 mod row;
 mod shard;
+pub use agentic::{
+    AnswerKind, Fork, MessageKind, PriorTurn, fork_shares_turn, replay_shared_prefix,
+};
 pub use capacity::{
     SESSION_RATE_CAPACITY, SESSION_RATE_CEILING, SESSIONS_CEILING, next_session_rate_step,
     next_session_step, session_capacity_result, session_holds, session_rate_bounds,
@@ -30,7 +34,7 @@ pub use replay::{
     ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
     parse_sharegpt_sessions,
 };
-pub use row::{SessionObservation, TurnRecord, session_result};
+pub use row::{SessionObservation, TurnRecord, session_result, session_result_at};
 pub use shard::{
     SessionLoop, SessionPart, TurnJoinError, TurnMeta, join_turns, my_sessions, session_limits,
     session_slot_kind,

@@ -276,8 +276,16 @@ pub(crate) struct SampleSummaries {
 impl SampleSummaries {
     /// The summaries of `samples`.
     pub(crate) fn of(samples: &[RequestSample]) -> SampleSummaries {
+        Self::of_at(samples, &[])
+    }
+
+    /// [`SampleSummaries::of`] with the run's extra percentiles (`--percentiles`) in the
+    /// latencies (TTFT, TPOT, E2E).
+    pub(crate) fn of_at(samples: &[RequestSample], ps: &[f64]) -> SampleSummaries {
         let summary = |v: Vec<f64>| crate::stats::Summary::of_vec(&mut { v });
-        let ms = |v: &mut dyn Iterator<Item = f64>| summary(v.map(|t| t * 1e3).collect());
+        let ms = |v: &mut dyn Iterator<Item = f64>| {
+            crate::stats::Summary::of_vec_at(&mut v.map(|t| t * 1e3).collect(), ps)
+        };
         let ok = || samples.iter().filter(|s| s.ok);
         SampleSummaries {
             ttft_ms: ms(&mut samples.iter().filter_map(|s| s.ttft_s)),

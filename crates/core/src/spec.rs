@@ -4,6 +4,11 @@
 //! tokens, length = 1 + accepted / drafts, since each step emits the accepted tokens plus the
 //! one the target model samples). Counters win where both exist: a delta covers every step of
 //! the window, a gauge only the instants it was read. Pure, fed by the window's gauge loop.
+//!
+//! Where vLLM also counts the accepted tokens per draft position
+//! (`vllm:spec_decode_num_accepted_tokens_per_pos{position="k"}`), the window's delta of each
+//! over its drafts' delta is the acceptance rate at position k (vllm-bench's
+//! `spec_decode_per_position_acceptance_rates`).
 
 use crate::cell::SpecFigures;
 
@@ -17,6 +22,9 @@ pub struct SpecWindow {
     /// (drafts, draft tokens, accepted tokens) at the first and the last sample.
     first: Option<[f64; 3]>,
     last: Option<[f64; 3]>,
+    /// Accepted tokens per draft position at the same two samples (empty where not counted).
+    first_pos: Vec<f64>,
+    last_pos: Vec<f64>,
 }
 
 impl SpecWindow {
@@ -28,6 +36,18 @@ impl SpecWindow {
         accept_length: Option<f64>,
         counters: Option<[f64; 3]>,
     ) {
+        self.observe_with_positions(accept_rate, accept_length, counters, &[]);
+    }
+
+    /// [`SpecWindow::observe`] with vLLM's cumulative accepted tokens per draft position
+    /// (index k: `position="k"`), read from the same page as `counters`.
+    pub fn observe_with_positions(
+        &mut self,
+        accept_rate: Option<f64>,
+        accept_length: Option<f64>,
+        counters: Option<[f64; 3]>,
+        per_pos: &[f64],
+    ) {
         if let Some(r) = accept_rate.filter(|r| r.is_finite() && *r >= 0.0) {
             self.rate_sum += r;
             self.rate_n += 1;
@@ -37,8 +57,13 @@ impl SpecWindow {
             self.length_n += 1;
         }
         if let Some(c) = counters.filter(|c| c.iter().all(|x| x.is_finite())) {
-            self.first.get_or_insert(c);
+            // Positions start with the counters' first sample, so both deltas span one interval.
+            if self.first.is_none() {
+                self.first = Some(c);
+                self.first_pos = per_pos.to_vec();
+            }
             self.last = Some(c);
+            self.last_pos = per_pos.to_vec();
         }
     }
 
@@ -52,6 +77,12 @@ impl SpecWindow {
                     accept_rate: Some(accepted / draft_tokens),
                     accept_length: Some(1.0 + accepted / drafts),
                     source: "server counters (delta over the window)".into(),
+                    per_position_accept_rate: per_position_rates(
+                        &self.first_pos,
+                        &self.last_pos,
+                        drafts,
+                        accepted,
+                    ),
                 });
             }
         }
@@ -66,7 +97,34 @@ impl SpecWindow {
                 "server gauges (mean of {} samples in the window)",
                 self.rate_n.max(self.length_n)
             ),
+            per_position_accept_rate: Vec::new(),
         })
+    }
+}
+
+/// The acceptance rate at each draft position over the window: the delta of the accepted
+/// tokens at position k over the delta of `drafts` (a position the first sample lacked started
+/// at 0, as a counter whose label appeared later). Empty where the server does not count
+/// positions, or where the deltas contradict each other: a rate outside 0..=1 or positions
+/// that do not add up to the `accepted` delta (vLLM counts each accepted token at its
+/// position once, so they must: a mismatch is a reset or a partial read, not a figure).
+fn per_position_rates(first: &[f64], last: &[f64], drafts: f64, accepted: f64) -> Vec<f64> {
+    if last.is_empty() || first.len() > last.len() || drafts <= 0.0 {
+        return Vec::new();
+    }
+    let deltas: Vec<f64> = (last.iter().enumerate())
+        .map(|(k, b)| b - first.get(k).copied().unwrap_or(0.0))
+        .collect();
+    let rates: Vec<f64> = deltas.iter().map(|d| d / drafts).collect();
+    let in_range = rates
+        .iter()
+        .all(|r| r.is_finite() && (0.0..=1.0).contains(r));
+    // Counters are whole tokens: half a token absorbs float noise and nothing real.
+    let adds_up = (deltas.iter().sum::<f64>() - accepted).abs() < 0.5;
+    if in_range && adds_up {
+        rates
+    } else {
+        Vec::new()
     }
 }
 
@@ -100,5 +158,69 @@ mod tests {
         still.observe(None, None, Some([5.0, 15.0, 10.0]));
         still.observe(None, None, Some([5.0, 15.0, 10.0]));
         assert_eq!(still.figures(), None);
+    }
+
+    #[test]
+    fn per_position_rates_are_the_windows_deltas_over_its_drafts() {
+        // Recorded deltas: 100 drafts of 3 tokens, 240 accepted = 90 + 80 + 70 by position.
+        let mut w = SpecWindow::default();
+        w.observe_with_positions(
+            None,
+            None,
+            Some([1000.0, 3000.0, 2000.0]),
+            &[900.0, 700.0, 400.0],
+        );
+        w.observe_with_positions(
+            None,
+            None,
+            Some([1050.0, 3150.0, 2120.0]),
+            &[945.0, 740.0, 435.0],
+        );
+        w.observe_with_positions(
+            None,
+            None,
+            Some([1100.0, 3300.0, 2240.0]),
+            &[990.0, 780.0, 470.0],
+        );
+        let f = w.figures().expect("counters");
+        let want = [0.9, 0.8, 0.7];
+        assert_eq!(f.per_position_accept_rate.len(), 3);
+        for (got, want) in f.per_position_accept_rate.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{got} against {want}");
+        }
+        // Their mean over the positions is the acceptance rate.
+        let mean = f.per_position_accept_rate.iter().sum::<f64>() / 3.0;
+        assert!((mean - f.accept_rate.unwrap_or(0.0)).abs() < 1e-12);
+        // A position first seen at the last sample started at 0.
+        assert_eq!(
+            per_position_rates(&[10.0], &[60.0, 40.0], 100.0, 90.0),
+            [0.5, 0.4]
+        );
+        // Without the family (older vLLM, SGLang's gauges): none.
+        let mut plain = SpecWindow::default();
+        plain.observe(None, None, Some([0.0, 0.0, 0.0]));
+        plain.observe(None, None, Some([10.0, 30.0, 20.0]));
+        assert!(
+            plain
+                .figures()
+                .is_some_and(|f| f.per_position_accept_rate.is_empty())
+        );
+    }
+
+    #[test]
+    fn contradictory_position_deltas_give_no_rates() {
+        // Positions that do not add up to the accepted delta (a reset between reads).
+        assert!(per_position_rates(&[0.0, 0.0], &[50.0, 20.0], 100.0, 90.0).is_empty());
+        // A position above its drafts, or a counter that went back.
+        assert!(per_position_rates(&[0.0, 0.0], &[150.0, 0.0], 100.0, 150.0).is_empty());
+        assert!(per_position_rates(&[50.0, 0.0], &[10.0, 30.0], 100.0, -10.0).is_empty());
+        // No drafts in the window; more positions at the start than at the end.
+        assert!(per_position_rates(&[0.0], &[0.0], 0.0, 0.0).is_empty());
+        assert!(per_position_rates(&[0.0, 0.0], &[5.0], 10.0, 5.0).is_empty());
+        // The same deltas that add up are kept.
+        assert_eq!(
+            per_position_rates(&[0.0, 0.0], &[50.0, 40.0], 100.0, 90.0),
+            [0.5, 0.4]
+        );
     }
 }

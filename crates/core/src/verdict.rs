@@ -17,7 +17,7 @@
 
 use crate::cell::{CellResult, CellStatus, PromptCheck, QueueObservation};
 use crate::counting::CountReport;
-use crate::figures::{Window, decode_figures, prefill_figures};
+use crate::figures::{Window, prefill_figures};
 use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::readiness::ReadinessBy;
@@ -583,13 +583,18 @@ pub struct DecodeObservation<'a> {
 
 /// The row of a decode cell: figures, status and reason, errors, queue and prompt checks.
 pub fn decode_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
-    busy_result(cell, &o.queue).unwrap_or_else(|| window_result(cell, o))
+    decode_result_at(cell, o, &[])
+}
+
+/// [`decode_result`] with the run's extra percentiles (`--percentiles`) in TTFT and TBT.
+pub fn decode_result_at(cell: &PlannedCell, o: DecodeObservation<'_>, ps: &[f64]) -> CellResult {
+    busy_result(cell, &o.queue).unwrap_or_else(|| window_result(cell, o, ps))
 }
 
 /// [`decode_result`] of a window that ran.
-fn window_result(cell: &PlannedCell, o: DecodeObservation<'_>) -> CellResult {
+fn window_result(cell: &PlannedCell, o: DecodeObservation<'_>, ps: &[f64]) -> CellResult {
     let n = cell.key.concurrency;
-    let f = decode_figures(o.records, o.window);
+    let f = crate::figures::decode_figures_at(o.records, o.window, ps);
     let mut queue = o.queue;
     queue.ready = o.readiness.is_ready();
     queue.readiness_by = Some(o.readiness.as_str().to_string());

@@ -313,6 +313,8 @@ impl Exporter for HtmlExporter {
             mixed_caption => ser(crate::mixed::MIXED_CAPTION),
             probes => ser(Table::probes(report)),
             probes_caption => ser(crate::probe::PROBE_CAPTION),
+            percentiles => ser(Table::percentiles(report)),
+            percentiles_caption => ser(crate::percentiles::PERCENTILES_CAPTION),
             lora => ser(Table::lora(report)),
             lora_caption => ser(crate::lora::LORA_CAPTION),
             images => ser(Table::images(report)),

@@ -103,6 +103,10 @@ pub struct RunDoc<'a> {
     /// absent when the run had none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<&'a LoadSettings>,
+    /// The latency percentiles beyond p50, p90 and p99 (`--percentiles`), each row's summaries
+    /// carrying them; absent without the flag.
+    #[serde(skip_serializing_if = "<[f64]>::is_empty")]
+    pub percentiles: &'a [f64],
     /// Startup diagnostics of the server's machine; absent when the run has none (a remote
     /// server).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +158,7 @@ impl<'a> ResultsDoc<'a> {
                 notes: report.notes(),
                 skipped_cell_lines: report.skipped_lines,
                 load: p.settings.load.as_ref(),
+                percentiles: &p.settings.percentiles,
                 diagnostics: i.diagnostics.as_ref(),
             },
             cells: &report.cells,

@@ -42,6 +42,7 @@ mod model;
 mod notes;
 pub mod number;
 mod pareto;
+mod percentiles;
 mod probe;
 mod schema_check;
 mod sessions;

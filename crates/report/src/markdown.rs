@@ -314,6 +314,10 @@ fn extra_sections(out: &mut String, report: &Report) {
     if let Some(t) = Table::probes(report) {
         text_section(out, "Probe requests", crate::probe::PROBE_CAPTION, &t);
     }
+    if let Some(t) = Table::percentiles(report) {
+        let caption = crate::percentiles::PERCENTILES_CAPTION;
+        text_section(out, "Latency percentiles", caption, &t);
+    }
     if let Some(t) = Table::lora(report) {
         text_section(out, "LoRA adapters", crate::lora::LORA_CAPTION, &t);
     }

@@ -335,32 +335,49 @@ impl Table {
         if !report.cells.iter().any(shows) {
             return None;
         }
-        let cols = [
+        // The column by draft position only where a row has it (vLLM's per-position counter),
+        // so a run without it renders as before.
+        let by_pos = report.cells.iter().any(|c| {
+            (c.speculative.as_ref()).is_some_and(|s| !s.per_position_accept_rate.is_empty())
+        });
+        let mut cols = vec![
             ("Context", false),
             ("Requests at once", true),
             ("Accept rate", true),
             ("Tokens per step", true),
             ("Tokens per chunk", true),
-            ("Source", false),
         ];
+        if by_pos {
+            cols.push(("Accept rate by draft position", false));
+        }
+        cols.push(("Source", false));
         let null = || number::NULL.to_string();
+        let pct = |r: &f64| format!("{:.1}%", r * 100.0);
         let rows: Vec<(&CellResult, Vec<String>)> = report
             .cells
             .iter()
             .filter(|c| c.phase == Phase::Decode && c.status.has_figures())
             .map(|c| {
                 let s = c.speculative.as_ref();
-                let texts = [
+                let mut texts = vec![
                     Report::context_label(c),
                     c.concurrency.to_string(),
                     s.and_then(|s| s.accept_rate)
-                        .map_or_else(null, |r| format!("{:.1}%", r * 100.0)),
+                        .as_ref()
+                        .map_or_else(null, pct),
                     s.and_then(|s| s.accept_length)
                         .map_or_else(null, |l| format!("{l:.2}")),
                     c.tokens_per_chunk.map_or_else(null, |t| format!("{t:.2}")),
-                    s.map_or_else(null, |s| s.source.clone()),
                 ];
-                (c, texts.to_vec())
+                if by_pos {
+                    let rates = s.map(|s| &s.per_position_accept_rate);
+                    let list = rates
+                        .filter(|r| !r.is_empty())
+                        .map(|r| r.iter().map(pct).collect::<Vec<_>>().join(" / "));
+                    texts.push(list.unwrap_or_else(null));
+                }
+                texts.push(s.map_or_else(null, |s| s.source.clone()));
+                (c, texts)
             })
             .collect();
         Table::of_texts(&cols, rows)

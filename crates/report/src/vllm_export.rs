@@ -17,7 +17,7 @@ use crate::format::Format;
 use crate::model::Report;
 use llmib_core::{
     Api, CellKey, CellResult, Outcome, Phase, RateFigures, RequestRecord, RunDir, RunInfo, Summary,
-    Targeting,
+    Targeting, percentile_word,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -71,7 +71,8 @@ pub struct VllmBenchResult {
     /// `rate.peak_output_tok_per_s`, vLLM's own definition (tokens, where vLLM counts chunks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_tokens_per_s: Option<f64>,
-    /// `mean_/median_/std_/p90_/p99_` of `ttft`, `tpot`, `itl`, `e2el`, in ms.
+    /// `mean_/median_/std_/p90_/p99_` of `ttft`, `tpot`, `itl`, `e2el`, in ms, and the run's
+    /// `--percentiles` beyond them (`p99.9_ttft_ms`).
     #[serde(flatten)]
     pub stats: BTreeMap<String, f64>,
     /// vLLM's `--save-detailed` lists, from the run's per-request records.
@@ -276,8 +277,18 @@ fn stats_of(
 ) -> BTreeMap<String, f64> {
     let samples = records.map(Samples::of);
     let one_token_chunks = cell.tokens_per_chunk == Some(1.0);
+    // The run's extra percentiles (`--percentiles`), as the cell's summaries carry them: vLLM
+    // writes each as `p{p}_{metric}_ms`, ITL's from its own per-chunk gaps too.
+    let ps: Vec<f64> = (rate.ttft_ms.iter().chain(&rate.itl_ms))
+        .flat_map(|s| s.percentiles.iter().map(|x| x.p))
+        .fold(Vec::new(), |mut v, p| {
+            if !v.contains(&p) {
+                v.push(p);
+            }
+            v
+        });
     let itl = match &samples {
-        Some(s) => Summary::of(&s.itl),
+        Some(s) => Summary::of_vec_at(&mut s.itl.clone(), &ps),
         None => rate.itl_ms.clone().filter(|_| one_token_chunks),
     };
     let mut out = BTreeMap::new();
@@ -307,6 +318,9 @@ fn stats_of(
             ("p99", s.p99),
         ] {
             out.insert(format!("{stat}_{metric}_ms"), v);
+        }
+        for x in &s.percentiles {
+            out.insert(format!("p{}_{metric}_ms", percentile_word(x.p)), x.value);
         }
         if let Some(std) = std_of.and_then(|v| population_std(v)) {
             out.insert(format!("std_{metric}_ms"), std);

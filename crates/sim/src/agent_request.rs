@@ -96,7 +96,10 @@ fn messages_chat(
             content: sys,
         });
     }
-    out.extend(request::parse_messages(&rest)?);
+    out.extend(request::parse_messages(
+        &rest,
+        crate::tools::ToolShape::Messages,
+    )?);
     Ok(out)
 }
 
@@ -187,7 +190,10 @@ fn responses_chat(raw: &RawResponses) -> Result<Vec<ChatMessage>, Reject> {
             role: "user".into(),
             content: s.clone(),
         }),
-        Some(Value::Array(items)) => out.extend(request::parse_messages(items)?),
+        Some(Value::Array(items)) => out.extend(request::parse_messages(
+            items,
+            crate::tools::ToolShape::Responses,
+        )?),
         _ => {
             return Err(Reject::bad(
                 "`input` is required: a string or a list of messages",

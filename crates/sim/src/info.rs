@@ -263,7 +263,7 @@ pub(crate) async fn tokenize(State(st): State<Arc<AppState>>, body: Bytes) -> Re
         (Some(Value::String(p)), None) => {
             tokenizer::encode(p, b.add_special_tokens.unwrap_or(true) && cfg.add_bos)
         }
-        (None, Some(m)) => match parse_messages(m) {
+        (None, Some(m)) => match parse_messages(m, crate::tools::ToolShape::Chat) {
             Ok(msgs) => tokenizer::encode_chat(
                 &crate::tools::with_tools(msgs, b.tools.as_deref()),
                 b.add_generation_prompt.unwrap_or(true),

@@ -72,34 +72,41 @@ pub(crate) struct Echo {
     pub top_p: Option<f64>,
 }
 
-/// Parses chat messages (string content, or a list of `{type: text, text}` parts).
-pub(crate) fn parse_messages(raw: &[serde_json::Value]) -> Result<Vec<ChatMessage>, Reject> {
-    raw.iter()
-        .map(|m| {
-            let role = m
-                .get("role")
-                .and_then(|r| r.as_str())
-                .ok_or_else(|| Reject::bad("each message needs a string `role`"))?;
-            let content = match m.get("content") {
-                None | Some(serde_json::Value::Null) => String::new(),
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(serde_json::Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(""),
-                Some(_) => {
-                    return Err(Reject::bad(
-                        "message `content` must be a string or a list of parts",
-                    ));
-                }
-            };
-            Ok(ChatMessage {
-                role: role.to_string(),
-                content,
-            })
-        })
-        .collect()
+/// Parses chat messages (string content, or a list of `{type: text, text}` parts), the three
+/// APIs' tool calls and results among them (`tools.rs`).
+pub(crate) fn parse_messages(
+    raw: &[serde_json::Value],
+    shape: crate::tools::ToolShape,
+) -> Result<Vec<ChatMessage>, Reject> {
+    let mut out = Vec::with_capacity(raw.len());
+    for m in raw {
+        if crate::tools::push_tool_item(&mut out, m, shape)? {
+            continue;
+        }
+        let role = m
+            .get("role")
+            .and_then(|r| r.as_str())
+            .ok_or_else(|| Reject::bad("each message needs a string `role`"))?;
+        let content = match m.get("content") {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+                .collect::<Vec<_>>()
+                .join(""),
+            Some(_) => {
+                return Err(Reject::bad(
+                    "message `content` must be a string or a list of parts",
+                ));
+            }
+        };
+        out.push(ChatMessage {
+            role: role.to_string(),
+            content,
+        });
+    }
+    Ok(out)
 }
 
 /// A count from JSON: absent, or a non-negative 32-bit integer (else a 400 naming `name`).
@@ -205,7 +212,10 @@ fn prompt_tokens(cfg: &SimConfig, kind: Kind, raw: &RawRequest) -> Result<Vec<u3
                 .messages
                 .as_deref()
                 .ok_or_else(|| Reject::bad("`messages` is required"))?;
-            let msgs = crate::tools::with_tools(parse_messages(msgs)?, raw.tools.as_deref());
+            let msgs = crate::tools::with_tools(
+                parse_messages(msgs, crate::tools::ToolShape::Chat)?,
+                raw.tools.as_deref(),
+            );
             tokenizer::encode_chat(&msgs, true)
         }
     };

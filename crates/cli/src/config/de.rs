@@ -85,6 +85,12 @@ pub fn length<'de, D: Deserializer<'de>>(d: D) -> Result<Option<llmib_core::Leng
     with(d, parse::length)
 }
 
+pub fn percentiles<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<parse::Percentiles>, D::Error> {
+    with(d, parse::percentiles)
+}
+
 pub fn rates<'de, D: Deserializer<'de>>(d: D) -> Result<Option<parse::Rates>, D::Error> {
     with(d, parse::rates)
 }

@@ -287,6 +287,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIMITS", value_parser = parse::slo)]
     #[serde(deserialize_with = "de::slo")]
     pub slo: Option<Slo>,
+    /// Latency percentiles beyond p50, p90 and p99 in every decode, rate and session row's
+    /// TTFT, TBT/ITL, TPOT and E2E, e.g. 50,90,99,99.9 (as vLLM's --metric-percentiles).
+    #[arg(long, value_name = "LIST", value_parser = parse::percentiles)]
+    #[serde(deserialize_with = "de::percentiles")]
+    pub percentiles: Option<parse::Percentiles>,
     /// Search each context for the largest request rate whose cell holds the SLO (needs
     /// --slo); one capacity row per context.
     #[arg(long)]
@@ -562,7 +567,7 @@ impl RunArgs {
                 request_count, burst_warmup_request_count, burst_requests_per_concurrency, tokenizer,
                 decode_warmup_seconds,
                 prefill_metric, prefill_contexts, standalone_prefill, display,
-                request_rate, arrival, slo, capacity_precision, max_concurrency, drain_timeout,
+                request_rate, arrival, slo, percentiles, capacity_precision, max_concurrency, drain_timeout,
                 input_len, output_len, workload, time_scale, until_stable,
                 session,
                 mixed,

@@ -119,6 +119,18 @@ pub fn rates(s: &str) -> Result<Rates, String> {
         })
 }
 
+/// `--percentiles`: the extra latency percentiles, ascending (one value to clap, as [`Rates`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentiles(pub Vec<f64>);
+
+/// Percentiles above 0 and below 100, comma-separated: `50,90,99,99.9` (the fixed p50, p90
+/// and p99 are kept whether named or not; `llmib_core::parse_percentiles`).
+pub fn percentiles(s: &str) -> Result<Percentiles, String> {
+    llmib_core::parse_percentiles(s)
+        .map(Percentiles)
+        .map_err(|e| e.to_string())
+}
+
 /// A think time: `0`, `2s`, `exp:2s`.
 pub fn think_time(s: &str) -> Result<llmib_core::ThinkTime, String> {
     s.parse()

@@ -91,7 +91,7 @@ fn classified(args: &RunArgs) {
         burst_warmup_request_count: _, run_burst: _, burst_requests_per_concurrency: _,
         prefill_metric: _, skip_prefill: _, prefill_only: _, prefill_contexts: _,
         standalone_prefill: _, serial_server: _, respect_eos: _, request_rate: _, arrival: _,
-        slo: _, find_capacity: _, capacity_precision: _, max_concurrency: _, drain_timeout: _,
+        slo: _, percentiles: _, find_capacity: _, capacity_precision: _, max_concurrency: _, drain_timeout: _,
         skip_decode: _, input_len: _, output_len: _, workload: _, time_scale: _, session: _,
         mixed: _, probe: _, temperature: _, top_p: _, seed: _, extra_body: _,
         forced_token_id: _, no_loop_detection: _, max_total_tokens: _,
@@ -192,6 +192,9 @@ fn refuse_changed_cells(s: &Settings, a: &RunArgs) -> Result<()> {
     fixed("request-count / --run-burst", burst, s.burst)?;
     let metric = a.prefill_metric.map(Into::into);
     fixed("prefill-metric", metric, s.prefill_metric)?;
+    // Rows summarised with other percentiles would not line up with the saved ones.
+    let percentiles = a.percentiles.as_ref().map(|p| p.0.as_slice());
+    fixed("percentiles", percentiles, s.percentiles.as_slice())?;
     fixed(
         "skip-prefill",
         a.skip_prefill.then_some(true),

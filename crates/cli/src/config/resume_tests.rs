@@ -343,3 +343,16 @@ fn structured_output_is_fixed_on_resume() {
         "the schema is not a control's change"
     );
 }
+
+#[test]
+fn percentiles_are_fixed_on_resume() {
+    let with = |p: Vec<f64>| RunArgs {
+        percentiles: Some(crate::config::parse::Percentiles(p)),
+        ..RunArgs::default()
+    };
+    // Saved without the flag: asking for p99.9 now would summarise half the rows otherwise.
+    let e = decide_with(with(vec![99.9])).expect_err("another list");
+    assert!(e.to_string().contains("--percentiles"), "{e}");
+    // The same (empty) list again is accepted.
+    assert!(decide_with(with(Vec::new())).is_ok());
+}

@@ -120,6 +120,7 @@ impl RunArgs {
             shard: sharded.as_ref().map(|s| s.spec),
             timetable: sharded.map(|s| s.timetable),
             economics: self.cost.settings()?,
+            percentiles: self.percentiles.clone().map(|p| p.0).unwrap_or_default(),
             ..d
         })
     }

@@ -623,3 +623,24 @@ fn the_cost_flags_reach_the_settings_and_one_price_at_most() {
     }
     assert!(flags(&["--gpus", "two"]).is_err());
 }
+
+#[test]
+fn percentiles_come_from_the_flag_or_the_file_and_bad_ones_are_refused() {
+    let of = |a: RunArgs| a.settings().expect("settings").percentiles;
+    assert_eq!(of(flags(&[]).expect("flags")), Vec::<f64>::new());
+    let given = flags(&["--percentiles", "50,90,99,99.9"]).expect("flags");
+    assert_eq!(of(given), vec![99.9]);
+    assert_eq!(
+        of(file("percentiles = [99.9, 75]\n").expect("file")),
+        vec![75.0, 99.9]
+    );
+    for bad in ["0", "100.5", "abc"] {
+        let e = flags(&["--percentiles", bad]).expect_err(bad).to_string();
+        let line = e.lines().next().unwrap_or_default();
+        assert!(line.contains("--percentiles") && line.contains(bad), "{e}");
+        assert!(
+            file(&format!("percentiles = \"{bad}\"\n")).is_err(),
+            "{bad}"
+        );
+    }
+}

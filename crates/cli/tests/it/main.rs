@@ -1,6 +1,7 @@
 //! The one integration-test binary of the workspace (one binary keeps CI's link time low).
 //! Each module is one suite; they share helpers from `common`.
 
+mod agent_sessions;
 mod api;
 mod api_agents;
 mod common;
@@ -34,6 +35,7 @@ mod load_replay;
 mod long_ids;
 mod lora;
 mod mixed_prefill;
+mod percentiles;
 mod prompt_text;
 mod prompts_workload;
 mod rawreader;
@@ -51,6 +53,7 @@ mod sim;
 mod slurm;
 mod spec_accept;
 mod spec_categories;
+mod spec_positions;
 mod stable;
 mod structured;
 mod sweep;

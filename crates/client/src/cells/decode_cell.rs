@@ -15,7 +15,7 @@ use crate::progress::live::LiveWindow;
 use crate::wire::stream::{Counting, RequestSpec};
 use llmib_core::{
     CellKey, CellResult, CellStatus, CountReport, DecodeObservation, PlannedCell, RequestRecord,
-    Slot, bare_result, decode_result, duration_from_secs, interrupted_result,
+    Slot, bare_result, decode_result_at, duration_from_secs, interrupted_result,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -141,7 +141,7 @@ pub(crate) async fn decode_cell(
         crate::cells::images::checked(m, k.context_tokens, &records, &|_| text, &|r| {
             Some(r.stream)
         });
-    let mut row = decode_result(
+    let mut row = decode_result_at(
         cell,
         DecodeObservation {
             records: &checked,
@@ -162,6 +162,7 @@ pub(crate) async fn decode_cell(
             kernel_stamps: w.kernel_stamps,
             speculative: w.speculative.take(),
         },
+        &m.plan.settings.percentiles,
     );
     if let Some(slo) = s.load.as_ref().and_then(|l| l.slo.as_ref())
         && row.status.has_figures()

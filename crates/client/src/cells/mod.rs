@@ -41,6 +41,7 @@ pub(crate) mod ramp;
 pub(crate) mod rate_cell;
 pub(crate) mod run;
 pub(crate) mod section;
+pub(crate) mod session_agent;
 pub(crate) mod session_cell;
 pub(crate) mod session_replay;
 pub(crate) mod session_section;

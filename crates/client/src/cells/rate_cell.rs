@@ -18,7 +18,7 @@ use crate::prompts::prompt::PromptBuilder;
 use crate::wire::stream::RequestSpec;
 use llmib_core::{
     CellResult, LoadSettings, PlannedCell, RateObservation, StopReason, cell_requests,
-    cell_schedule, duration_from_secs, failed_result, interrupted_result, rate_result,
+    cell_schedule, duration_from_secs, failed_result, interrupted_result, rate_result_at,
     trace_offsets,
 };
 use llmib_core::{ShardSchedule, Slot, SlotKind};
@@ -210,7 +210,6 @@ pub(crate) async fn rate_cell_row(
     cell: &PlannedCell,
     rate: f64,
 ) -> CellResult {
-    let st = &m.plan.settings;
     let plan = match cell_plan(m, s, cell, rate).and_then(|p| images_fit(m, p)) {
         Ok(p) => p,
         Err(e) => return e.row(cell),
@@ -230,7 +229,7 @@ pub(crate) async fn rate_cell_row(
     if let Some(late) = slot.zip(shard).and_then(|(x, s)| s.late_for(&x, false)) {
         return failed_result(cell, "shard_late", late);
     }
-    let mut spec = open_loop_spec(s.load, part.due.clone(), plan.scale, st);
+    let mut spec = open_loop_spec(s.load, part.due.clone(), plan.scale, &m.plan.settings);
     spec.origin = slot.map(|x| instant_at(x.origin_unix_ns));
     let Some((mut run, count, records)) = send_part(m, s, cell, &spec, requests, &part).await
     else {
@@ -241,7 +240,7 @@ pub(crate) async fn rate_cell_row(
     let workload = workload_of(m, s, &part, &records, plan.scale);
     let (checked, images) =
         crate::cells::images::checked_part(m, s.ctx.tokens, &records, &built, &part.streams);
-    let mut row = rate_result(
+    let mut row = rate_result_at(
         cell,
         RateObservation {
             records: &checked,
@@ -262,6 +261,7 @@ pub(crate) async fn rate_cell_row(
             stop_reason: stop_reason(plan.scale, &spec, &run),
             fault: run.fault.take(),
         },
+        &m.plan.settings.percentiles,
     );
     // Record k is the request of stream `part.streams[k]` (saved by global index on a shard,
     // returned as measured).

@@ -29,7 +29,7 @@ use crate::server::engine::Engine;
 use crate::wire::stream::{Counting, Measured};
 use llmib_core::{
     CellResult, Outcome, PlannedCell, SessionLoop, SessionObservation, SessionSettings, SplitMix64,
-    TurnMeta, TurnRecord, session_limits, session_result, session_slot_kind,
+    TurnMeta, TurnRecord, session_limits, session_result_at, session_slot_kind,
 };
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
@@ -271,6 +271,7 @@ fn job(
             .map(|l| l.saturating_sub(u64::from(st.turn_output))),
         conv: p.conv,
         live: Some(live.clone()),
+        agent: Default::default(),
     }
 }
 
@@ -524,7 +525,7 @@ pub(crate) async fn finish_cell(
         Some(_) => turns.iter().map(TurnMeta::of).collect(),
         None => Vec::new(),
     };
-    let row = session_result(
+    let row = session_result_at(
         cell,
         SessionObservation {
             turns: &turns,
@@ -541,6 +542,7 @@ pub(crate) async fn finish_cell(
             prompt_tolerance: 0,
             fault: None,
         },
+        &m.plan.settings.percentiles,
     );
     session_shard::finish(m, cell, &share, metas, (max_waiting, ready), row)
 }

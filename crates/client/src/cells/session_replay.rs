@@ -10,6 +10,7 @@
 use crate::cells::context::{DriverError, MatrixEnd, MatrixRun};
 use crate::cells::inputs::CellFailure;
 use crate::cells::outlet::save;
+use crate::cells::session_agent::{AgentJob, ForkIn};
 use crate::cells::session_cell::{
     Ran, SessionContext, announce, cached_counter, finish_cell, flush, run_window,
 };
@@ -24,6 +25,7 @@ use llmib_core::{
     TurnInput, WorkloadSpec, bare_result, duration_from_secs, failed_result, fnv1a,
     interrupted_result, now_rfc3339, rate_mrps, session_limits, session_slot_kind,
 };
+use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::time::Duration;
 
@@ -61,8 +63,38 @@ fn system_of(
     (sx.text.text(tokens, key, index, "system-"), tokens)
 }
 
+/// Tool definitions of about `tokens` tokens (chat-shaped), the same for every session that
+/// gives the same size (one agent's tools); `None` for 0.
+fn tools_of(sx: &SessionContext<'_>, tokens: u64) -> Option<Value> {
+    if tokens == 0 {
+        return None;
+    }
+    let key = fnv1a(format!("tools {tokens}").as_bytes());
+    let index = SESSION_STREAMS - 2_000_000 - (key % 1_000_000) as u32;
+    let about = sx.text.text(tokens, key, index, "tools-");
+    Some(
+        json!([{"type": "function", "function": {"name": "run", "description": about,
+        "parameters": {"type": "object", "properties": {"input": {"type": "string"}},
+                       "required": ["input"]}}}]),
+    )
+}
+
+/// The index of the session a subagent forks from after a turn (k ≥ 1), and k; `None` for a
+/// session that opens its own conversation.
+fn forked(replay: &SessionReplay, i: usize) -> Option<(usize, u32)> {
+    let f = replay
+        .sessions
+        .get(i)?
+        .fork
+        .as_ref()
+        .filter(|f| f.turn >= 1)?;
+    let p = replay.sessions.iter().position(|s| s.id == f.parent)?;
+    Some((p, f.turn))
+}
+
 /// The opening prompt of each session of `ids` (global indices), built and counted, by its
-/// index.
+/// index. A subagent forked after a turn builds none: it continues its parent's conversation
+/// (`session_agent`); it holds its parent's opening until then.
 async fn openings(
     m: &MatrixRun<'_>,
     builder: &mut PromptBuilder,
@@ -72,19 +104,30 @@ async fn openings(
 ) -> Result<Vec<(u32, Conversation)>, CellFailure> {
     m.progress.event(ProgressEvent::Phase(Stage::Prompts));
     let chat = m.engine.api().is_conversation();
-    let mut out = Vec::with_capacity(ids.len());
+    let mut out: Vec<(u32, Conversation)> = Vec::with_capacity(ids.len());
     let shortest = shortest_opening(replay);
     for &j in ids {
         let i = j as usize;
         let Some(first) = replay.sessions.get(i).and_then(|s| s.turns.first()) else {
             continue;
         };
+        if let Some((p, _)) = forked(replay, i) {
+            let parent = out
+                .iter()
+                .find(|(j, _)| *j as usize == p)
+                .map(|x| x.1.clone());
+            if let Some(c) = parent {
+                out.push((j, c));
+            }
+            continue;
+        }
         let (system, hint) = system_of(sx, replay, i, shortest);
         let stream = session_stream(cell.key, i as u32);
+        let tools = tools_of(sx, replay.sessions[i].tools_tokens);
         let c = opening(
             builder,
             &m.engine,
-            chat,
+            (chat, tools.as_ref()),
             &system,
             hint,
             &first.input,
@@ -130,7 +173,12 @@ fn specs(replay: &SessionReplay, i: usize, k: f64) -> Vec<TurnSpec> {
                 input,
                 text,
                 output: turn.output_tokens,
-                think_s: if t == 0 { 0.0 } else { turn.delay_s / k },
+                // A subagent's first pause is after its parent's fork turn.
+                think_s: if t == 0 && forked(replay, i).is_none() {
+                    0.0
+                } else {
+                    turn.delay_s / k
+                },
             }
         })
         .collect()
@@ -200,6 +248,10 @@ async fn replay_turns(
     let live = announce(m, n, Some(planned));
     let start = |j: u32| share.mine.iter().find(|(i, _)| *i == j).map_or(0, |s| s.1);
     let sessions = convs.len() as u32;
+    let ids: Vec<u32> = convs.iter().map(|c| c.0).collect();
+    let mut agents = agent_jobs(sx, replay, &ids).into_iter();
+    // A subagent waits for its parent's fork turn from the origin on.
+    let child = |j: u32| forked(replay, j as usize).is_some();
     let jobs: Vec<SessionJob> = convs
         .into_iter()
         .map(|(j, conv)| SessionJob {
@@ -207,12 +259,13 @@ async fn replay_turns(
             model: m.model.clone(),
             session: j,
             tag: session_stream(cell.key, j),
-            start: Duration::from_nanos(start(j)),
+            start: Duration::from_nanos(if child(j) { 0 } else { start(j) }),
             warm_output: None,
             answer: String::new(),
             answer_tokens: 0,
             specs: specs(replay, j as usize, k),
-            first_as_is: true,
+            first_as_is: !child(j),
+            agent: agents.next().unwrap_or_default(),
             block: sx.block,
             text: sx.text,
             window_end: None,
@@ -236,6 +289,37 @@ async fn replay_turns(
         share: share.clone(),
         ready: None,
     })
+}
+
+/// Each session of `ids`'s agent parts: its turns' kinds, and a channel from each parent's
+/// fork turn to each subagent forked there (a parent this process does not run never sends).
+fn agent_jobs(sx: &SessionContext<'_>, replay: &SessionReplay, ids: &[u32]) -> Vec<AgentJob> {
+    let session = |j: u32| replay.sessions.get(j as usize);
+    let mut jobs: Vec<AgentJob> = ids
+        .iter()
+        .map(|&j| AgentJob {
+            kinds: session(j).map_or_else(Vec::new, |s| {
+                s.turns.iter().map(|t| (t.kind, t.answer)).collect()
+            }),
+            ..AgentJob::default()
+        })
+        .collect();
+    for (c, &j) in ids.iter().enumerate() {
+        let (Some((p, turn)), Some(s)) = (forked(replay, j as usize), session(j)) else {
+            continue;
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let parent_tools = replay.sessions.get(p).map_or(0, |x| x.tools_tokens);
+        if let Some(pc) = ids.iter().position(|&x| x as usize == p) {
+            jobs[pc].fork_out.push((turn, tx));
+        }
+        jobs[c].fork_in = Some(ForkIn {
+            from: rx,
+            shares: llmib_core::fork_shares_turn(turn, s.tools_tokens, parent_tools),
+            tools: tools_of(sx, s.tools_tokens),
+        });
+    }
+    jobs
 }
 
 /// A replay's span (its last session's start) and drain limit, seconds.
@@ -269,10 +353,18 @@ pub(crate) async fn run_replays(
         Some(rates) => rates.iter().map(|r| replay_planned(&label, *r)).collect(),
         None => vec![replay_planned(&label, 0.0)],
     };
+    let file = parsed
+        .as_ref()
+        .map_or_else(|_| spec.to_string(), |w| w.path.display().to_string());
     let loaded = match parsed {
         Ok(w) => load_replay(&m.engine, &w).await.map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
+    let (chat, sharded) = (m.engine.api().is_conversation(), m.shard.is_some());
+    let loaded = loaded.and_then(|r| match r.agent_refusal(&file, chat, sharded) {
+        Some(why) => Err(why),
+        None => Ok(r),
+    });
     for (index, cell) in cells.iter().enumerate() {
         if m.done.contains(&cell.key) {
             continue;

@@ -5,15 +5,19 @@
 //! when its turns are done, a closed loop's window closes, the conversation reaches the model's
 //! context length, or a turn fails (a broken conversation cannot go on). Where the cell
 //! publishes a live window, each turn's reads count on its session's stream and each measured
-//! turn's end is told to it (`SessionTurns`), for the dashboard.
+//! turn's end is told to it (`SessionTurns`), for the dashboard. A replayed agent's session
+//! (`session_agent`) appends each answer as text or a tool call and each message as a user's
+//! or a tool's result, hands its conversation to the subagents forked after a turn, and, as a
+//! subagent, starts from its parent's.
 
 use crate::cells::inputs::CellFailure;
+use crate::cells::session_agent::{AgentJob, wait_fork};
 use crate::progress::live::LiveWindow;
 use crate::prompts::conversation::Conversation;
 use crate::prompts::prompt::TextMaker;
 use crate::server::engine::Engine;
 use crate::wire::stream::{Measured, StreamLimits, measure};
-use llmib_core::{Outcome, predicted_cached_prefix, turn_shared_prefix};
+use llmib_core::{AnswerKind, Outcome, PriorTurn, predicted_cached_prefix, replay_shared_prefix};
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -78,6 +82,8 @@ pub(crate) struct SessionJob {
     pub max_prompt: Option<u64>,
     /// The cell's live window, where it publishes one.
     pub live: Option<Arc<LiveWindow>>,
+    /// A replayed agent's parts (tool turns, subagents); the default for a plain session.
+    pub agent: AgentJob,
 }
 
 /// A turn sent: which, its built prompt and prediction, and what came back.
@@ -108,9 +114,13 @@ pub(crate) async fn send_turn(
     stream: u32,
     at: Clock<'_>,
 ) -> Result<Measured, CellFailure> {
-    let mut spec = engine
-        .stream_request(model, conv.input(), output, false, at.limits)
-        .map_err(|e| CellFailure::request_body(e.to_string()))?;
+    let built = match conv.tools() {
+        Some(t) => {
+            engine.stream_request_with_tools(model, conv.input(), output, at.limits, Some(t))
+        }
+        None => engine.stream_request(model, conv.input(), output, false, at.limits),
+    };
+    let mut spec = built.map_err(|e| CellFailure::request_body(e.to_string()))?;
     spec.keep_answer = true;
     let live = at.live.and_then(|l| l.stream(stream as usize));
     Ok(measure(engine.client(), &spec, stream, at.origin, at.cancel, live).await)
@@ -177,6 +187,26 @@ impl SessionJob {
     }
 }
 
+/// Where a session's turns start from: the turn before its first (a plain session's history
+/// and warm-up answer, or a subagent's parent's fork turn), and whether its first turn's
+/// prediction is 0 (a subagent whose tools differ from its parent's). `None`: a subagent whose
+/// parent never reached its fork turn, or a cut cell.
+async fn starting_point(j: &mut SessionJob) -> Option<(PriorTurn, bool)> {
+    let own = PriorTurn {
+        prompt_tokens: j.conv.tokens,
+        answer_tokens: j.answer_tokens,
+        answer: AnswerKind::Text,
+    };
+    let Some(f) = j.agent.fork_in.take() else {
+        return Some((own, false));
+    };
+    let p = wait_fork(f.from, &j.cancel).await?;
+    j.conv = p.conv;
+    j.conv.set_tools(f.tools);
+    j.answer = p.answer;
+    Some((p.prior, !f.shares))
+}
+
 /// One session's turns (module docs).
 pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
     let mut out = Vec::new();
@@ -188,7 +218,9 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
     if !j.warm(&mut out).await {
         return out;
     }
-    let (mut prev_prompt, mut prev_answer) = (j.conv.tokens, j.answer_tokens);
+    let Some((mut prev, cold_first)) = starting_point(&mut j).await else {
+        return out;
+    };
     let specs = std::mem::take(&mut j.specs);
     for (i, spec) in specs.iter().enumerate() {
         let k = i as u32 + 1;
@@ -203,7 +235,8 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
                 Some(t) => t.to_string(),
                 None => j.text.text(spec.input, u64::from(k), j.tag, "turn-"),
             };
-            j.conv.push_turn(&j.answer, &user);
+            j.conv.push_answer(&j.answer, prev.answer);
+            j.conv.push_message(&user, j.agent.message(i));
             // Counting failed (the server went away), or the conversation reached the model's
             // context length: the turns so far stand.
             if j.conv.count(&j.engine).await.is_err()
@@ -214,11 +247,10 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
         }
         // A replay's opening shares nothing of its own session yet (its group's system prompt
         // may be served, which this prediction leaves out).
-        let predicted = if opening {
+        let predicted = if opening || (i == 0 && cold_first) {
             0
         } else {
-            let shared = turn_shared_prefix(prev_prompt, prev_answer);
-            predicted_cached_prefix(shared, j.conv.tokens, j.block)
+            predicted_cached_prefix(replay_shared_prefix(Some(prev)), j.conv.tokens, j.block)
         };
         let sent = send_turn(
             &j.engine,
@@ -231,8 +263,15 @@ pub(crate) async fn run_session(mut j: SessionJob) -> Vec<Sent> {
         let Ok(m) = sent.await else { break };
         let ok = finished(&m);
         j.told(k, &m, predicted);
-        (prev_prompt, prev_answer) = (j.conv.tokens, answer_tokens(&m));
+        prev = PriorTurn {
+            prompt_tokens: j.conv.tokens,
+            answer_tokens: answer_tokens(&m),
+            answer: j.agent.answer(i),
+        };
         j.answer = m.answer.clone().unwrap_or_default();
+        if ok {
+            j.agent.hand(k, &j.conv, &j.answer, prev);
+        }
         out.push(Sent {
             session: j.session,
             turn: k,

@@ -340,6 +340,24 @@ async fn read_counter(engine: &Engine) -> Option<f64> {
         .and_then(|g| g.generation_tokens_total)
 }
 
+/// One gauge sample's speculative-decoding figures into the window's: the gauges, vLLM's
+/// counters and its accepted tokens per draft position, all from the same page.
+fn observe_spec(speculative: &mut SpecWindow, g: &crate::server::engine::Gauges) {
+    let counters = g
+        .spec_counters
+        .map(|c| [c.drafts, c.draft_tokens, c.accepted_tokens]);
+    let per_pos = g
+        .spec_counters
+        .map(|c| c.accepted_per_pos)
+        .unwrap_or_default();
+    speculative.observe_with_positions(
+        g.spec_accept_rate,
+        g.spec_accept_length,
+        counters,
+        per_pos.as_slice(),
+    );
+}
+
 /// Samples the gauges every interval for the window's length from `start`; returns the queued-sample count and whether
 /// the run was cancelled.
 async fn sample_window(
@@ -402,10 +420,7 @@ async fn sample_window(
                 if let Some(r) = g.running {
                     queue.min_running = Some(queue.min_running.map_or(r, |m: f64| m.min(r)));
                 }
-                let counters = g
-                    .spec_counters
-                    .map(|c| [c.drafts, c.draft_tokens, c.accepted_tokens]);
-                speculative.observe(g.spec_accept_rate, g.spec_accept_length, counters);
+                observe_spec(speculative, &g);
             }
             next_sample += spec.gauge_interval;
         }

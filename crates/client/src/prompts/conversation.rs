@@ -9,7 +9,9 @@
 
 use crate::prompts::prompt::{PromptBuilder, PromptError};
 use crate::server::engine::{Engine, PromptInput};
-use llmib_core::{SessionReplay, TurnInput, WorkloadError, WorkloadKind, WorkloadSpec};
+use llmib_core::{
+    AnswerKind, MessageKind, SessionReplay, TurnInput, WorkloadError, WorkloadKind, WorkloadSpec,
+};
 use serde_json::{Value, json};
 
 /// How many times the history's first message is resized to hit C exactly.
@@ -23,6 +25,10 @@ pub(crate) struct Conversation {
     text: String,
     /// The prompt's tokens as the server counted it last.
     pub tokens: u64,
+    /// Its own tool definitions, chat-shaped (a replayed agent's; `None`: `--tools`', if any).
+    tools: Option<Value>,
+    /// Tool calls made so far: the next call's id is `call_{calls}`.
+    calls: u32,
 }
 
 impl Conversation {
@@ -42,6 +48,51 @@ impl Conversation {
             messages,
             text,
             tokens: 0,
+            tools: None,
+            calls: 0,
+        }
+    }
+
+    /// Its tool definitions, chat-shaped, where it has its own.
+    pub(crate) fn tools(&self) -> Option<&Value> {
+        self.tools.as_ref()
+    }
+
+    /// Sends `tools` (chat-shaped) with every later request, or `--tools`' with `None`.
+    pub(crate) fn set_tools(&mut self, tools: Option<Value>) {
+        self.tools = tools;
+    }
+
+    /// Appends the model's `answer` to the last prompt: as its text, or as a tool call whose
+    /// arguments carry it (`{"input": answer}`, one call of `run`). A completions prompt has
+    /// no calls: the text is appended either way (an agent's trace is refused there).
+    pub(crate) fn push_answer(&mut self, answer: &str, kind: AnswerKind) {
+        match (&mut self.messages, kind) {
+            (Some(m), AnswerKind::Text) => {
+                m.push(json!({"role": "assistant", "content": answer}));
+            }
+            (Some(m), AnswerKind::ToolCall) => {
+                self.calls += 1;
+                let args = json!({ "input": answer }).to_string();
+                m.push(json!({"role": "assistant", "content": "", "tool_calls": [
+                    {"id": format!("call_{}", self.calls), "type": "function",
+                     "function": {"name": "run", "arguments": args}}]}));
+            }
+            // The model continued the text; the next message starts a paragraph after it.
+            (None, _) => self.text.push_str(answer),
+        }
+    }
+
+    /// Appends a new message: a user's, or the result of the last tool call.
+    pub(crate) fn push_message(&mut self, text: &str, kind: MessageKind) {
+        match (&mut self.messages, kind) {
+            (Some(m), MessageKind::User) => m.push(json!({"role": "user", "content": text})),
+            (Some(m), MessageKind::ToolResult) => m.push(json!({"role": "tool",
+                "tool_call_id": format!("call_{}", self.calls), "content": text})),
+            (None, _) => {
+                self.text.push_str("\n\n");
+                self.text.push_str(text);
+            }
         }
     }
 
@@ -53,22 +104,6 @@ impl Conversation {
         }
     }
 
-    /// Appends the model's `answer` to the last prompt and a new `user` message.
-    pub(crate) fn push_turn(&mut self, answer: &str, user: &str) {
-        match &mut self.messages {
-            Some(m) => {
-                m.push(json!({"role": "assistant", "content": answer}));
-                m.push(json!({"role": "user", "content": user}));
-            }
-            None => {
-                // The model continued the text; the next message starts a paragraph after it.
-                self.text.push_str(answer);
-                self.text.push_str("\n\n");
-                self.text.push_str(user);
-            }
-        }
-    }
-
     /// Counts the whole prompt with the server's tokenizer (and template), and keeps it.
     pub(crate) async fn count(&mut self, engine: &Engine) -> Result<u64, PromptError> {
         let fail = |detail: String, transport: bool| PromptError::Tokenize {
@@ -77,7 +112,7 @@ impl Conversation {
             transport,
         };
         let n = match &self.messages {
-            Some(m) => match count_on_route(engine, m).await {
+            Some(m) => match count_on_route(engine, m, self.tools.as_ref()).await {
                 Ok(Some(n)) => n,
                 Ok(None) => {
                     return Err(fail(
@@ -108,8 +143,10 @@ impl Conversation {
 async fn count_on_route(
     engine: &Engine,
     m: &[Value],
+    tools: Option<&Value>,
 ) -> Result<Option<u64>, crate::server::engine::EngineError> {
-    let Some(n) = engine.count_messages(&Value::Array(m.to_vec())).await? else {
+    let all = Value::Array(m.to_vec());
+    let Some(n) = engine.count_messages_with_tools(&all, tools).await? else {
         return Ok(None);
     };
     let extra = engine.route_extra_tokens().await?;
@@ -129,6 +166,33 @@ pub(crate) async fn history(
     context: u64,
     stream: u32,
 ) -> Result<Conversation, PromptError> {
+    let fit = Fit {
+        system,
+        system_hint,
+        context,
+        tools: None,
+    };
+    fitted(builder, engine, chat, &fit, stream).await
+}
+
+/// What a history is fitted to: its system prompt, about how many tokens it takes, the whole
+/// prompt's tokens, and its own tool definitions (chat-shaped), where it has them.
+struct Fit<'a> {
+    system: &'a str,
+    system_hint: u64,
+    context: u64,
+    tools: Option<&'a Value>,
+}
+
+/// [`history`] with its own tools, counted with them.
+async fn fitted(
+    builder: &mut PromptBuilder,
+    engine: &Engine,
+    chat: bool,
+    fit: &Fit<'_>,
+    stream: u32,
+) -> Result<Conversation, PromptError> {
+    let (system, system_hint, context) = (fit.system, fit.system_hint, fit.context);
     let short = || PromptError::Tokenize {
         context,
         detail: format!(
@@ -147,6 +211,7 @@ pub(crate) async fn history(
             return Err(PromptError::Inexact { context, closest });
         };
         let mut c = Conversation::new(chat, system, &user);
+        c.set_tools(fit.tools.cloned());
         let n = c.count(engine).await?;
         if n == context {
             return Ok(c);
@@ -164,11 +229,11 @@ pub(crate) async fn history(
 
 /// A replayed session's first prompt: `system`, then its first message: a filler sized so that
 /// the whole prompt is exactly `n` tokens (a trace), or the recorded text as it is (ShareGPT),
-/// counted by the server.
+/// counted by the server; `tools` (chat-shaped) its own tool definitions, where it has them.
 pub(crate) async fn opening(
     builder: &mut PromptBuilder,
     engine: &Engine,
-    chat: bool,
+    (chat, tools): (bool, Option<&Value>),
     system: &str,
     system_hint: u64,
     input: &TurnInput,
@@ -176,10 +241,17 @@ pub(crate) async fn opening(
 ) -> Result<Conversation, PromptError> {
     match input {
         TurnInput::Tokens(n) => {
-            history(builder, engine, chat, system, system_hint, *n, stream).await
+            let fit = Fit {
+                system,
+                system_hint,
+                context: *n,
+                tools,
+            };
+            fitted(builder, engine, chat, &fit, stream).await
         }
         TurnInput::Text(t) => {
             let mut c = Conversation::new(chat, system, t);
+            c.set_tools(tools.cloned());
             c.count(engine).await?;
             Ok(c)
         }

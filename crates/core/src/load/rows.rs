@@ -12,7 +12,7 @@ use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::record::{Outcome, RequestRecord};
 use crate::slo::{RequestSample, SampleSummaries, Slo, SloVerdict};
-use crate::stats::{Summary, weighted_summary};
+use crate::stats::{Summary, weighted_summary_at};
 use crate::verdict::{ErrorTally, bare_result, prompt_check};
 
 /// Everything gathered for one rate cell.
@@ -145,7 +145,7 @@ pub(crate) fn input_throughputs(
 
 /// The figures of a rate cell's requests (METHOD.md, "Open-loop rate cells").
 /// With the SLO's verdict, when there is an SLO (its goodput is the row's).
-fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
+fn rate_figures(o: &RateObservation<'_>, ps: &[f64]) -> (RateFigures, Option<SloVerdict>) {
     let rs = o.records;
     // Every scheduled request is judged (one never sent meets nothing); only those sent have
     // send instants, queue times and pacing.
@@ -159,7 +159,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
         r.sent_ns.saturating_sub(due)
     };
     let unwaited = |r: &&RequestRecord| !o.waited.get(r.stream as usize).copied().unwrap_or(false);
-    let per = SampleSummaries::of(&samples);
+    let per = SampleSummaries::of_at(&samples, ps);
     let mut gaps = inter_token_gaps(rs);
     let (input_tok_per_s, input_output_tok_per_s) = input_throughputs(rs, span_s);
     let mut f = RateFigures {
@@ -180,7 +180,7 @@ fn rate_figures(o: &RateObservation<'_>) -> (RateFigures, Option<SloVerdict>) {
         span_s,
         ttft_ms: per.ttft_ms,
         tpot_ms: per.tpot_ms,
-        itl_ms: weighted_summary(&mut gaps),
+        itl_ms: weighted_summary_at(&mut gaps, ps),
         e2e_ms: per.e2e_ms,
         per_user_tok_per_s: per.per_user_tok_per_s,
         queue_ms: summary(sent.iter().map(|r| ms(delay(r))).collect()),
@@ -232,7 +232,12 @@ fn pacing_warning(f: &RateFigures, o: &RateObservation<'_>) -> Option<String> {
 /// attainment, and the figures stay. Failed when no request finished, a prompt length
 /// disagreed with the server's count, or the measurement broke; Valid otherwise.
 pub fn rate_result(cell: &PlannedCell, o: RateObservation<'_>) -> CellResult {
-    let (f, verdict) = rate_figures(&o);
+    rate_result_at(cell, o, &[])
+}
+
+/// [`rate_result`] with the run's extra percentiles (`--percentiles`) in TTFT, TPOT, ITL, E2E.
+pub fn rate_result_at(cell: &PlannedCell, o: RateObservation<'_>, ps: &[f64]) -> CellResult {
+    let (f, verdict) = rate_figures(&o, ps);
     let rs = o.records;
     let completed = rs
         .iter()

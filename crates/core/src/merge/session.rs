@@ -18,7 +18,10 @@ use super::{
 use crate::cell::{CellResult, CellStatus};
 use crate::plan::{Plan, PlannedCell};
 use crate::record::RequestRecord;
-use crate::session::{SessionFigures, SessionObservation, TurnRecord, join_turns, session_result};
+use crate::session::{SessionFigures, SessionObservation, TurnRecord, join_turns};
+// The tests judge rows with the plain form (no extra percentiles).
+#[cfg(test)]
+use crate::session::session_result;
 use crate::shard::ShardSpec;
 
 /// Sessions named in an error at most (the rest are counted by `of`).
@@ -143,7 +146,10 @@ pub fn merge_session_cell(
         prompt_tolerance: 0,
         fault,
     };
-    let mut row = apply_findings(session_result(cell, obs), &f);
+    let mut row = apply_findings(
+        crate::session::session_result_at(cell, obs, &plan.settings.percentiles),
+        &f,
+    );
     let replay = figs.iter().find_map(|s| s.replay.clone());
     if let Some(s) = row.session.session.as_mut() {
         s.replay = replay;

@@ -204,6 +204,26 @@ pub fn session_result(cell: &PlannedCell, o: SessionObservation<'_>) -> CellResu
     crate::loop_row::guard_loops(row, &all)
 }
 
+/// [`session_result`] with the run's extra percentiles (`--percentiles`) in TTFT and TPOT:
+/// the same measured turns, summarised again with them (nothing else of the row changes).
+pub fn session_result_at(cell: &PlannedCell, o: SessionObservation<'_>, ps: &[f64]) -> CellResult {
+    let samples: Vec<RequestSample> = (o.turns.iter())
+        .filter(|t| t.measured())
+        .map(|t| RequestSample::of_record(&t.record))
+        .collect();
+    let mut row = session_result(cell, o);
+    if !ps.is_empty() {
+        let per = SampleSummaries::of_at(&samples, ps);
+        if row.ttft_ms.is_some() {
+            row.ttft_ms = per.ttft_ms;
+        }
+        if let Some(t) = row.session.tpot_ms.as_mut().filter(|t| t.is_some()) {
+            *t = per.tpot_ms;
+        }
+    }
+    row
+}
+
 /// The contract's columns and the figures beside them.
 fn fill_figures(
     row: &mut CellResult,
@@ -302,3 +322,7 @@ fn turn_prompt_check(turns: &[TurnRecord], tolerance: u64) -> PromptCheck {
     let pairs = turns.iter().map(|t| (t.prompt_tokens, &t.record));
     crate::verdict::prompt_check_pairs(mean, tolerance, pairs)
 }
+
+#[cfg(test)]
+#[path = "../tests/session_percentiles.rs"]
+mod percentile_tests;

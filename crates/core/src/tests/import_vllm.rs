@@ -207,3 +207,24 @@ fn the_one_second_peak_is_vllms_own_figure() {
     let f = row.rate.as_ref().expect("rate figures");
     assert_eq!(f.peak_output_tok_per_s, Some(326.0));
 }
+
+/// `--metric-percentiles 50,75,99.9` writes `p75_*_ms` and `p99.9_*_ms`: the row's summaries
+/// carry them as vLLM wrote them; a file without them gives none.
+#[test]
+fn vllms_extra_percentiles_are_imported() {
+    let mut doc: serde_json::Value = serde_json::from_slice(RATE10).expect("JSON");
+    doc["p99.9_ttft_ms"] = serde_json::json!(16.38);
+    doc["p75_itl_ms"] = serde_json::json!(1.7);
+    doc["p99.9_e2el_ms"] = serde_json::json!(40.5);
+    let bytes = serde_json::to_vec(&doc).expect("bytes");
+    let row = vllm_cell(&parse_vllm_result("rate10.json", &bytes).expect("parses"));
+    let f = row.rate.as_ref().expect("rate figures");
+    let at = |s: &Option<Summary>, p: f64| s.as_ref().and_then(|s| s.at(p));
+    assert_eq!(at(&row.ttft_ms, 99.9), Some(16.38));
+    assert_eq!(at(&f.ttft_ms, 99.9), Some(16.38));
+    assert_eq!(at(&f.itl_ms, 75.0), Some(1.7));
+    assert_eq!(at(&f.e2e_ms, 99.9), Some(40.5));
+    assert_eq!(at(&f.tpot_ms, 99.9), None, "not in the file");
+    let plain = vllm_cell(&parse_vllm_result("rate10.json", RATE10).expect("parses"));
+    assert!(plain.ttft_ms.is_some_and(|s| s.percentiles.is_empty()));
+}

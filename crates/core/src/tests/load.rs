@@ -529,3 +529,35 @@ fn the_peak_second_counts_tokens_not_chunks_from_the_first_send() {
     );
     assert_eq!(peak_output_tok_per_s(&[rec(0, 0, &[])]), None);
 }
+
+#[test]
+fn a_rate_row_carries_the_runs_extra_percentiles() {
+    let (rs, due) = three();
+    let cell = rate_cell(100, "100", 10.0);
+    let plain = rate_result(&cell, obs(&rs, &due, &[false; 3], None));
+    let row = rate_result_at(&cell, obs(&rs, &due, &[false; 3], None), &[75.0, 99.9]);
+    let (f, p) = (row.rate.expect("rate"), plain.rate.expect("rate"));
+    let at = |s: &Option<crate::stats::Summary>, q: f64| {
+        s.as_ref().and_then(|s| s.at(q)).unwrap_or(-1.0)
+    };
+    // numpy.percentile by hand: TTFT [50, 50, 500] ms, ITL [10, 10, 10, 10, 20, 20] ms,
+    // E2E [80, 90, 510] ms, TPOT [10, 20, 10] ms.
+    for (got, want) in [
+        (at(&f.ttft_ms, 99.9), 50.0 + 0.998 * 450.0),
+        (at(&f.ttft_ms, 75.0), 275.0),
+        (at(&f.itl_ms, 75.0), 17.5),
+        (at(&f.itl_ms, 99.9), 20.0),
+        (at(&f.e2e_ms, 99.9), 90.0 + 0.998 * 420.0),
+        (at(&f.tpot_ms, 99.9), 10.0 + 0.998 * 10.0),
+    ] {
+        assert!((got - want).abs() < 1e-6, "{got} against {want}");
+    }
+    // The fixed figures are the same; without the flag there are none beyond them.
+    assert_eq!(
+        f.ttft_ms.as_ref().map(|s| s.p99),
+        p.ttft_ms.as_ref().map(|s| s.p99)
+    );
+    for s in [&p.ttft_ms, &p.tpot_ms, &p.itl_ms, &p.e2e_ms] {
+        assert!(s.as_ref().is_some_and(|s| s.percentiles.is_empty()));
+    }
+}

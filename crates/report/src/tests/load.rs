@@ -457,6 +457,7 @@ fn speculative_decoding_is_a_table_where_the_server_reports_it() {
         accept_rate: Some(0.8),
         accept_length: Some(3.4),
         source: "server counters (delta over the window)".into(),
+        per_position_accept_rate: Vec::new(),
     });
     c.tokens_per_chunk = Some(3.38);
     let md = Format::Markdown.exporter().render(&r).expect("md");

@@ -24,6 +24,7 @@ fn summary(p50: f64, p99: f64) -> Summary {
         max: p99 * 1.1,
         mean: p50 * 1.1,
         std: None,
+        percentiles: Vec::new(),
     }
 }
 

@@ -21,6 +21,7 @@ fn summary(p50: f64, p90: f64, p99: f64, mean: f64) -> Summary {
         max: p99 * 2.0,
         mean,
         std: None,
+        percentiles: Vec::new(),
     }
 }
 

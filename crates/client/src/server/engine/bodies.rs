@@ -6,11 +6,12 @@
 //! limit as `max_tokens`; Responses sends the messages as `input`, the system message as
 //! `instructions`, and the limit as `max_output_tokens`. Then the dialect's keys: the user's
 //! controls, then the tool's own (EOS handling, and on OpenAI's two APIs usage in the stream and
-//! the request id), which are never theirs to set.
+//! the request id), which are never theirs to set. A history's tool calls and results go in
+//! each API's own shape (`tool_shapes.rs`).
 
 use serde_json::{Map, Value, json};
 
-use super::{Engine, PromptInput, abort};
+use super::{Engine, PromptInput, abort, tool_shapes};
 use llmib_core::Api;
 
 impl Engine {
@@ -43,6 +44,7 @@ impl Engine {
             }),
             Api::Messages => {
                 let (system, messages) = split_system(conversation(prompt));
+                let messages = tool_shapes::messages_shape(messages);
                 let mut b = json!({
                     "model": model,
                     "max_tokens": max_tokens,
@@ -54,6 +56,7 @@ impl Engine {
             }
             Api::Responses => {
                 let (system, input) = split_system(conversation(prompt));
+                let input = tool_shapes::responses_shape(input);
                 let mut b = json!({
                     "model": model,
                     "input": input,

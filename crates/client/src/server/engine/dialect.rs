@@ -40,6 +40,11 @@ pub struct Gauges {
     pub prompt_seconds_total: Option<f64>,
 }
 
+/// The most draft positions read from `spec_decode_num_accepted_tokens_per_pos`: a fixed
+/// array keeps the gauges `Copy`; vLLM's speculative methods draft far fewer (EAGLE, MTP and
+/// n-gram use 1 to 8), and a page with a position past it gives no per-position figures.
+pub const MAX_SPEC_POSITIONS: usize = 32;
+
 /// vLLM's cumulative speculative-decoding counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SpecCounters {
@@ -49,6 +54,55 @@ pub struct SpecCounters {
     pub draft_tokens: f64,
     /// `spec_decode_num_accepted_tokens_total`.
     pub accepted_tokens: f64,
+    /// `spec_decode_num_accepted_tokens_per_pos_total{position="k"}`, positions 0 to
+    /// `positions − 1` (0 positions: the page has no such family).
+    pub accepted_per_pos: SpecPositions,
+}
+
+/// The accepted tokens per draft position, cumulative (`SpecCounters::accepted_per_pos`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpecPositions {
+    /// How many positions the page had.
+    pub positions: usize,
+    /// Their counters, summed over engines; the first `positions` are meaningful.
+    pub accepted: [f64; MAX_SPEC_POSITIONS],
+}
+
+impl Default for SpecPositions {
+    fn default() -> Self {
+        SpecPositions {
+            positions: 0,
+            accepted: [0.0; MAX_SPEC_POSITIONS],
+        }
+    }
+}
+
+impl SpecPositions {
+    /// The counters by position, empty without them.
+    pub fn as_slice(&self) -> &[f64] {
+        &self.accepted[..self.positions.min(MAX_SPEC_POSITIONS)]
+    }
+
+    /// From `(position, value)` samples (any order; one position may repeat across engines,
+    /// summed). Empty where a position is past [`MAX_SPEC_POSITIONS`] or one between is
+    /// missing: a partial list would shift the rates to the wrong positions.
+    pub fn from_samples(samples: impl IntoIterator<Item = (usize, f64)>) -> SpecPositions {
+        let mut p = SpecPositions::default();
+        let mut seen = [false; MAX_SPEC_POSITIONS];
+        for (k, v) in samples {
+            if k >= MAX_SPEC_POSITIONS || !v.is_finite() {
+                return SpecPositions::default();
+            }
+            p.accepted[k] += v;
+            seen[k] = true;
+            p.positions = p.positions.max(k + 1);
+        }
+        if seen[..p.positions].iter().all(|s| *s) {
+            p
+        } else {
+            SpecPositions::default()
+        }
+    }
 }
 
 impl SpecCounters {

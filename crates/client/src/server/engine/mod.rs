@@ -31,6 +31,7 @@ mod route;
 mod sglang;
 mod tgi;
 mod tokens;
+mod tool_shapes;
 mod trtllm;
 mod util;
 mod vllm;
@@ -56,7 +57,7 @@ use crate::wire::stream::{Counting, RequestSpec, StreamLimits};
 
 pub use answers::{Answer, answer_of};
 pub(crate) use dialect::{Dialect, MetricsKind, TokenizerKind};
-pub use dialect::{Gauges, SpecCounters};
+pub use dialect::{Gauges, MAX_SPEC_POSITIONS, SpecCounters, SpecPositions};
 pub(crate) use dispatch::gauges_from;
 pub use images::ImagePart;
 pub use options::{ProbeError, ProbeOptions};
@@ -365,7 +366,35 @@ impl Engine {
         let mut body = self.completion_body(model, prompt, max_tokens, true);
         images::attach(self.api, &mut body, images)
             .map_err(|e| EngineError::Body(e.to_string()))?;
-        let mut spec = RequestSpec::new(self.generate_url(), &body, counting)
+        self.spec_of(&body, counting, max_tokens, limits)
+    }
+
+    /// [`Engine::stream_request`] whose body carries `tools` (chat-shaped: a replayed agent
+    /// session's own, in place of `--tools`) in this API's shape.
+    pub(crate) fn stream_request_with_tools(
+        &self,
+        model: &str,
+        prompt: PromptInput,
+        max_tokens: u32,
+        limits: StreamLimits,
+        tools: Option<&Value>,
+    ) -> Result<RequestSpec, EngineError> {
+        let mut body = self.completion_body(model, prompt, max_tokens, true);
+        if let (Some(t), Value::Object(m)) = (tools, &mut body) {
+            m.insert("tools".into(), tool_shapes::tools_shape(self.api, t));
+        }
+        self.spec_of(&body, self.counting(), max_tokens, limits)
+    }
+
+    /// The streamed request of a generation `body`.
+    fn spec_of(
+        &self,
+        body: &Value,
+        counting: Counting,
+        max_tokens: u32,
+        limits: StreamLimits,
+    ) -> Result<RequestSpec, EngineError> {
+        let mut spec = RequestSpec::new(self.generate_url(), body, counting)
             .map_err(|e| EngineError::Body(e.to_string()))?;
         spec.limits = limits;
         spec.max_tokens = Some(max_tokens);

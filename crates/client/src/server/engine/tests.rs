@@ -662,6 +662,7 @@ fn live_gauges_kv_usage_and_speculative_decoding() {
         drafts: 200.0,
         draft_tokens: 600.0,
         accepted_tokens: 330.0,
+        ..Default::default()
     };
     // 180 of 300 draft tokens accepted over 100 steps: rate 0.6, 2.8 tokens per step.
     let (rate, len) = after.since(&before).expect("drafts in between");

@@ -98,13 +98,24 @@ impl Engine {
     /// [`Engine::chat_prompt_tokens`] counts one message: without running the model.
     /// `Ok(None)` where the engine cannot count a chat.
     pub async fn count_messages(&self, messages: &Value) -> Result<Option<u64>, EngineError> {
+        self.count_messages_with_tools(messages, None).await
+    }
+
+    /// [`Engine::count_messages`] with `tools` (chat-shaped: a replayed agent session's own)
+    /// in place of `--tools`'.
+    pub(crate) async fn count_messages_with_tools(
+        &self,
+        messages: &Value,
+        tools: Option<&Value>,
+    ) -> Result<Option<u64>, EngineError> {
         // `--tools`: the template renders the tool definitions into every prompt (vLLM's
         // tokenize route and llama.cpp's apply-template take them as the chat route does).
-        let tools = self
-            .request
-            .structured
-            .as_ref()
-            .and_then(|s| s.chat_tools());
+        let tools = tools.cloned().or_else(|| {
+            self.request
+                .structured
+                .as_ref()
+                .and_then(|s| s.chat_tools())
+        });
         let with_tools = |mut body: Value| {
             if let (Some(t), Value::Object(m)) = (&tools, &mut body) {
                 m.insert("tools".into(), t.clone());

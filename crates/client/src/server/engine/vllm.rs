@@ -8,7 +8,7 @@
 use llmib_core::{EngineInfo, ModelInfo};
 use serde_json::{Map, Value};
 
-use super::dialect::{Dialect, Gauges, MetricsKind, SpecCounters, TokenizerKind};
+use super::dialect::{Dialect, Gauges, MetricsKind, SpecCounters, SpecPositions, TokenizerKind};
 use super::discovery::Discovery;
 use super::util::{as_u64, commit_from_version, quantization_label, sourced, str_at, u64_at};
 use crate::server::metrics::Metrics;
@@ -54,10 +54,25 @@ pub(crate) fn gauges(m: &Metrics<'_>) -> Gauges {
                 drafts,
                 draft_tokens,
                 accepted_tokens,
+                accepted_per_pos: accepted_per_pos(m),
             }),
             _ => None,
         },
     }
+}
+
+/// `vllm:spec_decode_num_accepted_tokens_per_pos_total{position="k"}` (vLLM's
+/// `vllm/v1/spec_decode/metrics.py`), summed over engines; empty without the family.
+fn accepted_per_pos(m: &Metrics<'_>) -> SpecPositions {
+    let name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+    let samples: Vec<(usize, f64)> = (m.samples_of(name))
+        .filter_map(|s| Some((s.label("position")?.parse().ok()?, s.value)))
+        .collect();
+    if samples.len() < m.samples_of(name).count() {
+        // A sample without a readable position: which rate is whose cannot be told.
+        return SpecPositions::default();
+    }
+    SpecPositions::from_samples(samples)
 }
 
 pub(crate) fn fill(d: &Discovery, info: &mut EngineInfo, model: &mut ModelInfo) -> Option<String> {
@@ -251,4 +266,53 @@ fn launch_command(c: &Sections<'_>) -> String {
 
 fn num(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(as_u64).map(|n| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A vLLM page with the per-position family (two engines, positions out of order, as a
+    /// Prometheus page may list them): summed per position; without it, or with a gap in the
+    /// positions, none.
+    #[test]
+    fn accepted_tokens_per_position_are_read_per_position() {
+        let page = concat!(
+            "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n",
+            "vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"m\"} 100\n",
+            "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"m\"} 300\n",
+            "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"m\"} 150\n",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"m\",position=\"1\"} 40\n",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"m\",position=\"0\"} 80\n",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"1\",model_name=\"m\",position=\"0\"} 5\n",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"m\",position=\"2\"} 25\n",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_created{engine=\"0\",model_name=\"m\",position=\"0\"} 1.7e9\n",
+        );
+        let c = gauges(&Metrics::parse(page))
+            .spec_counters
+            .expect("counters");
+        assert_eq!(c.accepted_per_pos.as_slice(), [85.0, 40.0, 25.0]);
+        let without = page
+            .lines()
+            .filter(|l| !l.contains("per_pos"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let c = gauges(&Metrics::parse(&without))
+            .spec_counters
+            .expect("counters");
+        assert!(c.accepted_per_pos.as_slice().is_empty());
+        let gap = page.replace("position=\"1\"", "position=\"3\"");
+        let c = gauges(&Metrics::parse(&gap))
+            .spec_counters
+            .expect("counters");
+        assert!(
+            c.accepted_per_pos.as_slice().is_empty(),
+            "position 1 missing"
+        );
+        let far = SpecPositions::from_samples([
+            (0, 1.0),
+            (super::super::dialect::MAX_SPEC_POSITIONS, 1.0),
+        ]);
+        assert!(far.as_slice().is_empty());
+    }
 }
