@@ -202,18 +202,35 @@ pub fn parse_session_trace(file: &str, text: &str) -> Result<SessionReplay, Work
         let r: TraceRow = serde_json::from_str(raw).map_err(|e| {
             bad(file, line, format!("not a session trace row ({{\"session\", \"turn\", \"input_tokens\", \"output_tokens\", \"delay_s\"}}): {e}"))
         })?;
-        read_row(&mut sessions, &r, line).map_err(|what| bad(file, line, what))?;
+        read_row(&mut sessions, &r, line).map_err(|what| bad(file, line, what.0))?;
     }
     finish(file, sessions, 0)
 }
 
+/// Why one trace row cannot be read: the words after `FILE:LINE:` in its refusal.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct RowFault(String);
+
+impl From<String> for RowFault {
+    fn from(what: String) -> Self {
+        RowFault(what)
+    }
+}
+
+impl From<&str> for RowFault {
+    fn from(what: &str) -> Self {
+        RowFault(what.to_string())
+    }
+}
+
 /// Adds row `r` (at `line`) to the sessions read so far, or says why it cannot be.
-fn read_row(sessions: &mut Vec<ReplaySession>, r: &TraceRow, line: usize) -> Result<(), String> {
+fn read_row(sessions: &mut Vec<ReplaySession>, r: &TraceRow, line: usize) -> Result<(), RowFault> {
     if r.input_tokens == 0 || r.output_tokens == 0 {
         return Err("input_tokens and output_tokens must be at least 1".into());
     }
     if !r.delay_s.is_finite() || r.delay_s < 0.0 {
-        return Err(format!("delay_s {} must be 0 or more seconds", r.delay_s));
+        return Err(format!("delay_s {} must be 0 or more seconds", r.delay_s).into());
     }
     let id = id_text(&r.session);
     let turn = ReplayTurn {
@@ -229,7 +246,8 @@ fn read_row(sessions: &mut Vec<ReplaySession>, r: &TraceRow, line: usize) -> Res
             return Err(format!(
                 "session {id} starts at turn {}: its first row must be turn 1",
                 r.turn
-            ));
+            )
+            .into());
         }
         let s = open_session(sessions, r, id, turn)?;
         sessions.push(s);
@@ -240,12 +258,12 @@ fn read_row(sessions: &mut Vec<ReplaySession>, r: &TraceRow, line: usize) -> Res
             "session {id}: turn {} follows turn {}: a session's turns must be 1, 2, … in file order",
             r.turn,
             s.turns.len()
-        ));
+        ).into());
     }
     same_as_opening(s, r)?;
     let prev = s.turns.last().map(|t| t.answer);
     if let Some(why) = turn_order_error(s.turns.len(), r.kind, prev) {
-        return Err(format!("session {id}: {why}"));
+        return Err(format!("session {id}: {why}").into());
     }
     s.turns.push(turn);
     Ok(())
@@ -253,7 +271,7 @@ fn read_row(sessions: &mut Vec<ReplaySession>, r: &TraceRow, line: usize) -> Res
 
 /// A later row may repeat its session's `parent`, `fork_turn` and `tools_tokens`, never
 /// change them: they are the session's, given on its turn 1.
-fn same_as_opening(s: &ReplaySession, r: &TraceRow) -> Result<(), String> {
+fn same_as_opening(s: &ReplaySession, r: &TraceRow) -> Result<(), RowFault> {
     let parent = r.parent.as_ref().map(id_text);
     let changed = (parent.is_some()
         && parent.as_deref() != s.fork.as_ref().map(|f| f.parent.as_str()))
@@ -263,7 +281,7 @@ fn same_as_opening(s: &ReplaySession, r: &TraceRow) -> Result<(), String> {
         true => Err(format!(
             "session {}: parent, fork_turn and tools_tokens are the session's, given on its turn 1; this row changes them",
             s.id
-        )),
+        ).into()),
         false => Ok(()),
     }
 }
@@ -275,14 +293,14 @@ fn open_session(
     r: &TraceRow,
     id: String,
     turn: ReplayTurn,
-) -> Result<ReplaySession, String> {
+) -> Result<ReplaySession, RowFault> {
     let group = r.group.as_ref().map(id_text);
     let mut s = ReplaySession::plain(id, group, vec![turn]);
     s.tools_tokens = r.tools_tokens.unwrap_or(0);
     let (parent, fork_turn) = match (&r.parent, r.fork_turn) {
         (None, None) => {
             return match turn_order_error(0, r.kind, None) {
-                Some(why) => Err(format!("session {}: {why}", s.id)),
+                Some(why) => Err(format!("session {}: {why}", s.id).into()),
                 None => Ok(s),
             };
         }
@@ -291,21 +309,23 @@ fn open_session(
             return Err(format!(
                 "session {}: a subagent gives both parent and fork_turn",
                 s.id
-            ));
+            )
+            .into());
         }
     };
     let Some(p) = sessions.iter().find(|p| p.id == parent) else {
         return Err(format!(
             "session {}: its parent {parent} has no row before it: a parent's rows come first",
             s.id
-        ));
+        )
+        .into());
     };
     if p.turns.len() < fork_turn as usize {
         return Err(format!(
             "session {}: forks after turn {fork_turn} of {parent}, which has {} turns before this row",
             s.id,
             p.turns.len()
-        ));
+        ).into());
     }
     // Its opening continues the parent's turn: after a tool call, with the tool's result.
     let prev = (fork_turn as usize)
@@ -317,13 +337,13 @@ fn open_session(
             return Err(format!(
                 "session {}: forks after {parent}'s turn {fork_turn}, a tool call, so its turn 1 is that call's \"kind\": \"tool_result\"",
                 s.id
-            ));
+            ).into());
         }
         (Some(AnswerKind::Text) | None, MessageKind::ToolResult) => {
             return Err(format!(
                 "session {}: its turn 1 is a tool_result but {parent}'s turn {fork_turn} made no tool call",
                 s.id
-            ));
+            ).into());
         }
         _ => {}
     }
@@ -332,7 +352,7 @@ fn open_session(
             "session {}: a subagent shares its parent's system prompt, so its group is {parent}'s ({}): drop group",
             s.id,
             p.group.as_deref().unwrap_or("none")
-        ));
+        ).into());
     }
     s.group.clone_from(&p.group);
     s.tools_tokens = r.tools_tokens.unwrap_or(p.tools_tokens);
