@@ -254,6 +254,22 @@ impl Ran {
             .collect()
     }
 
+    /// The row of `phase` where the run wrote exactly one (the test fails otherwise).
+    pub fn one(&self, phase: &str) -> Value {
+        let rows = self.rows_of(phase);
+        assert_eq!(rows.len(), 1, "one {phase} row: {rows:#?}");
+        rows.into_iter().next().unwrap_or_default()
+    }
+
+    /// A refusal: exit 1 with exactly one line on stderr, which it returns.
+    pub fn refusal(&self) -> String {
+        assert_eq!(self.output.status.code(), Some(1), "{}", self.text());
+        let err = self.stderr();
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "one line: {}", self.text());
+        lines[0].to_string()
+    }
+
     /// The one row of `phase` (a session, a replay): the test fails when there is none.
     pub fn only(&self, phase: &str) -> Value {
         let rows = self.rows();

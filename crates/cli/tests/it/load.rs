@@ -192,20 +192,11 @@ fn find_capacity_lands_on_the_known_rate() {
 /// A bad SLO key is refused before anything is sent, in one line that lists the keys there are.
 #[test]
 fn a_bad_slo_key_lists_the_keys() {
-    let o = run_bin(&[
-        "run",
-        "--url",
-        "http://127.0.0.1:9",
-        "--request-rate",
-        "1",
-        "--slo",
-        "itl_p50=1ms",
-    ]);
-    assert!(!o.status.success(), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line: {}", text(&o));
-    let line = lines[0];
+    let line = Bench::cmd(&["run", "--url", "http://127.0.0.1:9"])
+        .set("--request-rate", "1")
+        .set("--slo", "itl_p50=1ms")
+        .go()
+        .refusal();
     assert!(line.contains("itl_p50"), "names the key: {line}");
     for key in ["ttft", "tpot", "e2e", "user_tok_s"] {
         assert!(line.contains(key), "{key} missing from `{line}`");
@@ -543,27 +534,19 @@ fn bad_workload_files_fail_in_one_line_before_anything_is_sent() {
         ),
         (
             "burstgpt:trace.csv".to_string(),
-            "sharegpt, mooncake, azure",
+            "sharegpt, sharegpt-text, mooncake, azure",
         ),
     ];
     for (spec, says) in cases {
         let out = dir.join("run");
-        let o = Bench::run(&sim.url)
+        let line = Bench::run(&sim.url)
             .small("512", "1", "1s", "8")
             .arg("--skip-decode")
             .set("--workload", &spec)
             .out_at(&out)
             .go()
-            .output;
-        assert!(!o.status.success(), "{spec}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-        assert_eq!(lines.len(), 1, "{spec}: one line: {}", text(&o));
-        assert!(
-            lines[0].contains(says),
-            "{spec}: `{}` should say {says}",
-            lines[0]
-        );
+            .refusal();
+        assert!(line.contains(says), "{spec}: `{line}` should say {says}");
         assert!(!out.join("cells.jsonl").exists(), "{spec}: nothing run");
     }
     assert!(served(&sim).is_empty(), "no request reached the server");

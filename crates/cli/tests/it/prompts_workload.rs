@@ -98,13 +98,13 @@ pub(crate) fn stamped_tiny() -> Sim {
     Sim::start(cfg)
 }
 
-/// Runs `run` with the open-load flags and `extra`, through `url`, into `dir`.
+/// `run` with the open-load flags and `extra`, through `url`, into `dir`.
 pub(crate) fn run_prompts(
     url: &str,
     dir: &std::path::Path,
     workload: &str,
     extra: &[&str],
-) -> std::process::Output {
+) -> Bench {
     Bench::run(url)
         .small("512", "1", "1s", "16")
         .args(["--skip-decode", "--skip-prefill", "--request-rate", "20"])
@@ -112,8 +112,6 @@ pub(crate) fn run_prompts(
         .set("--workload", workload)
         .out_at(dir)
         .args(extra)
-        .go()
-        .output
 }
 
 /// A prompts file replayed on a rate cell through chat completions: every chat body the tool
@@ -131,16 +129,10 @@ fn the_users_prompts_are_sent_as_written_and_counted_by_the_server() {
     let file = dir.join("p.jsonl");
     std::fs::write(&file, PROMPTS).expect("write");
     let workload = format!("prompts:{}", file.display());
-    let o = run_prompts(&relay.url, &dir.join("run"), &workload, &["--api", "chat"]);
-    assert!(o.status.success(), "{}", text(&o));
     let run = dir.join("run");
-
-    let rows: Vec<Value> = cells(&run)
-        .into_iter()
-        .filter(|r| r["phase"] == "rate")
-        .collect();
-    assert_eq!(rows.len(), 1, "{rows:#?}");
-    let row = &rows[0];
+    let row = &run_prompts(&relay.url, &run, &workload, &["--api", "chat"])
+        .ok()
+        .one("rate");
     assert_eq!(row["status"], "valid", "{row:#}");
     assert_eq!(row["context_label"], "prompts:p.jsonl", "{row:#}");
     let n = row["requests_sent"].as_u64().expect("sent") as usize;
@@ -297,22 +289,16 @@ fn bad_prompts_are_refused_by_line_before_anything_is_sent() {
         let file = dir.join(name);
         std::fs::write(&file, body).expect("write");
         let out = dir.join(format!("run-{name}"));
-        let o = run_prompts(
+        let line = run_prompts(
             &sim.url,
             &out,
             &format!("prompts:{}", file.display()),
             extra,
-        );
-        assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-        assert_eq!(lines.len(), 1, "{name}: one line: {}", text(&o));
-        assert!(
-            lines[0].contains(says),
-            "{name}: `{}` should say {says}",
-            lines[0]
-        );
-        assert!(lines[0].contains("--workload prompts:"), "{}", lines[0]);
+        )
+        .go()
+        .refusal();
+        assert!(line.contains(says), "{name}: `{line}` should say {says}");
+        assert!(line.contains("--workload prompts:"), "{line}");
         assert!(!out.join("cells.jsonl").exists(), "{name}: nothing run");
     }
     assert!(served(&sim).is_empty(), "no request reached the server");

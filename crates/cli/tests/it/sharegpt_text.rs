@@ -70,15 +70,9 @@ fn sharegpt_words_are_the_bodies_text_counted_by_the_server() {
     std::fs::write(&file, SHAREGPT).expect("write");
     let workload = format!("sharegpt-text:{}", file.display());
     let run = dir.join("run");
-    let o = run_prompts(&relay.url, &run, &workload, &["--api", "chat"]);
-    assert!(o.status.success(), "{}", text(&o));
-
-    let rows: Vec<Value> = cells(&run)
-        .into_iter()
-        .filter(|r| r["phase"] == "rate")
-        .collect();
-    assert_eq!(rows.len(), 1, "{rows:#?}");
-    let row = &rows[0];
+    let row = &run_prompts(&relay.url, &run, &workload, &["--api", "chat"])
+        .ok()
+        .one("rate");
     assert_eq!(row["status"], "valid", "{row:#}");
     assert_eq!(row["context_label"], "sharegpt-text:sg.json", "{row:#}");
     let n = row["requests_sent"].as_u64().expect("sent") as usize;
@@ -171,13 +165,13 @@ fn sharegpt_lengths_still_send_filler() {
     let file = dir.join("sg.json");
     std::fs::write(&file, SHAREGPT).expect("write");
     let workload = format!("sharegpt:{}", file.display());
-    let o = run_prompts(
+    run_prompts(
         &relay.url,
         &dir.join("run"),
         &workload,
         &["--api", "completions"],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    )
+    .ok();
     let bodies: Vec<Value> = relay
         .json_requests()
         .into_iter()
@@ -203,16 +197,10 @@ fn a_bad_sharegpt_text_file_is_refused_by_line_before_anything_is_sent() {
     std::fs::write(&file, "[\n {\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]},\n {\"conversations\": 7}\n]").expect("write");
     let out = dir.join("run");
     let workload = format!("sharegpt-text:{}", file.display());
-    let o = run_prompts(&sim.url, &out, &workload, &["--api", "chat"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "one line: {}", text(&o));
-    assert!(
-        lines[0].contains("bad.json:3: not ShareGPT JSON"),
-        "{}",
-        lines[0]
-    );
+    let line = run_prompts(&sim.url, &out, &workload, &["--api", "chat"])
+        .go()
+        .refusal();
+    assert!(line.contains("bad.json:3: not ShareGPT JSON"), "{line}");
     assert!(!out.join("cells.jsonl").exists(), "nothing run");
     assert!(served(&sim).is_empty(), "no request reached the server");
 }

@@ -9,7 +9,11 @@
 //!    count, and every body's words the file's;
 //! 4. the user's prompts (`--workload prompts:FILE`, issue 45): each sent as written, each
 //!    request's prompt tokens the count vLLM's `/tokenize` gives for its line;
-//! 5. `scripts/vllm/e2e.sh`, the adapter's live check as docs/real-engines.md shows it, on this
+//! 5. LoRA (`--lora sql,chat`, issue 45): two rank-8 adapters generated for the tiny model
+//!    (`scripts/vllm/make_lora.py`; the server starts with `--enable-lora`): `/v1/models` lists
+//!    them with the base as parent, and the decode row splits its requests and tokens between
+//!    them, the shares adding up to the total, every prompt exact;
+//! 6. `scripts/vllm/e2e.sh`, the adapter's live check as docs/real-engines.md shows it, on this
 //!    server (`VLLM_URL`, `VLLM_KEY`) rather than a second one.
 //!
 //! Without vLLM installed the test prints why and passes, unless `CI` is set.
@@ -32,13 +36,40 @@ fn repo_root() -> PathBuf {
 #[test]
 fn real_vllm_one_server_for_every_check() {
     let _serial = timing_lock();
-    let Some(server) = Vllm::start_with(&["--api-key", KEY]) else {
+    let Some((py, model)) = crate::sweep::vllm_paths() else {
+        return;
+    };
+    let adapters = out_dir("vllm-lora-adapters");
+    let made = std::process::Command::new(&py)
+        .arg(repo_root().join("scripts/vllm/make_lora.py"))
+        .args([
+            model.as_str(),
+            &adapters.display().to_string(),
+            "sql",
+            "chat",
+        ])
+        .output()
+        .expect("run make_lora.py");
+    assert!(made.status.success(), "{}", text(&made));
+    let modules = ["sql", "chat"].map(|n| format!("{n}={}", adapters.join(n).display()));
+    let Some(server) = Vllm::start_with(&[
+        "--api-key",
+        KEY,
+        "--",
+        "--enable-lora",
+        "--max-lora-rank",
+        "8",
+        "--lora-modules",
+        &modules[0],
+        &modules[1],
+    ]) else {
         return;
     };
     crate::vllm::sessions_cache_within_a_block(&server.url, KEY);
     crate::vllm_agents::agents_routes(&server.url);
     real_text_prompts_are_exact(&server.url);
     prompts_file_counted_by_the_server(&server.url);
+    lora_adapters_split_the_row(&server.url);
     adapter_check_script(&server.url);
 }
 
@@ -167,6 +198,55 @@ fn prompts_file_counted_by_the_server(url: &str) {
     let (lo, hi) = (counts.first(), counts.last());
     assert!(input["min"].as_u64() >= lo.copied(), "{input:#}");
     assert!(input["max"].as_u64() <= hi.copied(), "{input:#}");
+}
+
+/// `--lora sql,chat` on a 256 × 2 decode cell: vLLM lists both adapters with the base as their
+/// parent; the row names both, each took requests and tokens, and the shares add up to the
+/// row's total; every prompt exact.
+fn lora_adapters_split_the_row(url: &str) {
+    let addr: SocketAddr = url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    let (status, models) = http(addr, "GET", "/v1/models", "", Some(KEY)).expect("/v1/models");
+    assert_eq!(status, 200, "{models}");
+    let models: Value = serde_json::from_str(&models).expect("JSON");
+    for name in ["sql", "chat"] {
+        let card = models["data"]
+            .as_array()
+            .and_then(|d| d.iter().find(|m| m["id"] == name))
+            .unwrap_or_else(|| panic!("{name} not in {models:#}"));
+        assert_eq!(card["parent"], "tiny-llama", "{card:#}");
+    }
+    let ran = Bench::run(url)
+        .set("--api-key", KEY)
+        .small("256", "2", "2s", "16")
+        .set("--lora", "sql,chat")
+        .arg("--skip-prefill")
+        .out("vllm-lora")
+        .ok();
+    let row = ran.row("decode", 256, 2);
+    assert!(
+        matches!(row["status"].as_str(), Some("valid" | "requests_queued")),
+        "{row:#}"
+    );
+    assert_eq!(row["prompt_check"]["mismatched"], 0, "{row:#}");
+    let l = &row["lora"];
+    let adapters = l["adapters"].as_array().expect("the row's adapters");
+    let names: Vec<&str> = adapters
+        .iter()
+        .filter_map(|a| a["adapter"].as_str())
+        .collect();
+    assert_eq!(names, ["sql", "chat"], "{l:#}");
+    for field in ["requests", "output_tokens"] {
+        let each: Vec<u64> = adapters.iter().filter_map(|a| a[field].as_u64()).collect();
+        assert!(
+            each.len() == 2 && each.iter().all(|&v| v > 0),
+            "{field}: {l:#}"
+        );
+        let sum: u64 = each.iter().sum();
+        assert_eq!(Some(sum), l["total"][field].as_u64(), "{field}: {l:#}");
+    }
 }
 
 /// `scripts/vllm/e2e.sh`, as docs/real-engines.md shows it, checking this server.
