@@ -19,12 +19,7 @@ const TRACE: &str = concat!(
 );
 
 fn sim() -> Sim {
-    let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");
-    cfg.context_length = 8192;
-    cfg.kv_capacity_tokens = 200_000;
-    cfg.prefix_cache_tokens = 200_000;
-    cfg.stamp_chunks = true;
-    Sim::start(cfg)
+    crate::sessions::sim(200_000, 200_000)
 }
 
 /// Replays [`TRACE`] on `api`; the session row and the records.

@@ -12,6 +12,11 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_llm-inference-bench"))
 }
 
+/// The workspace's root (the docs, scripts and testdata are read from there).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// A fresh directory under the target dir (kept after the test for inspection).
 pub fn out_dir(name: &str) -> PathBuf {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

@@ -28,10 +28,6 @@ pub(crate) struct LlamaPaths {
     pub(crate) model: PathBuf,
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// The binary and model, or `None` (with a printed reason) when they are unavailable and `CI`
 /// is unset. Resolved once per test process: `paths.sh` may have to build (minutes, once).
 pub(crate) fn llama() -> Option<&'static LlamaPaths> {

@@ -9,16 +9,11 @@ use crate::common::*;
 use crate::first_use::doc_commands;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-/// The workspace's root: the docs' commands run there (`--prompt-text LICENSE-MIT`).
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Runs the binary with `args` in `cwd`, with no API key from the environment.
 fn run_in(cwd: &Path, args: &[&str]) -> Output {
@@ -192,12 +187,12 @@ fn the_docs_prompt_text_example_sends_the_files_words_exactly() {
         .collect();
     args.extend(["--output".into(), dir.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = run_in(&root(), &args);
+    let o = run_in(&repo_root(), &args);
     let _ = sim.kill();
     let _ = sim.wait();
     assert!(o.status.success(), "{}", text(&o));
 
-    let bytes = std::fs::read(root().join("LICENSE-MIT")).expect("LICENSE-MIT");
+    let bytes = std::fs::read(repo_root().join("LICENSE-MIT")).expect("LICENSE-MIT");
     let licence = String::from_utf8(bytes.clone()).expect("UTF-8");
     let sha: String = Sha256::digest(&bytes)
         .iter()
@@ -243,7 +238,7 @@ fn the_docs_prompt_text_example_sends_the_files_words_exactly() {
     ] {
         let mut args = vec!["run", "--url", &relay.url, "--resume", &d];
         args.extend(extra.map(|f| ["--prompt-text", f]).into_iter().flatten());
-        let o = run_in(&root(), &args);
+        let o = run_in(&repo_root(), &args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(

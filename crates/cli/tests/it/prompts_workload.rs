@@ -114,6 +114,48 @@ pub(crate) fn run_prompts(
         .args(extra)
 }
 
+/// The cell's chat bodies as they left the tool through `relay` (the run's hidden warm-ups,
+/// before every section, are the tool's own filler and are left out).
+pub(crate) fn cell_bodies(relay: &Relay) -> Vec<Value> {
+    relay
+        .json_requests()
+        .into_iter()
+        .filter(|(line, _)| line.starts_with("POST /v1/chat/completions"))
+        .map(|(_, v)| v)
+        .filter(|v| {
+            !v["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[warmup-"))
+        })
+        .collect()
+}
+
+/// The prompt tokens the simulator counted for its last `n` requests (a cell's, after the
+/// warm-ups), ascending.
+pub(crate) fn last_counted(sim: &Sim, n: usize) -> Vec<u64> {
+    let all = served(sim);
+    assert!(all.len() >= n, "{} served, {n} sent", all.len());
+    let mut counted: Vec<u64> = all[all.len() - n..]
+        .iter()
+        .map(|r| r.prompt_tokens)
+        .collect();
+    counted.sort_unstable();
+    counted
+}
+
+/// A row's `rate.workload.input` summarises exactly `counted` (ascending): count, min, max and
+/// mean.
+pub(crate) fn assert_summarises(input: &Value, counted: &[u64]) {
+    let n = counted.len();
+    let mean = counted.iter().sum::<u64>() as f64 / n as f64;
+    assert_eq!(
+        (&input["count"], &input["min"], &input["max"]),
+        (&json!(n), &json!(counted[0]), &json!(counted[n - 1])),
+        "{input:#}"
+    );
+    assert!((num(input, "mean") - mean).abs() < 1e-9, "{input:#}");
+}
+
 /// A prompts file replayed on a rate cell through chat completions: every chat body the tool
 /// sent for the cell is one of the file's lines as written (its messages, its `max_tokens` or
 /// `--max-output`), as many as the row says were sent; each request's prompt length, as the
@@ -140,18 +182,7 @@ fn the_users_prompts_are_sent_as_written_and_counted_by_the_server() {
 
     // The bodies: each one of the file's lines, as written.
     let lines = lines_as_sent();
-    let bodies: Vec<Value> = relay
-        .json_requests()
-        .into_iter()
-        .filter(|(line, _)| line.starts_with("POST /v1/chat/completions"))
-        .map(|(_, v)| v)
-        // The run's hidden warm-ups (before every section) are the tool's own filler.
-        .filter(|v| {
-            !v["messages"][0]["content"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("[warmup-"))
-        })
-        .collect();
+    let bodies = cell_bodies(&relay);
     let mut expected_counts = Vec::new();
     let mut asked = Vec::new();
     let mut used = std::collections::BTreeSet::new();
@@ -169,14 +200,8 @@ fn the_users_prompts_are_sent_as_written_and_counted_by_the_server() {
     assert!(used.len() >= 3, "a sample of the file's lines: {used:?}");
 
     // Each request's length is the server's count of its text.
-    let all = served(&sim);
-    assert!(all.len() >= n, "{} served, {n} sent", all.len());
     // The cell's requests came last, after the warm-ups.
-    let mut counted: Vec<u64> = all[all.len() - n..]
-        .iter()
-        .map(|r| r.prompt_tokens)
-        .collect();
-    counted.sort_unstable();
+    let counted = last_counted(&sim, n);
     expected_counts.sort_unstable();
     assert_eq!(
         counted, expected_counts,
@@ -187,13 +212,7 @@ fn the_users_prompts_are_sent_as_written_and_counted_by_the_server() {
     let wf = &row["rate"]["workload"];
     assert_eq!(wf["source"], workload.as_str(), "{wf:#}");
     let input = &wf["input"];
-    let mean = counted.iter().sum::<u64>() as f64 / n as f64;
-    assert_eq!(
-        (&input["count"], &input["min"], &input["max"]),
-        (&json!(n), &json!(counted[0]), &json!(counted[n - 1])),
-        "{input:#}"
-    );
-    assert!((num(input, "mean") - mean).abs() < 1e-9, "{input:#}");
+    assert_summarises(input, &counted);
     assert_eq!(input["p50"], json!(counted[(n - 1) / 2]), "{input:#}");
     assert!(input["ks"].is_null(), "no length was asked: {input:#}");
     let output = &wf["output"];

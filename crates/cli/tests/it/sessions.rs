@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// A vLLM-flavoured tiny simulator (chat prompts counted by `/tokenize`), its KV and cache
 /// `cache` tokens, with chunk stamps on for its oracle.
-fn sim(cache: u64, kv: u64) -> Sim {
+pub(crate) fn sim(cache: u64, kv: u64) -> Sim {
     let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");
     cfg.context_length = 8192;
     cfg.kv_capacity_tokens = kv;

@@ -20,12 +20,7 @@ use std::process::Child;
 
 /// A vLLM-flavoured tiny simulator that caches every session's turns, with its oracle on.
 fn sim() -> Sim {
-    let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm profile");
-    cfg.context_length = 8192;
-    cfg.kv_capacity_tokens = 200_000;
-    cfg.prefix_cache_tokens = 200_000;
-    cfg.stamp_chunks = true;
-    Sim::start(cfg)
+    crate::sessions::sim(200_000, 200_000)
 }
 
 /// What every process runs besides its cell's flags: chat prompts, no prefill cell.

@@ -8,7 +8,10 @@
 
 use crate::common::*;
 use crate::prompt_text::Relay;
-use crate::prompts_workload::{run_prompts, served, sim_chat_tokens, sim_tokens, stamped_tiny};
+use crate::prompts_workload::{
+    assert_summarises, cell_bodies, last_counted, run_prompts, served, sim_chat_tokens, sim_tokens,
+    stamped_tiny,
+};
 use serde_json::{Value, json};
 
 /// Four conversations with a usable first pair (one opens with a system turn, one carries a
@@ -37,21 +40,6 @@ fn pairs() -> Vec<(String, String)> {
             );
             (!ask.trim().is_empty() && !reply.trim().is_empty())
                 .then(|| (ask.to_string(), reply.to_string()))
-        })
-        .collect()
-}
-
-/// The cell's chat bodies as they left the tool (the run's hidden warm-ups are its filler).
-fn cell_bodies(relay: &Relay) -> Vec<Value> {
-    relay
-        .json_requests()
-        .into_iter()
-        .filter(|(line, _)| line.starts_with("POST /v1/chat/completions"))
-        .map(|(_, v)| v)
-        .filter(|v| {
-            !v["messages"][0]["content"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("[warmup-"))
         })
         .collect()
 }
@@ -99,12 +87,7 @@ fn sharegpt_words_are_the_bodies_text_counted_by_the_server() {
     assert!(used.len() >= 3, "a sample of the conversations: {used:?}");
 
     // Each request's length is the server's count of the body's text.
-    let all = served(&sim);
-    let mut counted: Vec<u64> = all[all.len() - n..]
-        .iter()
-        .map(|r| r.prompt_tokens)
-        .collect();
-    counted.sort_unstable();
+    let counted = last_counted(&sim, n);
     expected.sort_unstable();
     assert_eq!(counted, expected, "the simulator counted the bodies' texts");
 
@@ -118,13 +101,7 @@ fn sharegpt_words_are_the_bodies_text_counted_by_the_server() {
             .is_some_and(|r| r.ends_with("counted by the server")),
         "{input:#}"
     );
-    let mean = counted.iter().sum::<u64>() as f64 / n as f64;
-    assert_eq!(
-        (&input["count"], &input["min"], &input["max"]),
-        (&json!(n), &json!(counted[0]), &json!(counted[n - 1])),
-        "{input:#}"
-    );
-    assert!((num(input, "mean") - mean).abs() < 1e-9, "{input:#}");
+    assert_summarises(input, &counted);
     asked.sort_unstable();
     assert_eq!(
         (&wf["output"]["min"], &wf["output"]["max"]),

@@ -11,7 +11,7 @@
 
 use crate::common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -27,10 +27,6 @@ pub(crate) fn cluster() -> Option<String> {
             None
         }
     }
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The plan every shard runs (the shards.sbatch knobs), and the same as flags for one process.

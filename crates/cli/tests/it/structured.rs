@@ -288,7 +288,7 @@ fn the_structured_docs_commands_run() {
     ));
     let cmds = doc_commands(doc);
     assert_eq!(cmds.len(), 2, "{cmds:?}");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = repo_root();
     let run: Vec<String> = cmds[1]
         .iter()
         .map(|a| {

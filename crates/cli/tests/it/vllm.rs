@@ -7,12 +7,7 @@
 
 use crate::common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A vLLM server started by `scripts/vllm/start.sh`, stopped on drop.
 pub(crate) struct Vllm {

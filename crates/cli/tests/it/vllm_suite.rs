@@ -27,11 +27,6 @@ use crate::vllm_agents::KEY;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 #[test]
 fn real_vllm_one_server_for_every_check() {

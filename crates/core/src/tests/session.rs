@@ -154,7 +154,8 @@ fn turn(
     }
 }
 
-fn observe(turns: &[TurnRecord]) -> SessionObservation<'_> {
+/// The observation of two sessions' turns the row tests judge (also `session_percentiles`).
+pub(in crate::session) fn observe(turns: &[TurnRecord]) -> SessionObservation<'_> {
     SessionObservation {
         turns,
         sessions: 2,

@@ -4,10 +4,9 @@
 use super::*;
 use crate::cell::CellKey;
 use crate::cell::{CellStatus, Phase};
-use crate::counting::CountReport;
-use crate::meta::TokenCountSource;
 use crate::plan::PlannedCell;
 use crate::record::Chunk;
+use crate::session::tests::observe;
 
 const MS: u64 = 1_000_000;
 
@@ -40,24 +39,6 @@ fn turn(s: u32, k: u32, at: u64, ttft: u64, gap: u64) -> TurnRecord {
             repetition: None,
             structured: None,
         },
-    }
-}
-
-fn observe(turns: &[TurnRecord]) -> SessionObservation<'_> {
-    SessionObservation {
-        turns,
-        sessions: 2,
-        max_waiting: Some(0.0),
-        prefill_tok_per_s: Some(10_000.0),
-        cache_block_tokens: 16,
-        kv_capacity: Some(1_000_000),
-        cache_flushed: Some(true),
-        server_cached_tokens: None,
-        slo: None,
-        count: CountReport::new(),
-        nominal_source: TokenCountSource::ServerUsagePerChunk,
-        prompt_tolerance: 0,
-        fault: None,
     }
 }
 
