@@ -107,6 +107,46 @@ pub enum ImageError {
         /// The base64 bytes of the largest request's images.
         bytes_per_request: u64,
     },
+    /// The JPEG encoder refused (a side outside 1 ..= 65,535; the flags allow 1 ..= 4,096).
+    #[error("building a JPEG image: {0}")]
+    Jpeg(String),
+}
+
+/// The images' file format (`--image-format`), as run.json keeps it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    /// A PNG of stored deflate blocks ([`crate::noise_png`]).
+    #[default]
+    Png,
+    /// A baseline JPEG at quality 75, 4:2:0 ([`crate::noise_jpeg`]).
+    Jpeg,
+}
+
+impl ImageFormat {
+    /// The MIME type its data URLs and Messages' `media_type` say.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+        }
+    }
+
+    /// The file of `size` pixels of noise drawn from `seed`.
+    pub fn encode(self, size: ImageSize, seed: u64) -> Result<Vec<u8>, ImageError> {
+        match self {
+            ImageFormat::Png => Ok(crate::noise_png(size.width, size.height, seed)),
+            ImageFormat::Jpeg => crate::noise_jpeg(size.width, size.height, seed),
+        }
+    }
+
+    /// The most bytes a file of `size` takes: the PNG's exact length, a JPEG's bound.
+    pub fn max_len(self, size: ImageSize) -> Result<u64, ImageError> {
+        match self {
+            ImageFormat::Png => Ok(png_len(size)),
+            ImageFormat::Jpeg => crate::image_jpeg::jpeg_len_bound(size.width, size.height),
+        }
+    }
 }
 
 /// The length of [`crate::noise_png`]'s file at `size`: signature, IHDR, one IDAT of stored
@@ -129,14 +169,16 @@ pub struct ImageSettings {
     pub per_request: u32,
     /// The sizes images take (`--image-size`), in the order given.
     pub sizes: Vec<ImageSize>,
-    /// The file format: `png` (the only one built; no JPEG encoder here).
-    pub format: String,
+    /// The file format (`png` or `jpeg`; a run.json of before JPEG says `png`).
+    #[serde(default)]
+    pub format: ImageFormat,
     /// The seed of the pixels and of the size draw (the run's prompt seed, kept on resume).
     pub seed: u64,
 }
 
 impl ImageSettings {
-    /// Checks the flags into settings: 1 ..= 64 images, at least one size.
+    /// Checks the flags into settings: 1 ..= 64 images, at least one size; PNG (see
+    /// [`ImageSettings::with_format`]).
     pub fn new(
         per_request: u32,
         sizes: Vec<ImageSize>,
@@ -151,9 +193,26 @@ impl ImageSettings {
         Ok(ImageSettings {
             per_request,
             sizes,
-            format: "png".into(),
+            format: ImageFormat::Png,
             seed,
         })
+    }
+
+    /// The same settings with images of `format`.
+    pub fn with_format(self, format: ImageFormat) -> ImageSettings {
+        ImageSettings { format, ..self }
+    }
+
+    /// The file of image `j` of the request of stream `stream` at `context`, of `size`.
+    pub fn image(
+        &self,
+        context: u64,
+        stream: u32,
+        j: u32,
+        size: ImageSize,
+    ) -> Result<Vec<u8>, ImageError> {
+        self.format
+            .encode(size, self.image_seed(context, stream, j))
     }
 
     /// The seed of image `j` of the request of stream `stream` at `context` (module docs).
@@ -165,16 +224,20 @@ impl ImageSettings {
         SplitMix64::new(self.seed ^ key).next_u64()
     }
 
-    /// The base64 bytes of the largest request's images: every image at the largest size.
-    pub fn max_request_bytes(&self) -> u64 {
-        let largest = self.sizes.iter().map(|z| base64_len(png_len(*z))).max();
-        u64::from(self.per_request).saturating_mul(largest.unwrap_or(0))
+    /// The base64 bytes of the largest request's images: every image at the size whose file
+    /// is longest (for JPEG, whose bound is: each size is encoded once to bound it).
+    pub fn max_request_bytes(&self) -> Result<u64, ImageError> {
+        let mut largest = 0;
+        for z in &self.sizes {
+            largest = largest.max(base64_len(self.format.max_len(*z)?));
+        }
+        Ok(u64::from(self.per_request).saturating_mul(largest))
     }
 
     /// Whether a cell of `requests` requests, all built before its schedule starts, stays
     /// within [`MAX_IMAGE_BYTES_PER_CELL`].
     pub fn cell_memory(&self, requests: usize) -> Result<(), ImageError> {
-        let bytes_per_request = self.max_request_bytes();
+        let bytes_per_request = self.max_request_bytes()?;
         if (requests as u64).saturating_mul(bytes_per_request) > MAX_IMAGE_BYTES_PER_CELL {
             return Err(ImageError::TooMuchMemory {
                 requests,

@@ -23,6 +23,7 @@ mod drain;
 mod figures;
 mod gof;
 mod hw;
+mod image_jpeg;
 mod image_png;
 mod image_row;
 mod images;
@@ -115,12 +116,13 @@ pub use cell::{
 pub use digest::hex_sha256;
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
+pub use image_jpeg::{JPEG_QUALITY, jpeg_len_bound, noise_jpeg};
 pub use image_png::{adler32, base64, crc32, noise_png, zlib_stored};
 pub use image_row::finish_image_row;
 pub use images::{
-    IMAGE_TOKENS_COUNTED_BY, ImageCheck, ImageError, ImageFigures, ImageGroup, ImageRequest,
-    ImageSettings, ImageSize, MAX_IMAGE_BYTES_PER_CELL, MAX_IMAGE_SIDE, MAX_IMAGES_PER_REQUEST,
-    base64_len, image_token_check, png_len, sizes_label,
+    IMAGE_TOKENS_COUNTED_BY, ImageCheck, ImageError, ImageFigures, ImageFormat, ImageGroup,
+    ImageRequest, ImageSettings, ImageSize, MAX_IMAGE_BYTES_PER_CELL, MAX_IMAGE_SIDE,
+    MAX_IMAGES_PER_REQUEST, base64_len, image_token_check, png_len, sizes_label,
 };
 pub use loop_row::{LOOP_ERROR_KIND, fail_on_loop, guard_loops, loop_evidence};
 pub use lora::{

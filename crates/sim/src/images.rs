@@ -4,14 +4,16 @@
 //! `{"type": "image_url", "image_url": {"url": "data:image/png;base64,…"}}`, Responses'
 //! `{"type": "input_image", "image_url": "data:…"}`, Messages'
 //! `{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "…"}}`.
-//! Only inline PNG data is read: its header (`IHDR`) gives W × H, and the image costs
+//! Only inline PNG or JPEG data is read: its header (PNG's `IHDR`, JPEG's start-of-frame
+//! marker, found by walking the segments from the start) gives W × H, and the image costs
 //! `ceil(W / p) · ceil(H / p) + 2` prompt tokens, `p` the profile's `image_patch` (28 by
 //! default: Qwen2-VL's 14-pixel patches merged 2 × 2, plus its vision start and end tokens).
 //! Those tokens follow the templated text (the order changes no count), with ids outside the
 //! vocabulary drawn from the image's bytes: the same image is the same tokens (a re-sent
 //! request hits the prefix cache), another image is not. They count in `usage.prompt_tokens`,
 //! in the context checks and in the prefill's cost, as a vision engine's do. An image the
-//! simulator cannot read (a URL, not base64, not a PNG, a broken header) is refused with a
+//! simulator cannot read (a URL, not base64, neither PNG nor JPEG, a broken header) is
+//! refused with a
 //! 400 in the engine's error shape.
 
 use serde_json::Value;
@@ -88,7 +90,7 @@ pub(crate) fn image_part(part: &Value) -> Result<Option<SimImage>, Reject> {
         }
         _ => return Ok(None),
     };
-    let (width, height) = png_size(data)?;
+    let (width, height) = image_size(data)?;
     Ok(Some(SimImage {
         width,
         height,
@@ -107,26 +109,69 @@ fn data_url(url: Option<&str>) -> Result<&str, Reject> {
         })
 }
 
-/// W × H from a base64 PNG's header; every character must be base64.
-fn png_size(data: &str) -> Result<(u32, u32), Reject> {
+/// How far into a JPEG its start-of-frame may lie: past JFIF's APP0, any EXIF or ICC
+/// segments and the tables, far less than this in any encoder's output.
+const JPEG_HEAD_MAX: usize = 64 << 10;
+
+/// W × H from a base64 PNG's or JPEG's header; every character must be base64.
+fn image_size(data: &str) -> Result<(u32, u32), Reject> {
     let bad = |why: &str| Reject::bad(format!("image: {why}"));
     let body = data.trim_end_matches('=');
     if data.len() - body.len() > 2 || !body.bytes().all(|c| sextet(c).is_some()) {
         return Err(bad("the data is not base64"));
     }
-    // 24 bytes hold the signature, IHDR's length and type, width and height: 32 characters.
+    // 24 bytes hold PNG's signature, IHDR's length and type, width and height: 32 characters.
     let head = decode_prefix(body, 24);
-    if head.len() < 24 || head[..16] != PNG_HEAD {
+    let (width, height) = if head.len() >= 24 && head[..16] == PNG_HEAD {
+        (
+            u32::from_be_bytes([head[16], head[17], head[18], head[19]]),
+            u32::from_be_bytes([head[20], head[21], head[22], head[23]]),
+        )
+    } else if head.starts_with(&[0xFF, 0xD8]) {
+        jpeg_size(&decode_prefix(body, JPEG_HEAD_MAX))
+            .ok_or_else(|| bad("a JPEG without a readable start-of-frame in its first 64 KiB"))?
+    } else {
         return Err(bad(
-            "the simulator reads PNG images only, and this is not one",
+            "the simulator reads PNG and JPEG images only, and this is neither",
         ));
-    }
-    let width = u32::from_be_bytes([head[16], head[17], head[18], head[19]]);
-    let height = u32::from_be_bytes([head[20], head[21], head[22], head[23]]);
+    };
     if width == 0 || height == 0 {
-        return Err(bad("a PNG of zero width or height"));
+        return Err(bad("an image of zero width or height"));
     }
     Ok((width, height))
+}
+
+/// A JPEG's W × H: after SOI, each segment is `FF`, its marker and a big-endian length
+/// (counting itself); a start-of-frame (`C0`-`CF` but `C4` DHT, `C8` JPG, `CC` DAC) holds the
+/// precision, then height and width. `None` where the segments end or break first.
+fn jpeg_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    let mut at = 2;
+    loop {
+        let (&ff, &marker) = (bytes.get(at)?, bytes.get(at + 1)?);
+        if ff != 0xFF {
+            return None;
+        }
+        if marker == 0xFF {
+            // Fill bytes before a marker.
+            at += 1;
+            continue;
+        }
+        let len = usize::from(u16::from_be_bytes([
+            *bytes.get(at + 2)?,
+            *bytes.get(at + 3)?,
+        ]));
+        if matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC) {
+            let f = bytes.get(at + 5..at + 9)?;
+            let h = u16::from_be_bytes([f[0], f[1]]);
+            let w = u16::from_be_bytes([f[2], f[3]]);
+            return Some((u32::from(w), u32::from(h)));
+        }
+        if marker == 0xDA || len < 2 {
+            // Scan data before any frame header, or a broken length.
+            return None;
+        }
+        at += 2 + len;
+    }
 }
 
 /// The value of one base64 character.

@@ -1,20 +1,32 @@
 //! The image flags of `run` (`--images`, `--image-size`, `--image-format`), flattened into
 //! `RunArgs` and its config file, and checked into the run's `llmib_core::ImageSettings`: each
-//! measured request of the prefill, decode, burst and rate cells carries K seeded PNG images,
+//! measured request of the prefill, decode, burst and rate cells carries K seeded images,
 //! and the rows give the image tokens the server counted (docs/images.md).
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use llmib_core::{Api, ImageSettings, ImageSize};
+use llmib_core::{Api, ImageFormat, ImageSettings, ImageSize};
 use serde::{Deserialize, Deserializer};
 
-/// `--image-format`: PNG only (no JPEG encoder is built in; docs/images.md says why).
+/// `--image-format`: the images' file format (docs/images.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ImageFormatArg {
     /// PNG: RGB noise in stored (uncompressed) deflate blocks.
     #[default]
     Png,
+    /// JPEG: the same noise, baseline at quality 75 with 4:2:0 chroma (Pillow's defaults, as
+    /// vLLM's random-mm sends).
+    Jpeg,
+}
+
+impl From<ImageFormatArg> for ImageFormat {
+    fn from(f: ImageFormatArg) -> ImageFormat {
+        match f {
+            ImageFormatArg::Png => ImageFormat::Png,
+            ImageFormatArg::Jpeg => ImageFormat::Jpeg,
+        }
+    }
 }
 
 /// The image flags of `run` (and keys of its config file), flattened into `RunArgs`.
@@ -22,7 +34,7 @@ pub enum ImageFormatArg {
 #[serde(default)]
 pub struct ImageArgs {
     /// Images per request (1 to 64) on the prefill, decode, burst and rate cells: seeded noise
-    /// PNGs sent as base64 data URLs with the prompt; the rows give the image tokens the
+    /// images sent as base64 data URLs with the prompt; the rows give the image tokens the
     /// server's usage counted. Needs --api chat, messages or responses. 0 or absent: none.
     #[arg(long, value_name = "K")]
     pub images: Option<u32>,
@@ -31,7 +43,7 @@ pub struct ImageArgs {
     #[arg(long, value_name = "WxH,...", value_delimiter = ',')]
     #[serde(deserialize_with = "sizes")]
     pub image_size: Option<Vec<ImageSize>>,
-    /// The images' file format: png (the only one; no JPEG).
+    /// The images' file format: png (default) or jpeg.
     #[arg(long, value_enum)]
     pub image_format: Option<ImageFormatArg>,
 }
@@ -93,18 +105,21 @@ impl ImageArgs {
             .image_size
             .clone()
             .unwrap_or_else(|| vec![DEFAULT_IMAGE_SIZE]);
-        Ok(Some(ImageSettings::new(k, sizes, seed)?))
+        let format = self.image_format.unwrap_or_default().into();
+        Ok(Some(
+            ImageSettings::new(k, sizes, seed)?.with_format(format),
+        ))
     }
 
-    /// What resume compares with the saved run: the count and sizes (the seed is the saved
-    /// run's, whatever this invocation drew).
-    pub fn given(&self) -> Option<(u32, Vec<ImageSize>)> {
+    /// What resume compares with the saved run: the count, sizes and format (the seed is the
+    /// saved run's, whatever this invocation drew).
+    pub fn given(&self) -> Option<(u32, Vec<ImageSize>, ImageFormat)> {
         let k = self.images.filter(|k| *k > 0)?;
         let sizes = self
             .image_size
             .clone()
             .unwrap_or_else(|| vec![DEFAULT_IMAGE_SIZE]);
-        Some((k, sizes))
+        Some((k, sizes, self.image_format.unwrap_or_default().into()))
     }
 }
 
@@ -134,7 +149,20 @@ mod tests {
             .expect("ok")
             .expect("some");
         assert_eq!(s.sizes, [size("64x32"), size("8x8")]);
-        assert_eq!(a.given(), Some((2, vec![size("64x32"), size("8x8")])));
+        assert_eq!(
+            a.given(),
+            Some((2, vec![size("64x32"), size("8x8")], ImageFormat::Png))
+        );
+        assert_eq!(s.format, ImageFormat::Png);
+        let jpeg = ImageArgs {
+            image_format: Some(ImageFormatArg::Jpeg),
+            ..a.clone()
+        };
+        let s = jpeg
+            .settings(Some(Api::Chat), 1)
+            .expect("ok")
+            .expect("some");
+        assert_eq!(s.format, ImageFormat::Jpeg);
         assert_eq!(
             ImageArgs::default()
                 .settings(Some(Api::Chat), 0)
@@ -185,6 +213,8 @@ mod tests {
         let a: ImageArgs = toml::from_str("image_size = \"8x8,16x8\"").expect("parses");
         assert_eq!(a.image_size, Some(vec![size("8x8"), size("16x8")]));
         assert!(toml::from_str::<ImageArgs>("image_size = \"8by8\"").is_err());
-        assert!(toml::from_str::<ImageArgs>("image_format = \"jpeg\"").is_err());
+        let a: ImageArgs = toml::from_str("image_format = \"jpeg\"").expect("parses");
+        assert_eq!(a.image_format, Some(ImageFormatArg::Jpeg));
+        assert!(toml::from_str::<ImageArgs>("image_format = \"gif\"").is_err());
     }
 }

@@ -313,10 +313,17 @@ fn refuse_changed_sections(s: &Settings, a: &RunArgs) -> Result<()> {
         .map(|(names, how)| Some((names, how.unwrap_or_default())));
     let saved_lora = s.lora.as_ref().map(|l| (l.adapters.clone(), l.assign));
     fixed("lora / --lora-assign", lora, saved_lora)?;
-    // The images' count and sizes; their seed stays the saved run's.
-    let saved_images = s.images.as_ref().map(|i| (i.per_request, i.sizes.clone()));
+    // The images' count, sizes and format; their seed stays the saved run's.
+    let saved_images = s
+        .images
+        .as_ref()
+        .map(|i| (i.per_request, i.sizes.clone(), i.format));
     let images = a.images.images.map(|_| a.images.given());
-    fixed("images / --image-size", images, saved_images)?;
+    fixed(
+        "images / --image-size / --image-format",
+        images,
+        saved_images,
+    )?;
     let m = &a.mixed;
     let mixed_given = m.mixed_prefill.is_some()
         || m.mixed_concurrency.is_some()

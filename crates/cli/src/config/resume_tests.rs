@@ -272,7 +272,7 @@ fn lora_adapters_are_fixed_on_resume() {
     assert!(e.to_string().contains("lora-assign"), "{e}");
 }
 
-/// The images' count and sizes are fixed on resume (their seed is the saved one).
+/// The images' count, sizes and format are fixed on resume (their seed is the saved one).
 #[test]
 fn images_are_fixed_on_resume() {
     use crate::config::image_args::ImageArgs;
@@ -294,12 +294,15 @@ fn images_are_fixed_on_resume() {
     let r = decide(&info, &images(2, &["8x8"]), &dir(), None).expect("the same images");
     assert_eq!(r.settings.images.as_ref().map(|i| i.seed), Some(77));
     assert!(decide(&info, &RunArgs::default(), &dir(), None).is_ok());
+    let mut jpeg = images(2, &["8x8"]);
+    jpeg.images.image_format = Some(crate::config::image_args::ImageFormatArg::Jpeg);
     for other in [
         images(1, &["8x8"]),
         images(2, &["16x8"]),
         images(0, &["8x8"]),
+        jpeg,
     ] {
-        let e = decide(&info, &other, &dir(), None).expect_err("another count or size");
+        let e = decide(&info, &other, &dir(), None).expect_err("another count, size or format");
         assert!(e.to_string().contains("images"), "{e}");
     }
 }

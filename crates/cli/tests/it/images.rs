@@ -1,9 +1,9 @@
 //! Images in requests end to end (`run --images`, docs/images.md) against the simulator, whose
-//! rule is known: a W × H PNG costs `ceil(W / 28) · ceil(H / 28) + 2` prompt tokens.
-//! - on chat, Messages and Responses, with two sizes drawn per image: every row's image tokens
-//!   are the rule's for each group's sizes (no request counted otherwise), its text part is
-//!   exact (the prompt check passes at 0 tolerance), the prefill, decode and rate rows carry
-//!   them, and report.md's "Images" table shows them;
+//! rule is known: a W × H image costs `ceil(W / 28) · ceil(H / 28) + 2` prompt tokens.
+//! - on chat (PNG), Messages and Responses (JPEG), with two sizes drawn per image: every row's
+//!   image tokens are the rule's for each group's sizes (no request counted otherwise), its
+//!   text part is exact (the prompt check passes at 0 tolerance), the prefill, decode and rate
+//!   rows carry them, run.json keeps the format, and report.md's "Images" table shows them;
 //! - `--api completions --images 1` stops in one line before anything is sent;
 //! - docs/images.md's commands, run as written (`--api auto` picks chat for images).
 
@@ -77,11 +77,12 @@ fn check_row(what: &str, row: &Value) -> u64 {
 #[test]
 fn image_tokens_follow_the_simulators_rule_on_every_api() {
     let _serial = timing_lock();
-    for api in ["chat", "messages", "responses"] {
+    for (api, format) in [("chat", "png"), ("messages", "jpeg"), ("responses", "jpeg")] {
         let s = sim();
         let ran = Bench::run(&s.url)
             .set("--api", api)
             .set("--images", "2")
+            .set("--image-format", format)
             .set("--image-size", "56x28,100x30")
             .small("512", "2", "1s", "8")
             .set("--prefill-contexts", "512")
@@ -107,6 +108,7 @@ fn image_tokens_follow_the_simulators_rule_on_every_api() {
         assert!(counted >= 3, "{api}: {counted}");
         let saved = &run_json(dir)["plan"]["settings"]["images"];
         assert_eq!(saved["per_request"], 2, "{saved:#}");
+        assert_eq!(saved["format"], format, "{saved:#}");
         assert_eq!(
             saved["sizes"],
             serde_json::json!(["56x28", "100x30"]),

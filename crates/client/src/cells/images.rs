@@ -10,26 +10,27 @@
 
 use std::borrow::Cow;
 
-use llmib_core::{
-    CellResult, ImageRequest, RequestRecord, finish_image_row, image_token_check, noise_png,
-};
+use llmib_core::{CellResult, ImageRequest, RequestRecord, finish_image_row, image_token_check};
 
 use crate::cells::context::MatrixRun;
 use crate::server::engine::{EngineError, ImagePart, PromptInput};
 use crate::wire::stream::{RequestSpec, StreamLimits};
 
 /// The images of the request of stream `stream` at `context` (none without `--images`).
-fn images_of(m: &MatrixRun<'_>, context: u64, stream: u32) -> Vec<ImagePart> {
+fn images_of(m: &MatrixRun<'_>, context: u64, stream: u32) -> Result<Vec<ImagePart>, EngineError> {
     let Some(s) = &m.plan.settings.images else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     (0..)
         .zip(s.sizes_of(context, stream))
         .map(|(j, z)| {
-            let png = noise_png(z.width, z.height, s.image_seed(context, stream, j));
-            ImagePart {
-                png_base64: llmib_core::base64(&png).into(),
-            }
+            let file = s
+                .image(context, stream, j, z)
+                .map_err(|e| EngineError::Body(e.to_string()))?;
+            Ok(ImagePart {
+                base64: llmib_core::base64(&file).into(),
+                media_type: s.format.media_type(),
+            })
         })
         .collect()
 }
@@ -46,7 +47,7 @@ pub(crate) fn request(
     context: u64,
     stream: u32,
 ) -> Result<RequestSpec, EngineError> {
-    let images = images_of(m, context, stream);
+    let images = images_of(m, context, stream)?;
     m.engine
         .stream_request_with_images(model, input, max_tokens, deferred, limits, &images)
 }

@@ -1,8 +1,10 @@
 //! Known answers of the image decisions: the PNG's parts (CRC-32, Adler-32, base64 against
 //! their standards' check values, the stored zlib stream read back), the sizes' parsing and
-//! draw, and the image-token rule with planted miscounts that the prompt check must catch.
+//! draw, the JPEG read back by a real decoder and its length bound, and the image-token rule
+//! with planted miscounts that the prompt check must catch.
 
 use super::*;
+use crate::image_jpeg::{jpeg_len_bound, noise_jpeg};
 use crate::image_png::{adler32, base64, crc32, noise_png, zlib_stored};
 use crate::image_row::finish_image_row;
 use crate::images::{MAX_IMAGE_BYTES_PER_CELL, base64_len, png_len};
@@ -132,7 +134,16 @@ fn settings_refuse_no_images_too_many_or_no_size() {
     );
     assert_eq!(ImageSettings::new(1, vec![], 1), Err(ImageError::NoSize));
     let s = ImageSettings::new(2, vec![size("8x8")], 1).expect("ok");
-    assert_eq!(s.format, "png");
+    assert_eq!(s.format, ImageFormat::Png);
+    let j = s.clone().with_format(ImageFormat::Jpeg);
+    assert_eq!(
+        serde_json::to_value(j.format).ok(),
+        Some(serde_json::json!("jpeg"))
+    );
+    // A run.json written before JPEG (no `format`, or "png") reads as PNG.
+    let old: ImageSettings =
+        serde_json::from_str(r#"{"per_request": 1, "sizes": ["8x8"], "seed": 3}"#).expect("old");
+    assert_eq!(old.format, ImageFormat::Png);
 }
 
 #[test]
@@ -329,11 +340,11 @@ fn a_cells_image_bytes_are_the_encoders_and_over_a_gibibyte_is_refused() {
     let s = ImageSettings {
         per_request: 2,
         sizes: vec![size("64x64"), size("512x512")],
-        format: "png".into(),
+        format: ImageFormat::Png,
         seed: 1,
     };
     let each = 2 * base64_len(png_len(size("512x512")));
-    assert_eq!(s.max_request_bytes(), each);
+    assert_eq!(s.max_request_bytes(), Ok(each));
     let fits = (MAX_IMAGE_BYTES_PER_CELL / each) as usize;
     assert_eq!(s.cell_memory(fits), Ok(()));
     let err = s.cell_memory(fits + 1).expect_err("over 1 GiB");
@@ -345,4 +356,80 @@ fn a_cells_image_bytes_are_the_encoders_and_over_a_gibibyte_is_refused() {
         }
     );
     assert!(err.to_string().contains("lower the rate"), "{err}");
+}
+
+/// Decodes a JPEG with a real decoder (`jpeg-decoder`): its size and its RGB pixels.
+fn decode_jpeg(bytes: &[u8]) -> (u16, u16, Vec<u8>) {
+    let mut d = jpeg_decoder::Decoder::new(bytes);
+    let pixels = d.decode().expect("a JPEG a real decoder reads");
+    let info = d.info().expect("info");
+    assert_eq!(info.pixel_format, jpeg_decoder::PixelFormat::RGB24);
+    (info.width, info.height, pixels)
+}
+
+#[test]
+fn a_noise_jpeg_is_a_jpeg_of_its_size_its_seed_and_its_pixels() {
+    let jpeg = noise_jpeg(40, 24, 7).expect("jpeg");
+    // SOI, then JFIF's APP0; EOI last.
+    assert_eq!(&jpeg[..4], &[0xFF, 0xD8, 0xFF, 0xE0]);
+    assert_eq!(&jpeg[jpeg.len() - 2..], &[0xFF, 0xD9]);
+    let (w, h, pixels) = decode_jpeg(&jpeg);
+    assert_eq!((w, h), (40, 24));
+    // The noise survives the encoder: decoded pixels follow the drawn ones (quality 75 keeps
+    // the mean error well under a tenth of the range; a wrong row order or seed would not).
+    let mut rng = crate::rng::SplitMix64::new(7);
+    let mut drawn = Vec::new();
+    for _ in 0..24 {
+        let mut row = Vec::new();
+        while row.len() < 120 {
+            row.extend_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        row.truncate(120);
+        drawn.extend(row);
+    }
+    let err: f64 = drawn
+        .iter()
+        .zip(&pixels)
+        .map(|(a, b)| (f64::from(*a) - f64::from(*b)).abs())
+        .sum::<f64>()
+        / drawn.len() as f64;
+    // Noise through 4:2:0 and quality 75 loses much of its colour detail; unrelated noise
+    // would sit at 85 (the mean distance of two uniform bytes).
+    assert!(err < 60.0, "mean error {err}");
+    assert_eq!(noise_jpeg(40, 24, 7).expect("again"), jpeg);
+    assert_ne!(noise_jpeg(40, 24, 8).expect("other"), jpeg);
+    assert!(matches!(noise_jpeg(70_000, 1, 1), Err(ImageError::Jpeg(_))));
+}
+
+#[test]
+fn the_jpeg_bound_holds_every_seed_and_guards_the_cell() {
+    for z in ["64x64", "100x30", "512x512"] {
+        let z = size(z);
+        let bound = jpeg_len_bound(z.width, z.height).expect("bound");
+        let longest = (0..40)
+            .map(|seed| noise_jpeg(z.width, z.height, seed).expect("jpeg").len() as u64)
+            .max()
+            .expect("some");
+        assert!(longest <= bound, "{z}: {longest} > {bound}");
+        // Not a vacuous bound: within 2 % and 4 KiB of what is built, plus the seeds' spread.
+        assert!(
+            bound <= longest + longest / 40 + 4096,
+            "{z}: {bound} vs {longest}"
+        );
+    }
+    let s = ImageSettings::new(2, vec![size("64x64"), size("512x512")], 1)
+        .expect("ok")
+        .with_format(ImageFormat::Jpeg);
+    let each = 2 * base64_len(jpeg_len_bound(512, 512).expect("bound"));
+    assert_eq!(s.max_request_bytes(), Ok(each));
+    let fits = (MAX_IMAGE_BYTES_PER_CELL / each) as usize;
+    assert_eq!(s.cell_memory(fits), Ok(()));
+    assert!(matches!(
+        s.cell_memory(fits + 1),
+        Err(ImageError::TooMuchMemory { .. })
+    ));
+    // Each image of a request is the format's file of its own seed.
+    let a = s.image(1, 0, 0, size("64x64")).expect("a");
+    assert_eq!(decode_jpeg(&a).0, 64);
+    assert_eq!(a, noise_jpeg(64, 64, s.image_seed(1, 0, 0)).expect("same"));
 }

@@ -1,5 +1,6 @@
 //! Images in requests: the token rule's known answers, each API's image part counted into
-//! `usage.prompt_tokens` (over raw HTTP, as a client meets it), the patch knob, and an image
+//! `usage.prompt_tokens` (over raw HTTP, as a client meets it; PNG and JPEG sized from their
+//! headers), the patch knob, and an image
 //! the simulator cannot read refused with a 400 in the route's error shape.
 
 use serde_json::{Value, json};
@@ -35,6 +36,21 @@ fn png(w: u32, h: u32, salt: u8) -> String {
     b.extend_from_slice(&w.to_be_bytes());
     b.extend_from_slice(&h.to_be_bytes());
     b.extend_from_slice(&[8, 2, 0, 0, 0, salt, 0, 0, 0]);
+    b64(&b)
+}
+
+/// The head of a W × H baseline JPEG as encoders write it: SOI, JFIF's APP0, one DQT, then
+/// the start-of-frame (SOF0) with its size; the simulator walks the segments to it.
+fn jpeg(w: u16, h: u16, salt: u8) -> String {
+    let mut b = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 16];
+    b.extend_from_slice(b"JFIF\0");
+    b.extend_from_slice(&[1, 1, 0, 0, 1, 0, 1, 0, 0]);
+    b.extend_from_slice(&[0xFF, 0xDB, 0, 67, 0]);
+    b.extend(std::iter::repeat_n(salt, 64));
+    b.extend_from_slice(&[0xFF, 0xC0, 0, 17, 8]);
+    b.extend_from_slice(&h.to_be_bytes());
+    b.extend_from_slice(&w.to_be_bytes());
+    b.extend_from_slice(&[3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]);
     b64(&b)
 }
 
@@ -109,7 +125,7 @@ fn bodies(images: &[String]) -> [(&'static str, Value, Value); 3] {
 async fn every_api_counts_its_images_into_the_prompt() {
     for patch in [28, 14] {
         let sim = crate::spawn(config(patch)).await.expect("starts");
-        let images = [png(512, 512, 1), png(100, 30, 2)];
+        let images = [png(512, 512, 1), jpeg(100, 30, 2)];
         let want = image_tokens(512, 512, patch) + image_tokens(100, 30, patch);
         for (path, with, without) in bodies(&images) {
             let a = prompt_tokens(path, &post(sim.addr(), path, &with).await);
@@ -124,10 +140,14 @@ async fn every_api_counts_its_images_into_the_prompt() {
 async fn an_image_it_cannot_read_is_a_400_in_the_routes_shape() {
     let sim = crate::spawn(config(28)).await.expect("starts");
     let not_png = b64(b"GIF89a and then some bytes of a gif");
+    // A JPEG whose scan starts before any frame header: no size to read.
+    let no_frame = b64(&[0xFF, 0xD8, 0xFF, 0xDA, 0, 8, 1, 1, 0, 0, 63, 0]);
     for (bad, why) in [
         ("not base64 at all!".to_string(), "not base64"),
-        (not_png, "PNG images only"),
+        (not_png, "PNG and JPEG images only"),
         (png(0, 4, 0), "zero width"),
+        (jpeg(4, 0, 0), "zero width"),
+        (no_frame, "start-of-frame"),
     ] {
         for (path, body, _) in bodies(std::slice::from_ref(&bad)) {
             let (status, text) = exchange(sim.addr(), "POST", path, Some(&body.to_string())).await;

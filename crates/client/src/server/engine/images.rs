@@ -1,7 +1,8 @@
 //! Images on a generation body (`run --images`; docs/images.md): the last user message's
 //! content becomes parts, its text then its images on chat and Responses, its images then
 //! its text on Anthropic's Messages (as Anthropic's docs advise), each in its API's shape:
-//! - chat: `{"type": "text", "text": …}`, `{"type": "image_url", "image_url": {"url": "data:image/png;base64,…"}}`;
+//! - chat: `{"type": "text", "text": …}`, `{"type": "image_url", "image_url": {"url": "data:image/png;base64,…"}}`
+//!   (`image/jpeg` for JPEGs, here and below);
 //! - Messages: `{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": …}}`, `{"type": "text", "text": …}`;
 //! - Responses: `{"type": "input_text", "text": …}`, `{"type": "input_image", "image_url": "data:…"}`.
 //!
@@ -14,11 +15,13 @@ use serde_json::{Value, json};
 
 use llmib_core::Api;
 
-/// One image a request carries: a PNG, base64-encoded (built before the request is timed).
+/// One image a request carries, base64-encoded (built before the request is timed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImagePart {
-    /// The PNG file in standard base64.
-    pub png_base64: Arc<str>,
+    /// The file in standard base64.
+    pub base64: Arc<str>,
+    /// Its MIME type (`image/png`, `image/jpeg`), as its data URL and `media_type` say.
+    pub media_type: &'static str,
 }
 
 /// Why a body cannot carry its images.
@@ -62,7 +65,7 @@ pub(crate) fn attach(
         Some(Value::Array(parts)) => parts.clone(),
         _ => Vec::new(),
     };
-    let pictures = images.iter().map(|i| image_part(api, &i.png_base64));
+    let pictures = images.iter().map(|i| image_part(api, i));
     let parts: Vec<Value> = if api == Api::Messages {
         pictures.chain(text).collect()
     } else {
@@ -83,12 +86,13 @@ fn text_part(api: Api, text: &str) -> Value {
 }
 
 /// An image part in `api`'s shape.
-fn image_part(api: Api, b64: &str) -> Value {
-    let url = || format!("data:image/png;base64,{b64}");
+fn image_part(api: Api, image: &ImagePart) -> Value {
+    let (b64, media) = (&*image.base64, image.media_type);
+    let url = || format!("data:{media};base64,{b64}");
     match api {
         Api::Messages => json!({
             "type": "image",
-            "source": {"type": "base64", "media_type": "image/png", "data": b64},
+            "source": {"type": "base64", "media_type": media, "data": b64},
         }),
         Api::Responses => json!({"type": "input_image", "image_url": url()}),
         Api::Chat | Api::Completions => {
@@ -103,7 +107,8 @@ mod tests {
 
     fn img(s: &str) -> ImagePart {
         ImagePart {
-            png_base64: Arc::from(s),
+            base64: Arc::from(s),
+            media_type: "image/png",
         }
     }
 
@@ -140,6 +145,23 @@ mod tests {
                 {"type": "input_text", "text": "c"},
                 {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
             ])
+        );
+        // A JPEG says so in its data URL and its media type.
+        let jpeg = [ImagePart {
+            base64: Arc::from("/9j/"),
+            media_type: "image/jpeg",
+        }];
+        let mut chat = json!({"messages": [{"role": "user", "content": "hi"}]});
+        attach(Api::Chat, &mut chat, &jpeg).expect("chat");
+        assert_eq!(
+            chat["messages"][0]["content"][1]["image_url"]["url"],
+            "data:image/jpeg;base64,/9j/"
+        );
+        let mut msgs = json!({"messages": [{"role": "user", "content": "hi"}]});
+        attach(Api::Messages, &mut msgs, &jpeg).expect("messages");
+        assert_eq!(
+            msgs["messages"][0]["content"][0]["source"]["media_type"],
+            "image/jpeg"
         );
     }
 
