@@ -7,7 +7,9 @@
 //! - throughput = Σ completion tokens / wall time, requests/s = R / wall time;
 //! - E2E latency (send to end), TTFT, TTST (first to second token) and TBT (per token between
 //!   consecutive chunks of a request) as distributions;
-//! - max-token hits: requests that ended on the length limit.
+//! - max-token hits: requests that ended on the length limit;
+//! - the steady-state sub-window (`crate::burst_steady`): the figures of the span in which at
+//!   least 95 % of N were in flight, without the ramp and the tail.
 //!
 //! Completion tokens come from the server's final usage where a request reported it, else from
 //! the request's counted chunks.
@@ -71,6 +73,7 @@ pub fn burst_figures(records: &[RequestRecord]) -> Option<BurstFigures> {
         tbt_ms: weighted_summary(&mut gaps),
         max_token_hits: hits,
         usage_counted: usage,
+        steady: None,
     })
 }
 
@@ -87,7 +90,10 @@ pub fn burst_result(
     errors.add_records(records, "");
     let pc = prompt_check(expected_prompt_tokens, prompt_tolerance, records);
     tally_mismatch(&mut errors, &pc, "");
-    let f = burst_figures(records);
+    let f = burst_figures(records).map(|mut f| {
+        f.steady = crate::burst_steady::steady_figures(records, cell.key.concurrency);
+        f
+    });
     let failed = !errors.by_kind.is_empty() || f.as_ref().is_none_or(|f| f.output_tokens == 0);
     let mut row = if failed {
         let mut r = bare_result(cell, CellStatus::Failed, None);

@@ -560,6 +560,10 @@ pub struct BurstFigures {
     pub max_token_hits: u64,
     /// Requests whose completion tokens came from final usage (the rest: counted chunks).
     pub usage_counted: u64,
+    /// The span in which at least 95 % of N were in flight, with its figures
+    /// (`crate::burst_steady`); absent where none opened (and in rows written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::burst_steady::SteadyFigures>,
 }
 
 /// Speculative decoding over a decode window (`crate::spec`).

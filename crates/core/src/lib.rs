@@ -13,6 +13,7 @@ mod agent_usage;
 mod api;
 mod arrival;
 mod burst;
+mod burst_steady;
 mod capacity;
 mod capacity_search;
 mod cell;
@@ -113,6 +114,7 @@ pub use cell::{
     BurstFigures, CellKey, CellResult, CellStatus, MixedFigures, Phase, PromptCheck,
     QueueObservation,
 };
+pub use burst_steady::{STEADY_MIN_WINDOW_S, STEADY_THRESHOLD, SteadyFigures, steady_figures};
 pub use digest::hex_sha256;
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};

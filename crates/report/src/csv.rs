@@ -2,7 +2,8 @@
 //! generated from the same [`Column`] list as the tables. Values are unrounded numbers in the
 //! header's unit (a spreadsheet should not parse `9,232.0`); null is an empty field. Columns
 //! after the seed's carry the rest of the report: token-count source, the server's reported
-//! prompt lengths and prefill rate, the Burst / E2E figures, and the open-loop figures (rate
+//! prompt lengths and prefill rate, the Burst / E2E figures (with the steady-state sub-window's
+//! output tok/s and length), and the open-loop figures (rate
 //! cells and capacity rows: rates, failures, SLO attainment, goodput, capacity, and the rate
 //! cells' latency, queue and pacing percentiles), speculative decoding per decode cell
 //! (acceptance rate, tokens per step, and the client's own tokens per chunk), then the session
@@ -106,6 +107,12 @@ const EXTRA: &[Extra] = &[
     }),
     ("Burst wall time (s)", |c| {
         Raw::num(c.burst.as_ref().map(|b| b.wall_s))
+    }),
+    ("Burst steady tok/s", |c| {
+        Raw::num(burst_steady(c).map(|s| s.output_tok_per_s))
+    }),
+    ("Burst steady window (s)", |c| {
+        Raw::num(burst_steady(c).map(|s| s.duration_s))
     }),
     ("Request rate (req/s)", |c| Raw::num(c.request_rate)),
     ("Achieved request rate (req/s)", |c| {
@@ -268,6 +275,11 @@ fn burst_ms(
     at: fn(&Summary) -> f64,
 ) -> Raw {
     Raw::num(c.burst.as_ref().and_then(pick).map(at))
+}
+
+/// A Burst / E2E row's steady-state sub-window, where one opened.
+fn burst_steady(c: &CellResult) -> Option<&llmib_core::SteadyFigures> {
+    c.burst.as_ref()?.steady.as_ref()
 }
 
 #[cfg(test)]

@@ -276,7 +276,8 @@ impl Table {
     }
 
     /// The Burst / E2E cells (a finite batch of requests, at most N in flight, timed from the
-    /// first send to the last end); `None` when the run had none.
+    /// first send to the last end), with the steady-state sub-window's output tok/s and
+    /// length (`llmib_core::steady_figures`); `None` when the run had none.
     pub fn bursts(report: &Report) -> Option<Table> {
         let cols = [
             ("Context", false),
@@ -292,6 +293,8 @@ impl Table {
             ("TBT p50", true),
             ("Max-token hits", true),
             ("Wall time", true),
+            ("Steady tok/s", true),
+            ("Steady window", true),
         ];
         let null = || number::NULL.to_string();
         let ms = |s: Option<&llmib_core::Summary>, p90: bool| {
@@ -303,6 +306,7 @@ impl Table {
             .filter(|c| c.phase == Phase::Burst)
             .map(|c| {
                 let b = c.burst.as_ref();
+                let steady = b.and_then(|b| b.steady.as_ref());
                 let texts = [
                     Report::context_label(c),
                     c.concurrency.to_string(),
@@ -318,6 +322,8 @@ impl Table {
                         .map_or_else(null, |s| number::tbt_ms(s.p50)),
                     b.map_or_else(null, |b| number::count(b.max_token_hits)),
                     b.map_or_else(null, |b| number::seconds(b.wall_s)),
+                    steady.map_or_else(null, |s| number::rate(s.output_tok_per_s)),
+                    steady.map_or_else(null, |s| number::seconds(s.duration_s)),
                 ];
                 (c, texts.to_vec())
             })

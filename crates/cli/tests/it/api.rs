@@ -201,7 +201,8 @@ fn respect_eos_lets_requests_stop_and_says_so() {
 /// Burst / E2E: `--run-burst` adds a burst per decode cell after the sustained matrix;
 /// `--request-count` makes the decode cells bursts. R requests each (N × K, or R), all to
 /// max-output (ignore_eos: every one a max-token hit), timed end to end: at N = 1 the
-/// throughput is the sustained rate, E2E ≈ TTFT + (M − 1) × TBT. Every format carries them.
+/// throughput is the sustained rate, E2E ≈ TTFT + (M − 1) × TBT; at N = 4 the steady
+/// sub-window's output rate is the sustained rate of 4 streams. Every format carries them.
 #[test]
 fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
     let _serial = timing_lock();
@@ -231,6 +232,19 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
         num(d1, "total_tok_per_s"),
         10.0,
     );
+    // The steady sub-window at N = 4: the span with all 4 in flight, whose output rate is the
+    // sustained decode rate of 4 streams (each re-sending as a decode stream does).
+    let (b4, d4) = (cell(&rows, "burst", 512, 4), cell(&rows, "decode", 512, 4));
+    let s4 = &b4["burst"]["steady"];
+    assert_eq!(s4["threshold_requests"], 4, "{b4:#}");
+    assert_eq!(s4["peak_in_flight"], 4, "{b4:#}");
+    assert!(num(s4, "duration_s") > 0.0, "{b4:#}");
+    assert_close(
+        "steady tok/s at N = 4 vs sustained",
+        num(s4, "output_tok_per_s"),
+        num(d4, "total_tok_per_s"),
+        10.0,
+    );
     let e2e = num(&b1["burst"]["e2e_ms"], "p50");
     let want = num(b1, "ttft_ms_p50") + 63.0 * num(b1, "tbt_ms_p50");
     // The sum of a request's gaps against 63 median gaps: scheduling jitter on a loaded host
@@ -257,7 +271,7 @@ fn burst_cells_follow_or_replace_sustained_decode_in_every_format() {
 }
 
 /// The Burst / E2E section is in the Markdown, HTML, CSV and JSON reports of `dir`, with its
-/// own figures (the CSV's burst row fills the E2E and TTST columns).
+/// own figures (the CSV's burst row fills the E2E, TTST and steady tok/s columns).
 fn burst_section_in_every_format(dir: &std::path::Path) {
     for (file, needle) in [
         ("report.md", "## Burst / E2E"),
@@ -273,6 +287,7 @@ fn burst_section_in_every_format(dir: &std::path::Path) {
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
     let (e2e, ttst) = (col("Burst E2E p50 (ms)"), col("Burst TTST p50 (ms)"));
+    let steady = col("Burst steady tok/s");
     let burst_rows: Vec<Vec<&str>> = lines
         .map(|l| l.split(',').collect::<Vec<_>>())
         .filter(|f| f[0].starts_with("Burst"))
@@ -281,6 +296,7 @@ fn burst_section_in_every_format(dir: &std::path::Path) {
     for f in &burst_rows {
         assert!(f[e2e].parse::<f64>().is_ok_and(|v| v > 0.0), "{csv}");
         assert!(f[ttst].parse::<f64>().is_ok_and(|v| v > 0.0), "{csv}");
+        assert!(f[steady].parse::<f64>().is_ok_and(|v| v > 0.0), "{csv}");
     }
 }
 
