@@ -8,8 +8,13 @@
 //! one image of the size, with a margin that noise of another seed never crosses (checked
 //! over many seeds in `crates/core/src/tests/images.rs`).
 
-use crate::images::ImageError;
 use crate::rng::SplitMix64;
+
+/// Why a JPEG could not be built (the encoder's refusal, or a side outside its range);
+/// `crate::ImageError::Jpeg` carries it to the run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JpegError(String);
 
 /// Pillow's default quality, which vLLM's `random-mm` images are saved with.
 pub const JPEG_QUALITY: u8 = 75;
@@ -30,10 +35,10 @@ fn noise_rgb(width: u32, height: u32, seed: u64) -> Vec<u8> {
 
 /// A baseline JPEG of `width` × `height` pixels of noise drawn from `seed`: the same seed, the
 /// same bytes. Sides must be 1 ..= 65,535 (the run's are at most 4,096).
-pub fn noise_jpeg(width: u32, height: u32, seed: u64) -> Result<Vec<u8>, ImageError> {
+pub fn noise_jpeg(width: u32, height: u32, seed: u64) -> Result<Vec<u8>, JpegError> {
     let side = |v: u32| u16::try_from(v).ok().filter(|v| *v > 0);
     let (Some(w), Some(h)) = (side(width), side(height)) else {
-        return Err(ImageError::Jpeg(format!(
+        return Err(JpegError(format!(
             "{width}x{height} is outside a JPEG's 1 to 65535 pixels a side"
         )));
     };
@@ -41,14 +46,14 @@ pub fn noise_jpeg(width: u32, height: u32, seed: u64) -> Result<Vec<u8>, ImageEr
     let mut out = Vec::with_capacity(pixels.len());
     jpeg_encoder::Encoder::new(&mut out, JPEG_QUALITY)
         .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)
-        .map_err(|e| ImageError::Jpeg(e.to_string()))?;
+        .map_err(|e| JpegError(e.to_string()))?;
     Ok(out)
 }
 
 /// An upper bound of the length of any [`noise_jpeg`] of this size: one image's length
 /// (seed 0) plus 2 % and 4 KiB. Noise of one size encodes to lengths within a fraction of a
 /// percent of each other, so the margin is wide.
-pub fn jpeg_len_bound(width: u32, height: u32) -> Result<u64, ImageError> {
+pub fn jpeg_len_bound(width: u32, height: u32) -> Result<u64, JpegError> {
     let n = noise_jpeg(width, height, 0)?.len() as u64;
     Ok(n + n / 50 + 4096)
 }

@@ -109,7 +109,7 @@ pub enum ImageError {
     },
     /// The JPEG encoder refused (a side outside 1 ..= 65,535; the flags allow 1 ..= 4,096).
     #[error("building a JPEG image: {0}")]
-    Jpeg(String),
+    Jpeg(#[from] crate::image_jpeg::JpegError),
 }
 
 /// The images' file format (`--image-format`), as run.json keeps it.
@@ -136,7 +136,7 @@ impl ImageFormat {
     pub fn encode(self, size: ImageSize, seed: u64) -> Result<Vec<u8>, ImageError> {
         match self {
             ImageFormat::Png => Ok(crate::noise_png(size.width, size.height, seed)),
-            ImageFormat::Jpeg => crate::noise_jpeg(size.width, size.height, seed),
+            ImageFormat::Jpeg => Ok(crate::noise_jpeg(size.width, size.height, seed)?),
         }
     }
 
@@ -144,7 +144,7 @@ impl ImageFormat {
     pub fn max_len(self, size: ImageSize) -> Result<u64, ImageError> {
         match self {
             ImageFormat::Png => Ok(png_len(size)),
-            ImageFormat::Jpeg => crate::image_jpeg::jpeg_len_bound(size.width, size.height),
+            ImageFormat::Jpeg => Ok(crate::image_jpeg::jpeg_len_bound(size.width, size.height)?),
         }
     }
 }
