@@ -110,15 +110,15 @@ pub use structured_check::{
 
 // What a request and a cell observed, and the figures computed from it.
 pub use burst::burst_result;
+pub use burst_steady::{STEADY_MIN_WINDOW_S, STEADY_THRESHOLD, SteadyFigures, steady_figures};
 pub use cell::{
     BurstFigures, CellKey, CellResult, CellStatus, MixedFigures, Phase, PromptCheck,
     QueueObservation,
 };
-pub use burst_steady::{STEADY_MIN_WINDOW_S, STEADY_THRESHOLD, SteadyFigures, steady_figures};
 pub use digest::hex_sha256;
 pub use drain::{BarrierCheck, DEFAULT_BUSY_TIMEOUT_S, SERVER_BUSY_KIND, gauges_idle};
 pub use figures::{DecodeFigures, PrefillFigures, Window, server_prefill_rate};
-pub use image_jpeg::{JPEG_QUALITY, jpeg_len_bound, noise_jpeg};
+pub use image_jpeg::{JPEG_QUALITY, JpegError, jpeg_len_bound, noise_jpeg};
 pub use image_png::{adler32, base64, crc32, noise_png, zlib_stored};
 pub use image_row::finish_image_row;
 pub use images::{
@@ -223,7 +223,7 @@ pub use session::{
 };
 pub use session::{
     ReplaySession, ReplayTurn, SessionReplay, TurnInput, parse_session_trace,
-    parse_sharegpt_sessions,
+    parse_sharegpt_sessions, parse_weka_trace,
 };
 pub use session::{
     SessionLoop, SessionPart, TurnJoinError, TurnMeta, join_turns, my_sessions, session_limits,

@@ -21,6 +21,7 @@ mod columns;
 mod replay;
 mod row;
 mod shard;
+mod weka;
 pub use agentic::{
     AnswerKind, Fork, MessageKind, PriorTurn, fork_shares_turn, replay_shared_prefix,
 };
@@ -39,6 +40,7 @@ pub use shard::{
     SessionLoop, SessionPart, TurnJoinError, TurnMeta, join_turns, my_sessions, session_limits,
     session_slot_kind,
 };
+pub use weka::parse_weka_trace;
 
 /// The pause between a turn's end and the next turn's send (`--think-time`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -65,6 +65,9 @@ pub enum WorkloadKind {
     /// A session trace (JSONL): conversations turn by turn, replayed as sessions
     /// (`crate::parse_session_trace`), never as open load.
     Sessions,
+    /// Weka agentic coding traces (JSON, one object per conversation), imported as a session
+    /// trace (`crate::parse_weka_trace`) and replayed as one.
+    Weka,
     /// The user's own prompts (JSONL), sent as they are at a rate ([`UserPrompts`]).
     Prompts,
 }
@@ -78,6 +81,7 @@ impl WorkloadKind {
             WorkloadKind::Mooncake => "mooncake",
             WorkloadKind::Azure => "azure",
             WorkloadKind::Sessions => "sessions",
+            WorkloadKind::Weka => "weka",
             WorkloadKind::Prompts => "prompts",
         }
     }
@@ -86,6 +90,12 @@ impl WorkloadKind {
     /// others are sent at a rate (or, for sessions, replayed as sessions).
     pub fn is_trace(self) -> bool {
         matches!(self, WorkloadKind::Mooncake | WorkloadKind::Azure)
+    }
+
+    /// Whether it replays as a session trace (`sessions:FILE`, `weka:FILE`): sessions turn by
+    /// turn, never open load.
+    pub fn is_session_trace(self) -> bool {
+        matches!(self, WorkloadKind::Sessions | WorkloadKind::Weka)
     }
 
     /// Whether its requests are texts sent as they are ([`UserPrompts`]: `prompts:FILE`,
@@ -116,6 +126,7 @@ impl FromStr for WorkloadSpec {
             "mooncake" => WorkloadKind::Mooncake,
             "azure" => WorkloadKind::Azure,
             "sessions" => WorkloadKind::Sessions,
+            "weka" => WorkloadKind::Weka,
             "prompts" => WorkloadKind::Prompts,
             _ => return Err(unknown()),
         };
@@ -173,7 +184,9 @@ impl Workload {
             WorkloadKind::ShareGpt => sharegpt::parse(&file, text, count_tokens)?,
             WorkloadKind::Mooncake => (mooncake::parse(&file, text)?, 0),
             WorkloadKind::Azure => (azure::parse(&file, text)?, 0),
-            WorkloadKind::Sessions => return Err(WorkloadError::SessionsOnly { file }),
+            WorkloadKind::Sessions | WorkloadKind::Weka => {
+                return Err(WorkloadError::SessionsOnly { file });
+            }
             WorkloadKind::Prompts | WorkloadKind::ShareGptText => {
                 return Err(WorkloadError::PromptsOnly { file });
             }

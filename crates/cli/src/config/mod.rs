@@ -327,7 +327,8 @@ pub struct RunArgs {
     /// `azure:FILE` (one rate row), or `prompts:FILE`: your own prompts (JSONL, `{"prompt": …}`
     /// or `{"messages": […]}` with an optional `max_tokens`), sent as written at
     /// --request-rate; for texts run.json records the file's name, size and sha256, never its
-    /// text.
+    /// text. Replayed as sessions (docs/sessions.md): `sessions:FILE` (this tool's session
+    /// trace) or `weka:FILE` (Weka agentic coding traces, as AIPerf and AgentX replay them).
     #[arg(long, value_name = "KIND:FILE", value_parser = parse::workload)]
     #[serde(deserialize_with = "de::workload")]
     pub workload: Option<WorkloadSpec>,

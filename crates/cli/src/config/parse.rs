@@ -137,8 +137,8 @@ pub fn think_time(s: &str) -> Result<llmib_core::ThinkTime, String> {
         .map_err(|e: llmib_core::ThinkTimeError| e.to_string())
 }
 
-/// `sharegpt:FILE`, `sharegpt-text:FILE`, `mooncake:FILE`, `azure:FILE`, `sessions:FILE` or
-/// `prompts:FILE`.
+/// `sharegpt:FILE`, `sharegpt-text:FILE`, `mooncake:FILE`, `azure:FILE`, `sessions:FILE`,
+/// `weka:FILE` or `prompts:FILE`.
 pub fn workload(s: &str) -> Result<llmib_core::WorkloadSpec, String> {
     s.parse()
         .map_err(|e: llmib_core::WorkloadError| e.to_string())

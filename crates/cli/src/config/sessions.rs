@@ -14,7 +14,7 @@ impl RunArgs {
             || self
                 .workload
                 .as_ref()
-                .is_some_and(|w| w.kind == WorkloadKind::Sessions)
+                .is_some_and(|w| w.kind.is_session_trace())
     }
 
     /// A replay's file (`--workload sessions:FILE`, or `sharegpt:FILE` with `--session-rate`)
@@ -39,7 +39,7 @@ impl RunArgs {
             _ if self.session.sessions.is_some() => {
                 bail!("a replay's sessions come from its file: drop --sessions")
             }
-            WorkloadKind::Sessions if self.session.session_rate.is_some() => {
+            WorkloadKind::Sessions | WorkloadKind::Weka if self.session.session_rate.is_some() => {
                 bail!(
                     "a session trace starts its sessions itself: drop --session-rate (replay faster with --time-scale K)"
                 )
@@ -50,9 +50,12 @@ impl RunArgs {
             {
                 bail!("ShareGPT's conversations replay as sessions arriving at --session-rate R")
             }
-            WorkloadKind::Sessions | WorkloadKind::ShareGpt | WorkloadKind::ShareGptText => {}
+            WorkloadKind::Sessions
+            | WorkloadKind::Weka
+            | WorkloadKind::ShareGpt
+            | WorkloadKind::ShareGptText => {}
             _ => bail!(
-                "{} is not a session trace: replay sessions from sessions:FILE or sharegpt:FILE",
+                "{} is not a session trace: replay sessions from sessions:FILE, weka:FILE or sharegpt:FILE",
                 w.kind.name()
             ),
         }

@@ -372,6 +372,22 @@ fn warm_up_knobs_take_the_seeds_names_and_defaults() {
     assert!(e.to_string().contains("--decode-warmup-seconds"), "{e}");
 }
 
+/// `weka:FILE` replays as sessions, as `sessions:FILE` does: the replay names the format, the
+/// time scale is the replay's, and a rate of sessions is refused (the trace starts them).
+#[test]
+fn a_weka_trace_replays_as_sessions() {
+    let settings = |args: &[&str]| flags(args).expect("flags").session_settings();
+    let s = settings(&["--workload", "weka:w.jsonl", "--time-scale", "2"])
+        .expect("a replay")
+        .expect("sessions");
+    assert_eq!(s.replay.as_deref(), Some("weka:w.jsonl"));
+    assert_eq!(s.time_scale, 2.0);
+    let e = settings(&["--workload", "weka:w.jsonl", "--session-rate", "1"])
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("drop --session-rate"), "{e}");
+}
+
 /// The workload flags: a trace asks for open load by itself; the combinations that cannot mean
 /// anything are refused in words that say what to do.
 #[test]

@@ -2,6 +2,7 @@
 //! Each module is one suite; they share helpers from `common`.
 
 mod agent_sessions;
+mod agent_weka;
 mod api;
 mod api_agents;
 mod common;

@@ -270,8 +270,10 @@ pub(crate) async fn load_replay(
         file: file.clone(),
         error: e.to_string(),
     })?;
-    if spec.kind == WorkloadKind::Sessions {
-        return llmib_core::parse_session_trace(&file, &text);
+    match spec.kind {
+        WorkloadKind::Sessions => return llmib_core::parse_session_trace(&file, &text),
+        WorkloadKind::Weka => return llmib_core::parse_weka_trace(&file, &text),
+        _ => {}
     }
     let texts = std::cell::RefCell::new(Vec::new());
     llmib_core::parse_sharegpt_sessions(&file, &text, &|t| {

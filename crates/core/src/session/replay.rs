@@ -154,26 +154,28 @@ impl SessionReplay {
     }
 }
 
+/// One row of a session trace (module docs); other formats' importers (`weka.rs`) build
+/// these so that their sessions pass the same checks.
 #[derive(Deserialize)]
-struct TraceRow {
-    session: serde_json::Value,
-    turn: u32,
-    input_tokens: u64,
-    output_tokens: u32,
+pub(crate) struct TraceRow {
+    pub(crate) session: serde_json::Value,
+    pub(crate) turn: u32,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u32,
     #[serde(default, alias = "idle_s")]
-    delay_s: f64,
+    pub(crate) delay_s: f64,
     #[serde(default)]
-    group: Option<serde_json::Value>,
+    pub(crate) group: Option<serde_json::Value>,
     #[serde(default)]
-    parent: Option<serde_json::Value>,
+    pub(crate) parent: Option<serde_json::Value>,
     #[serde(default)]
-    fork_turn: Option<u32>,
+    pub(crate) fork_turn: Option<u32>,
     #[serde(default)]
-    tools_tokens: Option<u64>,
+    pub(crate) tools_tokens: Option<u64>,
     #[serde(default)]
-    kind: MessageKind,
+    pub(crate) kind: MessageKind,
     #[serde(default)]
-    answer: AnswerKind,
+    pub(crate) answer: AnswerKind,
 }
 
 fn id_text(v: &serde_json::Value) -> String {
@@ -210,7 +212,7 @@ pub fn parse_session_trace(file: &str, text: &str) -> Result<SessionReplay, Work
 /// Why one trace row cannot be read: the words after `FILE:LINE:` in its refusal.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-struct RowFault(String);
+pub(crate) struct RowFault(String);
 
 impl From<String> for RowFault {
     fn from(what: String) -> Self {
@@ -225,7 +227,11 @@ impl From<&str> for RowFault {
 }
 
 /// Adds row `r` (at `line`) to the sessions read so far, or says why it cannot be.
-fn read_row(sessions: &mut Vec<ReplaySession>, r: &TraceRow, line: usize) -> Result<(), RowFault> {
+pub(crate) fn read_row(
+    sessions: &mut Vec<ReplaySession>,
+    r: &TraceRow,
+    line: usize,
+) -> Result<(), RowFault> {
     if r.input_tokens == 0 || r.output_tokens == 0 {
         return Err("input_tokens and output_tokens must be at least 1".into());
     }
@@ -363,7 +369,8 @@ fn open_session(
     Ok(s)
 }
 
-fn finish(
+/// The sessions read, each with its start, ordered by start; `Empty` when there is none.
+pub(crate) fn finish(
     file: &str,
     mut sessions: Vec<ReplaySession>,
     skipped: usize,

@@ -41,10 +41,15 @@ fn specs_read_and_print_back() {
         "sharegpt:data/sg.json",
         "mooncake:/t/conv.jsonl",
         "azure:code.csv",
+        "weka:traces/trace_0001.json",
     ] {
         let spec: WorkloadSpec = s.parse().expect(s);
         assert_eq!(spec.to_string(), s);
     }
+    let spec: WorkloadSpec = "weka:w.jsonl".parse().expect("spec");
+    assert!(spec.kind == WorkloadKind::Weka && spec.kind.is_session_trace());
+    let e = Workload::parse(&spec, "{}", &words).expect_err("sessions only");
+    assert!(matches!(e, WorkloadError::SessionsOnly { .. }), "{e}");
     let spec: WorkloadSpec = "Mooncake: c:/x.jsonl".parse().expect("spec");
     assert_eq!(
         (spec.kind, spec.path.to_str()),

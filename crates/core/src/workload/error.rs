@@ -7,7 +7,7 @@
 pub enum WorkloadError {
     /// Not `kind:PATH` with a known kind.
     #[error(
-        "`{0}` is not a workload: write sharegpt:FILE, sharegpt-text:FILE, mooncake:FILE, azure:FILE, sessions:FILE or prompts:FILE (formats: sharegpt, sharegpt-text, mooncake, azure, sessions, prompts)"
+        "`{0}` is not a workload: write sharegpt:FILE, sharegpt-text:FILE, mooncake:FILE, azure:FILE, sessions:FILE, weka:FILE or prompts:FILE (formats: sharegpt, sharegpt-text, mooncake, azure, sessions, weka, prompts)"
     )]
     UnknownKind(String),
     /// The file could not be read.
