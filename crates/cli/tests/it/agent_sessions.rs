@@ -7,7 +7,6 @@
 use crate::common::*;
 use crate::e2e::Bench;
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// `testdata/workloads/agent-replay.jsonl`: a lead agent calling a tool twice, a subagent
 /// forked after the second call (its opening is that call's result) that calls a tool and
@@ -58,24 +57,9 @@ fn a_subagent_trace_caches_what_the_simulator_served_and_predicted_on_every_api(
         }
         // The subagent's opening is served from its parent's prompt: turn 1 caches.
         assert!(num(&turns[0], "cached_tokens") > 1000.0, "{api}: {row}");
-        let h = sim.handle();
-        let mut served: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-        for r in llmib_sim::served_requests(&h.take_arrival_stamps(), &h.take_chunk_stamps()) {
-            served
-                .entry(r.prompt_tokens)
-                .or_default()
-                .push(r.cached_tokens);
-        }
         assert_eq!(recs.len(), 6, "{api}: {recs:?}");
-        for r in &recs {
-            let p = r["prompt_tokens_reported"].as_u64().expect("prompt");
-            let c = r["cached_tokens_reported"].as_u64().expect("cached");
-            let theirs = served.get(&p).cloned().unwrap_or_default();
-            assert!(
-                theirs.contains(&c),
-                "{api}: prompt {p}: {c}, served {theirs:?}"
-            );
-        }
+        let seen = crate::sessions::assert_served_as_reported(&sim, &recs, api);
+        assert_eq!(seen, 6, "{api}: every request has both counts: {recs:?}");
     }
 }
 

@@ -8,7 +8,6 @@
 use crate::common::*;
 use crate::e2e::Bench;
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// docs/sessions.md's `weka:` command: the words after the binary's name, its lines joined.
 fn docs_command() -> Vec<String> {
@@ -74,22 +73,10 @@ fn the_docs_weka_command_replays_the_sample_exactly() {
     assert_eq!(num(&turns[0], "cached_tokens"), 16.0, "{row}");
     // Later turns continue their conversation: the cache serves them.
     assert!(num(&turns[1], "cached_tokens") > 1000.0, "{row}");
-    let h = sim.handle();
-    let mut served: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for r in llmib_sim::served_requests(&h.take_arrival_stamps(), &h.take_chunk_stamps()) {
-        served
-            .entry(r.prompt_tokens)
-            .or_default()
-            .push(r.cached_tokens);
-    }
     let recs: Vec<Value> = ran.requests().into_values().flatten().collect();
     assert_eq!(recs.len(), 7, "{recs:?}");
-    for r in &recs {
-        let p = r["prompt_tokens_reported"].as_u64().expect("prompt");
-        let c = r["cached_tokens_reported"].as_u64().expect("cached");
-        let theirs = served.get(&p).cloned().unwrap_or_default();
-        assert!(theirs.contains(&c), "prompt {p}: {c}, served {theirs:?}");
-    }
+    let seen = crate::sessions::assert_served_as_reported(&sim, &recs, "weka");
+    assert_eq!(seen, 7, "every request has both counts: {recs:?}");
 }
 
 #[test]

@@ -52,6 +52,29 @@ fn served_cached(sim: &Sim) -> BTreeMap<u64, Vec<u64>> {
     by
 }
 
+/// Asserts that every record's reported cached tokens are what the simulator served for a
+/// prompt of its length (`what` names the case); returns how many records were checked (a
+/// record without both counts is passed over).
+pub(crate) fn assert_served_as_reported(sim: &Sim, recs: &[Value], what: &str) -> usize {
+    let served = served_cached(sim);
+    let mut seen = 0;
+    for r in recs {
+        let (Some(p), Some(c)) = (
+            r["prompt_tokens_reported"].as_u64(),
+            r["cached_tokens_reported"].as_u64(),
+        ) else {
+            continue;
+        };
+        let theirs = served.get(&p).cloned().unwrap_or_default();
+        assert!(
+            theirs.contains(&c),
+            "{what}: prompt {p}: reported {c}, served {theirs:?}"
+        );
+        seen += 1;
+    }
+    seen
+}
+
 fn per_turn(row: &Value) -> Vec<Value> {
     row["per_turn"].as_array().cloned().unwrap_or_default()
 }
@@ -88,25 +111,8 @@ fn eight_sessions_six_turns_report_what_the_simulator_cached() {
     // Every turn's prompt was exact: the server counted what the tool built.
     assert_eq!(row["prompt_check"]["mismatched"], 0, "{row}");
     // The cached tokens each request reported are the simulator's own, request by request.
-    let served = served_cached(&sim);
-    let reqs = ran.requests();
-    let mut seen = 0;
-    for recs in reqs.values() {
-        for r in recs {
-            let (Some(p), Some(c)) = (
-                r["prompt_tokens_reported"].as_u64(),
-                r["cached_tokens_reported"].as_u64(),
-            ) else {
-                continue;
-            };
-            let theirs = served.get(&p).cloned().unwrap_or_default();
-            assert!(
-                theirs.contains(&c),
-                "prompt {p}: reported {c}, served {theirs:?}"
-            );
-            seen += 1;
-        }
-    }
+    let recs: Vec<Value> = ran.requests().into_values().flatten().collect();
+    let seen = assert_served_as_reported(&sim, &recs, "eight sessions");
     assert!(seen >= 56, "8 warm-ups and 48 turns checked, got {seen}");
     let hit = num(&row, "cache_hit_rate");
     let predicted = num(&row, "predicted_cache_hit_rate");
