@@ -210,6 +210,13 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
     // A workload is read and checked against the server before anything is sent or saved.
     crate::config::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
+    // So is a session replay's file (a typo in its path would otherwise fail the replay's row
+    // after the whole matrix).
+    crate::config::workload_check::check_replay(
+        settings.sessions.as_ref().and_then(|s| s.replay.as_deref()),
+        probe.engine.api().is_conversation(),
+        settings.shard.is_some(),
+    )?;
     // Every LoRA adapter is one the server lists, before anything is measured.
     if let Some(l) = &settings.lora {
         l.check_served(&probe.served_models)?;

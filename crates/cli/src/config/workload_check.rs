@@ -6,10 +6,15 @@
 //! `prompts:FILE` file (the user's own prompts, sent as written) must be the one the run
 //! recorded (its sha256: a resumed run reads it again) and its chats need an API that carries
 //! them; `sharegpt-text:FILE` likewise (ShareGPT's human messages, sent with their words).
+//!
+//! A session replay's file ([`check_replay`]) is read here too: a session trace
+//! (`sessions:FILE`, `weka:FILE`) is parsed whole and an agent's trace checked against the API
+//! and `--shard`, a ShareGPT file read, so that a typo in the path or a broken line stops the
+//! run in one line before the matrix is measured, not as a failed row at its end.
 
 use anyhow::{Result, bail};
 use llmib_client::Engine;
-use llmib_core::LoadSettings;
+use llmib_core::{LoadSettings, WorkloadKind, WorkloadSpec};
 
 /// Refuses a workload or a length that cannot run against `engine` (its probed context
 /// length, where it reported one).
@@ -44,6 +49,30 @@ pub async fn check(load: Option<&LoadSettings>, engine: &Engine) -> Result<()> {
                 output
             );
         }
+    }
+    Ok(())
+}
+
+/// Refuses a session replay (`replay`, the `--workload` of a replay as written) whose file
+/// cannot be read or parsed, or an agent's trace the API or `--shard` cannot run (`chat`: the
+/// API carries conversations; `sharded`: a shard of several). The replay's cell reads the file
+/// again when its turn comes.
+pub fn check_replay(replay: Option<&str>, chat: bool, sharded: bool) -> Result<()> {
+    let Some(replay) = replay else {
+        return Ok(());
+    };
+    let spec: WorkloadSpec = replay.parse()?;
+    let file = spec.path.display().to_string();
+    let text = std::fs::read_to_string(&spec.path)
+        .map_err(|e| anyhow::anyhow!("{file}: cannot read the session replay: {e}"))?;
+    let parsed = match spec.kind {
+        WorkloadKind::Sessions => llmib_core::parse_session_trace(&file, &text)?,
+        WorkloadKind::Weka => llmib_core::parse_weka_trace(&file, &text)?,
+        // ShareGPT's turns are counted by the server's tokenizer when the cell reads them.
+        _ => return Ok(()),
+    };
+    if let Some(why) = parsed.agent_refusal(&file, chat, sharded) {
+        bail!("{why}");
     }
     Ok(())
 }

@@ -73,14 +73,12 @@ fn an_agent_trace_on_completions_is_refused_in_one_line() {
         .set("--workload", format!("sessions:{TRACE}"))
         .out("agent-sessions-completions-out")
         .go();
-    let rows = ran.rows_of("session");
-    let row = rows.first().cloned().unwrap_or_default();
-    assert_eq!(row["status"], "failed", "{row}");
-    let why = row["first_error"].as_str().unwrap_or_default();
+    // Refused before anything is measured: no results directory, nothing sent but the probe.
+    let why = ran.refusal();
     assert!(
         why.contains("agent-replay.jsonl:1: an agent's trace"),
-        "{row}"
+        "{why}"
     );
     assert!(why.contains("needs --api chat"), "{why}");
-    assert!(!why.contains('\n'), "{why}");
+    assert!(!ran.dir.join("cells.jsonl").exists(), "{why}");
 }

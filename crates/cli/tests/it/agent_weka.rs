@@ -3,7 +3,8 @@
 //! a subagent, a streaming pair) against the simulator: every turn's prompt is exact, every
 //! request's cached tokens are the simulator's own, every later turn's the prediction (an
 //! opening's is 0, and the simulator serves one block more where two openings render the same
-//! tool header), and the row names the source format. A trace that cannot be imported fails its cell in one line.
+//! tool header), and the row names the source format. A trace that cannot be imported (or read) is
+//! refused in one line before anything is measured.
 
 use crate::common::*;
 use crate::e2e::Bench;
@@ -80,25 +81,30 @@ fn the_docs_weka_command_replays_the_sample_exactly() {
 }
 
 #[test]
-fn a_bad_weka_trace_fails_its_cell_in_one_line() {
+fn a_bad_weka_trace_is_refused_in_one_line_before_anything_is_measured() {
     let sim = crate::sessions::sim(200_000, 200_000);
     let dir = out_dir("agent-weka-bad");
     let file = dir.join("bad.json");
     let text = r#"{"id": "x", "requests": [{"t": 0, "type": "s", "in": 0, "out": 9}]}"#;
     std::fs::write(&file, text).expect("the bad trace");
-    let ran = Bench::run(&sim.url)
-        .set("--api", "chat")
-        .set("--contexts", "1K")
-        .set("--workload", format!("weka:{}", file.display()))
-        .out("agent-weka-bad-out")
-        .go();
-    let rows = ran.rows_of("session");
-    let row = rows.first().cloned().unwrap_or_default();
-    assert_eq!(row["status"], "failed", "{row}");
-    let why = row["first_error"].as_str().unwrap_or_default();
-    assert!(
-        why.contains("bad.json:1: conversation x: requests[0]: in 0: a call sends a prompt"),
-        "{row}"
-    );
-    assert!(!why.contains('\n'), "{why}");
+    for (path, want) in [
+        (
+            file.display().to_string(),
+            "bad.json:1: conversation x: requests[0]: in 0: a call sends a prompt",
+        ),
+        (
+            dir.join("missing.json").display().to_string(),
+            "missing.json: cannot read the session replay",
+        ),
+    ] {
+        let ran = Bench::run(&sim.url)
+            .set("--api", "chat")
+            .set("--contexts", "1K")
+            .set("--workload", format!("weka:{path}"))
+            .out("agent-weka-bad-out")
+            .go();
+        let why = ran.refusal();
+        assert!(why.contains(want), "{why}");
+        assert!(!ran.dir.join("cells.jsonl").exists(), "{why}");
+    }
 }
