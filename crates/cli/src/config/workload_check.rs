@@ -9,8 +9,9 @@
 //!
 //! A session replay's file ([`check_replay`]) is read here too: a session trace
 //! (`sessions:FILE`, `weka:FILE`) is parsed whole and an agent's trace checked against the API
-//! and `--shard`, a ShareGPT file read, so that a typo in the path or a broken line stops the
-//! run in one line before the matrix is measured, not as a failed row at its end.
+//! and `--shard`, a ShareGPT file's shape checked (its turns are counted by the server when
+//! its cell runs), so that a typo in the path or a broken line stops the run in one line
+//! before the matrix is measured, not as a failed row at its end.
 
 use anyhow::{Result, bail};
 use llmib_client::Engine;
@@ -68,8 +69,9 @@ pub fn check_replay(replay: Option<&str>, chat: bool, sharded: bool) -> Result<(
     let parsed = match spec.kind {
         WorkloadKind::Sessions => llmib_core::parse_session_trace(&file, &text)?,
         WorkloadKind::Weka => llmib_core::parse_weka_trace(&file, &text)?,
-        // ShareGPT's turns are counted by the server's tokenizer when the cell reads them.
-        _ => return Ok(()),
+        // ShareGPT's turns are counted by the server's tokenizer when the cell reads them; its
+        // shape (JSON, conversations, turns) is checked now with every turn counted as one.
+        _ => llmib_core::parse_sharegpt_sessions(&file, &text, &|_| 1)?,
     };
     if let Some(why) = parsed.agent_refusal(&file, chat, sharded) {
         bail!("{why}");

@@ -319,6 +319,42 @@ fn sharegpt_conversations_replay_as_sessions_arriving_at_a_rate() {
     );
 }
 
+/// A replay's file is read before the matrix: a ShareGPT file of the wrong shape, or a session
+/// trace that is not there, stops the run in one line with nothing measured.
+#[test]
+fn a_replay_file_that_cannot_be_read_is_refused_before_the_matrix() {
+    let sim = sim(200_000, 200_000);
+    let dir = out_dir("sessions-bad-replay");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"[{"conversations": 3}]"#).expect("the bad file");
+    let missing = dir.join("missing.jsonl");
+    for (workload, rate, want) in [
+        (
+            format!("sharegpt:{}", bad.display()),
+            true,
+            "bad.json:1: not ShareGPT JSON",
+        ),
+        (
+            format!("sessions:{}", missing.display()),
+            false,
+            "missing.jsonl: cannot read the session replay",
+        ),
+    ] {
+        let mut b = chat_sessions(&sim.url, "1K")
+            .set("--workload", workload)
+            .unset("--turn-input-len")
+            .unset("--turn-output-len")
+            .out("sessions-bad-replay-out");
+        if rate {
+            b = b.set("--session-rate", "4");
+        }
+        let ran = b.go();
+        let why = ran.refusal();
+        assert!(why.contains(want), "{why}");
+        assert!(!ran.dir.join("cells.jsonl").exists(), "{why}");
+    }
+}
+
 #[test]
 fn resume_measures_the_session_cells_a_stopped_run_left() {
     let sim = sim(200_000, 200_000);
