@@ -241,8 +241,8 @@ pub use sweep::{
     placeholders, redact_args, render, secret_values, stored_command, sweep_id, wants_port,
 };
 pub use sweep_pick::{
-    CapacityEntry, ComboRows, FrontierPoint, SloPick, frontier_points, mark_frontier,
-    pareto_frontier, slo_picks,
+    CapacityEntry, ComboRows, FrontierPoint, SloPick, frontier_points, frontier_tok_per_s_per_user,
+    mark_frontier, pareto_frontier, slo_picks,
 };
 pub use workload::{
     MOONCAKE_BLOCK_TOKENS, PrefixPrediction, TimeScaleSpec, Workload, WorkloadError, WorkloadKind,

@@ -4,7 +4,7 @@
 //! it with the highest capacity, by how much it beats the next, and the ones that never hold
 //! it. Pure functions over the combinations' rows, with known answers.
 
-use crate::cell::{CellResult, Phase};
+use crate::cell::{CellResult, CellStatus, Phase};
 use serde::{Deserialize, Serialize};
 
 /// One combination's measured rows, as the sweep report reads them.
@@ -46,7 +46,25 @@ fn cell_words(r: &CellResult) -> Option<String> {
     })
 }
 
-/// Every measured cell with both figures as a point, frontier marked (see [`mark_frontier`]).
+/// A cell's tok/s per user on a frontier (METHOD.md, "Sweeps"): the row's
+/// `per_request_tok_per_s`, except on a closed-loop cell (decode, burst, concurrent sessions)
+/// marked Requests queued, where it is the cell's output tok/s ÷ N. There the per-request rate
+/// is that of the requests the server ran, while the others waited: N users each at that rate
+/// would sum to more than the server sent, an impossible point (a single-slot server at N = 4
+/// would sit beside its N = 1 point at four times the users). Each of N closed-loop users gets
+/// a share of what was sent. `None` without the figures.
+pub fn frontier_tok_per_s_per_user(r: &CellResult) -> Option<f64> {
+    let user = r.per_request_tok_per_s.filter(|v| v.is_finite())?;
+    let closed = matches!(r.phase, Phase::Decode | Phase::Burst | Phase::Session);
+    if r.status == CellStatus::RequestsQueued && closed && r.concurrency > 0 {
+        let total = r.total_tok_per_s.filter(|v| v.is_finite())?;
+        return Some(user.min(total / f64::from(r.concurrency)));
+    }
+    Some(user)
+}
+
+/// Every measured cell with both figures as a point, frontier marked (see [`mark_frontier`]);
+/// tok/s per user by [`frontier_tok_per_s_per_user`].
 pub fn frontier_points(combos: &[ComboRows]) -> Vec<FrontierPoint> {
     let mut points: Vec<FrontierPoint> = combos
         .iter()
@@ -56,7 +74,7 @@ pub fn frontier_points(combos: &[ComboRows]) -> Vec<FrontierPoint> {
                 .iter()
                 .filter(|r| r.status.has_figures())
                 .filter_map(move |r| {
-                    let user = r.per_request_tok_per_s.filter(|v| v.is_finite())?;
+                    let user = frontier_tok_per_s_per_user(r)?;
                     let total = r.total_tok_per_s.filter(|v| v.is_finite())?;
                     Some(FrontierPoint {
                         combination: c.name.clone(),

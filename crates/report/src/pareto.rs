@@ -4,12 +4,14 @@
 //!
 //! Each point's per-user figure is its requests' measured decode speed: the row's
 //! `per_request_tok_per_s` (a decode cell's median per-request rate; a rate cell's per-user
-//! tok/s p50, 1 / TPOT). Cells without both figures are left out, never drawn at 0.
+//! tok/s p50, 1 / TPOT), except a decode cell marked Requests queued, whose N users each get
+//! its output ÷ N (`llmib_core::frontier_tok_per_s_per_user`, the sweep's rule too). Cells
+//! without both figures are left out, never drawn at 0.
 
 use crate::chart_frame::{Frame, H, W};
 use crate::model::Report;
 use crate::number;
-use llmib_core::{CellResult, Phase};
+use llmib_core::{CellResult, Phase, frontier_tok_per_s_per_user};
 use serde::Serialize;
 
 /// One measured cell on the chart.
@@ -42,7 +44,7 @@ pub(crate) fn points(report: &Report, context_tokens: u64) -> Vec<ParetoPoint> {
         .filter(|c| c.context_tokens == context_tokens && c.status.has_figures())
         .filter(|c| matches!(c.phase, Phase::Decode | Phase::Rate))
         .filter_map(|c| {
-            let (x, y) = (c.per_request_tok_per_s?, c.total_tok_per_s?);
+            let (x, y) = (frontier_tok_per_s_per_user(c)?, c.total_tok_per_s?);
             (x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0).then(|| ParetoPoint {
                 per_user: x,
                 total: y,

@@ -82,6 +82,44 @@ fn throughput_is_per_gpu_and_cells_without_figures_are_no_points() {
     assert_eq!(p[0].tok_per_s_per_gpu, 200.0);
 }
 
+/// A single-slot server at N = 4 runs one request at a time: its requests' decode rate is the
+/// N = 1 rate, but each of the 4 users gets a quarter of what was sent. Counted at the
+/// per-request rate, the queued point would sit on the frontier beside N = 1 with four times
+/// the users (the sweep page showed such a point); at output ÷ N it is dominated.
+#[test]
+fn a_queued_closed_loop_cell_counts_each_user_a_share_of_the_output() {
+    let mut queued = decode(4, 664.0, 680.0);
+    queued.status = CellStatus::RequestsQueued;
+    assert_eq!(frontier_tok_per_s_per_user(&queued), Some(170.0));
+    assert_eq!(
+        frontier_tok_per_s_per_user(&decode(4, 512.0, 2025.0)),
+        Some(512.0),
+        "a Valid cell keeps its per-request rate"
+    );
+    let mut rate = CellResult::empty(Phase::Rate, 8192, "8K", 0, CellStatus::RequestsQueued);
+    rate.per_request_tok_per_s = Some(90.0);
+    rate.total_tok_per_s = Some(500.0);
+    assert_eq!(
+        frontier_tok_per_s_per_user(&rate),
+        Some(90.0),
+        "open load has no N to share among"
+    );
+    let combos = [
+        combo("slots-1", Some(1), vec![decode(1, 665.0, 665.0), queued]),
+        combo("slots-4", Some(1), vec![decode(4, 512.0, 2025.0)]),
+    ];
+    let p = frontier_points(&combos);
+    let on: Vec<(&str, &str)> = p
+        .iter()
+        .filter(|p| p.on_frontier)
+        .map(|p| (p.combination.as_str(), p.cell.as_str()))
+        .collect();
+    assert_eq!(
+        on,
+        [("slots-1", "decode 8K × 1"), ("slots-4", "decode 8K × 4")]
+    );
+}
+
 #[test]
 fn the_best_combination_holds_the_slo_at_the_highest_rate_per_gpu() {
     let combos = [
