@@ -202,6 +202,7 @@ fn finish(p: &mut Planned, stop: &AtomicBool) -> Result<Exit> {
     }
     write_file(p)?;
     report(&p.dir);
+    print_summary(&p.dir);
     errln!("sweep: {}", p.dir.display());
     let measured = p
         .file
@@ -441,6 +442,16 @@ fn write_file(p: &Planned) -> Result<()> {
     let text = serde_json::to_string_pretty(&p.file).context("sweep.json")?;
     std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Prints `sweep.md` (every combination's figures, the frontier, the picks) on stdout at the
+/// end, as `run` prints its tables: each combination's own output scrolled by above it, and
+/// the comparison is what the sweep was for. Nothing when the report could not be written.
+fn print_summary(dir: &Path) {
+    if let Ok(text) = std::fs::read_to_string(dir.join("sweep.md")) {
+        outln!();
+        outln!("{}", text.trim_end());
+    }
 }
 
 /// Writes the sweep report; a report that fails is a warning (sweep.json has every record).

@@ -118,6 +118,11 @@ fn a_sweep_of_running_request_limits_picks_the_one_the_model_gives() {
     let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
     let o = run_bin(&args);
     assert!(o.status.success(), "{}", text(&o));
+    // The comparison ends the output: sweep.md as written, after every combination's own.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let md = std::fs::read_to_string(dir.join("sweep.md")).expect("sweep.md");
+    assert!(stdout.trim_end().ends_with(md.trim_end()), "{stdout}");
+    assert!(md.contains("## Pareto frontier"), "{md}");
     let s = sweep_json(&dir);
     assert_eq!(states(&s), ["measured", "measured", "measured"], "{s:#}");
     for c in s["combinations"].as_array().expect("combinations") {
