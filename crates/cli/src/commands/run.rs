@@ -208,19 +208,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     };
     let resumed = resumed_run(&args, &mut settings)?;
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
-    // A workload is read and checked against the server before anything is sent or saved.
-    crate::config::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
-    // So is a session replay's file (a typo in its path would otherwise fail the replay's row
-    // after the whole matrix).
-    crate::config::workload_check::check_replay(
-        settings.sessions.as_ref().and_then(|s| s.replay.as_deref()),
-        probe.engine.api().is_conversation(),
-        settings.shard.is_some(),
-    )?;
-    // Every LoRA adapter is one the server lists, before anything is measured.
-    if let Some(l) = &settings.lora {
-        l.check_served(&probe.served_models)?;
-    }
+    check_inputs(&settings, &probe).await?;
     let diagnostics = startup_diagnostics(&args, &url, resumed.is_some()).await;
     let Prepared {
         dir,
@@ -276,6 +264,22 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         m.finish().await;
     }
     exit_of(end, &dir)
+}
+
+/// What is read and checked against the probed server before anything is sent or saved: the
+/// open-load workload, a session replay's file (a typo in its path would otherwise fail the
+/// replay's row after the whole matrix) and the LoRA adapters (each one the server lists).
+async fn check_inputs(settings: &Settings, probe: &llmib_client::Probe) -> Result<()> {
+    crate::config::workload_check::check(settings.load.as_ref(), &probe.engine).await?;
+    crate::config::workload_check::check_replay(
+        settings.sessions.as_ref().and_then(|s| s.replay.as_deref()),
+        probe.engine.api().is_conversation(),
+        settings.shard.is_some(),
+    )?;
+    if let Some(l) = &settings.lora {
+        l.check_served(&probe.served_models)?;
+    }
+    Ok(())
 }
 
 /// What the raw reader's kernel timestamps did over the run (`--http-reader raw`, or `auto` on
