@@ -28,6 +28,17 @@ fn capacity(rate: Option<f64>) -> CellResult {
     r
 }
 
+/// Asserts the (combination, cell) of every point on the frontier, in the points' order.
+fn assert_on_frontier(combos: &[ComboRows], want: &[(&str, &str)]) {
+    let points = frontier_points(combos);
+    let on: Vec<(&str, &str)> = points
+        .iter()
+        .filter(|p| p.on_frontier)
+        .map(|p| (p.combination.as_str(), p.cell.as_str()))
+        .collect();
+    assert_eq!(on, want);
+}
+
 fn combo(name: &str, gpus: Option<u32>, rows: Vec<CellResult>) -> ComboRows {
     ComboRows {
         name: name.into(),
@@ -52,19 +63,13 @@ fn the_frontier_keeps_the_points_no_other_beats_on_both_axes() {
             vec![decode(2, 80.0, 200.0), decode(8, 40.0, 250.0)],
         ),
     ];
-    let p = frontier_points(&combos);
-    let on: Vec<(&str, &str)> = p
-        .iter()
-        .filter(|p| p.on_frontier)
-        .map(|p| (p.combination.as_str(), p.cell.as_str()))
-        .collect();
-    assert_eq!(
-        on,
-        [
+    assert_on_frontier(
+        &combos,
+        &[
             ("a", "decode 8K × 1"),
             ("a", "decode 8K × 8"),
-            ("b", "decode 8K × 2")
-        ]
+            ("b", "decode 8K × 2"),
+        ],
     );
 }
 
@@ -108,15 +113,9 @@ fn a_queued_closed_loop_cell_counts_each_user_a_share_of_the_output() {
         combo("slots-1", Some(1), vec![decode(1, 665.0, 665.0), queued]),
         combo("slots-4", Some(1), vec![decode(4, 512.0, 2025.0)]),
     ];
-    let p = frontier_points(&combos);
-    let on: Vec<(&str, &str)> = p
-        .iter()
-        .filter(|p| p.on_frontier)
-        .map(|p| (p.combination.as_str(), p.cell.as_str()))
-        .collect();
-    assert_eq!(
-        on,
-        [("slots-1", "decode 8K × 1"), ("slots-4", "decode 8K × 4")]
+    assert_on_frontier(
+        &combos,
+        &[("slots-1", "decode 8K × 1"), ("slots-4", "decode 8K × 4")],
     );
 }
 
