@@ -12,10 +12,10 @@
 //! cell from its records ([`mixed_figures`], [`mixed_result`]), on the cell's clock:
 //! - decode tok/s **before** (window open → the injected send), **during** (send → its first
 //!   token) and **after** (first token → window close): the streams' tokens by chunk arrival;
-//! - each stream's **longest gap**: the longest time between two consecutive chunks of the
-//!   stream (across its requests) whose span overlaps the during interval (the stall it saw),
-//!   summarised across streams (p50, p99, max); beside it the **baseline gap**, every
-//!   chunk-to-chunk gap within a request that lies inside the before interval;
+//! - each stream's **longest gap**: the longest time between two consecutive chunks of one of
+//!   its requests whose span overlaps the during interval (the stall it saw), summarised across
+//!   streams (p50, p99, max); beside it the **baseline gap**, every chunk-to-chunk gap that lies
+//!   inside the before interval;
 //! - the injected prompt's TTFT, the standalone TTFT (median) and their ratio.
 
 use crate::cell::{CellResult, CellStatus, MixedFigures};
@@ -88,40 +88,23 @@ fn rate_in(streams: &[RequestRecord], a: u64, b: u64) -> Option<f64> {
 }
 
 /// Each stream's longest gap overlapping `(a, b)`, ms, and the gaps inside `[w0, a]`.
-///
-/// The stall is read on the stream's chunks across its requests, in time order: a closed-loop
-/// stream whose request ended just before the send waits for its next request's first token,
-/// and that wait is the stall it saw (on a fast engine with short outputs this is the common
-/// case; counted within one request it would be no gap at all). The baseline stays within
-/// requests, so a request boundary's own TTFT never inflates the unstalled gap.
 fn gaps(streams: &[RequestRecord], w0: u64, a: u64, b: u64) -> (Vec<f64>, Vec<f64>) {
-    let ms = |x: u64, y: u64| y.saturating_sub(x) as f64 / NS_PER_MS;
-    let mut by_stream: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
+    let mut longest: std::collections::BTreeMap<u32, f64> = Default::default();
     let mut baseline = Vec::new();
     for r in streams {
-        by_stream
-            .entry(r.stream)
-            .or_default()
-            .extend(r.chunks.iter().map(|c| c.t_ns));
         for w in r.chunks.windows(2) {
             let (x, y) = (w[0].t_ns, w[1].t_ns);
+            let ms = y.saturating_sub(x) as f64 / NS_PER_MS;
+            if y > a && x < b {
+                let e = longest.entry(r.stream).or_insert(0.0);
+                *e = e.max(ms);
+            }
             if x >= w0 && y <= a {
-                baseline.push(ms(x, y));
+                baseline.push(ms);
             }
         }
     }
-    let longest = by_stream
-        .into_values()
-        .filter_map(|mut times| {
-            times.sort_unstable();
-            times
-                .windows(2)
-                .filter(|w| w[1] > a && w[0] < b)
-                .map(|w| ms(w[0], w[1]))
-                .reduce(f64::max)
-        })
-        .collect();
-    (longest, baseline)
+    (longest.into_values().collect(), baseline)
 }
 
 /// The figures of one mixed-prefill cell; `None` when the injected request has no first token

@@ -66,7 +66,13 @@ fn llamacpp_run_metadata_and_the_api_key_leaves_no_trace() {
     let mixed = cell(&rows, "mixed_prefill", 512, 1);
     assert_eq!(mixed["status"], "valid", "{mixed:#}");
     let m = &mixed["mixed"];
-    assert_eq!(m["longest_gap_ms"]["n"], 1, "{m:#}");
+    // The one stream's stall where its request ran across the injected prefill; at 1 ms a token
+    // and short answers it may be between two requests at the send, and then has none (a
+    // prefill wait is no decode stall: core's mixed known answers).
+    let gaps = &m["longest_gap_ms"];
+    assert!(gaps.is_null() || gaps["n"] == 1, "{m:#}");
+    assert!(num(m, "before_tok_per_s") > 0.0, "{m:#}");
+    assert!(num(m, "after_tok_per_s") > 0.0, "{m:#}");
     assert!(num(m, "injected_ttft_ms") > 0.0, "{m:#}");
     assert_eq!(m["standalone_ttft_ms"]["n"], 3, "{m:#}");
 

@@ -189,31 +189,32 @@ fn the_stall_before_during_and_after() {
     assert_eq!(f.ttft_slowdown, Some(2.0));
 }
 
-/// The CI flake this pins: on real llama.cpp a stream's request ended just before the send and
-/// its next request's first token came after the injected one; within one request no gap
-/// overlapped the stall, so `longest_gap_ms` read null. Across the stream's requests the wait
-/// from its last chunk (995 ms) to its next request's first (1,110 ms) is the stall it saw.
+/// A stream between two requests when the prompt is sent is not a running decode stream: its
+/// next request's first token waits on a prefill (its own, behind the injected one), not a
+/// decode step, so it has no stall to count. Stream 0's request ends at 995 ms and its next
+/// one's first token comes at 1,110; stream 1 runs across the stall (1,000 -> 1,105). Only
+/// stream 1 counts; with every stream between requests (one stream, short answers, on real
+/// llama.cpp) the figure is empty, never the next request's TTFT.
 #[test]
-fn a_stream_between_two_requests_at_the_send_still_counts_its_stall() {
+fn a_stream_between_two_requests_at_the_send_has_no_stall_to_count() {
     let mut first = stream(0, (0..100).map(|k| 5 + k * 10));
     first.end_ns = 995 * MS;
     let mut next = stream(0, (0..19).map(|k| 1110 + k * 10));
     next.sent_ns = 996 * MS;
-    // Stream 1 is mid-request: its own gap 1,000 -> 1,105.
     let other = stream(
         1,
         (1..=100)
             .map(|k| k * 10)
             .chain((0..20).map(|k| 1105 + k * 10)),
     );
-    let streams = vec![first, next, other];
+    let streams = vec![first.clone(), next.clone(), other];
     let inj = injected(Some(1100));
     let f = mixed_figures(observation(&streams, &inj)).expect("figures");
-    let g = f.longest_gap_ms.expect("both streams stalled");
-    assert_eq!((g.n, g.min, g.max), (2, 105.0, 115.0));
-    // The baseline stays within requests: the first request's 99 gaps and stream 1's 99.
-    let b = f.baseline_gap_ms.expect("baseline");
-    assert_eq!((b.n, b.max), (198, 10.0));
+    let g = f.longest_gap_ms.expect("stream 1 stalled");
+    assert_eq!((g.n, g.max), (1, 105.0));
+    let alone = vec![first, next];
+    let f = mixed_figures(observation(&alone, &inj)).expect("figures");
+    assert_eq!(f.longest_gap_ms, None);
 }
 
 #[test]
