@@ -148,15 +148,18 @@ fn jobs(conf: &str) -> Vec<Job> {
         .collect()
 }
 
-/// The jobs of one submission: the array's tasks (the first keeps the array's id, the others
-/// are numbered after the merge) and the merge.
-fn submission(conf: &str, array: u64, merge: u64, shards: u64) -> (Vec<Job>, Option<Job>) {
+/// The jobs of one submission: the array's tasks (`llmib-shards`, the first with the array's
+/// id, the others with ids of their own from it on) and the merge.
+fn submission(conf: &str, array: u64, merge: u64) -> (Vec<Job>, Option<Job>) {
     let mut tasks = Vec::new();
     let mut merged = None;
     for j in jobs(conf) {
         if j.id == merge {
             merged = Some(j);
-        } else if j.id == array || (j.id > merge && j.id < merge + shards) {
+        } else if j.id >= array && j.name.starts_with("llmib-shards") {
+            // A task split out of the array takes the next free id when it starts: after the
+            // merge's if the merge was submitted first, before it otherwise (seen on CI). The
+            // cluster's earlier submissions have lower ids.
             tasks.push(j);
         }
     }
@@ -169,7 +172,7 @@ fn submission(conf: &str, array: u64, merge: u64, shards: u64) -> (Vec<Job>, Opt
 fn completed(conf: &str, array: u64, merge: u64, shards: u64) -> (Vec<Job>, Option<Job>) {
     let start = Instant::now();
     loop {
-        let (tasks, merged) = submission(conf, array, merge, shards);
+        let (tasks, merged) = submission(conf, array, merge);
         let all = merged.is_some() && tasks.len() as u64 == shards;
         if all || start.elapsed() > Duration::from_secs(10) {
             return (tasks, merged);
