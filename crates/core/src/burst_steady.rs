@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Outcome, RequestRecord};
+use crate::slo::RequestSample;
 use crate::stats::Summary;
 
 /// The share of N that must be in flight (vllm-bench's `--steady-state-threshold` default).
@@ -24,7 +25,6 @@ pub const STEADY_THRESHOLD: f64 = 0.95;
 pub const STEADY_MIN_WINDOW_S: f64 = 10.0;
 
 const NS_PER_S: f64 = 1e9;
-const NS_PER_MS: f64 = 1e6;
 
 /// A burst's steady-state window and its figures (`burst.steady` in a row).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,14 +89,6 @@ fn window(done: &[&RequestRecord], threshold: u32) -> Option<(u64, u64, u32)> {
     Some((open?, close?, peak))
 }
 
-/// A request's TPOT, ms: (last token − first token) / (output tokens − 1), for two or more.
-fn tpot_ms(r: &RequestRecord) -> Option<f64> {
-    let tokens = r.completion_tokens_reported.unwrap_or_else(|| r.tokens());
-    let (first, last) = (r.chunks.first()?, r.chunks.last()?);
-    (tokens > 1)
-        .then(|| last.t_ns.saturating_sub(first.t_ns) as f64 / NS_PER_MS / (tokens - 1) as f64)
-}
-
 /// The steady-state figures of a burst of at most `n` requests in flight; `None` when no
 /// window opened or nothing was sent or ended inside it.
 pub fn steady_figures(records: &[RequestRecord], n: u32) -> Option<SteadyFigures> {
@@ -124,12 +116,21 @@ pub fn steady_figures(records: &[RequestRecord], n: u32) -> Option<SteadyFigures
         .iter()
         .filter_map(|r| r.prompt_tokens_reported)
         .collect();
-    let mut ttft: Vec<f64> = started
+    // TTFT and TPOT as every per-request figure here (`RequestSample`, METHOD.md's).
+    let samples: Vec<RequestSample> = started
         .iter()
-        .filter_map(|r| r.ttft_ns())
-        .map(|t| t as f64 / NS_PER_MS)
+        .map(|r| RequestSample::of_record(r))
         .collect();
-    let mut tpot: Vec<f64> = started.iter().filter_map(|r| tpot_ms(r)).collect();
+    let mut ttft: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.ttft_s)
+        .map(|t| t * 1e3)
+        .collect();
+    let mut tpot: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.tpot_s)
+        .map(|t| t * 1e3)
+        .collect();
     let first_send = done.iter().map(|r| r.sent_ns).min().unwrap_or(open);
     let last_end = done.iter().map(|r| r.end_ns).max().unwrap_or(close);
     let wall_s = last_end.saturating_sub(first_send) as f64 / NS_PER_S;

@@ -1,14 +1,15 @@
 //! JPEG images (`run --images K --image-format jpeg`; docs/images.md): the same seeded RGB
-//! noise as [`crate::noise_png`]'s pixels, encoded as a baseline JFIF by the `jpeg-encoder`
-//! crate at quality 75 with 4:2:0 chroma subsampling, the settings Pillow's `Image.save` uses
-//! by default and so the JPEGs vLLM's `random-mm` dataset sends.
+//! noise as [`crate::noise_png`]'s pixels (`crate::image_png::fill_noise`), encoded as a
+//! baseline JFIF by the `jpeg-encoder` crate at quality 75 with 4:2:0 chroma subsampling, the
+//! settings Pillow's `Image.save` uses by default and so the JPEGs vLLM's `random-mm` dataset
+//! sends.
 //!
 //! A JPEG's length depends on its pixels, unlike the stored PNG's, so the memory guard of a
 //! rate cell ([`crate::ImageSettings::cell_memory`]) reads [`jpeg_len_bound`]: the length of
 //! one image of the size, with a margin that noise of another seed never crosses (checked
 //! over many seeds in `crates/core/src/tests/images.rs`).
 
-use crate::rng::SplitMix64;
+use crate::image_png::fill_noise;
 
 /// Why a JPEG could not be built (the encoder's refusal, or a side outside its range);
 /// `crate::ImageError::Jpeg` carries it to the run.
@@ -19,20 +20,6 @@ pub struct JpegError(String);
 /// Pillow's default quality, which vLLM's `random-mm` images are saved with.
 pub const JPEG_QUALITY: u8 = 75;
 
-/// `width` × `height` RGB pixels of noise drawn from `seed`, row by row, eight bytes a draw.
-fn noise_rgb(width: u32, height: u32, seed: u64) -> Vec<u8> {
-    let row = 3 * width as usize;
-    let mut raw = vec![0u8; row * height as usize];
-    let mut rng = SplitMix64::new(seed);
-    for line in raw.chunks_mut(row) {
-        for chunk in line.chunks_mut(8) {
-            let bits = rng.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&bits[..chunk.len()]);
-        }
-    }
-    raw
-}
-
 /// A baseline JPEG of `width` × `height` pixels of noise drawn from `seed`: the same seed, the
 /// same bytes. Sides must be 1 ..= 65,535 (the run's are at most 4,096).
 pub fn noise_jpeg(width: u32, height: u32, seed: u64) -> Result<Vec<u8>, JpegError> {
@@ -42,7 +29,9 @@ pub fn noise_jpeg(width: u32, height: u32, seed: u64) -> Result<Vec<u8>, JpegErr
             "{width}x{height} is outside a JPEG's 1 to 65535 pixels a side"
         )));
     };
-    let pixels = noise_rgb(width, height, seed);
+    let row = 3 * width as usize;
+    let mut pixels = vec![0u8; row * height as usize];
+    fill_noise(&mut pixels, row, 0, seed);
     let mut out = Vec::with_capacity(pixels.len());
     jpeg_encoder::Encoder::new(&mut out, JPEG_QUALITY)
         .encode(&pixels, w, h, jpeg_encoder::ColorType::Rgb)

@@ -18,14 +18,8 @@ const STORED_MAX: usize = 65_535;
 pub fn noise_png(width: u32, height: u32, seed: u64) -> Vec<u8> {
     let row = 1 + 3 * width as usize;
     let mut raw = vec![0u8; row * height as usize];
-    let mut rng = SplitMix64::new(seed);
-    for line in raw.chunks_mut(row) {
-        // line[0] stays 0: no filter.
-        for chunk in line[1..].chunks_mut(8) {
-            let bits = rng.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&bits[..chunk.len()]);
-        }
-    }
+    // Each line's byte 0 stays 0: no filter.
+    fill_noise(&mut raw, row, 1, seed);
     let mut ihdr = Vec::with_capacity(13);
     ihdr.extend_from_slice(&width.to_be_bytes());
     ihdr.extend_from_slice(&height.to_be_bytes());
@@ -38,6 +32,20 @@ pub fn noise_png(width: u32, height: u32, seed: u64) -> Vec<u8> {
     chunk(&mut out, b"IDAT", &idat);
     chunk(&mut out, b"IEND", &[]);
     out
+}
+
+/// Fills every `row`-byte line of `buf`, from its byte `skip` on, with noise drawn from
+/// `seed`, eight bytes a draw (a line's last draw cut to what is left): the pixels of
+/// [`noise_png`] (after each line's filter byte) and of `crate::noise_jpeg` alike.
+pub(crate) fn fill_noise(buf: &mut [u8], row: usize, skip: usize, seed: u64) {
+    let mut rng = SplitMix64::new(seed);
+    for line in buf.chunks_mut(row.max(1)) {
+        let from = skip.min(line.len());
+        for chunk in line[from..].chunks_mut(8) {
+            let bits = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bits[..chunk.len()]);
+        }
+    }
 }
 
 /// Appends one PNG chunk: length, type, data, and the CRC-32 of type and data.

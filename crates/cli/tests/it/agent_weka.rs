@@ -8,6 +8,7 @@
 
 use crate::common::*;
 use crate::e2e::Bench;
+use crate::first_use::doc_commands_after;
 use serde_json::Value;
 
 /// docs/sessions.md's `weka:` command: the words after the binary's name, its lines joined.
@@ -16,21 +17,10 @@ fn docs_command() -> Vec<String> {
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/sessions.md"
     ));
-    let mut joined = String::new();
-    let mut found = Vec::new();
-    for raw in doc.lines().map(str::trim) {
-        joined.push_str(raw.trim_end_matches('\\').trim());
-        joined.push(' ');
-        if raw.ends_with('\\') {
-            continue;
-        }
-        let cmd = std::mem::take(&mut joined);
-        if let Some(rest) = cmd.trim().strip_prefix("llm-inference-bench ")
-            && rest.contains("weka:")
-        {
-            found.push(rest.split_whitespace().map(str::to_string).collect());
-        }
-    }
+    let mut found: Vec<Vec<String>> = doc_commands_after(doc, "llm-inference-bench ")
+        .into_iter()
+        .filter(|words| words.iter().any(|w| w.contains("weka:")))
+        .collect();
     assert_eq!(
         found.len(),
         1,

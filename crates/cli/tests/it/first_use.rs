@@ -14,6 +14,12 @@ use std::process::{Command, Output, Stdio};
 /// --release -- …`), each as its arguments after `--`: continuation lines joined, a trailing
 /// `&` and comments dropped.
 pub(crate) fn doc_commands(doc: &str) -> Vec<Vec<String>> {
+    doc_commands_after(doc, "cargo run --release -- ")
+}
+
+/// The commands of `doc`'s `sh` blocks that start with `prefix`, continuation lines joined,
+/// comments passed over, as the words after the prefix (a trailing `&` dropped).
+pub(crate) fn doc_commands_after(doc: &str, prefix: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut in_sh = false;
     let mut line = String::new();
@@ -32,7 +38,7 @@ pub(crate) fn doc_commands(doc: &str) -> Vec<Vec<String>> {
             continue;
         }
         let cmd = std::mem::take(&mut line);
-        if let Some(rest) = cmd.trim().strip_prefix("cargo run --release -- ") {
+        if let Some(rest) = cmd.trim().strip_prefix(prefix) {
             let rest = rest.trim().trim_end_matches('&').trim();
             out.push(rest.split_whitespace().map(str::to_string).collect());
         }
