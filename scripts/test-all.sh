@@ -80,33 +80,44 @@ step "fuzz targets compile (checked, not run: docs/reliability.md runs them with
 # Their own workspace and lock (libFuzzer), so nothing else builds them: a change to a file a
 # target includes (config.rs, settings.rs) must not leave them broken unseen.
 CARGO_TARGET_DIR=target/fuzz-check cargo check --manifest-path fuzz/Cargo.toml --bins --locked
-step "the Python wheel (built, installed in a fresh venv, run against the simulator)"
-scripts/wheel-test.sh
-step "cargo test"
-# Unit tests of every crate and the one integration-test binary (doc examples carry no tests;
-# benches are run by `cargo bench`, not here). The output is kept to print one total at the end.
+step "cargo test: unit tests"
+# Unit tests of every crate, one at a time (doc examples carry no tests; benches are run by
+# `cargo bench`, not here). The output is kept to print one total at the end.
 log="$(mktemp)"
 trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true; scripts/postgres/stop.sh >/dev/null 2>&1 || true' EXIT
 set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
-# One test at a time: most integration tests time a schedule or a decode window to the
-# millisecond, and on CI's two cores a browser or a second server started by a test beside
-# them can hold them up (stop 41's CI ran them so). `timing_lock` serialises only the timed
-# tests among themselves; this keeps every other test off the cores while they run. It costs
-# the integration binary a few minutes; the unit tests take seconds either way.
 mkdir -p target
-RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins --tests 2>&1 \
-  | python3 scripts/test_times.py target/test-times.tsv | tee "$log"
-status=${PIPESTATUS[0]}
+RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins 2>&1 \
+  | python3 scripts/test_times.py target/test-times-unit.tsv | tee "$log"
+unit_status=${PIPESTATUS[0]}
+step "cargo test: the end-to-end binary, four tests at a time"
+# Most end-to-end tests sleep through fixed-length cells (a fifth of a core each, measured), so
+# they run side by side: four test threads, at most three timed tests at once, and a test that
+# keeps the cores busy (a real engine, the browser, a peer tool) alone among the timed ones
+# (crates/cli/tests/it/slots.rs). Each slot logs its test's time to target/test-times.tsv: a
+# harness running tests side by side cannot time them by its output lines.
+rm -f target/test-times.tsv
+LLMIB_TEST_TIMES="$PWD/target/test-times.tsv" LLMIB_TEST_TIMED_AT_ONCE=3 RUST_TEST_THREADS=4 \
+  cargo test --workspace --locked --no-fail-fast --test it 2>&1 | tee -a "$log"
+it_status=${PIPESTATUS[0]}
+step "the Python wheel (built, installed in a fresh venv, run against the simulator)"
+# After the tests: its `maturin build` then reuses their build (the binary has the test build's
+# features, crates/cli/Cargo.toml says why) and only links the binary again.
+scripts/wheel-test.sh
+wheel_status=$?
 set -e
-# vLLM's own checks (engine detection, KV capacity, exact prompts, per-chunk usage, no API key
-# in any file), with the binary the tests just built.
+status=0
+for s in "$unit_status" "$it_status" "$wheel_status"; do
+  if [[ "$s" -ne 0 && "$status" -eq 0 ]]; then status=$s; fi
+done
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '; ([0-9]+) failed' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 ignored=$(grep -Eo '; ([0-9]+) ignored' "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}')
 echo
-echo "the slowest tests (seconds, binary, test; all in target/test-times.tsv):"
-head -n 25 target/test-times.tsv 2>/dev/null || true
+echo "the slowest end-to-end tests (seconds held, seconds waited for a slot, kind, test; all in"
+echo "target/test-times.tsv; the unit tests' in target/test-times-unit.tsv):"
+sort -rn target/test-times.tsv 2>/dev/null | head -n 25 || true
 echo "the test command took ${SECONDS} s"
 echo "tests: ${passed} passed, ${failed} failed, ${ignored} ignored"
 exit "$status"

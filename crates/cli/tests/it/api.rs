@@ -453,7 +453,7 @@ fn a_local_tokenizer_file_counts_what_a_hosted_api_does_not() {
 #[test]
 fn llamacpp_chat_completions_give_exact_prompt_lengths() {
     let Some(paths) = llama() else { return };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let server = LlamaServer::start(paths, "chat", 2, 2048, None);
     let mut rates = Vec::new();
     for api in ["chat", "completions"] {
@@ -540,7 +540,7 @@ fn llamacpp_chat_completions_give_exact_prompt_lengths() {
 #[test]
 fn llamacpp_chat_prompts_are_exact_for_fifty_run_seeds() {
     let Some(paths) = llama() else { return };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let server = LlamaServer::start(paths, "chat-seeds", 1, 2048, None);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

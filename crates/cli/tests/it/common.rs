@@ -132,12 +132,9 @@ pub fn assert_close(what: &str, a: f64, b: f64, pct: f64) {
     );
 }
 
-/// Serialises the tests whose figures depend on timing: the test harness runs tests on parallel
-/// threads, and on a 2-core machine two timing tests at once would measure each other's load.
-pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+/// The slots that let tests run side by side (`timing_lock` for a timed test, `exclusive` for
+/// one that keeps the cores busy): see `slots`.
+pub use crate::slots::{assert_exclusive, exclusive, timing_lock};
 
 /// The records of `requests.jsonl` in `dir`, by (context, concurrency) of their decode cell.
 pub fn requests(dir: &Path) -> BTreeMap<(u64, u64), Vec<Value>> {

@@ -157,7 +157,7 @@ fn eval_json_keeps_no_url_credentials() {
 #[test]
 fn llamacpp_tiny_eval_scores_every_item() {
     let Some(paths) = llama() else { return };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let server = LlamaServer::start(paths, "eval", 2, 1024, None);
     let base = out_dir("llamacpp-eval");
     let _ = std::fs::remove_dir_all(&base);

@@ -158,7 +158,7 @@ fn images_on_completions_are_refused_before_anything_is_sent() {
 
 #[test]
 fn the_images_docs_commands_run() {
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/images.md"));
     let cmds = doc_commands(doc);
     assert_eq!(cmds.len(), 2, "{cmds:?}");

@@ -17,6 +17,7 @@ use std::process::Command;
 /// Runs `vllm bench serve` against `url` as `testdata/vllm-bench-serve/README.md` says, and
 /// returns the result file it saved.
 fn vllm_bench(py: &str, tokenizer: &str, url: &str, dir: &Path) -> PathBuf {
+    assert_exclusive("vLLM's benchmark client");
     let driver =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/vllm-bench-serve/run_bench.py");
     let d = dir.display().to_string();
@@ -81,7 +82,7 @@ fn a_real_vllm_bench_file_imports_with_its_own_figures() {
     let Some((py, tokenizer)) = vllm_paths() else {
         return;
     };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let mut cfg = llmib_sim::builtin_profile("tiny-vllm").expect("tiny-vllm");
     cfg.model = "tiny-llama".to_string();
     let sim = Sim::start(cfg);

@@ -52,6 +52,7 @@ fn sim() -> Sim {
 /// Runs `aiperf profile` against `url` as `testdata/aiperf/README.md` says, and returns its
 /// artifacts directory.
 fn aiperf(venv: &Path, tokenizer: &str, url: &str, dir: &Path) -> PathBuf {
+    assert_exclusive("AIPerf");
     let artifacts = dir.join("aiperf");
     let o = Command::new(venv.join("bin/aiperf"))
         .args(["profile", "--model", "tiny-llama", "--url", url])
@@ -88,6 +89,7 @@ fn aiperf(venv: &Path, tokenizer: &str, url: &str, dir: &Path) -> PathBuf {
 /// Runs `guidellm run` against `url` as `testdata/guidellm/README.md` says, and returns its
 /// JSON report.
 fn guidellm(venv: &Path, tokenizer: &str, url: &str, dir: &Path) -> PathBuf {
+    assert_exclusive("GuideLLM");
     let report = dir.join("guidellm.json");
     let backend =
         format!("kind=openai_http,target={url},model=tiny-llama,request_format=/v1/completions");
@@ -127,7 +129,7 @@ fn a_real_aiperf_run_imports_with_its_own_figures() {
     let Some((venv, tokenizer)) = peer_paths("aiperf") else {
         return;
     };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let sim = sim();
     let dir = out_dir("import-aiperf");
     let artifacts = aiperf(&venv, &tokenizer, &sim.url, &dir);
@@ -163,7 +165,7 @@ fn a_real_guidellm_report_imports_with_its_own_figures() {
     let Some((venv, tokenizer)) = peer_paths("guidellm") else {
         return;
     };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let sim = sim();
     let dir = out_dir("import-guidellm");
     let file = guidellm(&venv, &tokenizer, &sim.url, &dir);

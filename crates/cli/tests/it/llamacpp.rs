@@ -154,6 +154,7 @@ impl LlamaServer {
         ctx: u32,
         key: Option<&str>,
     ) -> Self {
+        assert_exclusive("a real llama-server");
         let dir = out_dir(&format!("llamacpp-server-{name}"));
         let log = dir.join("llama-server.log");
         // A free port is only free until someone else binds it: retry a lost race.
@@ -306,7 +307,7 @@ pub(crate) fn run_args<'a>(url: &'a str, dir: &'a Path) -> Vec<&'a str> {
 #[test]
 fn llamacpp_matrix_statuses_prompts_and_token_counts() {
     let Some(paths) = llama() else { return };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let slots = 4u64;
     let server = LlamaServer::start(paths, "matrix", slots as u32, 4096, None);
     let dir = out_dir("llamacpp-matrix");
@@ -536,7 +537,7 @@ fn llamacpp_matrix_statuses_prompts_and_token_counts() {
 #[test]
 fn llamacpp_requests_queued_when_the_capacity_is_overridden() {
     let Some(paths) = llama() else { return };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     // 4 slots of 512: by /props the KV holds 2,048 tokens, less than 8 × (256 + 64) = 2,560.
     let server = LlamaServer::start(paths, "override", 4, 512, None);
     let props = server.props();

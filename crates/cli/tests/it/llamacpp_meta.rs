@@ -7,7 +7,7 @@ use crate::llamacpp::{LlamaServer, M, llama, run_args};
 #[test]
 fn llamacpp_run_metadata_and_the_api_key_leaves_no_trace() {
     let Some(paths) = llama() else { return };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let key = "llmib-e2e-secret-7d1f0c";
     let server = LlamaServer::start(paths, "key", 2, 1024, Some(key));
     let dir = out_dir("llamacpp-key");

@@ -12,6 +12,7 @@ fn long_id() -> String {
 
 #[test]
 fn a_megabyte_model_id_is_kept_in_run_json_and_cut_on_the_terminal() {
+    let _heavy = exclusive();
     let mut cfg = exact_sim();
     cfg.model = long_id();
     // The version is the server's too, and shown in the tables' summary line.

@@ -51,6 +51,7 @@ mod shard;
 mod shard_sessions;
 mod sharegpt_text;
 mod sim;
+mod slots;
 mod slurm;
 mod spec_accept;
 mod spec_categories;

@@ -74,7 +74,7 @@ pub(crate) fn run_chromium_at(
     extra: &[&str],
 ) -> (String, String) {
     // Chromium loads both cores for a moment: keep it off the timing-sensitive tests.
-    let _serial = crate::common::timing_lock();
+    let _heavy = crate::slots::exclusive_unless_held();
     let profile = work.join(format!("profile-{}", extra.len()));
     let out = work.join("chromium.stdout");
     let err = work.join("chromium.stderr");

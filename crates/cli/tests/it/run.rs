@@ -334,7 +334,7 @@ fn bad_input_fails_fast_with_one_line() {
 /// A 1M-token prompt is built through the server's tokenizer in seconds, and is exact.
 #[test]
 fn a_million_token_prompt_is_exact_and_quick() {
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let mut cfg = exact_sim();
     cfg.context_length = 1 << 21;
     cfg.kv_capacity_tokens = 1 << 22;

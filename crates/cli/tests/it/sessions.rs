@@ -184,7 +184,7 @@ fn llamacpp_reports_each_turns_cache_and_a_warm_turn_beats_a_cold_one() {
     let Some(paths) = crate::llamacpp::llama() else {
         return;
     };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let server = crate::llamacpp::LlamaServer::start(paths, "sessions", 1, 4096, None);
     let row = &chat_sessions(&server.url, "3K")
         .set("--sessions", "1")

@@ -316,7 +316,7 @@ fn real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values() {
     let Some(p) = crate::llamacpp::llama() else {
         return;
     };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let dir = out_dir("sweep-llamacpp");
     let d = dir.display().to_string();
     let serve = format!(
@@ -427,7 +427,7 @@ fn real_vllm_is_started_measured_and_stopped_at_two_max_num_seqs() {
     let Some((py, model)) = vllm_paths() else {
         return;
     };
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let dir = out_dir("sweep-vllm");
     let d = dir.display().to_string();
     let serve = format!(

@@ -20,6 +20,7 @@ impl Vllm {
     /// Starts vLLM with `start.sh`'s arguments (`--api-key K`), or `None` (with the reason
     /// printed) where it is not installed and `CI` is unset.
     pub(crate) fn start_with(args: &[&str]) -> Option<Vllm> {
+        assert_exclusive("a real vLLM server");
         let out = Command::new("bash")
             .arg(repo_root().join("scripts/vllm/start.sh"))
             .args(["--max-num-seqs", "4"])

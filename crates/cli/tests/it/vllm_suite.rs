@@ -30,7 +30,7 @@ use std::net::SocketAddr;
 
 #[test]
 fn real_vllm_one_server_for_every_check() {
-    let _serial = timing_lock();
+    let _serial = exclusive();
     let Some((py, model)) = crate::sweep::vllm_paths() else {
         return;
     };
