@@ -12,6 +12,9 @@
 # release binary is built. With VLLM_URL and VLLM_KEY set, the vLLM already serving there (with
 # that key, --max-num-seqs 4) is checked instead of a fresh one: the test command's real-vLLM
 # suite (crates/cli/tests/it/vllm_suite.rs) runs this script on the one server it starts.
+# VLLM_E2E_DURATION sets each decode window (default 5s; the suite passes 2s: the checks read
+# prompts, per-chunk counts and files, which a shorter window checks as well, and it saves the
+# test command half a minute).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-results/vllm-e2e}"
@@ -29,7 +32,7 @@ fi
 
 rm -rf "$OUT"
 "$BIN" run --url "$VLLM_URL" --api-key "$KEY" \
-  --contexts 256,1K,3K --concurrency 1,2,4,8 --duration 5s --max-output 64 \
+  --contexts 256,1K,3K --concurrency 1,2,4,8 --duration "${VLLM_E2E_DURATION:-5s}" --max-output 64 \
   --readiness-timeout 20s --save-requests --output "$OUT"
 
 python3 - "$OUT" "$KEY" <<'PY'

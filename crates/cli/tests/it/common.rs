@@ -18,13 +18,36 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// A fresh directory under the target dir (kept after the test for inspection).
+///
+/// Panics when another test already took `name`: the test command runs tests side by side, and
+/// two tests writing one directory would read each other's results.
 pub fn out_dir(name: &str) -> PathBuf {
+    claim_out_dir(name);
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("it")
         .join(name);
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).expect("create test output dir");
     base
+}
+
+/// Records which test took each output directory's name; panics on a second test's claim.
+fn claim_out_dir(name: &str) {
+    static TAKEN: std::sync::Mutex<BTreeMap<String, String>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a thread without a name")
+        .to_string();
+    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+    let owner = taken
+        .entry(name.to_string())
+        .or_insert_with(|| test.clone());
+    assert!(
+        *owner == test,
+        "the output directory {name:?} is taken by {owner} and asked for by {test}: give each test \
+         its own (tests run side by side)"
+    );
 }
 
 /// Runs the binary with `args`, with no API key from the environment.
@@ -190,4 +213,27 @@ pub fn spread(a: &[f64], b: &[f64]) -> impl Fn(f64) -> f64 {
     let mut errs: Vec<f64> = diffs.iter().map(|d| (d - median).abs()).collect();
     errs.sort_by(f64::total_cmp);
     move |p: f64| errs[((errs.len() as f64 * p).ceil() as usize).clamp(1, errs.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two tests asking for one output directory: the second is refused, naming both.
+    #[test]
+    fn a_second_test_asking_for_a_taken_output_directory_is_refused() {
+        let claim = |test: &str| {
+            std::thread::Builder::new()
+                .name(test.to_string())
+                .spawn(|| super::claim_out_dir("planted-shared-dir"))
+                .expect("spawn")
+                .join()
+        };
+        claim("planted::first").expect("the first claim is taken");
+        claim("planted::first").expect("the same test may ask again");
+        let err = claim("planted::second").expect_err("a second test is refused");
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("taken by planted::first and asked for by planted::second"),
+            "{msg}"
+        );
+    }
 }

@@ -29,6 +29,14 @@ pub(crate) fn cluster() -> Option<String> {
     }
 }
 
+/// The cluster to this test alone, taken after the test's slot: the Slurm tests read the
+/// cluster's job lists (a job of another test's submission would read as theirs) and fill its
+/// CPUs, and the test command runs timed tests side by side.
+pub(crate) fn cluster_to_myself() -> std::sync::MutexGuard<'static, ()> {
+    static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CLUSTER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The plan every shard runs (the shards.sbatch knobs), and the same as flags for one process.
 const PLAN: &[(&str, &str, &str)] = &[
     ("LLMIB_MODEL", "--model", "sim/tiny"),
@@ -231,6 +239,7 @@ fn one_process(url: &str) -> Vec<Value> {
 fn slurm_array_of_three_shards_and_its_merge_match_one_process() {
     let Some(conf) = cluster() else { return };
     let _serial = timing_lock();
+    let _cluster = cluster_to_myself();
     let sim = Sim::start(crate::run::exact_sim());
     let single = one_process(&sim.url);
     let work = out_dir("slurm-array");
@@ -284,6 +293,7 @@ fn slurm_array_of_three_shards_and_its_merge_match_one_process() {
 fn a_failed_shard_leaves_the_merge_not_run_and_says_so_in_sacct() {
     let Some(conf) = cluster() else { return };
     let _serial = timing_lock();
+    let _cluster = cluster_to_myself();
     let sim = Sim::start(crate::run::exact_sim());
     let work = out_dir("slurm-failed");
     // Shard 1 cannot create its results directory: a file is in the way.

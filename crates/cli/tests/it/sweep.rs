@@ -502,6 +502,7 @@ fn the_slurm_launcher_runs_each_server_as_a_job_and_cancels_it() {
         return;
     };
     let _serial = timing_lock();
+    let _cluster = crate::slurm::cluster_to_myself();
     let dir = out_dir("sweep-slurm");
     let d = dir.display().to_string();
     let serve = format!(
