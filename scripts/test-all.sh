@@ -30,11 +30,6 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   echo "error: cargo fmt and cargo clippy are needed: run 'rustup component add rustfmt clippy'" >&2
   exit 1
 fi
-# Every build of the tests uses this environment, so that each reuses the one before (the
-# wheel's included): debug info as line tables only (a failing test's backtrace keeps its lines)
-# and no incremental state (a build from scratch, as CI's, spends less time writing what no one
-# reads).
-build_env=(CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_INCREMENTAL=0)
 
 if ! command -v chromium >/dev/null 2>&1; then
   step "installing chromium (browser test of the HTML report)"
@@ -77,8 +72,14 @@ python3 scripts/module_cycles_test.py
 python3 scripts/module-cycles.py
 step "cargo fmt --check"
 cargo fmt --all -- --check
-step "the tests' build"
-env "${build_env[@]}" cargo test --workspace --locked --lib --bins --tests --no-run
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "cargo doc (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+step "fuzz targets compile (checked, not run: docs/reliability.md runs them with cargo +nightly fuzz)"
+# Their own workspace and lock (libFuzzer), so nothing else builds them: a change to a file a
+# target includes (config.rs, settings.rs) must not leave them broken unseen.
+CARGO_TARGET_DIR=target/fuzz-check cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 step "cargo test: unit tests"
 # Unit tests of every crate, one at a time (doc examples carry no tests; benches are run by
 # `cargo bench`, not here). The output is kept to print one total at the end.
@@ -87,36 +88,9 @@ trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true; scripts/postg
 set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
 mkdir -p target
-env "${build_env[@]}" RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins 2>&1 \
+RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins 2>&1 \
   | python3 scripts/test_times.py target/test-times-unit.tsv | tee "$log"
 unit_status=${PIPESTATUS[0]}
-step "clippy, the docs and the fuzz targets, beside the end-to-end tests at idle priority"
-# The end-to-end tests below leave the cores idle most of the time (they sleep through
-# fixed-length cells), so the static checks run then, at the scheduler's idle priority
-# (SCHED_IDLE: they get a core only when no test wants it, and yield it at once), each in a
-# target directory of its own (the tests' build holds target/debug's lock while they run):
-#   - cargo clippy --workspace --all-targets -- -D warnings;
-#   - cargo doc --workspace --no-deps, warnings denied (reusing clippy's checked crates);
-#   - the fuzz targets compiled (checked, not run: docs/reliability.md runs them with cargo
-#     +nightly fuzz), in their own workspace and lock (libFuzzer), so nothing else builds them:
-#     a change to a file a target includes (config.rs, settings.rs) must not leave them broken.
-# Their output goes to target/static-checks.log, printed here when they end.
-static_checks() {
-  set -e
-  local t0=$SECONDS
-  echo "== cargo clippy -D warnings"
-  CARGO_TARGET_DIR=target/checks cargo clippy --workspace --all-targets --locked -- -D warnings
-  echo "== cargo doc (warnings denied) (clippy took $((SECONDS - t0)) s)"
-  CARGO_TARGET_DIR=target/checks RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
-  echo "== fuzz targets compile (at $((SECONDS - t0)) s)"
-  CARGO_TARGET_DIR=target/fuzz-check cargo check --manifest-path fuzz/Cargo.toml --bins --locked
-  echo "== the static checks passed in $((SECONDS - t0)) s"
-}
-idle=(chrt --idle 0)
-"${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
-"${idle[@]}" bash -c "$(declare -f static_checks); static_checks" >target/static-checks.log 2>&1 &
-checks_pid=$!
-trap 'kill "$checks_pid" 2>/dev/null || true; rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true; scripts/postgres/stop.sh >/dev/null 2>&1 || true' EXIT
 step "cargo test: the end-to-end binary, five tests at a time"
 # Most end-to-end tests sleep through fixed-length cells (a fifth of a core each, measured), so
 # they run side by side: five test threads, at most four timed tests at once, and a test that
@@ -124,21 +98,17 @@ step "cargo test: the end-to-end binary, five tests at a time"
 # (crates/cli/tests/it/slots.rs). Each slot logs its test's time to target/test-times.tsv: a
 # harness running tests side by side cannot time them by its output lines.
 rm -f target/test-times.tsv
-env "${build_env[@]}" LLMIB_TEST_TIMES="$PWD/target/test-times.tsv" LLMIB_TEST_TIMED_AT_ONCE=4 \
+LLMIB_TEST_TIMES="$PWD/target/test-times.tsv" LLMIB_TEST_TIMED_AT_ONCE=4 \
   RUST_TEST_THREADS=5 cargo test --workspace --locked --no-fail-fast --test it 2>&1 | tee -a "$log"
 it_status=${PIPESTATUS[0]}
-step "the static checks' end (started beside the end-to-end tests)"
-wait "$checks_pid"
-checks_status=$?
-cat target/static-checks.log
 step "the Python wheel (built, installed in a fresh venv, run against the simulator)"
 # After the tests: its `maturin build` then reuses their build (the binary has the test build's
 # features, crates/cli/Cargo.toml says why) and only links the binary again.
-env "${build_env[@]}" scripts/wheel-test.sh
+scripts/wheel-test.sh
 wheel_status=$?
 set -e
 status=0
-for s in "$unit_status" "$it_status" "$checks_status" "$wheel_status"; do
+for s in "$unit_status" "$it_status" "$wheel_status"; do
   if [[ "$s" -ne 0 && "$status" -eq 0 ]]; then status=$s; fi
 done
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
