@@ -51,7 +51,6 @@ pub struct Pool {
     timed_at_once: usize,
 }
 
-#[derive(Default)]
 struct State {
     timed: usize,
     heavy: bool,
@@ -215,23 +214,44 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    /// A thread holding a timed slot of `pool` for `ms`, counting itself in `inside` while it
+    /// does and raising `most` to the most seen inside at once.
+    fn hold_timed(
+        pool: &'static Pool,
+        inside: &Arc<AtomicUsize>,
+        most: &Arc<AtomicUsize>,
+        ms: u64,
+    ) -> std::thread::JoinHandle<()> {
+        let (inside, most) = (inside.clone(), most.clone());
+        std::thread::spawn(move || {
+            let _s = pool.take(Kind::Timed);
+            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(ms));
+            inside.fetch_sub(1, Ordering::SeqCst);
+        })
+    }
+
+    /// Waits (at most 10 s) until `ready` holds: the tests order their threads by what the pool
+    /// shows, not by sleeps a loaded machine could outlast.
+    fn until(ready: impl Fn() -> bool) {
+        let start = std::time::Instant::now();
+        while !ready() {
+            assert!(start.elapsed() < Duration::from_secs(10), "never came");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn a_heavy_slot_waits_for_the_timed_ones_and_holds_them_off() {
-        static POOL: Pool = Pool::new(2);
+        // Room for three timed slots: the third asks with room left, so only the waiting
+        // heavy slot can hold it back.
+        static POOL: Pool = Pool::new(3);
         let inside = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
-        let timed = |inside: Arc<AtomicUsize>, most: Arc<AtomicUsize>| {
-            std::thread::spawn(move || {
-                let _s = POOL.take(Kind::Timed);
-                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(150));
-                inside.fetch_sub(1, Ordering::SeqCst);
-            })
-        };
-        let a = timed(inside.clone(), most.clone());
-        let b = timed(inside.clone(), most.clone());
-        std::thread::sleep(Duration::from_millis(50));
+        let a = hold_timed(&POOL, &inside, &most, 150);
+        let b = hold_timed(&POOL, &inside, &most, 150);
+        until(|| inside.load(Ordering::SeqCst) == 2);
         let heavy = std::thread::spawn({
             let inside = inside.clone();
             move || {
@@ -243,7 +263,10 @@ mod tests {
                 inside.fetch_add(100, Ordering::SeqCst);
             }
         });
-        std::thread::sleep(Duration::from_millis(30));
+        until(|| {
+            let s = POOL.lock();
+            s.heavy_waiting == 1 || s.heavy
+        });
         // Asked while the heavy test waits: it goes after the heavy one.
         let c = std::thread::spawn({
             let inside = inside.clone();
@@ -272,16 +295,7 @@ mod tests {
         let inside = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..3)
-            .map(|_| {
-                let (inside, most) = (inside.clone(), most.clone());
-                std::thread::spawn(move || {
-                    let _s = POOL.take(Kind::Timed);
-                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(40));
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                })
-            })
+            .map(|_| hold_timed(&POOL, &inside, &most, 40))
             .collect();
         for t in threads {
             t.join().expect("joined");
