@@ -73,13 +73,11 @@ python3 scripts/module-cycles.py
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy -D warnings"
+# The fuzz targets are workspace members (fuzz/Cargo.toml), so this checks that they compile
+# too; docs/reliability.md runs them with cargo +nightly fuzz.
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
-step "fuzz targets compile (checked, not run: docs/reliability.md runs them with cargo +nightly fuzz)"
-# Their own workspace and lock (libFuzzer), so nothing else builds them: a change to a file a
-# target includes (config.rs, settings.rs) must not leave them broken unseen.
-CARGO_TARGET_DIR=target/fuzz-check cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 step "cargo test: unit tests"
 # Unit tests of every crate, one at a time (doc examples carry no tests; benches are run by
 # `cargo bench`, not here). The output is kept to print one total at the end.
@@ -88,18 +86,34 @@ trap 'rm -f "$log"; scripts/slurm/stop.sh >/dev/null 2>&1 || true; scripts/postg
 set +e
 # --no-fail-fast: a failing binary must not hide the counts (and failures) of the others.
 mkdir -p target
-RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bins 2>&1 \
+# The one binary's, not `--bins`: that would build the fuzz targets as tests, which they are not
+# (test = false). Not `--exclude llmib-fuzz` either: without the fuzz crate's build dependencies
+# cargo unifies their features differently (cc without `parallel`), and rebuilt ring, rustls
+# and SQLite (78 s) for the end-to-end binary's build, which selects the whole workspace.
+RUST_TEST_THREADS=1 cargo test --workspace --locked --no-fail-fast --lib --bin llm-inference-bench 2>&1 \
   | python3 scripts/test_times.py target/test-times-unit.tsv | tee "$log"
 unit_status=${PIPESTATUS[0]}
-step "cargo test: the end-to-end binary, five tests at a time"
 # Most end-to-end tests sleep through fixed-length cells (a fifth of a core each, measured), so
-# they run side by side: five test threads, at most four timed tests at once, and a test that
-# keeps the cores busy (a real engine, the browser, a peer tool) alone among the timed ones
-# (crates/cli/tests/it/slots.rs). Each slot logs its test's time to target/test-times.tsv: a
-# harness running tests side by side cannot time them by its output lines.
+# they run side by side; a test that keeps the cores busy (a real engine, the browser, a peer
+# tool) runs with no timed test beside it (crates/cli/tests/it/slots.rs). The heavy ones run
+# first, on their own, and the rest after them: interleaved, every heavy test waited for the
+# timed ones running to end, with slots idle meanwhile. The heavy tests are those named in
+# slots.rs's HEAVY_TESTS (a heavy slot is refused to any other). Each slot logs its test's time
+# to target/test-times.tsv: a harness running tests side by side cannot time them by its lines.
 rm -f target/test-times.tsv
+heavy=$(sed -n '/^pub const HEAVY_TESTS/,/^];/p' crates/cli/tests/it/slots.rs | grep -o '"[a-z0-9_:]*"' | tr -d '"')
+skips=()
+for t in $heavy; do skips+=(--skip "$t"); done
+step "cargo test: the end-to-end binary's heavy tests ($(wc -w <<<"$heavy")), one after another"
+# Three threads: the parts of a heavy test that hold no slot (writing a report, reading files)
+# run beside another's heavy part.
+# shellcheck disable=SC2086 # one argument per name
+LLMIB_TEST_TIMES="$PWD/target/test-times.tsv" RUST_TEST_THREADS=3 \
+  cargo test --workspace --locked --no-fail-fast --test it -- --exact $heavy 2>&1 | tee -a "$log"
+heavy_status=${PIPESTATUS[0]}
+step "cargo test: the end-to-end binary's other tests, five at a time"
 LLMIB_TEST_TIMES="$PWD/target/test-times.tsv" LLMIB_TEST_TIMED_AT_ONCE=4 \
-  RUST_TEST_THREADS=5 cargo test --workspace --locked --no-fail-fast --test it 2>&1 | tee -a "$log"
+  RUST_TEST_THREADS=5 cargo test --workspace --locked --no-fail-fast --test it -- --exact "${skips[@]}" 2>&1 | tee -a "$log"
 it_status=${PIPESTATUS[0]}
 step "the Python wheel (built, installed in a fresh venv, run against the simulator)"
 # After the tests: its `maturin build` then reuses their build (the binary has the test build's
@@ -108,7 +122,7 @@ scripts/wheel-test.sh
 wheel_status=$?
 set -e
 status=0
-for s in "$unit_status" "$it_status" "$wheel_status"; do
+for s in "$unit_status" "$heavy_status" "$it_status" "$wheel_status"; do
   if [[ "$s" -ne 0 && "$status" -eq 0 ]]; then status=$s; fi
 done
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')

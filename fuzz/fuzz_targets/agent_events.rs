@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // The first byte picks the API and the reading; the second the split point.
-    let api = if first & 1 == 0 { Api::Messages } else { Api::Responses };
+    let api = if first & 1 == 0 {
+        Api::Messages
+    } else {
+        Api::Responses
+    };
     let reading = if first & 2 == 0 {
         InputReading::Exclusive
     } else {

@@ -2,8 +2,8 @@
 //! answer or an error, never a panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use llmib_client::parse_event;
 use llmib_client::SseDecoder;
+use llmib_client::parse_event;
 
 fuzz_target!(|data: &[u8]| {
     let cut = data.first().map_or(0, |&b| usize::from(b)).min(data.len());

@@ -179,8 +179,76 @@ pub fn timing_lock() -> Slot {
     pool().take(Kind::Timed)
 }
 
-/// A heavy test's slot: no timed test runs beside it.
+/// The tests that take a heavy slot, by libtest's name. `scripts/test-all.sh` runs them first,
+/// on their own, then every other test with `--skip` for each: a heavy test that arrives while
+/// timed tests run waits for all of them to end, and the slots left idle meanwhile cost the
+/// suite about 85 s on CI's two cores when heavy and timed tests were interleaved (their
+/// names spread them over the alphabet). [`exclusive`] refuses a test not listed here, so a new
+/// heavy test cannot end up among the timed ones.
+pub const HEAVY_TESTS: &[&str] = &[
+    "api::llamacpp_chat_completions_give_exact_prompt_lengths",
+    "api::llamacpp_chat_prompts_are_exact_for_fifty_run_seeds",
+    "eval::llamacpp_tiny_eval_scores_every_item",
+    "hub_browser::a_runs_page_is_the_seed_page_and_the_model_page_escapes_the_id",
+    "hub_browser::the_compare_page_sets_two_runs_side_by_side",
+    "hub_browser::the_list_filters_to_one_engine_and_shows_a_hostile_model_id_as_text",
+    "hub_sweep::running_servers_are_swept_uploaded_as_one_group_and_both_pages_open_in_a_browser",
+    "images::the_images_docs_commands_run",
+    "import::a_real_vllm_bench_file_imports_with_its_own_figures",
+    "import_peers::a_real_aiperf_run_imports_with_its_own_figures",
+    "import_peers::a_real_guidellm_report_imports_with_its_own_figures",
+    "llamacpp::llamacpp_matrix_statuses_prompts_and_token_counts",
+    "llamacpp::llamacpp_requests_queued_when_the_capacity_is_overridden",
+    "llamacpp_meta::llamacpp_run_metadata_and_the_api_key_leaves_no_trace",
+    "long_ids::a_megabyte_model_id_is_kept_in_run_json_and_cut_on_the_terminal",
+    "report::browser_golden_page_matches_the_seed_and_works",
+    "report::browser_load_section_draws_its_charts_and_the_pareto_frontier",
+    "report::browser_renders_hostile_strings_as_text",
+    "report_pages::browser_compare_page_is_clean",
+    "report_pages::browser_eval_page_is_clean",
+    "report_sessions::browser_sessions_section_shows_the_matrix_turns_and_charts",
+    "run::a_million_token_prompt_is_exact_and_quick",
+    "sessions::llamacpp_reports_each_turns_cache_and_a_warm_turn_beats_a_cold_one",
+    "shard::four_merged_shards_send_what_one_process_sends",
+    "sweep::real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values",
+    "sweep::real_vllm_is_started_measured_and_stopped_at_two_max_num_seqs",
+    "vllm_suite::real_vllm_one_server_for_every_check",
+];
+
+/// Why the test on `thread` (libtest names a test's thread after it) may not take a heavy
+/// slot: `None` where it is listed in `heavy`.
+pub fn unlisted_heavy(thread: Option<&str>, heavy: &[&str]) -> Option<String> {
+    match thread {
+        Some(name) if heavy.contains(&name) => None,
+        name => Some(format!(
+            "{} takes a heavy slot but is not in HEAVY_TESTS (crates/cli/tests/it/slots.rs): add \
+             it there, so that the test command runs it with the heavy tests and not beside \
+             timed ones",
+            name.unwrap_or("a thread without a test's name")
+        )),
+    }
+}
+
+/// The names in `heavy` that name no test: `module::function` where `source(module)` (the
+/// module's file) has no `fn function(`. A stale name would leave its test to the timed phase.
+pub fn unknown_heavy(heavy: &[&str], source: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    heavy
+        .iter()
+        .filter(|name| {
+            let Some((module, function)) = name.rsplit_once("::") else {
+                return true;
+            };
+            !source(module).is_some_and(|text| text.contains(&format!("fn {function}(")))
+        })
+        .map(|name| name.to_string())
+        .collect()
+}
+
+/// A heavy test's slot: no timed test runs beside it. Panics for a test not in [`HEAVY_TESTS`].
 pub fn exclusive() -> Slot {
+    if let Some(why) = unlisted_heavy(std::thread::current().name(), HEAVY_TESTS) {
+        panic!("{why}");
+    }
     pool().take(Kind::Heavy)
 }
 
@@ -301,6 +369,40 @@ mod tests {
             t.join().expect("joined");
         }
         assert_eq!(most.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_heavy_slot_is_refused_to_a_test_not_listed_and_every_listed_name_is_a_test() {
+        let listed = ["sweep::real_vllm_is_started", "run::a_million"];
+        assert_eq!(unlisted_heavy(Some("run::a_million"), &listed), None);
+        let why = unlisted_heavy(Some("load::a_planted_heavy_test"), &listed).expect("refused");
+        assert!(
+            why.starts_with("load::a_planted_heavy_test takes a heavy slot"),
+            "{why}"
+        );
+        assert!(
+            unlisted_heavy(None, &listed).is_some(),
+            "a thread without a name"
+        );
+
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+        let source = |module: &str| std::fs::read_to_string(dir.join(format!("{module}.rs"))).ok();
+        assert_eq!(unknown_heavy(HEAVY_TESTS, source), Vec::<String>::new());
+        // Planted: a renamed test, a module that does not exist, a name without a module.
+        let planted = [
+            "run::a_million_token_prompt_is_exact_and_quick",
+            "run::a_test_renamed_since",
+            "no_such_module::a_test",
+            "a_test",
+        ];
+        assert_eq!(
+            unknown_heavy(&planted, source),
+            [
+                "run::a_test_renamed_since",
+                "no_such_module::a_test",
+                "a_test"
+            ]
+        );
     }
 
     #[test]
