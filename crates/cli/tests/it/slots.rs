@@ -8,7 +8,8 @@
 //! them a timed test would measure its load. So a test takes one of two kinds of slot:
 //!
 //! - [`timing_lock`]: a *timed* test. At most `LLMIB_TEST_TIMED_AT_ONCE` of them run at once
-//!   (default 1, as before this module; `scripts/test-all.sh` sets 4 with five test threads).
+//!   (default 1, as before this module; `scripts/test-all.sh` sets 6 with seven test threads, after
+//!   running the heavy tests on their own).
 //! - [`exclusive`]: a *heavy* test: no timed test runs beside it, and it waits for those running
 //!   to end. Tests that start a real engine, a browser or a peer tool check that they hold one
 //!   ([`assert_exclusive`]), so a new such test cannot forget it.

@@ -399,7 +399,7 @@ fn real_llama_cpp_is_started_measured_and_stopped_at_two_parallel_values() {
 pub(crate) fn vllm_paths() -> Option<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/vllm/common.sh");
     let script = format!(
-        "source '{}' && vllm_installed && printf '%s\\n%s\\n' \"$VLLM_PY\" \"$VLLM_MODEL\"",
+        "source '{}' && vllm_present && printf '%s\\n%s\\n' \"$VLLM_PY\" \"$VLLM_MODEL\"",
         root.display()
     );
     let out = Command::new("bash").args(["-c", &script]).output().ok()?;
