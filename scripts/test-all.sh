@@ -102,6 +102,8 @@ unit_status=${PIPESTATUS[0]}
 # to target/test-times.tsv: a harness running tests side by side cannot time them by its lines.
 rm -f target/test-times.tsv
 heavy=$(sed -n '/^pub const HEAVY_TESTS/,/^];/p' crates/cli/tests/it/slots.rs | grep -o '"[a-z0-9_:]*"' | tr -d '"')
+# Without names the first step would run every test (slots.rs's tests check this reading).
+[[ -n "$heavy" ]] || { echo "error: no HEAVY_TESTS read from crates/cli/tests/it/slots.rs" >&2; exit 1; }
 skips=()
 for t in $heavy; do skips+=(--skip "$t"); done
 step "cargo test: the end-to-end binary's heavy tests ($(wc -w <<<"$heavy")), one after another"

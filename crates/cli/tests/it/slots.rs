@@ -389,6 +389,22 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
         let source = |module: &str| std::fs::read_to_string(dir.join(format!("{module}.rs"))).ok();
         assert_eq!(unknown_heavy(HEAVY_TESTS, source), Vec::<String>::new());
+        // scripts/test-all.sh reads the list from this file's text (the lines from `pub const
+        // HEAVY_TESTS` to `];`, each quoted name): the same reading must give the same names.
+        let text = source("slots").expect("slots.rs");
+        let block: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("pub const HEAVY_TESTS"))
+            .take_while(|l| !l.starts_with("];"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let read: Vec<&str> = block.split('"').skip(1).step_by(2).collect();
+        assert_eq!(read, HEAVY_TESTS, "the script's reading of HEAVY_TESTS");
+        let script_reads = |n: &&str| {
+            n.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':')
+        };
+        assert!(read.iter().all(script_reads), "its grep takes [a-z0-9_:]");
         // Planted: a renamed test, a module that does not exist, a name without a module.
         let planted = [
             "run::a_million_token_prompt_is_exact_and_quick",
