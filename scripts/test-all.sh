@@ -96,8 +96,8 @@ unit_status=${PIPESTATUS[0]}
 # Most end-to-end tests sleep through fixed-length cells (a fifth of a core each, measured), so
 # they run side by side; a test that keeps the cores busy (a real engine, the browser, a peer
 # tool) runs with no timed test beside it (crates/cli/tests/it/slots.rs). The heavy ones run
-# first, on their own, and the rest after them: interleaved, every heavy test waited for the
-# timed ones running to end, with slots idle meanwhile. The heavy tests are those named in
+# first, on their own, and the rest after them, where no heavy test can arrive and more timed
+# tests can run at once (see the second step). The heavy tests are those named in
 # slots.rs's HEAVY_TESTS (a heavy slot is refused to any other). Each slot logs its test's time
 # to target/test-times.tsv: a harness running tests side by side cannot time them by its lines.
 rm -f target/test-times.tsv
