@@ -24,6 +24,9 @@ mod server;
 mod wire;
 
 // One request, streamed and measured: the wire format and the record.
+/// The client-lag probe a decode window runs beside its streams, and what it reads of the raw
+/// reader (for the overhead bench's fixed-cost line; runs use it through their windows).
+pub use cells::lagprobe::{UnstampedCount, spawn as spawn_lag_probe};
 pub use wire::body::{HttpReader, http_proxy_var};
 pub use wire::chunk::{Chunk, ChunkError, ServerError, StreamItem, Usage, parse_event};
 pub use wire::events::parse_event_of;

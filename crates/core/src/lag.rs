@@ -111,6 +111,31 @@ pub const WARN_FLOOR_MS: f64 = 0.5;
 /// the kernel's message was not there), so the probe's verdict stands.
 pub const KERNEL_SHARE: f64 = 0.99;
 
+/// Time between the client-lag probe's samples while the window's chunk instants are the
+/// client's reads (no raw reader, or a piece without the kernel's receive time came since the
+/// last sample): 100 samples a second, enough for the p90 the verdict reads over any window.
+pub const PROBE_EVERY_MS: u64 = 10;
+
+/// Time between the probe's samples while the raw reader stamps every piece with the kernel's
+/// receive time: the verdict then does not read the probe ([`lag_verdict`]) and its samples
+/// only say how late the client ran (`delay_ms`), for which 4 a second (the gauges' pace: 40
+/// in a 10 s window) are enough. Each sample wakes the client's runtime (a timer, a yield, a
+/// wake of its I/O driver): the overhead bench put 100 a second at 8.9 ms of CPU per second on
+/// an idle runtime, the largest of the client's fixed costs (issue 44), 10 a second at 1.5.
+pub const PROBE_EVERY_COVERED_MS: u64 = 250;
+
+/// The probe's period until its next sample, from the raw reader's count of pieces read
+/// without a kernel time at the previous sample and now (`unstamped`; `None`: no raw reader,
+/// every instant is a read's): the slow period while that count did not move, the fast one
+/// as soon as it did. A window whose pieces all carry a kernel time is judged without the
+/// probe; one where some do not is judged by the fast samples taken from the first such piece.
+pub fn probe_period_ms(unstamped: Option<(u64, u64)>) -> u64 {
+    match unstamped {
+        Some((before, now)) if now == before => PROBE_EVERY_COVERED_MS,
+        _ => PROBE_EVERY_MS,
+    }
+}
+
 /// Summarises `samples_ms` (the probe's delays) and judges them against the cell's TBT median
 /// and how its chunk instants were taken (`kernel`: see `lag_verdict`); `None` without
 /// samples.
@@ -290,6 +315,19 @@ mod tests {
         assert!(w.contains("only 0.0 % of its body reads, 0 of 0,"), "{w}");
         // A small delay is no warning whatever the stamps.
         assert_eq!(lag_verdict(2.0, Some(24.0), Some(&stamps(1000, 900))), None);
+    }
+
+    #[test]
+    fn the_probe_slows_only_while_every_piece_has_a_kernel_time() {
+        // No raw reader: every instant is a read's.
+        assert_eq!(probe_period_ms(None), PROBE_EVERY_MS);
+        // The raw reader, no piece without a kernel time since the last sample.
+        assert_eq!(probe_period_ms(Some((0, 0))), PROBE_EVERY_COVERED_MS);
+        assert_eq!(probe_period_ms(Some((7, 7))), PROBE_EVERY_COVERED_MS);
+        // One piece read without one: fast again from this sample.
+        assert_eq!(probe_period_ms(Some((7, 8))), PROBE_EVERY_MS);
+        assert_eq!(PROBE_EVERY_MS, 10);
+        assert_eq!(PROBE_EVERY_COVERED_MS, 250);
     }
 
     #[test]

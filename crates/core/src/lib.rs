@@ -155,7 +155,8 @@ pub use stats::{
 // Decisions: readiness, token counting, the client's own lateness and each cell's row.
 pub use counting::{CountReport, TokenizeError, Tokenized, count_request, needs_tokenizer};
 pub use lag::{
-    ClientLag, KERNEL_SHARE, KernelStamps, WARN_FLOOR_MS, WARN_SHARE_OF_TBT, client_lag,
+    ClientLag, KERNEL_SHARE, KernelStamps, PROBE_EVERY_COVERED_MS, PROBE_EVERY_MS, WARN_FLOOR_MS,
+    WARN_SHARE_OF_TBT, client_lag, probe_period_ms,
 };
 pub use readiness::{Opened, RampObservation, ReadinessBy, ReadinessJudge, ReadinessRule};
 pub use verdict::{

@@ -209,7 +209,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
     let resumed = resumed_run(&args, &mut settings)?;
     let (url, probe) = probe_server(&args, &settings, resumed.as_ref().map(|r| &r.0)).await?;
     check_inputs(&settings, &probe).await?;
-    let diagnostics = startup_diagnostics(&args, &url, resumed.is_some()).await;
+    let facts = machine_facts(&args, &url, resumed.is_some()).await;
     let Prepared {
         dir,
         plan,
@@ -219,7 +219,7 @@ pub async fn run(args: RunArgs) -> Result<Exit> {
         model,
     } = match resumed {
         Some((r, notes)) => prepare_resume(&args, settings, r, notes, probe)?,
-        None => prepare_new(&args, settings, &url, probe, diagnostics)?,
+        None => prepare_new(&args, settings, &url, probe, facts)?,
     };
     dir.write_info(&info)?;
     errln!("results: {}", dir.path().display());
@@ -486,7 +486,7 @@ fn prepare_new(
     mut settings: Settings,
     url: &str,
     probe: llmib_client::Probe,
-    diagnostics: Option<Diagnostics>,
+    facts: MachineFacts,
 ) -> Result<Prepared> {
     let engine = probe.engine;
     settings.api = engine.api();
@@ -520,7 +520,7 @@ fn prepare_new(
     }
     let out = args.output.clone().unwrap_or_else(|| default_output("run"));
     let dir = RunDir::create_new(out, args.force)?;
-    let info = run_info(args, url, &engine, &plan, probe.notes, diagnostics)?;
+    let info = run_info(args, url, &engine, &plan, probe.notes, facts)?;
     let model = engine.model().served_model.clone();
     Ok(Prepared {
         dir,
@@ -542,15 +542,16 @@ fn run_info(
     engine: &Engine,
     plan: &Plan,
     probe_notes: Vec<String>,
-    diagnostics: Option<Diagnostics>,
+    facts: MachineFacts,
 ) -> Result<RunInfo> {
+    let MachineFacts { diagnostics, local } = facts;
     let probed_launch = engine.launch_command().map(str::to_string);
     let hardware = match &args.hardware {
         _ if args.hardware_info.is_some() => args.hardware_info.clone().unwrap_or_default(),
         Some(h) => llmib_client::parse_hardware_override(h)
             .map_err(|e| anyhow::anyhow!("--hardware: {}", e.0))?,
         // Local facts describe the server only when it runs on this machine.
-        None if is_loopback(url) => llmib_client::detect_local(),
+        None if is_loopback(url) => local.unwrap_or_else(llmib_client::detect_local),
         None => Default::default(),
     };
     // The cost figures' GPU count when --gpus is not given: the server's machine's.
@@ -644,14 +645,36 @@ fn write_reports(dir: &RunDir, formats: &[llmib_report::Format], tables: bool) {
     }
 }
 
-/// The startup diagnostics of a new run whose server runs on this machine (the rule of the
-/// Hardware card); none for a remote server, a resumed run (it keeps its own) or the demo's
-/// simulator (its card describes no machine).
-async fn startup_diagnostics(args: &RunArgs, url: &str, resuming: bool) -> Option<Diagnostics> {
+/// What a new run whose server runs on this machine records of the machine.
+#[derive(Default)]
+struct MachineFacts {
+    /// The startup diagnostics (the rule of the Hardware card).
+    diagnostics: Option<Diagnostics>,
+    /// The hardware `run.json` describes, where no flag gives it.
+    local: Option<HardwareInfo>,
+}
+
+/// The machine's facts for a new run whose server runs here: none for a remote server, a
+/// resumed run (it keeps its own) or the demo's simulator (its card describes no machine); the
+/// hardware only where no flag gives it. Both are gathered at once: each runs `nvidia-smi`
+/// (hundreds of milliseconds on a GPU server) and the first request waits for them (issue 44).
+async fn machine_facts(args: &RunArgs, url: &str, resuming: bool) -> MachineFacts {
     if resuming || args.hardware_info.is_some() || !is_loopback(url) {
-        return None;
+        return MachineFacts::default();
     }
-    Some(llmib_client::gather_diagnostics().await)
+    let local = async {
+        if args.hardware.is_some() {
+            return None;
+        }
+        tokio::task::spawn_blocking(llmib_client::detect_local)
+            .await
+            .ok()
+    };
+    let (diagnostics, local) = tokio::join!(llmib_client::gather_diagnostics(), local);
+    MachineFacts {
+        diagnostics: Some(diagnostics),
+        local,
+    }
 }
 
 /// Whether the URL's host is this machine.

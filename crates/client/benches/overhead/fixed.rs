@@ -6,6 +6,10 @@
 //!   second, so 5 reads a second;
 //! - the hardware monitor: its own thread at the run's default 500 ms, measured whole (samples
 //!   and wake-ups) over a few seconds;
+//! - the client-lag probe a decode window runs: its samples at 10 ms (the reqwest reader, or
+//!   chunk instants without the kernel's time) and at 250 ms (the raw reader while the kernel
+//!   stamps every piece, a run's usual case on Linux), each measured whole on its runtime's
+//!   thread over a few seconds;
 //! - the progress feed: a gauge sample published to the live window and one dashboard frame's
 //!   reads of it, 4 a second each (the window's gauge interval and the dashboard's frame).
 //!
@@ -14,9 +18,11 @@
 
 use crate::fixture_server::{FixtureServer, Route};
 use llmib_client::{
-    Engine, Gauges, HwMonitor, LiveWindow, Metrics, ProbeOptions, ProgressEvent, Stage, json_line,
+    CancellationToken, Engine, Gauges, HwMonitor, LiveWindow, Metrics, ProbeOptions, ProgressEvent,
+    Stage, UnstampedCount, json_line, spawn_lag_probe,
 };
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Metrics reads a second during a decode window: the window's own (every 250 ms, the default
@@ -250,6 +256,38 @@ fn hw_monitor(window: Duration) -> Result<(f64, f64, u32, String), String> {
     ))
 }
 
+/// The client-lag probe over `window` on a current-thread runtime (so its timer, its yields and
+/// the runtime's wake-ups all run on this thread): ms of CPU per second and samples per second,
+/// with a raw reader whose every piece had a kernel time (`covered`) or without one.
+fn lag_probe(window: Duration, covered: bool) -> Result<(f64, f64), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    /// A raw reader none of whose pieces lacked a kernel time.
+    struct EveryPieceStamped;
+    impl UnstampedCount for EveryPieceStamped {
+        fn unstamped(&self) -> u64 {
+            0
+        }
+    }
+    let raw = covered.then(|| Arc::new(EveryPieceStamped) as Arc<dyn UnstampedCount>);
+    let (samples, ns, secs) = rt.block_on(async move {
+        let stop = CancellationToken::new();
+        let (t0, c0) = (Instant::now(), self_ns());
+        let probe = spawn_lag_probe(stop.clone(), raw);
+        tokio::time::sleep(window).await;
+        stop.cancel();
+        let samples = probe.await.map_or(0, |d| d.len());
+        (
+            samples,
+            self_ns().saturating_sub(c0),
+            t0.elapsed().as_secs_f64(),
+        )
+    });
+    Ok((ns as f64 / 1e6 / secs, samples as f64 / secs))
+}
+
 /// The progress feed at N = 1: CPU ns of one gauge publish plus one dashboard frame's reads
 /// (`crates/dashboard/src/view.rs`), and µs of one JSON event line (`--display json`; a few
 /// per cell, none per second).
@@ -312,6 +350,19 @@ pub(crate) fn print_fixed_costs() -> Result<(), String> {
         "  hardware monitor (GPU reader: {source}; CPU: /proc and sysfs): {us:.1} µs per sample \
          ({samples} samples, wake-ups included) = {per_s:.3} ms/s"
     );
+    for (what, covered) in [
+        ("raw reader, every piece kernel-stamped", true),
+        ("reqwest reader or unstamped pieces", false),
+    ] {
+        let (per_s, rate) = lag_probe(Duration::from_secs(3), covered)?;
+        if covered {
+            total += per_s;
+        }
+        println!(
+            "  client-lag probe ({what}): {rate:.0} samples/s = {per_s:.3} ms/s{}",
+            if covered { "" } else { " (not in the total)" }
+        );
+    }
     let (frame_ns, json_us) = feed();
     let feed_per_s = frame_ns * FEED_PER_S / 1e6;
     total += feed_per_s;

@@ -599,7 +599,14 @@ async fn measure_span(
     let mut queued_samples = 0;
     let mut interrupted = false;
     let probe_stop = CancellationToken::new();
-    let probe = measure.then(|| crate::cells::lagprobe::spawn(probe_stop.clone()));
+    let probe = measure.then(|| {
+        crate::cells::lagprobe::spawn(
+            probe_stop.clone(),
+            ctx.engine
+                .raw_target()
+                .map(|r| r as Arc<dyn crate::cells::lagprobe::UnstampedCount>),
+        )
+    });
     let inj = ctx.spec.inject.as_ref();
     let times = (ctx.origin, start);
     let injector = inject::start(ctx.engine, inj, measure, times, ctx.cancel, ctx.close);

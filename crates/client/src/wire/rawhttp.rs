@@ -100,6 +100,11 @@ struct Counts {
     /// The largest correction since the last [`RawTarget::window_start`] (a maximum cannot be
     /// taken as the difference of two readings, so the window's own is kept apart).
     window_max_ns: AtomicU64,
+    /// Pieces read without the kernel's receive time, counted as they are read (the others
+    /// wait for their response's end): the client-lag probe reads it live
+    /// (`llmib_core::probe_period_ms`). A piece without one is rare where the kernel stamps, so
+    /// this shared counter costs nothing per chunk there.
+    unstamped: AtomicU64,
 }
 
 /// The counters when a window started ([`crate::Engine::raw_window_start`]), for
@@ -336,6 +341,12 @@ impl RawTarget {
             c.correction_ns.load(Ordering::Relaxed),
             c.max_correction_ns.load(Ordering::Relaxed),
         )
+    }
+
+    /// Pieces read so far without the kernel's receive time, including those of responses
+    /// still open (the live count the client-lag probe reads).
+    pub fn unstamped(&self) -> u64 {
+        self.counts.unstamped.load(Ordering::Relaxed)
     }
 
     /// Starts a window: the counters now, and the window's largest correction reset. One
@@ -655,6 +666,9 @@ impl RawResponse {
             read: stamp.read,
         };
         self.tally.add(&p);
+        if !p.kernel {
+            self.target.counts.unstamped.fetch_add(1, Ordering::Relaxed);
+        }
         p
     }
 

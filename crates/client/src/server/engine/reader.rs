@@ -71,6 +71,12 @@ impl Engine {
         self.raw.as_ref().map(|r| r.stats())
     }
 
+    /// The raw reader, for a live view of its reads (the client-lag probe reads how many
+    /// pieces had no kernel time); `None` with the reqwest reader.
+    pub(crate) fn raw_target(&self) -> Option<Arc<crate::wire::rawhttp::RawTarget>> {
+        self.raw.clone()
+    }
+
     /// Starts a window's count of the raw reader's reads, for [`Engine::raw_window_stamps`];
     /// `None` with the reqwest reader.
     pub fn raw_window_start(&self) -> Option<crate::wire::rawhttp::RawMark> {
