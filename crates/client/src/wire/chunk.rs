@@ -138,6 +138,16 @@ pub fn parse_data(data: &str) -> Result<StreamItem<'_>, ChunkError> {
     if trimmed == "[DONE]" {
         return Ok(StreamItem::Done);
     }
+    // The common chunk in one pass; anything it is not sure of goes to `serde` below.
+    if let Some(chunk) = crate::wire::fastchunk::chunk(trimmed) {
+        return Ok(StreamItem::Chunk(chunk));
+    }
+    parse_json(trimmed)
+}
+
+/// [`parse_data`] by `serde` alone, for JSON text that is not `[DONE]` (the fast path's
+/// reference in its tests).
+pub(crate) fn parse_json(trimmed: &str) -> Result<StreamItem<'_>, ChunkError> {
     let raw: RawChunk<'_> = serde_json::from_str(trimmed).map_err(|e| ChunkError {
         reason: e.to_string(),
         snippet: snippet(trimmed),

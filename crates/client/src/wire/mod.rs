@@ -11,6 +11,7 @@ pub(crate) mod body;
 pub(crate) mod chunk;
 pub(crate) mod error_kind;
 pub(crate) mod events;
+pub(crate) mod fastchunk;
 pub(crate) mod http;
 pub(crate) mod ktime;
 pub(crate) mod live;
