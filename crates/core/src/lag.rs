@@ -117,7 +117,7 @@ pub const KERNEL_SHARE: f64 = 0.99;
 pub const PROBE_EVERY_MS: u64 = 10;
 
 /// Time between the probe's samples while the raw reader stamps every piece with the kernel's
-/// receive time: the verdict then does not read the probe ([`lag_verdict`]) and its samples
+/// receive time: the verdict then does not read the probe (`lag_verdict`) and its samples
 /// only say how late the client ran (`delay_ms`), for which 4 a second (the gauges' pace: 40
 /// in a 10 s window) are enough. Each sample wakes the client's runtime (a timer, a yield, a
 /// wake of its I/O driver): the overhead bench put 100 a second at 8.9 ms of CPU per second on

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A live count of the pieces read without the kernel's receive time: the raw reader's
-/// ([`RawTarget::unstamped`]).
+/// (`RawTarget::unstamped`).
 pub trait UnstampedCount: Send + Sync {
     /// The pieces read so far without the kernel's receive time.
     fn unstamped(&self) -> u64;

@@ -139,10 +139,28 @@ pub fn parse_data(data: &str) -> Result<StreamItem<'_>, ChunkError> {
         return Ok(StreamItem::Done);
     }
     // The common chunk in one pass; anything it is not sure of goes to `serde` below.
-    if let Some(chunk) = crate::wire::fastchunk::chunk(trimmed) {
+    if let Some(chunk) = fast_data(trimmed) {
         return Ok(StreamItem::Chunk(chunk));
     }
     parse_json(trimmed)
+}
+
+/// The chunk `trimmed` holds, by the fast path ([`crate::wire::fastchunk`]), where it is sure.
+pub(crate) fn fast_data(trimmed: &str) -> Option<Chunk<'_>> {
+    let f = crate::wire::fastchunk::chunk(trimmed)?;
+    Some(Chunk {
+        choices: f.choices,
+        content: f.content,
+        reasoning: f.reasoning,
+        finish_reason: f.finish_reason,
+        usage: f.usage.map(|u| Usage {
+            prompt_tokens: u.prompt,
+            completion_tokens: u.completion,
+            total_tokens: u.total,
+            cached_tokens: u.cached,
+        }),
+        ..Chunk::default()
+    })
 }
 
 /// [`parse_data`] by `serde` alone, for JSON text that is not `[DONE]` (the fast path's
@@ -389,3 +407,7 @@ fn cached_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Erro
 #[cfg(test)]
 #[path = "chunk_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "fastchunk_tests.rs"]
+mod fast_tests;

@@ -8,19 +8,48 @@
 //! covers an escape in a kept string or in a key, a duplicate of a field `serde` reads, an error
 //! shape (`error`, `object: "error"`, `message`, `type`, `code`), llama.cpp's `timings`, tool
 //! calls, a number `serde` would refuse (a sign, a fraction, past `u64`), nesting past
-//! [`MAX_DEPTH`], and any text that is not strict JSON. The tests compare both paths on every
-//! recorded chunk and on random ones.
+//! [`MAX_DEPTH`], and any text that is not strict JSON. The tests (`fastchunk_tests.rs`, run as
+//! the chunk module's) compare both paths on every recorded chunk and on random ones.
 
-use crate::wire::chunk::{Chunk, Usage};
 use std::borrow::Cow;
 
 /// Nesting a skipped value may have (serde_json allows 128): deeper is left to `serde`.
 const MAX_DEPTH: u32 = 32;
 
+/// What the fast path reads of a chunk: the fields of `crate::wire::chunk::Chunk` that such a
+/// chunk can have (the chunk module builds its `Chunk` from this, so that neither file needs
+/// the other's types).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Fast<'a> {
+    /// Entries in `choices`.
+    pub choices: usize,
+    /// The first choice's `text`, else its `delta.content`.
+    pub content: Option<Cow<'a, str>>,
+    /// The first choice's `delta.reasoning_content`, else `delta.reasoning`.
+    pub reasoning: Option<Cow<'a, str>>,
+    /// The first choice's `finish_reason`.
+    pub finish_reason: Option<Cow<'a, str>>,
+    /// `usage`, where the chunk has one.
+    pub usage: Option<Counts>,
+}
+
+/// `usage`'s counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// `prompt_tokens`.
+    pub prompt: Option<u64>,
+    /// `completion_tokens`.
+    pub completion: Option<u64>,
+    /// `total_tokens`.
+    pub total: Option<u64>,
+    /// `prompt_tokens_details.cached_tokens`.
+    pub cached: Option<u64>,
+}
+
 /// The chunk `data` holds (trimmed JSON text), where the fast path is sure of it.
-pub(crate) fn chunk(data: &str) -> Option<Chunk<'_>> {
+pub(crate) fn chunk(data: &str) -> Option<Fast<'_>> {
     let mut s = Scan { src: data, i: 0 };
-    let mut chunk = Chunk::default();
+    let mut chunk = Fast::default();
     let mut seen = Seen::default();
     s.ws();
     s.eat(b'{')?;
@@ -386,14 +415,14 @@ impl<'a> Scan<'a> {
     }
 
     /// `usage` (`null`: none).
-    fn usage(&mut self) -> Option<Option<Usage>> {
-        let mut u = Usage::default();
+    fn usage(&mut self) -> Option<Option<Counts>> {
+        let mut u = Counts::default();
         let mut seen = Seen::default();
         let present = self.fields(|s, key| {
             let (bit, slot) = match key {
-                "prompt_tokens" => (Seen::PROMPT, &mut u.prompt_tokens),
-                "completion_tokens" => (Seen::COMPLETION, &mut u.completion_tokens),
-                "total_tokens" => (Seen::TOTAL, &mut u.total_tokens),
+                "prompt_tokens" => (Seen::PROMPT, &mut u.prompt),
+                "completion_tokens" => (Seen::COMPLETION, &mut u.completion),
+                "total_tokens" => (Seen::TOTAL, &mut u.total),
                 "prompt_tokens_details" => {
                     seen.once(Seen::DETAILS)?;
                     let mut inner = Seen::default();
@@ -406,7 +435,7 @@ impl<'a> Scan<'a> {
                         }
                         _ => s.skip_value(3),
                     })?;
-                    u.cached_tokens = cached;
+                    u.cached = cached;
                     return Some(());
                 }
                 _ => return s.skip_value(2),
@@ -418,7 +447,3 @@ impl<'a> Scan<'a> {
         Some(present.then_some(u))
     }
 }
-
-#[cfg(test)]
-#[path = "fastchunk_tests.rs"]
-mod tests;

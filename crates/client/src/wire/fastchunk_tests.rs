@@ -1,5 +1,6 @@
-use super::*;
-use crate::wire::chunk::{StreamItem, parse_json};
+//! The chunk parse's fast path ([`crate::wire::fastchunk`]) against its `serde` path.
+
+use super::{Chunk, StreamItem, fast_data as chunk, parse_json};
 use proptest::prelude::*;
 
 /// The fast path agrees with `serde` wherever it answers: same chunk, and `serde` accepts it.
