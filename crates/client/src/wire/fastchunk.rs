@@ -374,42 +374,34 @@ impl<'a> Scan<'a> {
         let (mut text, mut finish) = (None, None);
         let (mut content, mut reasoning_content, mut reasoning) = (None, None, None);
         let mut seen = Seen::default();
-        self.fields(|s, key| match key {
-            "text" => {
-                seen.once(Seen::TEXT)?;
-                text = s.optional_string()?;
-                Some(())
-            }
-            "finish_reason" => {
-                seen.once(Seen::FINISH)?;
-                finish = s.optional_string()?;
-                Some(())
-            }
-            "delta" => {
-                seen.once(Seen::DELTA)?;
-                let mut inner = Seen::default();
-                s.fields(|s, key| match key {
-                    "content" => {
-                        inner.once(Seen::CONTENT)?;
-                        content = s.optional_string()?;
+        self.fields(|s, key| {
+            let (bit, slot) = match key {
+                "text" => (Seen::TEXT, &mut text),
+                "finish_reason" => (Seen::FINISH, &mut finish),
+                "delta" => {
+                    seen.once(Seen::DELTA)?;
+                    let mut inner = Seen::default();
+                    s.fields(|s, key| {
+                        let (bit, slot) = match key {
+                            "content" => (Seen::CONTENT, &mut content),
+                            "reasoning_content" => {
+                                (Seen::REASONING_CONTENT, &mut reasoning_content)
+                            }
+                            "reasoning" => (Seen::REASONING, &mut reasoning),
+                            "tool_calls" => return None,
+                            _ => return s.skip_value(2),
+                        };
+                        inner.once(bit)?;
+                        *slot = s.optional_string()?;
                         Some(())
-                    }
-                    "reasoning_content" => {
-                        inner.once(Seen::REASONING_CONTENT)?;
-                        reasoning_content = s.optional_string()?;
-                        Some(())
-                    }
-                    "reasoning" => {
-                        inner.once(Seen::REASONING)?;
-                        reasoning = s.optional_string()?;
-                        Some(())
-                    }
-                    "tool_calls" => None,
-                    _ => s.skip_value(2),
-                })?;
-                Some(())
-            }
-            _ => s.skip_value(1),
+                    })?;
+                    return Some(());
+                }
+                _ => return s.skip_value(1),
+            };
+            seen.once(bit)?;
+            *slot = s.optional_string()?;
+            Some(())
         })?;
         Some((text.or(content), reasoning_content.or(reasoning), finish))
     }
