@@ -52,48 +52,36 @@ pub(crate) fn chunk(data: &str) -> Option<Fast<'_>> {
     let mut chunk = Fast::default();
     let mut seen = Seen::default();
     s.ws();
-    s.eat(b'{')?;
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-    } else {
-        loop {
-            s.ws();
-            let key = s.kept_string()?;
-            s.ws();
-            s.eat(b':')?;
-            s.ws();
-            match key {
-                "choices" => {
-                    seen.once(Seen::CHOICES)?;
-                    (
-                        chunk.choices,
-                        chunk.content,
-                        chunk.reasoning,
-                        chunk.finish_reason,
-                    ) = s.choices()?;
-                }
-                "usage" => {
-                    seen.once(Seen::USAGE)?;
-                    chunk.usage = s.usage()?;
-                }
-                "object" => {
-                    seen.once(Seen::OBJECT)?;
-                    if s.optional_string()?.as_deref() == Some("error") {
-                        return None;
-                    }
-                }
-                "error" | "message" | "type" | "code" | "timings" => return None,
-                _ => s.skip_value(0)?,
-            }
-            s.ws();
-            match s.next()? {
-                b',' => {}
-                b'}' => break,
-                _ => return None,
-            }
-        }
+    // `null` is not a chunk (`fields` would take it for an absent object).
+    if s.peek()? != b'{' {
+        return None;
     }
+    s.fields(|s, key| {
+        match key {
+            "choices" => {
+                seen.once(Seen::CHOICES)?;
+                (
+                    chunk.choices,
+                    chunk.content,
+                    chunk.reasoning,
+                    chunk.finish_reason,
+                ) = s.choices()?;
+            }
+            "usage" => {
+                seen.once(Seen::USAGE)?;
+                chunk.usage = s.usage()?;
+            }
+            "object" => {
+                seen.once(Seen::OBJECT)?;
+                if s.optional_string()?.as_deref() == Some("error") {
+                    return None;
+                }
+            }
+            "error" | "message" | "type" | "code" | "timings" => return None,
+            _ => s.skip_value(0)?,
+        }
+        Some(())
+    })?;
     s.ws();
     (s.i == s.src.len()).then_some(chunk)
 }

@@ -112,6 +112,7 @@ fn what_the_fast_path_is_not_sure_of_goes_to_serde() {
         r#"{"a":tru}"#,
         r#"{"choices":[null]}"#,
         r#"{"object":1}"#,
+        "null",
         "{\"a\":\"line\nbreak\"}",
         "[1]",
         "",
