@@ -8,48 +8,19 @@
 //! covers an escape in a kept string or in a key, a duplicate of a field `serde` reads, an error
 //! shape (`error`, `object: "error"`, `message`, `type`, `code`), llama.cpp's `timings`, tool
 //! calls, a number `serde` would refuse (a sign, a fraction, past `u64`), nesting past
-//! [`MAX_DEPTH`], and any text that is not strict JSON. The tests (`fastchunk_tests.rs`, run as
-//! the chunk module's) compare both paths on every recorded chunk and on random ones.
+//! [`MAX_DEPTH`], and any text that is not strict JSON. The tests compare both paths on every
+//! recorded chunk and on random ones.
 
+use crate::wire::chunk_fields::{Chunk, Usage};
 use std::borrow::Cow;
 
 /// Nesting a skipped value may have (serde_json allows 128): deeper is left to `serde`.
 const MAX_DEPTH: u32 = 32;
 
-/// What the fast path reads of a chunk: the fields of `crate::wire::chunk::Chunk` that such a
-/// chunk can have (the chunk module builds its `Chunk` from this, so that neither file needs
-/// the other's types).
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Fast<'a> {
-    /// Entries in `choices`.
-    pub choices: usize,
-    /// The first choice's `text`, else its `delta.content`.
-    pub content: Option<Cow<'a, str>>,
-    /// The first choice's `delta.reasoning_content`, else `delta.reasoning`.
-    pub reasoning: Option<Cow<'a, str>>,
-    /// The first choice's `finish_reason`.
-    pub finish_reason: Option<Cow<'a, str>>,
-    /// `usage`, where the chunk has one.
-    pub usage: Option<Counts>,
-}
-
-/// `usage`'s counts.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Counts {
-    /// `prompt_tokens`.
-    pub prompt: Option<u64>,
-    /// `completion_tokens`.
-    pub completion: Option<u64>,
-    /// `total_tokens`.
-    pub total: Option<u64>,
-    /// `prompt_tokens_details.cached_tokens`.
-    pub cached: Option<u64>,
-}
-
 /// The chunk `data` holds (trimmed JSON text), where the fast path is sure of it.
-pub(crate) fn chunk(data: &str) -> Option<Fast<'_>> {
+pub(crate) fn chunk(data: &str) -> Option<Chunk<'_>> {
     let mut s = Scan { src: data, i: 0 };
-    let mut chunk = Fast::default();
+    let mut chunk = Chunk::default();
     let mut seen = Seen::default();
     s.ws();
     // `null` is not a chunk (`fields` would take it for an absent object).
@@ -60,12 +31,11 @@ pub(crate) fn chunk(data: &str) -> Option<Fast<'_>> {
         match key {
             "choices" => {
                 seen.once(Seen::CHOICES)?;
-                (
-                    chunk.choices,
-                    chunk.content,
-                    chunk.reasoning,
-                    chunk.finish_reason,
-                ) = s.choices()?;
+                let usage = chunk.usage.take();
+                chunk = Chunk {
+                    usage,
+                    ..s.choices()?
+                };
             }
             "usage" => {
                 seen.once(Seen::USAGE)?;
@@ -116,14 +86,6 @@ impl Seen {
     }
 }
 
-/// The first choice's content, reasoning and finish reason, and how many choices there were.
-type Choices<'a> = (
-    usize,
-    Option<Cow<'a, str>>,
-    Option<Cow<'a, str>>,
-    Option<Cow<'a, str>>,
-);
-
 /// A position in the JSON text.
 struct Scan<'a> {
     src: &'a str,
@@ -166,10 +128,18 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Whether the value here is `null` (read past if so); `None` at the end of the text.
+    fn null(&mut self) -> Option<bool> {
+        if self.peek()? != b'n' {
+            return Some(false);
+        }
+        self.literal(b"null")?;
+        Some(true)
+    }
+
     /// A string kept as the chunk's (`null`: none).
     fn optional_string(&mut self) -> Option<Option<Cow<'a, str>>> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
+        if self.null()? {
             return Some(None);
         }
         Some(Some(Cow::Borrowed(self.kept_string()?)))
@@ -201,11 +171,7 @@ impl<'a> Scan<'a> {
         if self.peek() == Some(b'-') {
             self.i += 1;
         }
-        match self.next()? {
-            b'0' => {}
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
+        self.integer()?;
         if self.peek() == Some(b'.') {
             self.i += 1;
             self.some_digits()?;
@@ -216,6 +182,16 @@ impl<'a> Scan<'a> {
                 self.i += 1;
             }
             self.some_digits()?;
+        }
+        Some(())
+    }
+
+    /// `0|[1-9][0-9]*`.
+    fn integer(&mut self) -> Option<()> {
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
         }
         Some(())
     }
@@ -235,16 +211,11 @@ impl<'a> Scan<'a> {
     /// A count (`null`: none): digits only, as `u64` (a sign, a fraction or an exponent is
     /// `serde`'s to refuse).
     fn count(&mut self) -> Option<Option<u64>> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
+        if self.null()? {
             return Some(None);
         }
         let start = self.i;
-        match self.next()? {
-            b'0' => {}
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
+        self.integer()?;
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
@@ -294,8 +265,7 @@ impl<'a> Scan<'a> {
 
     /// Runs `field` on each key of an object (`null`: none, `Some(false)`).
     fn fields(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<bool> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
+        if self.null()? {
             return Some(false);
         }
         self.eat(b'{')?;
@@ -320,42 +290,34 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// `choices`: how many, and the first one's fields (`null`: none).
-    fn choices(&mut self) -> Option<Choices<'a>> {
-        if self.peek()? == b'n' {
-            self.literal(b"null")?;
-            return Some((0, None, None, None));
+    /// `choices`: how many (`null`: none), and the first one's fields.
+    fn choices(&mut self) -> Option<Chunk<'a>> {
+        if self.null()? {
+            return Some(Chunk::default());
         }
         self.eat(b'[')?;
         self.ws();
         if self.peek() == Some(b']') {
             self.i += 1;
-            return Some((0, None, None, None));
+            return Some(Chunk::default());
         }
-        let (content, reasoning, finish) = self.choice()?;
-        let mut count = 1;
+        let mut first = self.choice()?;
+        first.choices = 1;
         loop {
             self.ws();
             match self.next()? {
                 b',' => {}
-                b']' => return Some((count, content, reasoning, finish)),
+                b']' => return Some(first),
                 _ => return None,
             }
             self.ws();
             self.skip_value(1)?;
-            count += 1;
+            first.choices += 1;
         }
     }
 
     /// One choice: its content (`text`, else `delta.content`), reasoning and finish reason.
-    #[allow(clippy::type_complexity)]
-    fn choice(
-        &mut self,
-    ) -> Option<(
-        Option<Cow<'a, str>>,
-        Option<Cow<'a, str>>,
-        Option<Cow<'a, str>>,
-    )> {
+    fn choice(&mut self) -> Option<Chunk<'a>> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -391,18 +353,23 @@ impl<'a> Scan<'a> {
             *slot = s.optional_string()?;
             Some(())
         })?;
-        Some((text.or(content), reasoning_content.or(reasoning), finish))
+        Some(Chunk {
+            content: text.or(content),
+            reasoning: reasoning_content.or(reasoning),
+            finish_reason: finish,
+            ..Chunk::default()
+        })
     }
 
     /// `usage` (`null`: none).
-    fn usage(&mut self) -> Option<Option<Counts>> {
-        let mut u = Counts::default();
+    fn usage(&mut self) -> Option<Option<Usage>> {
+        let mut u = Usage::default();
         let mut seen = Seen::default();
         let present = self.fields(|s, key| {
             let (bit, slot) = match key {
-                "prompt_tokens" => (Seen::PROMPT, &mut u.prompt),
-                "completion_tokens" => (Seen::COMPLETION, &mut u.completion),
-                "total_tokens" => (Seen::TOTAL, &mut u.total),
+                "prompt_tokens" => (Seen::PROMPT, &mut u.prompt_tokens),
+                "completion_tokens" => (Seen::COMPLETION, &mut u.completion_tokens),
+                "total_tokens" => (Seen::TOTAL, &mut u.total_tokens),
                 "prompt_tokens_details" => {
                     seen.once(Seen::DETAILS)?;
                     let mut inner = Seen::default();
@@ -415,7 +382,7 @@ impl<'a> Scan<'a> {
                         }
                         _ => s.skip_value(3),
                     })?;
-                    u.cached = cached;
+                    u.cached_tokens = cached;
                     return Some(());
                 }
                 _ => return s.skip_value(2),
@@ -427,3 +394,7 @@ impl<'a> Scan<'a> {
         Some(present.then_some(u))
     }
 }
+
+#[cfg(test)]
+#[path = "fastchunk_tests.rs"]
+mod tests;

@@ -1,6 +1,7 @@
 //! The chunk parse's fast path ([`crate::wire::fastchunk`]) against its `serde` path.
 
-use super::{Chunk, StreamItem, fast_data as chunk, parse_json};
+use super::chunk;
+use crate::wire::chunk::{Chunk, StreamItem, parse_json};
 use proptest::prelude::*;
 
 /// The fast path agrees with `serde` wherever it answers: same chunk, and `serde` accepts it.

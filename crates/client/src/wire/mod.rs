@@ -9,6 +9,7 @@
 pub(crate) mod agent_events;
 pub(crate) mod body;
 pub(crate) mod chunk;
+pub(crate) mod chunk_fields;
 pub(crate) mod error_kind;
 pub(crate) mod events;
 pub(crate) mod fastchunk;
