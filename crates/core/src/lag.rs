@@ -128,7 +128,8 @@ pub const PROBE_EVERY_COVERED_MS: u64 = 250;
 /// without a kernel time at the previous sample and now (`unstamped`; `None`: no raw reader,
 /// every instant is a read's): the slow period while that count did not move, the fast one
 /// as soon as it did. A window whose pieces all carry a kernel time is judged without the
-/// probe; one where some do not is judged by the fast samples taken from the first such piece.
+/// probe; one where some do not is judged by its samples, fast from the first sample after the
+/// first such piece (at most one slow period later).
 pub fn probe_period_ms(unstamped: Option<(u64, u64)>) -> u64 {
     match unstamped {
         Some((before, now)) if now == before => PROBE_EVERY_COVERED_MS,

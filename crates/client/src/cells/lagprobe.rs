@@ -57,10 +57,10 @@ pub fn spawn(
             seen = now_seen;
             // A stalled runtime shows in the yield that spans the stall; catch-up samples after
             // it would count one stall many times, so a missed sample is not made up.
-            let now = Instant::now();
-            next = (next + Duration::from_millis(period)).max(now);
-            if next == now {
-                next = now + Duration::from_millis(period);
+            let (now, period) = (Instant::now(), Duration::from_millis(period));
+            next += period;
+            if next <= now {
+                next = now + period;
             }
         }
         delays
