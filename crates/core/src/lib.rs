@@ -72,6 +72,7 @@ mod structured;
 mod structured_check;
 mod sweep;
 mod sweep_pick;
+mod targeting;
 mod telemetry;
 mod terminal;
 mod time;
@@ -107,6 +108,7 @@ pub use structured::{
 pub use structured_check::{
     AnswerText, StructuredFigures, ToolCallText, judge, structured_figures,
 };
+pub use targeting::ids_refusal;
 
 // What a request and a cell observed, and the figures computed from it.
 pub use burst::burst_result;

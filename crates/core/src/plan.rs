@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::api::Api;
 pub use crate::planned::{DroppedContext, PlannedCell};
+pub use crate::targeting::{
+    ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX, MINIMAL_PROMPT_SPREAD, Targeting, estimate_tolerance,
+    prompt_tolerance,
+};
 
 /// The seed's contexts: 8K … 512K, then `max` and `full`.
 pub fn default_contexts() -> Vec<ContextSpec> {
@@ -213,50 +217,6 @@ impl BurstSettings {
         self.warmup_request_count.unwrap_or(n)
     }
 }
-
-/// How prompts are made C tokens long.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Targeting {
-    /// With the server's tokenizer: exactly C.
-    #[default]
-    Exact,
-    /// Without one (hosted APIs): from the server's `usage.prompt_tokens` of probe requests,
-    /// within [`ESTIMATE_TOLERANCE`] of C. Contexts are labelled `≈`.
-    Estimate,
-}
-
-/// How far an estimated prompt may be from C by the server's count: 0.5 %, and never less
-/// than two tokens (prompts of one context differ by their tag's stream number).
-pub fn estimate_tolerance(context: u64) -> u64 {
-    ((context as f64 * ESTIMATE_TOLERANCE).floor() as u64).max(2)
-}
-
-/// How far a prompt's length by the server's count may be from the cell's expected length:
-/// 0 for exact prompts, [`estimate_tolerance`] for estimated ones. Context 0 sends only the
-/// prompt's fixed part (its tag, and the chat template's tokens), whose length differs between
-/// streams by the tag's digits and, with estimated targeting, is not known before it is sent:
-/// [`MINIMAL_PROMPT_SPREAD`] tokens around stream 0's, or anything up to
-/// [`MINIMAL_PROMPT_MAX`] tokens.
-pub fn prompt_tolerance(targeting: Targeting, context: u64) -> u64 {
-    match (targeting, context) {
-        (Targeting::Exact, 0) => MINIMAL_PROMPT_SPREAD,
-        (Targeting::Estimate, 0) => MINIMAL_PROMPT_MAX,
-        (Targeting::Exact, _) => 0,
-        (Targeting::Estimate, c) => estimate_tolerance(c),
-    }
-}
-
-/// Context 0, exact targeting: how many tokens the fixed parts of two streams' prompts may
-/// differ by (the stream number's digits tokenize differently).
-pub const MINIMAL_PROMPT_SPREAD: u64 = 8;
-
-/// Context 0, estimated targeting: the longest fixed part accepted (a tag of about 20 tokens
-/// and a chat template of a few dozen).
-pub const MINIMAL_PROMPT_MAX: u64 = 128;
-
-/// The relative tolerance of [`Targeting::Estimate`].
-pub const ESTIMATE_TOLERANCE: f64 = 0.005;
 
 /// The KV capacity the plan predicts with: the server's, capped by the user's budget
 /// (`--max-total-tokens`); the budget alone where the server reports none.

@@ -17,7 +17,7 @@ use crate::format::Format;
 use crate::model::Report;
 use llmib_core::{
     Api, CellKey, CellResult, Outcome, Phase, RateFigures, RequestRecord, RunDir, RunInfo, Summary,
-    Targeting, percentile_word,
+    percentile_word,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -179,8 +179,7 @@ pub fn vllm_result(
     }
     let (duration, output_throughput) = (rate.span_s?, rate.output_tok_per_s?);
     let (completed, output) = (cell.completed_requests?, cell.output_tokens?);
-    let exact_prompts =
-        rate.workload.is_none() && info.plan.settings.token_targeting == Targeting::Exact;
+    let exact_prompts = rate.workload.is_none() && info.plan.settings.token_targeting.is_exact();
     let detail = records.map(|r| detail_of(r, cell.context_tokens, exact_prompts));
     let total_input = match &detail {
         Some(VllmDetail {

@@ -491,6 +491,17 @@ fn prepare_new(
     let engine = probe.engine;
     settings.api = engine.api();
     settings.token_targeting = engine.targeting();
+    if settings.token_targeting == llmib_core::Targeting::Ids {
+        let refused = llmib_core::ids_refusal(
+            engine.api(),
+            engine.info().capabilities.token_id_prompts,
+            engine.has_tokenizer(),
+            settings.prompt_text.is_some(),
+        );
+        if let Some(why) = refused {
+            bail!("{why}");
+        }
+    }
     // A shard's decode ramps are sized by what the server caches (the plan then says so, and
     // its hash sees it): known only now.
     if let Some(t) = settings.timetable.as_mut() {

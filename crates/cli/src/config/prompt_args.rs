@@ -18,8 +18,9 @@ use std::path::PathBuf;
 pub struct PromptArgs {
     /// How prompts are made C tokens long: `exact` (the server's tokenizer), `estimate` (from
     /// the server's `usage.prompt_tokens` of probe requests, within 0.5%; for endpoints
-    /// without a tokenizer; contexts show as `≈`), or `auto` (the default): exact where a
-    /// tokenizer exists.
+    /// without a tokenizer; contexts show as `≈`), `ids` (token-id prompts, exact by
+    /// construction and built without a server call each: completions on vLLM, SGLang,
+    /// llama.cpp or TensorRT-LLM), or `auto` (the default): exact where a tokenizer exists.
     #[arg(long, value_enum)]
     #[serde(deserialize_with = "de::value_enum")]
     pub token_targeting: Option<TargetingArg>,
@@ -41,6 +42,8 @@ pub enum TargetingArg {
     Exact,
     /// From the server's usage.
     Estimate,
+    /// Token ids, exact by construction.
+    Ids,
 }
 
 impl TargetingArg {
@@ -50,6 +53,7 @@ impl TargetingArg {
         match self {
             TargetingArg::Exact => Some(Targeting::Exact),
             TargetingArg::Estimate => Some(Targeting::Estimate),
+            TargetingArg::Ids => Some(Targeting::Ids),
             TargetingArg::Auto => None,
         }
     }

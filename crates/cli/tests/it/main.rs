@@ -24,6 +24,7 @@ mod highconc;
 mod hub;
 mod hub_browser;
 mod hub_sweep;
+mod id_prompts;
 mod images;
 mod import;
 mod import_peers;

@@ -194,6 +194,7 @@ pub const HEAVY_TESTS: &[&str] = &[
     "hub_browser::the_compare_page_sets_two_runs_side_by_side",
     "hub_browser::the_list_filters_to_one_engine_and_shows_a_hostile_model_id_as_text",
     "hub_sweep::running_servers_are_swept_uploaded_as_one_group_and_both_pages_open_in_a_browser",
+    "id_prompts::llamacpp_counts_id_prompts_exactly",
     "images::the_images_docs_commands_run",
     "import::a_real_vllm_bench_file_imports_with_its_own_figures",
     "import_peers::a_real_aiperf_run_imports_with_its_own_figures",

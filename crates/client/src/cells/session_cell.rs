@@ -24,7 +24,8 @@ use crate::cells::session_turns::{
 use crate::progress::events::{ProgressEvent, Stage};
 use crate::progress::live::LiveWindow;
 use crate::prompts::conversation::{Conversation, history};
-use crate::prompts::prompt::{PromptBuilder, TextMaker};
+use crate::prompts::filler::TextMaker;
+use crate::prompts::prompt::PromptBuilder;
 use crate::server::engine::Engine;
 use crate::wire::stream::{Counting, Measured};
 use llmib_core::{

@@ -14,7 +14,7 @@ use crate::cells::inputs::CellFailure;
 use crate::cells::session_agent::{AgentJob, wait_fork};
 use crate::progress::live::LiveWindow;
 use crate::prompts::conversation::Conversation;
-use crate::prompts::prompt::TextMaker;
+use crate::prompts::filler::TextMaker;
 use crate::server::engine::Engine;
 use crate::wire::stream::{Measured, StreamLimits, measure};
 use llmib_core::{AnswerKind, Outcome, PriorTurn, predicted_cached_prefix, replay_shared_prefix};

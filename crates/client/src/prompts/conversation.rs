@@ -206,7 +206,7 @@ async fn fitted(
         .ok_or_else(short)?;
     let mut closest = 0;
     for _ in 0..FIT_TRIES {
-        let built = builder.build(want, stream).await?;
+        let built = builder.build_text(want, stream).await?;
         let PromptInput::Text(user) = built.input else {
             return Err(PromptError::Inexact { context, closest });
         };

@@ -7,5 +7,6 @@
 pub(crate) mod block_prompt;
 pub(crate) mod conversation;
 pub(crate) mod filler;
+pub(crate) mod id_prompt;
 pub(crate) mod prompt;
 pub(crate) mod text;

@@ -14,7 +14,8 @@
 //! Cost: one tokenize of ~C tokens, one detokenize, one or two verifying tokenizes. For a
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
 
-use crate::prompts::filler;
+use crate::prompts::filler::{self, TextMaker};
+use crate::prompts::id_prompt::{IdWords, LearnError};
 use crate::prompts::text::{Body, PromptText};
 use crate::server::engine::{Engine, EngineError, PromptInput};
 use llmib_core::{Api, Targeting, estimate_tolerance};
@@ -121,6 +122,8 @@ pub struct PromptBuilder {
     /// Estimated targeting: the server's tokens per probe word at the last context found
     /// (the next context's first guess).
     estimated_per_word: Option<f64>,
+    /// Token-id targeting: the filler words' ids, learned at the first prompt.
+    ids: Option<Arc<IdWords>>,
 }
 
 /// How the builder counts a prompt's tokens as the server will.
@@ -137,29 +140,9 @@ enum ChatCount {
     },
     /// A chat message on an engine that cannot count a rendered prompt: the message's own
     /// tokens plus the template's, measured once. Every message starts and ends as the
-    /// calibration sample does (see [`chat_message`]), so that its joins with the template
+    /// calibration sample does (see [`filler::chat_message`]), so that its joins with the template
     /// tokenize the same way in every prompt.
     Subtracted,
-}
-
-/// The last word of every chat message (see [`chat_message`]).
-const CHAT_END: &str = " end.";
-
-/// A chat message from a cut filler text: its ends fixed, so that the message's joins with
-/// the chat template are the calibration sample's in every prompt, whatever the run seed.
-///
-/// Both ends matter where the template's tags are plain text to the tokenizer (a model whose
-/// vocabulary lacks them, as the e2e suite's tiny llama): the message's last characters merge
-/// with the closing tag's first (`.<` is one token, `..` then `<` are two), and its first with
-/// what precedes it (`\n[` against `\n [`). A cut text's ends vary: the detokenizer adds a
-/// leading space (SentencePiece's word prefix), and the cut may leave a trailing space or end
-/// on a sentence's full stop, so the old fixed end of one `.` still joined the tag in three
-/// ways (`word.<`, `word .<`, `..<`) and the template's measured overhead was one token off for
-/// those prompts (511 for 512 by the server's count). Trimmed, the message starts with the
-/// tag's `[` and ends with [`CHAT_END`]: a whole word after a space, which no filler character
-/// before it can merge with.
-fn chat_message(text: &str) -> String {
-    format!("{}{CHAT_END}", text.trim())
 }
 
 impl PromptBuilder {
@@ -177,6 +160,7 @@ impl PromptBuilder {
             targeting: Targeting::Exact,
             estimated: HashMap::new(),
             estimated_per_word: None,
+            ids: None,
         }
     }
 
@@ -325,15 +309,15 @@ impl PromptBuilder {
         })
     }
 
-    /// A chat message from a cut text: [`chat_message`] for the filler. A `--prompt-text`
+    /// A chat message from a cut text: [`filler::chat_message`] for the filler. A `--prompt-text`
     /// body keeps its trailing white space: a file's line breaks and indentation run to
     /// several tokens, and trimmed at the cut they would leave prompt lengths no cut reaches
     /// (found on a Rust file: 2,034 tokens at best for 2,048). Its ends are still fixed: the
-    /// tag's `[` first, [`CHAT_END`] last.
+    /// tag's `[` first, [`filler::CHAT_END`] last.
     fn message(&self, text: &str) -> String {
         match self.body {
-            Body::Filler => chat_message(text),
-            Body::Text(_) => format!("{}{CHAT_END}", text.trim_start()),
+            Body::Filler => filler::chat_message(text),
+            Body::Text(_) => format!("{}{}", text.trim_start(), filler::CHAT_END),
         }
     }
 
@@ -458,8 +442,52 @@ impl PromptBuilder {
     }
 
     /// Builds the prompt of exactly `context` tokens for `stream`; at context 0, the minimal
-    /// prompt: only its fixed part, the tag (and, for chat, the template around it).
+    /// prompt: only its fixed part, the tag (and, for chat, the template around it). With
+    /// token-id targeting the prompt is ids (`prompts::id_prompt`).
     pub async fn build(&mut self, context: u64, stream: u32) -> Result<BuiltPrompt, PromptError> {
+        if context > 0 && self.targeting == Targeting::Ids {
+            return self.build_ids(context, stream).await;
+        }
+        self.build_text(context, stream).await
+    }
+
+    /// A token-id prompt of exactly `context` ids: the filler's words for (context, stream) in
+    /// the server tokenizer's ids, learned at the first call.
+    async fn build_ids(&mut self, context: u64, stream: u32) -> Result<BuiltPrompt, PromptError> {
+        let words = match &self.ids {
+            Some(w) => w.clone(),
+            None => {
+                let w = IdWords::learn(&self.engine).await.map_err(|e| match e {
+                    LearnError::Engine(e) => {
+                        PromptError::engine(context, "learning the filler words' token ids", e)
+                    }
+                    e => PromptError::Tokenize {
+                        context,
+                        detail: e.to_string(),
+                        transport: false,
+                    },
+                })?;
+                self.ids.insert(Arc::new(w)).clone()
+            }
+        };
+        match words.prompt(self.seed, context, stream) {
+            Some(ids) => Ok(BuiltPrompt {
+                input: PromptInput::Ids(ids),
+                tokens: context,
+            }),
+            None => Err(PromptError::Inexact {
+                context,
+                closest: words.shortest(),
+            }),
+        }
+    }
+
+    /// [`PromptBuilder::build`] as text whatever the targeting: a conversation's message.
+    pub(crate) async fn build_text(
+        &mut self,
+        context: u64,
+        stream: u32,
+    ) -> Result<BuiltPrompt, PromptError> {
         if context == 0 {
             return self.minimal(stream).await;
         }
@@ -531,7 +559,7 @@ impl PromptBuilder {
     }
 
     /// Cuts grown token ids at C tokens: detokenizes the content ids (after any BOS), fixes a
-    /// chat message's ends ([`chat_message`]), and verifies by the server's count of the whole
+    /// chat message's ends ([`filler::chat_message`]), and verifies by the server's count of the whole
     /// prompt.
     async fn cut(
         &self,
@@ -619,7 +647,7 @@ impl PromptBuilder {
     /// context length); without one the guess stays. A failure here is no failure of the run:
     /// the first cell's own calibration reports it.
     pub async fn learn_word_rate(&mut self) {
-        if self.targeting == Targeting::Exact && self.engine.has_tokenizer() {
+        if self.targeting.is_exact() && self.engine.has_tokenizer() {
             let _ = self.calibrate().await;
         }
     }
@@ -632,10 +660,7 @@ impl PromptBuilder {
             Body::Filler => self.tokens_per_word.or(self.estimated_per_word),
             Body::Text(_) => self.filler_per_word,
         };
-        TextMaker {
-            seed: self.seed,
-            per_word: per_word.unwrap_or(1.3),
-        }
+        TextMaker::new(self.seed, per_word.unwrap_or(1.3))
     }
 
     /// A throwaway prompt (about `approx_tokens` long) that shares no prefix with any measured
@@ -654,23 +679,5 @@ impl PromptBuilder {
             &mut text,
         );
         PromptInput::Text(text)
-    }
-}
-
-/// Tagged filler texts of about a length, made without the server ([`PromptBuilder::text_maker`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TextMaker {
-    seed: u64,
-    per_word: f64,
-}
-
-impl TextMaker {
-    /// A text of about `approx_tokens` tokens whose tag (`salt`, `key`, `index`) no other text
-    /// of the run shares, so it shares no prefix with any other.
-    pub(crate) fn text(&self, approx_tokens: u64, key: u64, index: u32, salt: &str) -> String {
-        let mut text = filler::tag(self.seed, key, index, salt);
-        let words = (approx_tokens as f64 / self.per_word).round().max(1.0) as usize;
-        filler::words(self.seed, key, index, words, &mut text);
-        text
     }
 }

@@ -19,6 +19,27 @@ fn context_zero_has_decode_cells_only_and_a_loose_prompt_check() {
         prompt_tolerance(Targeting::Estimate, 8 * K),
         estimate_tolerance(8 * K)
     );
+    // Id prompts are exact by construction; their context 0 is the text tag, as exact's.
+    assert_eq!(prompt_tolerance(Targeting::Ids, 0), MINIMAL_PROMPT_SPREAD);
+    assert_eq!(prompt_tolerance(Targeting::Ids, 8 * K), 0);
+    assert!(Targeting::Ids.is_exact() && Targeting::Exact.is_exact());
+    assert!(!Targeting::Estimate.is_exact());
+}
+
+#[test]
+fn token_id_prompts_need_completions_an_engine_that_takes_ids_and_its_tokenizer() {
+    use crate::ids_refusal;
+    assert_eq!(ids_refusal(Api::Completions, Some(true), true, false), None);
+    let chat = ids_refusal(Api::Chat, Some(true), true, false).expect("chat refused");
+    assert!(chat.contains("--api completions"), "{chat}");
+    for unknown in [None, Some(false)] {
+        let r = ids_refusal(Api::Completions, unknown, true, false).expect("refused");
+        assert!(r.contains("not known to take token-id prompts"), "{r}");
+    }
+    let r = ids_refusal(Api::Completions, Some(true), false, false).expect("refused");
+    assert!(r.contains("tokenize endpoint"), "{r}");
+    let r = ids_refusal(Api::Completions, Some(true), true, true).expect("refused");
+    assert!(r.contains("--prompt-text"), "{r}");
 }
 
 fn planned_ctx(tokens: u64) -> PlannedContext {
