@@ -293,6 +293,16 @@ prompts() {
     -- taskset -c "$CLIENT_CPU" "$LLMIB" run --url "$URL" --contexts 1K --skip-decode \
     --skip-prefill --input-len 1K --output-len 16 --request-rate 1000 --duration 10s \
     --format none --display json --output "$tmp" --force
+  # the same with token-id prompts (`--token-targeting ids`): the words' ids learned once,
+  # each prompt exact by construction
+  start_sim
+  "${HELPER[@]}" timeline --label "llm-inference-bench 10k prompts (open load, token ids)" \
+    --mark 'prompts="phase":"prompts"' --mark 'sending="phase":"open loop"' \
+    --until '"phase":"open loop"' \
+    --log "$OUT/prompts-llmib-ids.log" --out "$OUT/prompts-llmib-ids.json" \
+    -- taskset -c "$CLIENT_CPU" "$LLMIB" run --url "$URL" --contexts 1K --skip-decode \
+    --skip-prefill --input-len 1K --output-len 16 --request-rate 1000 --duration 10s \
+    --token-targeting ids --format none --display json --output "$tmp" --force
   stop_sim
 }
 

@@ -47,7 +47,7 @@ pub fn ids_refusal(
     }
     if takes_ids != Some(true) {
         return Some(
-            "--token-targeting ids: this engine is not known to take token-id prompts (vLLM, SGLang, llama.cpp and TensorRT-LLM do): use --token-targeting exact",
+            "--token-targeting ids: this engine is not known to take token-id prompts (vLLM, SGLang and llama.cpp do): use --token-targeting exact",
         );
     }
     if !has_tokenizer {

@@ -19,8 +19,8 @@ pub struct PromptArgs {
     /// How prompts are made C tokens long: `exact` (the server's tokenizer), `estimate` (from
     /// the server's `usage.prompt_tokens` of probe requests, within 0.5%; for endpoints
     /// without a tokenizer; contexts show as `≈`), `ids` (token-id prompts, exact by
-    /// construction and built without a server call each: completions on vLLM, SGLang,
-    /// llama.cpp or TensorRT-LLM), or `auto` (the default): exact where a tokenizer exists.
+    /// construction and built without a server call each: completions on vLLM, SGLang or
+    /// llama.cpp), or `auto` (the default): exact where a tokenizer exists.
     #[arg(long, value_enum)]
     #[serde(deserialize_with = "de::value_enum")]
     pub token_targeting: Option<TargetingArg>,

@@ -1,6 +1,7 @@
 //! Prompts of an exact token count: built with the server's tokenizer and template (`prompt`)
-//! from a tagged filler text (`filler`) or a file's text (`text`, `--prompt-text`), and a
-//! workload's block-structured prompts (`block_prompt`).
+//! from a tagged filler text (`filler`) or a file's text (`text`, `--prompt-text`), the
+//! filler's words as token ids (`id_prompt`, `--token-targeting ids`), and a workload's
+//! block-structured prompts (`block_prompt`).
 //!
 //! May import: `server` (the tokenizer) and `wire`. Never `progress` or `cells`.
 

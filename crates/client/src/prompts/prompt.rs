@@ -13,6 +13,8 @@
 //!
 //! Cost: one tokenize of ~C tokens, one detokenize, one or two verifying tokenizes. For a
 //! 1M-token prompt that is a few seconds on a real server, not minutes.
+//! With `--token-targeting ids` (`Targeting::Ids`) a prompt is token ids instead, exact by
+//! construction and built with no server call (`prompts::id_prompt`).
 
 use crate::prompts::filler::{self, TextMaker};
 use crate::prompts::id_prompt::{IdWords, LearnError};
