@@ -261,6 +261,21 @@ startup() {
   stop_sim
 }
 
+# this tool's open-load cell of 10,000 1K prompts, timed to its first send: LABEL, the files'
+# SUFFIX, then any more `run` flags
+llmib_prompts() {
+  local label="$1" suffix="$2"
+  shift 2
+  start_sim
+  "${HELPER[@]}" timeline --label "llm-inference-bench 10k prompts (open load, $label)" \
+    --mark 'prompts="phase":"prompts"' --mark 'sending="phase":"open loop"' \
+    --until '"phase":"open loop"' \
+    --log "$OUT/prompts-llmib$suffix.log" --out "$OUT/prompts-llmib$suffix.json" \
+    -- taskset -c "$CLIENT_CPU" "$LLMIB" run --url "$URL" --contexts 1K --skip-decode \
+    --skip-prefill --input-len 1K --output-len 16 --request-rate 1000 --duration 10s \
+    --format none --display json --output "$OUT/prompts-tmp" --force "$@"
+}
+
 prompts() {
   local tmp="$OUT/prompts-tmp"
   "${HELPER[@]}" quiet --max-busy "$QUIET_MAX_BUSY" --timeout "$QUIET_TIMEOUT" || true
@@ -284,25 +299,10 @@ prompts() {
     --until 'Starting main benchmark run|Traffic request rate|Burstiness factor' \
     --log "$OUT/prompts-vb-verify.log" --out "$OUT/prompts-vb-verify.json" -- "${CMD[@]}"
   # this tool: an open-load cell of 10,000 requests of 1K prompts (1000/s for 10 s), each
-  # prompt exact by the server's tokenizer; killed when its sending starts
-  start_sim
-  "${HELPER[@]}" timeline --label "llm-inference-bench 10k prompts (open load, exact)" \
-    --mark 'prompts="phase":"prompts"' --mark 'sending="phase":"open loop"' \
-    --until '"phase":"open loop"' \
-    --log "$OUT/prompts-llmib.log" --out "$OUT/prompts-llmib.json" \
-    -- taskset -c "$CLIENT_CPU" "$LLMIB" run --url "$URL" --contexts 1K --skip-decode \
-    --skip-prefill --input-len 1K --output-len 16 --request-rate 1000 --duration 10s \
-    --format none --display json --output "$tmp" --force
-  # the same with token-id prompts (`--token-targeting ids`): the words' ids learned once,
-  # each prompt exact by construction
-  start_sim
-  "${HELPER[@]}" timeline --label "llm-inference-bench 10k prompts (open load, token ids)" \
-    --mark 'prompts="phase":"prompts"' --mark 'sending="phase":"open loop"' \
-    --until '"phase":"open loop"' \
-    --log "$OUT/prompts-llmib-ids.log" --out "$OUT/prompts-llmib-ids.json" \
-    -- taskset -c "$CLIENT_CPU" "$LLMIB" run --url "$URL" --contexts 1K --skip-decode \
-    --skip-prefill --input-len 1K --output-len 16 --request-rate 1000 --duration 10s \
-    --token-targeting ids --format none --display json --output "$tmp" --force
+  # prompt exact by the server's tokenizer, then the same with token-id prompts (the words'
+  # ids learned once, each prompt exact by construction); killed when its sending starts
+  llmib_prompts "exact" ""
+  llmib_prompts "token ids" "-ids" --token-targeting ids
   stop_sim
 }
 
