@@ -161,6 +161,7 @@ mod tests {
             cached_tokens_reported: None,
             repetition: None,
             structured: None,
+            text: None,
         }
     }
 

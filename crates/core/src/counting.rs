@@ -240,6 +240,7 @@ mod tests {
             cached_tokens_reported: None,
             repetition: None,
             structured: None,
+            text: None,
         }
     }
 

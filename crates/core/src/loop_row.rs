@@ -97,6 +97,7 @@ mod tests {
                 sample: "The quick brown fox".into(),
             }),
             structured: None,
+            text: None,
         }
     }
 

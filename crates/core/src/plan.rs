@@ -47,6 +47,10 @@ pub struct Settings {
     pub max_time_s: Option<f64>,
     /// Keep per-request records with per-chunk offsets.
     pub save_requests: bool,
+    /// Keep each measured request's answer text in its record (`--save-texts`; implies
+    /// `save_requests`).
+    #[serde(default)]
+    pub save_texts: bool,
     /// Interval between queue-gauge samples during windows, ms.
     pub gauge_interval_ms: u64,
     /// Seed for prompt prefixes (a fresh one per run unless given).
@@ -273,6 +277,7 @@ impl Default for Settings {
             readiness_timeout_s: 120.0,
             max_time_s: None,
             save_requests: false,
+            save_texts: false,
             gauge_interval_ms: 250,
             prompt_seed: 0,
             first_token_timeout_s: None,

@@ -61,6 +61,10 @@ pub struct RequestRecord {
     /// `crate::structured_check::judge`), where one was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<crate::structured::AnswerCheck>,
+    /// The answer's content text as the server streamed it (`run --save-texts`; secrets
+    /// redacted), where the run keeps texts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 impl RequestRecord {
@@ -104,6 +108,7 @@ impl RequestRecord {
             cached_tokens_reported: None,
             repetition: None,
             structured: None,
+            text: None,
         }
     }
 

@@ -99,6 +99,10 @@ pub struct VllmDetail {
     pub start_times: Vec<f64>,
     /// The error text, empty for a success.
     pub errors: Vec<String>,
+    /// The generated texts (empty for a request without one), where the run kept them
+    /// (`run --save-texts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated_texts: Option<Vec<String>>,
 }
 
 /// The vLLM export: the run's per-request records by cell (empty without `requests.jsonl`).
@@ -424,6 +428,12 @@ fn detail_of(records: &[RequestRecord], context: u64, exact_prompts: bool) -> Vl
             .collect(),
         start_times: sorted.iter().map(|r| r.sent_ns as f64 / 1e9).collect(),
         errors: sorted.iter().map(|r| error_text(&r.outcome)).collect(),
+        generated_texts: sorted.iter().any(|r| r.text.is_some()).then(|| {
+            sorted
+                .iter()
+                .map(|r| r.text.clone().unwrap_or_default())
+                .collect()
+        }),
     }
 }
 

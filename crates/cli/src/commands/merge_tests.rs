@@ -72,6 +72,7 @@ fn rec(stream: u32, sent: u64, end: u64, finished: bool) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

@@ -409,6 +409,7 @@ async fn probe_server(
                 .and_then(config::TargetingArg::choice),
         },
         respect_eos: settings.respect_eos,
+        save_texts: settings.save_texts,
         local_tokenizer,
         request: settings.request.clone(),
         key_header: args.api_key_header.map(Into::into),

@@ -136,6 +136,10 @@ pub struct RunArgs {
     /// Keep per-request records (per-chunk offsets and token counts) in requests.jsonl.
     #[arg(long)]
     pub save_requests: bool,
+    /// Keep each measured request's generated text (the answer's content, secrets redacted)
+    /// in its requests.jsonl record, as `text`; implies --save-requests.
+    #[arg(long)]
+    pub save_texts: bool,
     /// Hardware description for a remote server, e.g. "8x RTX PRO 6000 96GB".
     #[arg(long)]
     pub hardware: Option<String>,
@@ -580,7 +584,7 @@ impl RunArgs {
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost, prompts,
                 hardware_info;
-            switches: save_requests, retry_failed, force, run_burst, skip_prefill, prefill_only,
+            switches: save_requests, save_texts, retry_failed, force, run_burst, skip_prefill, prefill_only,
                 find_capacity, skip_decode, show_capacity_limited_values,
                 serial_server, respect_eos, no_hw_monitor, no_loop_detection
         )

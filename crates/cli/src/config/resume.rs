@@ -102,7 +102,7 @@ fn classified(args: &RunArgs) {
         sharding: _,
         // Changeable: `apply_changes` (and the URL note in `decide`).
         url: _, max_time: _, decode_warmup_seconds: _, until_stable: _, readiness_timeout: _,
-        first_token_timeout: _, idle_timeout: _, busy_timeout: _, save_requests: _,
+        first_token_timeout: _, idle_timeout: _, busy_timeout: _, save_requests: _, save_texts: _,
         tokenizer: _, retry_failed: _,
         // Per call: not saved with the run.
         api_key: _, api_key_header: _, config: _, resume: _, format: _, display: _,
@@ -389,13 +389,15 @@ fn apply_changes(saved: &Settings, a: &RunArgs) -> (Settings, Vec<String>) {
         &mut settings.until_stable,
         &mut notes,
     );
-    let keep = a.save_requests.then_some(true);
+    let keep = (a.save_requests || a.save_texts).then_some(true);
     changeable(
         "save-requests",
         keep,
         &mut settings.save_requests,
         &mut notes,
     );
+    let texts = a.save_texts.then_some(true);
+    changeable("save-texts", texts, &mut settings.save_texts, &mut notes);
     let tokenizer = a.tokenizer.clone().map(Some);
     changeable(
         "tokenizer",

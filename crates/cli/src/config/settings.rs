@@ -79,7 +79,8 @@ impl RunArgs {
             loop_detection: !self.no_loop_detection,
             busy_timeout_s: secs_or(self.busy_timeout, d.busy_timeout_s),
             // A merge recomputes every figure from the shards' records.
-            save_requests: self.save_requests || sharded.is_some(),
+            save_requests: self.save_requests || self.save_texts || sharded.is_some(),
+            save_texts: self.save_texts,
             // A grammar ends each answer where the model closes it: forcing a length would
             // contradict it, so structured requests end at EOS (docs/structured-output.md).
             respect_eos: self.respect_eos || self.structured.given(),

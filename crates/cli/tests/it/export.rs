@@ -44,6 +44,9 @@ struct VllmReader {
     output_lens: Vec<u64>,
     ttfts: Vec<f64>,
     itls: Vec<Vec<f64>>,
+    errors: Vec<String>,
+    /// `--save-detailed`'s texts: the run kept them (`run --save-texts`).
+    generated_texts: Vec<String>,
 }
 
 /// Runs `report DIR --format vllm --output OUT` and returns the files it lists.
@@ -120,7 +123,22 @@ fn check_file(file: &Path, rows: &[Value], model: &str) -> f64 {
     let n = (r.completed + r.failed) as usize;
     assert_eq!([r.ttfts.len(), r.itls.len(), r.input_lens.len()], [n; 3]);
     assert_eq!(r.output_lens.iter().sum::<u64>(), r.total_output_tokens);
+    assert_eq!(r.generated_texts.len(), n);
+    for ((t, e), out) in r.generated_texts.iter().zip(&r.errors).zip(&r.output_lens) {
+        assert_eq!(e.is_empty() && *out > 0, !t.is_empty(), "{t:?} {e:?} {out}");
+    }
     rate
+}
+
+/// The simulator's own count of `text` (no special tokens).
+fn sim_token_count(sim: &Sim, text: &str) -> u64 {
+    let body = serde_json::json!({"prompt": text, "add_special_tokens": false}).to_string();
+    let (status, answer) =
+        crate::llamacpp::http(sim.handle().addr(), "POST", "/tokenize", &body, None)
+            .expect("tokenize");
+    let v: Value = serde_json::from_str(&answer).expect("tokenize answer");
+    assert_eq!(status, 200, "{v}");
+    v["tokens"].as_array().map_or(0, |a| a.len() as u64)
 }
 
 /// The imported rows hold the run's figures where both tools define them alike.
@@ -173,10 +191,30 @@ fn a_rate_run_exports_as_vllm_results_and_imports_back() {
     let ran = Bench::run(&sim.url)
         .small("512", "1", "2s", "16")
         .set("--request-rate", "4,8")
-        .args(["--skip-decode", "--save-requests"])
+        .args(["--skip-decode", "--save-texts"])
         .out_at(&run)
         .ok();
     let rows = ran.rows();
+    // `--save-texts` keeps the records (`--save-requests`) with each answer's text: what the
+    // simulator streamed, which its tokenizer counts as the tokens it reported.
+    let settings = &ran.run_json()["plan"]["settings"];
+    assert_eq!(
+        (&settings["save_texts"], &settings["save_requests"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    let records: Vec<Value> = ran.requests().into_values().flatten().collect();
+    assert!(records.len() >= 8, "{} records", records.len());
+    for r in records.iter().filter(|r| r["outcome"]["end"] == "finished") {
+        let t = r["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no text in {r:#}"));
+        let counted = sim_token_count(&sim, t);
+        assert_eq!(
+            Some(counted),
+            r["completion_tokens_reported"].as_u64(),
+            "{t:?}"
+        );
+    }
     let model = ran.run_json()["model"]["served_model"]
         .as_str()
         .expect("model")

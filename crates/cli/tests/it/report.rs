@@ -514,6 +514,7 @@ fn rate_row(
                 cached_tokens_reported: None,
                 repetition: None,
                 structured: None,
+                text: None,
             }
         })
         .collect();

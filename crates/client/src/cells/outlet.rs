@@ -1,4 +1,4 @@
-//! The way out of a cell: its records finished (error texts redacted, saved to
+//! The way out of a cell: its records finished (error and answer texts redacted, saved to
 //! `requests.jsonl` when asked), its errored requests reported, and its row saved to
 //! `cells.jsonl` (texts redacted) and announced. The matrix and the open-load sections save a
 //! row as soon as it is known, before the next cell starts.
@@ -29,12 +29,7 @@ pub(crate) fn finished_records_as(
     ids: Option<&[u32]>,
 ) -> Vec<RequestRecord> {
     let mut records = into_records(measured);
-    let secrets = m.engine.secrets();
-    for r in &mut records {
-        if let Outcome::Error { message, .. } = &mut r.outcome {
-            *message = redact_text(message, &secrets);
-        }
-    }
+    redact_records(&mut records, &m.engine.secrets());
     if !m.plan.settings.save_requests {
         return records;
     }
@@ -48,6 +43,19 @@ pub(crate) fn finished_records_as(
         )));
     }
     records
+}
+
+/// Replaces every secret in the records' error texts and answer texts with `<redacted>`: a
+/// server's error can quote the key it was sent, and a model can echo what it was given.
+fn redact_records(records: &mut [RequestRecord], secrets: &[&str]) {
+    for r in records {
+        if let Outcome::Error { message, .. } = &mut r.outcome {
+            *message = redact_text(message, secrets);
+        }
+        if let Some(text) = &mut r.text {
+            *text = redact_text(text, secrets);
+        }
+    }
 }
 
 /// `records` with each `stream` k replaced by `ids[k]` (kept where `ids` has none).
@@ -97,4 +105,33 @@ pub(crate) fn save(m: &MatrixRun<'_>, mut row: CellResult) -> Result<(), DriverE
     m.store.append_cell(&row)?;
     m.progress.event(ProgressEvent::CellDone(Box::new(row)));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_in_error_and_answer_texts_are_redacted() {
+        let mut failed = RequestRecord::never_sent(0, 0);
+        failed.outcome = Outcome::Error {
+            kind: "http_500".into(),
+            message: "bad key sk-live-123 given".into(),
+        };
+        let mut answered = RequestRecord::never_sent(1, 0);
+        answered.outcome = Outcome::Finished {
+            reason: "length".into(),
+        };
+        answered.text = Some("you said sk-live-123 and pass:w0rd".into());
+        let mut records = vec![failed, answered];
+        redact_records(&mut records, &["sk-live-123", "pass:w0rd", ""]);
+        let Outcome::Error { message, .. } = &records[0].outcome else {
+            panic!("still an error")
+        };
+        assert_eq!(message, "bad key <redacted> given");
+        assert_eq!(
+            records[1].text.as_deref(),
+            Some("you said <redacted> and <redacted>")
+        );
+    }
 }

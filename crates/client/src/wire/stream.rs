@@ -84,6 +84,8 @@ pub struct RequestSpec {
     pub(crate) raw: Option<std::sync::Arc<crate::wire::rawhttp::RawTarget>>,
     /// Keep the answer's text ([`Measured::answer`]): a session's next turn sends it back.
     pub keep_answer: bool,
+    /// Keep the answer's text in the record too (`RequestRecord::text`, `run --save-texts`).
+    pub save_text: bool,
     /// The id the body gives the request (`rid`), where the engine can abort by it.
     pub rid: Option<std::sync::Arc<str>>,
     /// The route's API: which events the stream sends.
@@ -113,6 +115,7 @@ impl RequestSpec {
             max_tokens: None,
             raw: None,
             keep_answer: false,
+            save_text: false,
             rid: None,
             api: llmib_core::Api::Completions,
             reading: llmib_core::InputReading::Exclusive,
@@ -193,11 +196,12 @@ pub async fn measure(
             cached_tokens_reported: None,
             repetition: None,
             structured: None,
+            text: None,
         },
         texts: (counting == Counting::Deferred).then(Vec::new),
         saw_usage_per_chunk: false,
         retry_after: None,
-        answer: spec.keep_answer.then(String::new),
+        answer: (spec.keep_answer || spec.save_text).then(String::new),
         guard: spec.limits.loop_guard.then(Box::default),
         checked: spec.structured.as_ref().map(|_| Box::default()),
     };
@@ -208,6 +212,13 @@ pub async fn measure(
     m.record.repetition = m.guard.take().and_then(|g| g.finish());
     if let (Some(s), Some(a)) = (&spec.structured, m.checked.take()) {
         m.record.structured = crate::wire::structured::verdict(s, &a, &m.record.outcome);
+    }
+    if spec.save_text {
+        m.record.text = if spec.keep_answer {
+            m.answer.clone()
+        } else {
+            m.answer.take()
+        };
     }
     if counting == Counting::UsagePerChunk {
         reconcile_zero_chunks(&mut m.record.chunks);

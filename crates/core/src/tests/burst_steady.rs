@@ -28,6 +28,7 @@ fn rec(sent_ms: u64, chunk_ms: &[u64], usage: Option<u64>) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

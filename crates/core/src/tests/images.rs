@@ -190,6 +190,7 @@ fn rec(stream: u32, reported: Option<u64>) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

@@ -198,6 +198,7 @@ fn the_one_second_peak_is_vllms_own_figure() {
                 cached_tokens_reported: None,
                 repetition: None,
                 structured: None,
+                text: None,
             }
         })
         .collect();

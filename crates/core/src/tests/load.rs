@@ -37,6 +37,7 @@ fn rec(i: u32, sent: u64, chunks: &[u64]) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

@@ -95,6 +95,7 @@ fn rec(stream: u32, sent: u64, chunks: &[(u64, u32)]) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn rec(stream: u32, sent: u64, first: u64, gap: u64, end: u64, finished: bool) -
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

@@ -68,6 +68,7 @@ fn turn(j: u32, k: u32) -> TurnRecord {
             cached_tokens_reported: Some(cached),
             repetition: None,
             structured: None,
+            text: None,
         },
     }
 }

@@ -126,6 +126,7 @@ fn stream(id: u32, times: impl IntoIterator<Item = u64>) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

@@ -26,6 +26,7 @@ fn probe(sent: u64, chunks: &[u64], outcome: Outcome) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

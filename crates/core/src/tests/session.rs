@@ -150,6 +150,7 @@ fn turn(
             cached_tokens_reported: cached,
             repetition: None,
             structured: None,
+            text: None,
         },
     }
 }

@@ -38,6 +38,7 @@ fn turn(s: u32, k: u32, at: u64, ttft: u64, gap: u64) -> TurnRecord {
             cached_tokens_reported: Some(0),
             repetition: None,
             structured: None,
+            text: None,
         },
     }
 }

@@ -112,6 +112,7 @@ fn rec(session: u32, sent_ns: u64) -> RequestRecord {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

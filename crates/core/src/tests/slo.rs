@@ -171,6 +171,7 @@ fn a_records_figures_follow_the_method() {
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     };
     let s = RequestSample::of_record(&r);
     assert!(s.ok);

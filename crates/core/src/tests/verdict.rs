@@ -198,6 +198,7 @@ fn req(stream: u32, ts: &[u64], prompt: Option<u64>, outcome: Outcome) -> Reques
         cached_tokens_reported: None,
         repetition: None,
         structured: None,
+        text: None,
     }
 }
 

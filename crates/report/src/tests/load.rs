@@ -56,6 +56,7 @@ pub(crate) fn rate_row(
                 cached_tokens_reported: None,
                 repetition: None,
                 structured: None,
+                text: None,
             }
         })
         .collect();

@@ -86,6 +86,7 @@ fn records() -> Vec<RequestRecord> {
             cached_tokens_reported: None,
             repetition: None,
             structured: None,
+            text: None,
         },
         RequestRecord {
             stream: 0,
@@ -101,6 +102,7 @@ fn records() -> Vec<RequestRecord> {
             cached_tokens_reported: None,
             repetition: None,
             structured: None,
+            text: None,
         },
     ]
 }

@@ -140,6 +140,8 @@ pub struct Engine {
     targeting: Targeting,
     /// Let requests end at EOS (no `ignore_eos` / `min_tokens`).
     respect_eos: bool,
+    /// Keep every generation request's answer text in its record (`run --save-texts`).
+    save_texts: bool,
     /// Sampling and extra keys every generation request carries.
     request: llmib_core::RequestControls,
     /// A tokenizer file for counting when the server has no tokenize endpoint.
@@ -204,6 +206,7 @@ impl Engine {
                 Targeting::Estimate
             }),
             respect_eos: opts.respect_eos,
+            save_texts: opts.save_texts,
             request: opts.request.clone(),
             local_tokenizer: opts.local_tokenizer.clone(),
             raw: None,
@@ -403,6 +406,7 @@ impl Engine {
         spec.reading = self.input_reading();
         spec.raw = self.raw.clone();
         spec.structured = self.request.structured.clone().map(Arc::new);
+        spec.save_text = self.save_texts;
         Ok(spec)
     }
 

@@ -35,6 +35,8 @@ pub struct ProbeOptions {
     pub targeting: Option<Targeting>,
     /// Let requests end at the model's EOS (no `ignore_eos` / `min_tokens`).
     pub respect_eos: bool,
+    /// Keep each generation request's answer text in its record (`run --save-texts`).
+    pub save_texts: bool,
     /// A tokenizer file that counts chunk texts where the server has no tokenize endpoint.
     pub local_tokenizer: Option<Arc<LocalTokenizer>>,
     /// Sampling and extra keys every generation request carries.
@@ -70,6 +72,7 @@ impl ProbeOptions {
             api: Some(Api::Completions),
             targeting: None,
             respect_eos: false,
+            save_texts: false,
             request: llmib_core::RequestControls::default(),
             local_tokenizer: None,
             key_header: None,

@@ -27,6 +27,7 @@ fn completion_bodies_per_dialect() {
         api: llmib_core::Api::Completions,
         targeting: llmib_core::Targeting::Exact,
         respect_eos: false,
+        save_texts: false,
         request: llmib_core::RequestControls::default(),
         local_tokenizer: None,
         raw: None,
