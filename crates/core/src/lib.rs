@@ -52,6 +52,7 @@ mod prompt_text;
 mod readiness;
 mod record;
 mod redact;
+mod repeats;
 mod repetition;
 mod request_controls;
 mod rng;
@@ -95,6 +96,7 @@ pub use plan::{
     first_token_default_s, prompt_tolerance,
 };
 pub use prompt_text::{PromptTextError, PromptTextSource};
+pub use repeats::{FIGURES as REPEAT_FIGURES, RepeatedCell, Spread, repeated_cells, spread};
 pub use request_controls::{ControlRefused, ExtraBodyError, OWN_BODY_KEYS, RequestControls};
 pub use size::{
     ContextSpec, MAX_DURATION_S, SizeError, duration_from_secs, format_tokens, parse_context_list,

@@ -7,6 +7,7 @@ pub mod eval;
 pub mod hub;
 pub mod import;
 pub mod merge;
+pub mod repeats;
 pub mod report;
 pub mod run;
 pub mod sim;

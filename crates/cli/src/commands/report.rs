@@ -58,6 +58,21 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         let text = llmib_report::render(&args.run_dir, format)?;
         return quiet_broken_pipe(std::io::stdout().lock().write_all(text.as_bytes()));
     }
+    if let Some(runs) = crate::commands::repeats::repeated_dirs(&args.run_dir) {
+        if args.output.is_some() || !args.format.is_empty() {
+            bail!(
+                "a --num-runs directory's summary is repeats.md and repeats.json, written inside it (each run-I has its own reports): drop --output and --format"
+            );
+        }
+        crate::commands::repeats::rewrite_summary(&args.run_dir, &runs)?;
+        let list = [
+            crate::commands::repeats::REPEATS_JSON,
+            crate::commands::repeats::REPEATS_MD,
+        ]
+        .map(|f| format!("{}\n", args.run_dir.join(f).display()))
+        .concat();
+        return quiet_broken_pipe(std::io::stdout().lock().write_all(list.as_bytes()));
+    }
     let written = write_reports(&args.run_dir, &args.format, args.output.as_deref())?;
     let list: String = written
         .iter()

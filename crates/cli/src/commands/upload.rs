@@ -92,6 +92,9 @@ pub struct RunCommandArgs {
     /// Where to upload it.
     #[command(flatten)]
     pub upload: RunUploadArgs,
+    /// How many times to run it.
+    #[command(flatten)]
+    pub repeat: crate::commands::repeats::RepeatArgs,
 }
 
 impl std::ops::Deref for RunCommandArgs {
@@ -355,7 +358,15 @@ fn read_results(dir: &Path, skip_requests: bool) -> Result<serde_json::Value, Up
 /// measuring would waste the hour); a failed upload keeps the results and says how to upload
 /// them later, with exit code 6.
 pub async fn run(a: RunCommandArgs) -> Result<Exit> {
-    let RunCommandArgs { run, upload } = a;
+    let RunCommandArgs {
+        run,
+        upload,
+        repeat,
+    } = a;
+    if let Some(k) = repeat.num_runs.filter(|k| *k != 1) {
+        let uploading = upload.upload.is_some();
+        return crate::commands::repeats::run_repeated(run, k, uploading).await;
+    }
     let Some(url) = upload.upload else {
         return run::run(run).await;
     };

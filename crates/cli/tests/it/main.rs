@@ -42,6 +42,7 @@ mod prompt_text;
 mod prompts_workload;
 mod rawreader;
 mod readiness;
+mod repeats;
 mod report;
 mod report_commands;
 mod report_pages;
