@@ -281,6 +281,7 @@ fn imported_plan(
         settings,
         contexts,
         dropped_contexts: Vec::new(),
+        decode_dropped: Vec::new(),
         kv_capacity_tokens: None,
         context_length: None,
         decode_test: format!("Imported from {tool}"),

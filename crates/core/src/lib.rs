@@ -92,7 +92,7 @@ pub use json_schema::{CHECKED_KEYWORDS, SchemaFault, check_schema, validate};
 pub use plan::{
     Api, BurstSettings, DroppedContext, ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX,
     MINIMAL_PROMPT_SPREAD, Plan, PlannedCell, PlannedContext, PrefillMetric,
-    SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, estimate_tolerance,
+    SLOW_PREFILL_TOK_PER_S, Settings, Targeting, budgeted_kv, decode_drops, estimate_tolerance,
     first_token_default_s, prompt_tolerance,
 };
 pub use prompt_text::{PromptTextError, PromptTextSource};

@@ -8,7 +8,7 @@ use crate::size::{ContextSpec, format_tokens};
 use serde::{Deserialize, Serialize};
 
 pub use crate::api::Api;
-pub use crate::planned::{DroppedContext, PlannedCell};
+pub use crate::planned::{DroppedContext, PlannedCell, decode_drops};
 pub use crate::targeting::{
     ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX, MINIMAL_PROMPT_SPREAD, Targeting, estimate_tolerance,
     prompt_tolerance,
@@ -460,6 +460,31 @@ fn resolve_one(
     }
 }
 
+/// The contexts of a plan in size order: `--contexts`, then the `--prefill-contexts` not
+/// among them (prefill only; a size asked for both keeps its decode cells), all prefill only
+/// with `--prefill-only`; and those dropped, with why.
+fn planned_contexts(
+    settings: &Settings,
+    context_length: Option<u64>,
+) -> (Vec<PlannedContext>, Vec<DroppedContext>) {
+    let m = settings.max_output;
+    let (mut contexts, mut dropped) = resolve_contexts(&settings.contexts, context_length, m);
+    let prefill = &settings.prefill_contexts;
+    let (extra, more) = resolve_contexts_of("--prefill-contexts", prefill, context_length, m);
+    dropped.extend(more);
+    for mut e in extra {
+        if !contexts.iter().any(|c| c.tokens == e.tokens) {
+            e.decode = false;
+            contexts.push(e);
+        }
+    }
+    contexts.sort_by_key(|c| c.tokens);
+    if settings.prefill_only {
+        contexts.iter_mut().for_each(|c| c.decode = false);
+    }
+    (contexts, dropped)
+}
+
 /// Burst cells for the decode cells of `cells` (same contexts, N and capacity prediction):
 /// in their place (`replace`), or as a second matrix after the whole sustained one.
 pub fn with_bursts(cells: Vec<PlannedCell>, replace: bool) -> Vec<PlannedCell> {
@@ -563,6 +588,9 @@ pub struct Plan {
     pub contexts: Vec<PlannedContext>,
     /// Contexts that were asked for but dropped.
     pub dropped_contexts: Vec<DroppedContext>,
+    /// Contexts that run without their decode cells, and why ([`crate::decode_drops`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decode_dropped: Vec<DroppedContext>,
     /// The KV capacity used for predictions (None: unknown, nothing predicted).
     pub kv_capacity_tokens: Option<u64>,
     /// The context length used to resolve sizes.
@@ -588,28 +616,17 @@ impl Plan {
         context_length: Option<u64>,
         kv_capacity: Option<u64>,
     ) -> Plan {
-        let (mut contexts, mut dropped_contexts) =
-            resolve_contexts(&settings.contexts, context_length, settings.max_output);
-        // Prefill-only contexts join the others in size order (a size asked for both keeps
-        // its decode cells).
-        let (extra, dropped) = resolve_contexts_of(
-            "--prefill-contexts",
-            &settings.prefill_contexts,
-            context_length,
-            settings.max_output,
-        );
-        dropped_contexts.extend(dropped);
-        for mut e in extra {
-            if !contexts.iter().any(|c| c.tokens == e.tokens) {
-                e.decode = false;
-                contexts.push(e);
-            }
-        }
-        contexts.sort_by_key(|c| c.tokens);
-        if settings.prefill_only {
-            contexts.iter_mut().for_each(|c| c.decode = false);
-        }
+        let (mut contexts, mut dropped_contexts) = planned_contexts(&settings, context_length);
         let skip_decode = settings.load.as_ref().is_some_and(|l| l.skip_decode);
+        // Decode cells the user did not turn off but that cannot run.
+        let sessions_only = settings.sessions.as_ref().is_some_and(|s| !s.with_decode);
+        let decode_dropped = if settings.prefill_only || skip_decode || sessions_only {
+            Vec::new()
+        } else {
+            let skip_prefill = settings.skip_prefill;
+            let (specs, m) = (&settings.contexts, settings.max_output);
+            crate::planned::decode_drops(specs, context_length, m, skip_prefill)
+        };
         if settings.token_targeting == Targeting::Estimate {
             // Every table says the context is approximate.
             for c in &mut contexts {
@@ -632,7 +649,6 @@ impl Plan {
         // `--skip-decode`: the contexts keep `decode` (their open-loop sections run), the
         // closed-loop cells go.
         // Sessions without --concurrency: the session cells replace the decode matrix.
-        let sessions_only = settings.sessions.as_ref().is_some_and(|s| !s.with_decode);
         if skip_decode || sessions_only {
             cells.retain(|c| !matches!(c.key.phase, Phase::Decode | Phase::Burst));
         }
@@ -651,6 +667,7 @@ impl Plan {
             settings,
             contexts,
             dropped_contexts,
+            decode_dropped,
             kv_capacity_tokens: kv_capacity,
             context_length,
             decode_test: "Fixed duration".to_string(),

@@ -28,6 +28,9 @@ impl Report {
         for d in &self.info.plan.dropped_contexts {
             out.push(format!("Context {} was not measured: {}", d.spec, d.reason));
         }
+        for d in &self.info.plan.decode_dropped {
+            out.push(format!("Context {}: {}", d.spec, d.reason));
+        }
         if self.skipped_lines > 0 {
             out.push(format!(
                 "{} line(s) of cells.jsonl could not be read (a write cut short) and are left out.",

@@ -584,8 +584,8 @@ impl RunArgs {
                 temperature, top_p, seed, extra_body, max_total_tokens, hw_monitor_interval,
                 hw_gpu_limit, refresh_rate, http_reader, events, metrics_listen, cost, prompts,
                 hardware_info;
-            switches: save_requests, save_texts, retry_failed, force, run_burst, skip_prefill, prefill_only,
-                find_capacity, skip_decode, show_capacity_limited_values,
+            switches: save_requests, save_texts, retry_failed, force, run_burst, skip_prefill,
+                prefill_only, find_capacity, skip_decode, show_capacity_limited_values,
                 serial_server, respect_eos, no_hw_monitor, no_loop_detection
         )
     }

@@ -181,6 +181,24 @@ fn a_dropped_context_is_said_where_the_run_prints() {
     );
 }
 
+/// A context whose decode requests cannot fit (C + max output reaches the context length) says
+/// so where the run prints and in the report; with `--skip-prefill` nothing is measured, and
+/// the run exits 5 naming why rather than pointing at notes that are not there.
+#[test]
+fn decode_cells_that_cannot_fit_are_said_and_a_run_left_with_none_exits_5() {
+    let sim = tiny();
+    let dir = out_dir("first-use-no-decode");
+    let ran = crate::e2e::Bench::run(&sim.url)
+        .small("1K", "1", "1s", "8000")
+        .args(["--skip-prefill", "--format", "md"])
+        .out_at(&dir)
+        .exits(5);
+    let want = "context 1K: no decode cells: 1K tokens and a max output of 8000 do not fit the server's context length of 4K, so it would be prefill only, and --skip-prefill skips that: nothing is measured at it; pass a smaller --max-output";
+    assert!(ran.stdout().contains(want), "{}", ran.text());
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(md.contains("Context 1K: no decode cells:"), "{md}");
+}
+
 /// `run … | head -1`: the reader goes after one line. The run still measures every cell, writes
 /// its reports and exits 0, with no panic ("failed printing to stdout", exit code 101).
 #[test]

@@ -22,6 +22,12 @@ pub async fn run_matrix(m: MatrixRun<'_>) -> Result<MatrixEnd, DriverError> {
             d.spec, d.reason
         )));
     }
+    for d in &m.plan.decode_dropped {
+        m.progress.event(ProgressEvent::Note(format!(
+            "context {}: {}",
+            d.spec, d.reason
+        )));
+    }
     let mut st = RunState::new(&m);
     if let Some(context) = m.first_measured_context() {
         warm::warm_up_once(&m, &mut st, context).await;

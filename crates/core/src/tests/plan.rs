@@ -198,3 +198,38 @@ fn a_dropped_prefill_context_names_its_own_flag() {
         ]
     );
 }
+
+#[test]
+fn decode_cells_that_cannot_fit_are_listed_with_why() {
+    use crate::planned::decode_drops;
+    let k = |n: u64| ContextSpec::Tokens(n * K);
+    let specs = [k(1), k(60), k(64), k(1), k(60)];
+    // 60K + 4,096 reaches 64K: prefill only. 64K itself is dropped elsewhere (too long).
+    let d = decode_drops(&specs, Some(64 * K), 4096, false);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].spec, k(60));
+    assert!(
+        d[0].reason.contains("60K tokens and a max output of 4096")
+            && d[0].reason.contains("measured by prefill only"),
+        "{}",
+        d[0].reason
+    );
+    let skipped = decode_drops(&specs, Some(64 * K), 4096, true);
+    assert!(skipped[0].reason.contains("nothing is measured at it"));
+    // One token of room is enough; without a known length nothing is predicted.
+    assert!(decode_drops(&[k(60)], Some(64 * K), 4095, false).is_empty());
+    assert!(decode_drops(&specs, None, 4096, false).is_empty());
+
+    let mut s = Settings {
+        contexts: vec![k(1)],
+        max_output: 100_000,
+        skip_prefill: true,
+        ..Settings::default()
+    };
+    let plan = Plan::build(s.clone(), Some(64 * K), None);
+    assert!(plan.cells.is_empty());
+    assert_eq!(plan.decode_dropped.len(), 1);
+    s.prefill_only = true;
+    let plan = Plan::build(s, Some(64 * K), None);
+    assert!(plan.decode_dropped.is_empty(), "prefill only was asked for");
+}
