@@ -85,7 +85,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Results directories to compare; the first is the baseline every ratio refers to. A
-    /// sweep's directory stands for its measured combinations, in run order.
+    /// sweep's directory stands for its measured combinations, in run order, and a
+    /// `run --num-runs` directory for its runs.
     #[arg(value_name = "RUN_DIR", num_args = 1.., required = true)]
     pub runs: Vec<PathBuf>,
 
@@ -99,11 +100,15 @@ pub fn run_compare(args: CompareArgs) -> anyhow::Result<()> {
     let runs: Vec<PathBuf> = args
         .runs
         .iter()
-        .flat_map(|d| llmib_report::sweep_runs(d).unwrap_or_else(|| vec![d.clone()]))
+        .flat_map(|d| {
+            llmib_report::sweep_runs(d)
+                .or_else(|| crate::commands::repeats::repeated_dirs(d))
+                .unwrap_or_else(|| vec![d.clone()])
+        })
         .collect();
     if runs.len() < 2 {
         bail!(
-            "compare needs at least two results directories (a sweep counts its measured combinations)"
+            "compare needs at least two results directories (a sweep counts its measured combinations, a --num-runs directory its runs)"
         );
     }
     let dirs: Vec<&Path> = runs.iter().map(PathBuf::as_path).collect();

@@ -85,6 +85,11 @@ fn three_runs_are_measured_apart_and_summarised_from_their_rows() {
         std::fs::read_to_string(dir.join("repeats.md")).ok(),
         Some(md)
     );
+    // `compare DIR` sets the runs side by side, each against the first.
+    let compared = Bench::cmd(&["compare", d]).ok().stdout();
+    for i in 1..=3 {
+        assert!(compared.contains(&format!("run-{i}")), "{compared}");
+    }
 }
 
 #[test]
