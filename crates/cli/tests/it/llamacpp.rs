@@ -480,8 +480,13 @@ fn llamacpp_matrix_statuses_prompts_and_token_counts() {
     // client sees the stream end, by a lag that grows with the machine's load, so a request
     // that ended before a read may still be counted after it. The check: whole requests; at
     // least those that ended well inside the two reads; at most those the client saw end in
-    // this cell (which starts from an idle server) before the second read.
+    // this cell (which starts from an idle server) before the second read. That bound allows
+    // more: the recorded read instant is when the read was sent, and the server takes its
+    // snapshot when it answers, which on a loaded 2-core CI machine came over 50 ms later (a
+    // request the server counted was seen ending 50+ ms after the instant); the client's own
+    // end instants can run late there too.
     const EDGE_NS: u64 = 50_000_000;
+    const LATE_NS: u64 = 250_000_000;
     eprintln!(
         "C N: server_generation_tokens / finished between the reads (+ at an edge) / client output_tokens"
     );
@@ -511,7 +516,7 @@ fn llamacpp_matrix_statuses_prompts_and_token_counts() {
             .iter()
             .filter(|&&t| t > read1 && t < read2 && !near(t, read1) && !near(t, read2))
             .count() as u64;
-        let at_most = ends.iter().filter(|&&t| t <= read2 + EDGE_NS).count() as u64;
+        let at_most = ends.iter().filter(|&&t| t <= read2 + LATE_NS).count() as u64;
         eprintln!(
             "{} {}: {server} / {surely}..={at_most} x {M} / {}",
             key.0, key.1, r["output_tokens"]
