@@ -44,6 +44,7 @@ pub mod number;
 mod pareto;
 mod percentiles;
 mod probe;
+mod repeats;
 mod schema_check;
 mod sessions;
 mod sessions_chart;
@@ -67,6 +68,7 @@ pub use exporter::Exporter;
 pub use format::Format;
 pub use markdown::escape as escape_markdown;
 pub use model::Report;
+pub use repeats::repeats_markdown;
 pub use schema_check::{RESULTS_SCHEMA, SchemaViolation, check_results_schema};
 pub use sweep::{
     ComboLine, SweepReport, combo_rows, sweep_html, sweep_markdown, sweep_report, sweep_report_of,

@@ -170,13 +170,27 @@ pub(crate) fn req_rate(v: f64) -> String {
     if !v.is_finite() {
         return NULL.to_string();
     }
-    let s = grouped(v, 3);
-    let s = if s.contains('.') {
+    format!("{}/s", trim_zeros(grouped(v, 3)))
+}
+
+/// Four significant digits (whole numbers from 1,000 up), trailing zeros dropped, no
+/// separators: `216.5`, `0.01235`, `37749`.
+pub(crate) fn significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    trim_zeros(format!("{v:.decimals$}"))
+}
+
+/// A decimal's trailing zeros dropped, and its point with them (`2.50` → `2.5`, `12.0` →
+/// `12`); a whole number as it is.
+fn trim_zeros(s: String) -> String {
+    if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
-    };
-    format!("{s}/s")
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +210,12 @@ mod tests {
         assert_eq!(ttft_ms(1527.0), "1,527 ms");
         assert_eq!(ttft_ms(131_949.0), "131,949 ms");
         assert_eq!(tbt_ms(5.2), "5.2 ms");
+        assert_eq!(significant(12345.6), "12346");
+        assert_eq!(significant(12.3456), "12.35");
+        assert_eq!(significant(216.533), "216.5");
+        assert_eq!(significant(2.0), "2");
+        assert_eq!(significant(0.012346), "0.01235");
+        assert_eq!(significant(0.0), "0");
         assert_eq!(seconds(30.0), "30.0 s");
         assert_eq!(seconds(31.8), "31.8 s");
         assert_eq!(decimal1(1.9), "1.9");

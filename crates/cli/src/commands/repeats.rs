@@ -9,7 +9,7 @@ use crate::commands::run::{self, Exit};
 use crate::config::RunArgs;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use llmib_core::{Phase, RepeatedCell, RunDir, Spread, repeated_cells};
+use llmib_core::{RunDir, repeated_cells};
 use std::path::{Path, PathBuf};
 
 /// The summary's file names in the parent directory.
@@ -154,65 +154,10 @@ pub fn write_summary(parent: &Path, dirs: &[PathBuf], k: u32) -> Result<String> 
     let path = parent.join(REPEATS_JSON);
     std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    let table = markdown(&cells, dirs.len(), k);
+    let table = llmib_report::repeats_markdown(&cells, dirs.len(), k);
     let path = parent.join(REPEATS_MD);
     std::fs::write(&path, &table).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(table)
-}
-
-/// The summary as a Markdown table: a line per (cell, figure).
-fn markdown(cells: &[RepeatedCell], ran: usize, k: u32) -> String {
-    let mut out = format!(
-        "## Repeated runs\n\n{ran} of {k} runs; per cell, each figure over the runs that measured it (std: sample standard deviation; CV: std / mean).\n\n| Cell | Measured | Figure | Mean | Std | CV | Min | Max |\n|---|---:|---|---:|---:|---:|---:|---:|\n"
-    );
-    for c in cells {
-        let cell = cell_name(c);
-        if c.figures.is_empty() {
-            out.push_str(&format!("| {cell} | 0 of {} | — | | | | | |\n", c.runs));
-        }
-        for (name, s) in &c.figures {
-            out.push_str(&format!(
-                "| {cell} | {} of {} | {name} | {} | {} | {} | {} | {} |\n",
-                s.n,
-                c.runs,
-                num(s.mean),
-                s.std.map_or("—".into(), num),
-                cv(s),
-                num(s.min),
-                num(s.max)
-            ));
-        }
-    }
-    out
-}
-
-/// `Sustained decode 8K × 4`, `Prefill 8K`, `Open-loop rate 8K @ 2/s`.
-fn cell_name(c: &RepeatedCell) -> String {
-    let (phase, label) = (c.key.phase.label(), &c.context_label);
-    match (c.key.phase, c.key.request_rate()) {
-        (_, Some(r)) => format!("{phase} {label} @ {}/s", num(r)),
-        (Phase::Prefill, _) => format!("{phase} {label}"),
-        _ => format!("{phase} {label} × {}", c.key.concurrency),
-    }
-}
-
-/// Four significant digits (whole numbers from 1,000 up), trailing zeros dropped.
-fn num(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// The CV as a percentage.
-fn cv(s: &Spread) -> String {
-    s.cv.map_or("—".into(), |c| format!("{:.1} %", c * 100.0))
 }
 
 #[cfg(test)]
@@ -233,15 +178,5 @@ mod tests {
         let mut sharded = RunArgs::default();
         sharded.sharding.shard = Some(llmib_core::ShardArg::Auto);
         assert!(refusal(&sharded, 2, false).is_some_and(|r| r.contains("cannot repeat a shard")));
-    }
-
-    #[test]
-    fn numbers_keep_four_figures() {
-        assert_eq!(num(12345.6), "12346");
-        assert_eq!(num(12.3456), "12.35");
-        assert_eq!(num(216.533), "216.5");
-        assert_eq!(num(2.0), "2");
-        assert_eq!(num(0.012346), "0.01235");
-        assert_eq!(num(0.0), "0");
     }
 }
