@@ -13,7 +13,7 @@ use crate::wire::error_kind::RequestErrorKind;
 use crate::wire::events::parse_event_of;
 use crate::wire::live::StreamLive;
 use crate::wire::sse::SseDecoder;
-use crate::wire::stream_end::{broken, end_outcome, error, messages_prompt, silent};
+use crate::wire::stream_end::{Silence, broken, end_outcome, error, messages_prompt, silent};
 use bytes::Bytes;
 use llmib_core::TokenCountSource;
 use llmib_core::{Chunk, LoopGuard, Outcome, RequestRecord};
@@ -249,25 +249,27 @@ async fn drive(
     };
     // Tokens of this request already added to the live count.
     let mut published = 0u64;
-    // Before the first content chunk the send-to-first-token limit runs; after it, the idle
-    // limit restarts with every read. One timer, reset in place, keeps the per-chunk cost low.
-    let silence = tokio::time::sleep_until(
+    // Silence: the first-token limit, then the idle limit ([`Silence`]).
+    let timer = tokio::time::sleep_until(
         origin + Duration::from_nanos(m.record.sent_ns) + spec.limits.first_token,
     );
     // One cancellation future for the whole stream: a new one per read would join and leave
     // the token's waiter list (two locks of a mutex every stream shares) for every chunk.
     let cancelled = cancel.cancelled();
-    tokio::pin!(silence, cancelled);
+    tokio::pin!(timer, cancelled);
+    let mut silence = Silence::new(timer, origin, spec.limits.idle);
     loop {
-        if !m.record.chunks.is_empty() {
-            silence.as_mut().reset(Instant::now() + spec.limits.idle);
-        }
         let next = tokio::select! {
             biased;
             // Dropping the body closes the connection, so the server aborts the request and
             // frees its KV cache.
             _ = &mut cancelled => return (now(), Outcome::Cancelled),
-            _ = &mut silence => return (now(), silent(spec.limits.first_token, spec.limits.idle, m.record.chunks.len())),
+            _ = &mut silence.timer => {
+                if silence.expired() {
+                    return (now(), silent(spec.limits.first_token, spec.limits.idle, m.record.chunks.len()));
+                }
+                continue;
+            }
             n = body.next() => n,
         };
         let (bytes, at) = match next {
@@ -282,6 +284,7 @@ async fn drive(
         if let Err(ended) = read_events(&mut dec, m, t, spec, &mut seen) {
             return (t, ended);
         }
+        silence.read(t, !m.record.chunks.is_empty());
         if let Some(live) = live {
             publish(
                 live,

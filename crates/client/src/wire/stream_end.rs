@@ -1,8 +1,10 @@
 //! How a measured stream ended, in words that say what to do: broken, silent past a limit,
 //! ended without its API's end event or stop reason, or with usage reports that agree on no
-//! prompt length. Kept apart from the stream's loop (`stream.rs`), which only observes.
+//! prompt length; and the timer that tells when a stream has been silent past its limit
+//! ([`Silence`]). Kept apart from the stream's loop (`stream.rs`), which only observes.
 
 use std::time::Duration;
+use tokio::time::Instant;
 
 use llmib_core::Outcome;
 
@@ -93,5 +95,67 @@ pub(crate) fn end_outcome(
                 "the stream ended without {end} after {chunks} chunks (the server closed the connection)"
             ),
         ),
+    }
+}
+
+/// The stream's one silence timer: the send-to-first-token limit until content arrives, then
+/// the idle limit from the last read. It moves when content first arrives and when it fires
+/// early (reads came since it was set), never per read: a read costs it no clock read and no
+/// timer update.
+pub(crate) struct Silence<'a> {
+    /// The timer, at the limit's end or before it.
+    pub(crate) timer: std::pin::Pin<&'a mut tokio::time::Sleep>,
+    /// The cell's origin, which read instants are offsets from.
+    origin: Instant,
+    /// The idle limit.
+    idle: Duration,
+    /// The instant of the last read since content arrived.
+    last_ns: Option<u64>,
+}
+
+impl<'a> Silence<'a> {
+    /// The timer, set to the first-token limit's end, and the idle limit that follows it.
+    pub(crate) fn new(
+        timer: std::pin::Pin<&'a mut tokio::time::Sleep>,
+        origin: Instant,
+        idle: Duration,
+    ) -> Self {
+        Silence {
+            timer,
+            origin,
+            idle,
+            last_ns: None,
+        }
+    }
+
+    /// After a read at `t_ns`; `content`: whether content has arrived by now.
+    pub(crate) fn read(&mut self, t_ns: u64, content: bool) {
+        if !content {
+            return;
+        }
+        let first = self.last_ns.is_none();
+        self.last_ns = Some(t_ns);
+        if first {
+            // The idle limit replaces the first-token limit, which may end later than it.
+            let d = self.deadline(t_ns);
+            self.timer.as_mut().reset(d);
+        }
+    }
+
+    /// The timer fired: whether the stream really was silent for its limit. Where reads came
+    /// since the timer was set, it is moved to the limit's true end instead.
+    pub(crate) fn expired(&mut self) -> bool {
+        match self.last_ns.map(|t| self.deadline(t)) {
+            Some(d) if d > Instant::now() => {
+                self.timer.as_mut().reset(d);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// When the idle limit ends after a read at `t_ns`.
+    fn deadline(&self, t_ns: u64) -> Instant {
+        self.origin + Duration::from_nanos(t_ns) + self.idle
     }
 }

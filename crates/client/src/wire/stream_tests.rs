@@ -380,3 +380,93 @@ async fn a_messages_stream_reads_its_prompt_from_every_report_and_needs_its_end_
         );
     }
 }
+
+/// A server that answers every request with `events` as a chunked event stream, each written
+/// after its delay, and `[DONE]`; then holds the connection open for `hold` before closing.
+async fn paced_sse_server(events: Vec<(Duration, String)>, hold: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let events = events.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = s.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                let _ = s.write_all(head.as_bytes()).await;
+                for (delay, e) in events {
+                    tokio::time::sleep(delay).await;
+                    let data = format!("data: {e}\n\n");
+                    let piece = format!("{:x}\r\n{data}\r\n", data.len());
+                    if s.write_all(piece.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                tokio::time::sleep(hold).await;
+                let _ = s.write_all(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n").await;
+            });
+        }
+    });
+    format!("http://{addr}/v1/completions")
+}
+
+/// The idle limit runs from the last read, not from the first chunk: a stream whose chunks
+/// come 60 ms apart for 0.5 s finishes under a 200 ms idle limit (the timer is moved only when
+/// it fires, so a stale deadline must be re-armed, not taken for silence).
+#[tokio::test]
+async fn a_slow_steady_stream_outlasts_the_idle_limit_it_never_breaks() {
+    let events: Vec<_> = (1..=8)
+        .map(|i| {
+            let finish = (i == 8).then_some("length");
+            (Duration::from_millis(60), chunk_json("a", i, finish))
+        })
+        .collect();
+    let url = paced_sse_server(events, Duration::ZERO).await;
+    let client = crate::wire::http::build_client(&crate::wire::http::HttpOptions::default())
+        .expect("client");
+    let mut spec =
+        RequestSpec::new(url, &serde_json::json!({}), Counting::UsagePerChunk).expect("spec");
+    spec.limits.idle = Duration::from_millis(200);
+    for spec in both(spec) {
+        let cancel = CancellationToken::new();
+        let m = measure(&client, &spec, 0, Instant::now(), &cancel, None).await;
+        assert!(
+            matches!(m.record.outcome, Outcome::Finished { .. }),
+            "{:?}",
+            m.record.outcome
+        );
+        assert_eq!(m.record.chunks.len(), 8, "{:?}", m.record.chunks);
+    }
+}
+
+/// A stream that stalls after its first chunk fails by the idle limit (200 ms), not by the
+/// first-token limit (30 s) that ran before content came.
+#[tokio::test]
+async fn a_stall_after_the_first_chunk_ends_at_the_idle_limit() {
+    let events = vec![(Duration::from_millis(20), chunk_json("a", 1, None))];
+    let url = paced_sse_server(events, Duration::from_secs(10)).await;
+    let client = crate::wire::http::build_client(&crate::wire::http::HttpOptions::default())
+        .expect("client");
+    let mut spec =
+        RequestSpec::new(url, &serde_json::json!({}), Counting::UsagePerChunk).expect("spec");
+    spec.limits.first_token = Duration::from_secs(30);
+    spec.limits.idle = Duration::from_millis(200);
+    for spec in both(spec) {
+        let cancel = CancellationToken::new();
+        let run = measure(&client, &spec, 0, Instant::now(), &cancel, None);
+        let m = tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the idle limit, not the first-token limit, ends the stream");
+        assert!(
+            matches!(&m.record.outcome, Outcome::Error { kind, .. } if kind == "timeout_idle"),
+            "{:?}",
+            m.record.outcome
+        );
+        let first = m.record.chunks.first().expect("one chunk").t_ns;
+        let silent_ms = (m.record.end_ns - first) / 1_000_000;
+        assert!((200..1500).contains(&silent_ms), "{silent_ms} ms");
+    }
+}
