@@ -277,3 +277,25 @@ proptest! {
         agrees(&format!("{{\"choices\":[{{\"text\":{text}}}]}}"));
     }
 }
+
+proptest! {
+    /// The eight-bytes-a-step search finds what a byte loop finds, at every length and offset,
+    /// with the special bytes and their neighbours (0x1f/0x20, 0x21/0x23, 0x5b/0x5d, 0x7f/0x80
+    /// and up, where a borrow or a sign could mislead a word trick) common.
+    #[test]
+    fn the_word_search_finds_the_first_special_byte(
+        bytes in proptest::collection::vec(
+            prop_oneof![
+                4 => 0x20u8..0x7f,
+                1 => prop::sample::select(vec![
+                    b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff,
+                ]),
+                1 => any::<u8>(),
+            ],
+            0..80,
+        )
+    ) {
+        let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        prop_assert_eq!(super::find_special(&bytes), naive);
+    }
+}
