@@ -5,7 +5,9 @@
 # chunk, 1K prompts, EOS ignored) with the simulator pinned to one CPU and the client to
 # another, at N = 1, 64, 256, 1024 streams. Prints each tool's CPU per token (its whole process
 # tree over the same 10 s of steady streaming), peak RSS, and the output tok/s it reports; then
-# startup times and the time to build 10,000 prompts. Idempotent: a finished build is reused.
+# startup times, the time to build 10,000 prompts, and each client's user-space instructions per
+# token under valgrind (a count that does not move with the host's noise). Idempotent: a
+# finished build is reused.
 #
 #   scripts/bench-peers.sh
 #   VLLM_BENCH_SRC=/path/to/a/clone NS="1 64" STEPS=build,throughput scripts/bench-peers.sh
@@ -23,7 +25,11 @@
 #   STEP_MS            decode step in ms by N, "N=MS,..." (default "1024=4": 1 ms at 1024 streams
 #                      asks for 1M tok/s, more than the simulator's one CPU sends; 4 ms is the
 #                      256k tok/s of N = 256; others 1 ms)
-#   STEPS              comma-separated subset of build,throughput,hog,startup,prompts (default: all)
+#   STEPS              comma-separated subset of build,throughput,hog,startup,prompts,instructions
+#                      (default: all)
+#   INSTR_NS, INSTR_RAMP  the instructions step: stream counts (default "1": under valgrind a
+#                      client is ~50x slower, and at N = 64 it would fall behind) and the seconds
+#                      each client runs before its count starts (default 12)
 #   HOG_N, HOG_S       the hog step: N (default 256) and seconds of the busy loop (default 3)
 #   SIM_CPU, CLIENT_CPU  the CPUs the simulator and the client are pinned to (default 0 and 1)
 #   PORT, PROXY_PORT   the simulator's port and the startup proxy's (default 18190, 18191)
@@ -42,7 +48,9 @@ VLLM_BENCH_COMMIT="${VLLM_BENCH_COMMIT:-f3131823f167aa1e6f31a48be1ae15a18667a534
 VLLM_BENCH_PROFILE_ENV="${VLLM_BENCH_PROFILE_ENV:-}"
 NS="${NS:-1 64 256 1024}"
 WINDOW="${WINDOW:-10}"
-STEPS="${STEPS:-build,throughput,hog,startup,prompts}"
+STEPS="${STEPS:-build,throughput,hog,startup,prompts,instructions}"
+INSTR_NS="${INSTR_NS:-1}"
+INSTR_RAMP="${INSTR_RAMP:-12}"
 HOG_N="${HOG_N:-256}"
 STEP_MS="${STEP_MS:-1024=4}"
 HOG_S="${HOG_S:-3}"
@@ -306,6 +314,58 @@ prompts() {
   stop_sim
 }
 
+# The simulator's count of generated tokens.
+sim_tokens() {
+  curl -sf "$URL/metrics" | awk '/^vllm:generation_tokens_total/ {print $2}'
+}
+
+# User-space instructions per token (callgrind): each client at N streams under valgrind, its
+# count switched on after INSTR_RAMP s and taken over WINDOW s of steady streaming, divided by
+# the tokens the simulator sent meanwhile. Kernel work is not counted (the same system calls
+# for both, docs/peers.md). `busy` is the client's CPU over the window: near 1 it may have
+# fallen behind (its count then covers fewer tokens than were sent, and reads low).
+instructions() {
+  if ! command -v valgrind >/dev/null || ! command -v callgrind_control >/dev/null; then
+    log "valgrind not found: the instructions step is skipped (apt-get install valgrind)"
+    return 0
+  fi
+  local n name pid g0 g1 c0 c1 total file md="$OUT/instructions.md"
+  printf '| N | tool | instructions / token | tokens counted | client busy |\n|---:|---|---:|---:|---:|\n' >"$md"
+  for n in $INSTR_NS; do
+    for name in llm-inference-bench vllm-bench; do
+      "${HELPER[@]}" quiet --max-busy "$QUIET_MAX_BUSY" --timeout "$QUIET_TIMEOUT" || true
+      start_sim 1
+      if [[ "$name" == vllm-bench ]]; then
+        vb_cmd "$n" "$URL" "$OUT/instr-tmp" 60000 "$n"
+      else
+        llmib_cmd "$n" "$URL" "$OUT/instr-tmp" $((INSTR_RAMP + WINDOW + 30)) 60000
+      fi
+      file="$OUT/callgrind-$name-n$n.out"
+      rm -f "$file"*
+      log "instructions, N=$n: $name"
+      # CMD is taskset -c CPU BINARY ARGS...: valgrind goes between
+      "${CMD[@]:0:3}" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$file" \
+        "${CMD[@]:3}" >"$OUT/instr-$name-n$n.log" 2>&1 &
+      pid=$!
+      sleep "$INSTR_RAMP"
+      callgrind_control -i on "$pid" >/dev/null 2>&1
+      g0=$(sim_tokens)
+      c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+      sleep "$WINDOW"
+      g1=$(sim_tokens)
+      c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+      callgrind_control -d "$pid" >/dev/null 2>&1
+      kill "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      stop_sim
+      total=$(callgrind_annotate "$file.1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+      python3 -c 'import sys; n, name, t, g0, g1, c0, c1, w, hz = sys.argv[1:]; tok = float(g1) - float(g0)
+print(f"| {n} | {name} | {int(t) / tok:,.0f} | {tok:,.0f} | {(int(c1) - int(c0)) / int(hz) / float(w):.2f} |")' \
+        "$n" "$name" "${total:-0}" "$g0" "$g1" "$c0" "$c1" "$WINDOW" "$(getconf CLK_TCK)" | tee -a "$md"
+    done
+  done
+}
+
 main() {
   mkdir -p "$OUT"
   if step build; then build; fi
@@ -325,8 +385,10 @@ main() {
   if step hog; then hog; fi
   if step startup; then startup; fi
   if step prompts; then prompts; fi
+  if step instructions; then instructions; fi
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt" >&2
   "${HELPER[@]}" table "$OUT" | tee "$OUT/table.md"
+  if [[ -f "$OUT/instructions.md" ]]; then cat "$OUT/instructions.md"; fi
   echo "results: $OUT" >&2
 }
 
