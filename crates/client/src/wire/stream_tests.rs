@@ -62,29 +62,47 @@ async fn sse_server(events: Vec<String>) -> String {
     raw_sse_server(body).await
 }
 
-/// A server that answers every request with `body` as an event stream, then closes.
-async fn raw_sse_server(body: String) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// A loopback server: reads each request, then lets `answer` write the response on the
+/// connection; its completions URL.
+async fn serve<F, Fut>(answer: F) -> String
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    use tokio::io::AsyncReadExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
+    let answer = std::sync::Arc::new(answer);
     tokio::spawn(async move {
         while let Ok((mut s, _)) = listener.accept().await {
-            let body = body.clone();
+            let answer = answer.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
                 let _ = s.read(&mut buf).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes()).await;
-                let _ = s.write_all(body.as_bytes()).await;
+                answer(s).await;
             });
         }
     });
     format!("http://{addr}/v1/completions")
+}
+
+/// A server that answers every request with `body` as an event stream, then closes.
+async fn raw_sse_server(body: String) -> String {
+    use tokio::io::AsyncWriteExt;
+    serve(move |mut s| {
+        let body = body.clone();
+        async move {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(body.as_bytes()).await;
+        }
+    })
+    .await
 }
 
 fn chunk_json(text: &str, completion: u64, finish: Option<&str>) -> String {
@@ -384,33 +402,25 @@ async fn a_messages_stream_reads_its_prompt_from_every_report_and_needs_its_end_
 /// A server that answers every request with `events` as a chunked event stream, each written
 /// after its delay, and `[DONE]`; then holds the connection open for `hold` before closing.
 async fn paced_sse_server(events: Vec<(Duration, String)>, hold: Duration) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            let events = events.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 64 * 1024];
-                let _ = s.read(&mut buf).await;
-                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-                let _ = s.write_all(head.as_bytes()).await;
-                for (delay, e) in events {
-                    tokio::time::sleep(delay).await;
-                    let data = format!("data: {e}\n\n");
-                    let piece = format!("{:x}\r\n{data}\r\n", data.len());
-                    if s.write_all(piece.as_bytes()).await.is_err() {
-                        return;
-                    }
+    use tokio::io::AsyncWriteExt;
+    serve(move |mut s| {
+        let events = events.clone();
+        async move {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let _ = s.write_all(head.as_bytes()).await;
+            for (delay, e) in events {
+                tokio::time::sleep(delay).await;
+                let data = format!("data: {e}\n\n");
+                let piece = format!("{:x}\r\n{data}\r\n", data.len());
+                if s.write_all(piece.as_bytes()).await.is_err() {
+                    return;
                 }
-                tokio::time::sleep(hold).await;
-                let _ = s.write_all(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n").await;
-            });
+            }
+            tokio::time::sleep(hold).await;
+            let _ = s.write_all(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n").await;
         }
-    });
-    format!("http://{addr}/v1/completions")
+    })
+    .await
 }
 
 /// The idle limit runs from the last read, not from the first chunk: a stream whose chunks
