@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::api::Api;
 pub use crate::planned::{DroppedContext, PlannedCell, decode_drops};
+use crate::planned::{Fit, tokens_fit};
 pub use crate::targeting::{
     ESTIMATE_TOLERANCE, MINIMAL_PROMPT_MAX, MINIMAL_PROMPT_SPREAD, Targeting, estimate_tolerance,
     prompt_tolerance,
@@ -430,13 +431,15 @@ fn resolve_one(
     };
     match (spec, limit) {
         (ContextSpec::Tokens(c), None) => Ok(planned(c, c, true)),
-        (ContextSpec::Tokens(c), Some(l)) if c + m < l => Ok(planned(c, c, true)),
-        (ContextSpec::Tokens(c), Some(l)) if c < l => Ok(planned(c, c, false)),
-        (ContextSpec::Tokens(c), Some(l)) => Err(DropReason::TooLong {
-            tokens: c,
-            limit: l,
-            flag,
-        }),
+        (ContextSpec::Tokens(c), Some(l)) => match tokens_fit(c, m, l) {
+            Fit::Decode => Ok(planned(c, c, true)),
+            Fit::PrefillOnly => Ok(planned(c, c, false)),
+            Fit::TooLong => Err(DropReason::TooLong {
+                tokens: c,
+                limit: l,
+                flag,
+            }),
+        },
         (ContextSpec::Max | ContextSpec::Full, None) => Err(DropReason::UnknownLimit),
         (ContextSpec::Max, Some(l)) => {
             let room = l.saturating_sub(m + 1);

@@ -1,6 +1,7 @@
 //! The plan's steps and what it left out: the types the plan (`crate::plan`) and the planners
 //! of its later sections (`crate::mixed_plan`) both build, in a file of their own so neither
-//! imports the other for them.
+//! imports the other for them; and the rule of how an explicit context fits the server
+//! ([`tokens_fit`]), which both the plan and [`decode_drops`] apply.
 
 use crate::cell::CellKey;
 use crate::size::{ContextSpec, format_tokens};
@@ -26,11 +27,35 @@ pub struct DroppedContext {
     pub reason: String,
 }
 
+/// How an explicit context of C tokens fits a server whose context length (prompt + output) is
+/// L, with a max output of M.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// C + M < L: prefill and decode (strictly less: some engines reject prompt + max_tokens
+    /// equal to the limit).
+    Decode,
+    /// C < L ≤ C + M: the prompt fits, a decode request does not: prefill only.
+    PrefillOnly,
+    /// C ≥ L: nothing fits; the context is dropped.
+    TooLong,
+}
+
+/// [`Fit`] of C tokens with a max output of `m` against the context length `l`.
+pub(crate) fn tokens_fit(c: u64, m: u64, l: u64) -> Fit {
+    if c.saturating_add(m) < l {
+        Fit::Decode
+    } else if c < l {
+        Fit::PrefillOnly
+    } else {
+        Fit::TooLong
+    }
+}
+
 /// The contexts of `specs` whose decode cells do not run because a decode request would not
-/// fit: C + the max output M reaches the server's context length L (with C < L, the context is
-/// measured by prefill only: `crate::plan::resolve_contexts`). Said where the run prints and in
-/// every report, so that no decode cell goes silently; `skip_prefill`: the prefill is skipped
-/// too, and nothing at all runs at such a context.
+/// fit: C < L ≤ C + M, which the plan measures by prefill only (`crate::plan::resolve_contexts`,
+/// by the same rule). Said where the run prints and in every report, so that no decode cell
+/// goes silently; `skip_prefill`: the prefill is skipped too, and nothing at all runs at such a
+/// context.
 pub fn decode_drops(
     specs: &[ContextSpec],
     limit: Option<u64>,
@@ -45,7 +70,7 @@ pub fn decode_drops(
         let ContextSpec::Tokens(c) = spec else {
             continue;
         };
-        if c >= l || c + m < l || out.iter().any(|d| d.spec == spec) {
+        if tokens_fit(c, m, l) != Fit::PrefillOnly || out.iter().any(|d| d.spec == spec) {
             continue;
         }
         let then = if skip_prefill {
