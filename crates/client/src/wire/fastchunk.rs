@@ -406,27 +406,33 @@ impl<'a> Scan<'a> {
 
 /// The index of the first byte of `bytes` that ends or breaks a plain string: `"`, `\\` or a
 /// control character (below 0x20). Eight bytes a step (SWAR): a byte loop paid a few
-/// instructions and branches per byte, and strings are most of a chunk. Each mask below flags
-/// its bytes exactly up to its first hit (a borrow can flag bytes only above a true one), so the
-/// lowest flag of the three is the answer.
+/// instructions and branches per byte, and strings are most of a chunk. The last few bytes
+/// go through the same test as a word padded with a plain letter, so the rule is written once.
 fn find_special(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     let (words, rest) = bytes.as_chunks::<8>();
     for (k, w) in words.iter().enumerate() {
-        let x = u64::from_le_bytes(*w);
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let slash = x ^ (ONES * u64::from(b'\\'));
-        let zero_in = |v: u64| v.wrapping_sub(ONES) & !v;
-        let control = x.wrapping_sub(ONES * 0x20) & !x;
-        let hits = (zero_in(quote) | zero_in(slash) | control) & HIGH;
-        if hits != 0 {
-            return Some(k * 8 + (hits.trailing_zeros() / 8) as usize);
+        if let Some(i) = special_in(*w) {
+            return Some(k * 8 + i);
         }
     }
-    rest.iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map(|p| words.len() * 8 + p)
+    let mut last = [b'a'; 8];
+    last.get_mut(..rest.len())?.copy_from_slice(rest);
+    special_in(last).map(|i| words.len() * 8 + i)
+}
+
+/// [`find_special`] within one word: the index of its first special byte. Each mask flags its
+/// bytes exactly up to its first hit (a borrow can flag bytes only above a true one), so the
+/// lowest flag of the three is the answer.
+fn special_in(word: [u8; 8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_le_bytes(word);
+    let zero_in = |v: u64| v.wrapping_sub(ONES) & !v;
+    let quote = zero_in(x ^ (ONES * u64::from(b'"')));
+    let slash = zero_in(x ^ (ONES * u64::from(b'\\')));
+    let control = x.wrapping_sub(ONES * 0x20) & !x;
+    let hits = (quote | slash | control) & HIGH;
+    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
 }
 
 #[cfg(test)]
